@@ -1,0 +1,423 @@
+"""Scene: the plain data every later stage reads (stage 1 of the pipeline).
+
+A scene is one ``scene.json`` (format ``vistest.scene/1``, see docs/scene-format.md).
+Conventions, stated once here and relied on everywhere:
+
+* World: metres, right-handed, +Z up.
+* ``camera_to_world``: 4x4 rigid transform, OpenCV camera axes (x right, y down,
+  z forward). An invalid frame (lost tracking) has ``camera_to_world = None``.
+* Intrinsics: pixels, OpenCV convention (integer coordinates are pixel centres),
+  for frames of ``image_size`` = (W, H).
+* Boxes: ``center`` (3,), ``size`` (3,) full extents, ``rotation`` (3, 3) whose
+  *columns* are the box axes, all in the *box world*. ``boxes_to_world`` (4x4, rigid)
+  maps the box world into the pose world (ScanNet: inverse of ``axisAlignment``).
+* ``Frame.index`` is the 0-based decoded frame number in ``video``.
+
+Everything is validated on load; a bad value raises :class:`SceneError` (a
+``ValueError``) naming the file, the field and what was expected.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "vistest.scene/1"
+ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
+
+
+class SceneError(ValueError):
+    """Invalid scene input: the message names the file, the field and the expectation."""
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class Intrinsics:
+    """Pinhole intrinsics in pixels, OpenCV convention (integer coords = pixel centres)."""
+
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    def matrix(self) -> np.ndarray:
+        """The 3x3 camera matrix K."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    def scaled(self, sx: float, sy: float) -> "Intrinsics":
+        """Intrinsics for the image resized by factors (sx, sy) (new = old * s).
+
+        Pixel *edges* scale, pixel centres shift: c' = (c + 0.5) * s - 0.5.
+        """
+        return Intrinsics(self.fx * sx, self.fy * sy, (self.cx + 0.5) * sx - 0.5, (self.cy + 0.5) * sy - 0.5)
+
+    def to_json(self) -> dict:
+        return {"fx": self.fx, "fy": self.fy, "cx": self.cx, "cy": self.cy}
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """One decoded video frame and its camera.
+
+    ``camera_to_world`` is None for an invalid frame (lost tracking); such frames are
+    kept (never silently dropped) and every per-frame result for them is NaN.
+    ``intrinsics`` overrides the scene camera for this frame when set. ``depth`` is a
+    path (relative to the scene file) of a depth image registered to this frame.
+    """
+
+    index: int
+    time: float
+    camera_to_world: np.ndarray | None
+    intrinsics: Intrinsics | None = None
+    depth: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.camera_to_world is not None
+
+
+@dataclass(frozen=True, eq=False)
+class SceneObject:
+    """An oriented 3D box in the box world (see module docstring for conventions)."""
+
+    id: str
+    label: str
+    center: np.ndarray
+    size: np.ndarray
+    rotation: np.ndarray
+
+    def corners(self) -> np.ndarray:
+        """The 8 corners (8, 3) in the box world (numbering: :func:`box_corners`)."""
+        return box_corners(self.center[None], self.size[None], self.rotation[None])[0]
+
+
+@dataclass(frozen=True)
+class DepthSpec:
+    """How to read the per-frame depth images.
+
+    ``scale``: stored units per metre (1000 for 16-bit PNGs in millimetres); 0 = missing.
+    ``image_size``: (W, H) of the depth images. ``camera``: their intrinsics; when None,
+    the colour camera scaled to ``image_size``. Depth maps are z-depth (along the
+    optical axis) registered to the colour camera's pose.
+    """
+
+    scale: float = 1000.0
+    image_size: tuple[int, int] | None = None
+    camera: Intrinsics | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    """A loaded, validated scene. Paths (video, mesh, depth) are relative to ``root``."""
+
+    scene_id: str
+    fps: float
+    image_size: tuple[int, int]
+    camera: Intrinsics
+    frames: tuple[Frame, ...]
+    objects: tuple[SceneObject, ...]
+    boxes_to_world: np.ndarray = field(default_factory=lambda: _readonly(np.eye(4)))
+    video: str | None = None
+    mesh: str | None = None
+    depth: DepthSpec | None = None
+    room: dict | None = None
+    root: Path = Path(".")
+
+    # ---- derived views -------------------------------------------------------------
+    @property
+    def num_frames(self) -> int:
+        """Number of decoded video frames the scene describes (last index + 1)."""
+        return self.frames[-1].index + 1 if self.frames else 0
+
+    @property
+    def object_ids(self) -> tuple[str, ...]:
+        return tuple(o.id for o in self.objects)
+
+    def intrinsics_for(self, frame: Frame) -> Intrinsics:
+        """The frame's own intrinsics, else the scene camera."""
+        return frame.intrinsics if frame.intrinsics is not None else self.camera
+
+    def world_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Boxes in the *pose* world: centers (O,3), sizes (O,3), rotations (O,3,3).
+
+        Applies ``boxes_to_world`` (A): R_w = A[:3,:3] @ R, c_w = A[:3,:3] @ c + A[:3,3].
+        """
+        a = self.boxes_to_world
+        if not self.objects:
+            return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3, 3))
+        c = np.stack([o.center for o in self.objects]) @ a[:3, :3].T + a[:3, 3]
+        s = np.stack([o.size for o in self.objects])
+        r = np.einsum("ij,ojk->oik", a[:3, :3], np.stack([o.rotation for o in self.objects]))
+        return c, s, r
+
+    def path(self, rel: str) -> Path:
+        """Resolve a scene-relative path."""
+        return (self.root / rel).resolve()
+
+    # ---- I/O -------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Scene":
+        """Load and validate ``scene.json``; raises SceneError naming file and field."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise SceneError(f"{path}: cannot read scene file ({e.strerror})") from None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SceneError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        return cls.from_dict(doc, root=path.parent, source=str(path))
+
+    @classmethod
+    def from_dict(cls, doc: Any, root: str | os.PathLike = ".", source: str = "<scene>") -> "Scene":
+        """Validate a parsed scene document (see docs/scene-format.md)."""
+        return _Parser(source, Path(root)).scene(doc)
+
+    def to_dict(self) -> dict:
+        """The JSON document for this scene (inverse of from_dict)."""
+        doc: dict[str, Any] = {"format": FORMAT, "scene_id": self.scene_id}
+        if self.video is not None:
+            doc["video"] = self.video
+        if self.mesh is not None:
+            doc["mesh"] = self.mesh
+        doc["fps"] = self.fps
+        doc["image_size"] = list(self.image_size)
+        doc["camera"] = self.camera.to_json()
+        if self.depth is not None:
+            d: dict[str, Any] = {"scale": self.depth.scale}
+            if self.depth.image_size is not None:
+                d["image_size"] = list(self.depth.image_size)
+            if self.depth.camera is not None:
+                d["camera"] = self.depth.camera.to_json()
+            doc["depth"] = d
+        if not np.array_equal(self.boxes_to_world, np.eye(4)):
+            doc["boxes_to_world"] = self.boxes_to_world.tolist()
+        if self.room is not None:
+            doc["room"] = self.room
+        frames = []
+        for f in self.frames:
+            fd: dict[str, Any] = {"index": f.index, "time": f.time,
+                                  "camera_to_world": None if f.camera_to_world is None else f.camera_to_world.tolist()}
+            if f.intrinsics is not None:
+                fd["intrinsics"] = f.intrinsics.to_json()
+            if f.depth is not None:
+                fd["depth"] = f.depth
+            frames.append(fd)
+        doc["frames"] = frames
+        doc["objects"] = [{"id": o.id, "label": o.label, "center": o.center.tolist(), "size": o.size.tolist(),
+                           "rotation": o.rotation.tolist()} for o in self.objects]
+        return doc
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write ``scene.json`` atomically (temp file + rename). Paths stay as given."""
+        write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def box_corners(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
+    """(O, 8, 3) box corners from centers (O,3), full sizes (O,3), rotations (O,3,3).
+
+    Corner k has local sign +1 on box axis b when bit b of k is set, else -1.
+    """
+    signs = np.array([[(k >> b) & 1 for b in range(3)] for k in range(8)], float) * 2.0 - 1.0
+    local = signs[None, :, :] * (np.asarray(sizes)[:, None, :] / 2.0)
+    return np.asarray(centers)[:, None, :] + np.einsum("okb,odb->okd", local, rots)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------
+class _Parser:
+    """Validates a scene document field by field; every error names source and field."""
+
+    def __init__(self, source: str, root: Path):
+        self.source = source
+        self.root = root
+
+    def fail(self, fld: str, msg: str) -> SceneError:
+        return SceneError(f"{self.source}: {fld}: {msg}")
+
+    # -- primitives
+    def number(self, v: Any, fld: str, positive: bool = False) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(fld, f"expected a number, got {v!r}")
+        x = float(v)
+        if not math.isfinite(x):
+            raise self.fail(fld, f"expected a finite number, got {v!r}")
+        if positive and x <= 0:
+            raise self.fail(fld, f"expected a positive number, got {v!r}")
+        return x
+
+    def array(self, v: Any, fld: str, shape: tuple[int, ...], allow_neg_inf: bool = False) -> np.ndarray:
+        try:
+            a = np.array(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise self.fail(fld, f"expected numbers of shape {list(shape)}, got {v!r}") from None
+        if a.shape != shape:
+            raise self.fail(fld, f"expected shape {list(shape)}, got {list(a.shape)} ({v!r})")
+        bad = ~np.isfinite(a)
+        if allow_neg_inf:
+            bad &= ~np.isneginf(a)
+        if bad.any():
+            i = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise self.fail(f"{fld}{list(i)}", f"expected a finite number, got {a[i]!r}")
+        return a
+
+    def rotation(self, r: np.ndarray, fld: str) -> None:
+        err = float(np.abs(r.T @ r - np.eye(3)).max())
+        if err > ORTHO_TOL:
+            raise self.fail(fld, f"rotation is not orthonormal (max |R^T R - I| = {err:.3g}, expected <= {ORTHO_TOL:g}): "
+                                 f"{r.tolist()}")
+        det = float(np.linalg.det(r))
+        if abs(det - 1.0) > ORTHO_TOL:
+            raise self.fail(fld, f"rotation has det {det:.6g}, expected +1 (a reflection or a transposed axis order?)")
+
+    def rigid(self, v: Any, fld: str, allow_invalid: bool = False) -> np.ndarray | None:
+        if v is None and allow_invalid:
+            return None
+        m = self.array(v, fld, (4, 4), allow_neg_inf=allow_invalid)
+        if allow_invalid and np.isneginf(m).any():
+            return None  # ScanNet marks lost tracking with -inf: an invalid frame
+        if not np.allclose(m[3], [0, 0, 0, 1], atol=ORTHO_TOL):
+            raise self.fail(fld, f"last row must be [0, 0, 0, 1], got {m[3].tolist()}")
+        self.rotation(m[:3, :3], fld)
+        return _readonly(m)
+
+    def intrinsics(self, v: Any, fld: str) -> Intrinsics:
+        if not isinstance(v, dict):
+            raise self.fail(fld, f"expected an object with fx, fy, cx, cy, got {v!r}")
+        missing = [k for k in ("fx", "fy", "cx", "cy") if k not in v]
+        if missing:
+            raise self.fail(fld, f"missing {', '.join(missing)}")
+        return Intrinsics(self.number(v["fx"], f"{fld}.fx", True), self.number(v["fy"], f"{fld}.fy", True),
+                          self.number(v["cx"], f"{fld}.cx"), self.number(v["cy"], f"{fld}.cy"))
+
+    def size2(self, v: Any, fld: str) -> tuple[int, int]:
+        if (not isinstance(v, (list, tuple)) or len(v) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)):
+            raise self.fail(fld, f"expected [W, H] as two positive integers, got {v!r}")
+        return int(v[0]), int(v[1])
+
+    def string(self, v: Any, fld: str) -> str:
+        if not isinstance(v, str) or not v:
+            raise self.fail(fld, f"expected a non-empty string, got {v!r}")
+        return v
+
+    def file(self, v: Any, fld: str) -> str:
+        rel = self.string(v, fld)
+        if not (self.root / rel).is_file():
+            raise self.fail(fld, f"file not found: {(self.root / rel)}")
+        return rel
+
+    # -- document
+    def scene(self, doc: Any) -> Scene:
+        if not isinstance(doc, dict):
+            raise self.fail("<top>", f"expected a JSON object, got {type(doc).__name__}")
+        if doc.get("format") != FORMAT:
+            raise self.fail("format", f"expected {FORMAT!r}, got {doc.get('format')!r}")
+        for key in ("scene_id", "fps", "image_size", "camera", "frames", "objects"):
+            if key not in doc:
+                raise self.fail(key, "missing required field")
+        scene_id = self.string(doc["scene_id"], "scene_id")
+        fps = self.number(doc["fps"], "fps", positive=True)
+        image_size = self.size2(doc["image_size"], "image_size")
+        camera = self.intrinsics(doc["camera"], "camera")
+        video = self.file(doc["video"], "video") if doc.get("video") is not None else None
+        mesh = self.file(doc["mesh"], "mesh") if doc.get("mesh") is not None else None
+        depth = self.depth_spec(doc["depth"]) if doc.get("depth") is not None else None
+        b2w = self.rigid(doc["boxes_to_world"], "boxes_to_world") if doc.get("boxes_to_world") is not None else None
+        room = doc.get("room")
+        if room is not None and not isinstance(room, dict):
+            raise self.fail("room", f"expected an object, got {room!r}")
+        frames = self.frames(doc["frames"], fps)
+        objects = self.objects(doc["objects"])
+        return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
+                     objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
+                     video=video, mesh=mesh, depth=depth, room=room, root=self.root)
+
+    def depth_spec(self, v: Any) -> DepthSpec:
+        if not isinstance(v, dict):
+            raise self.fail("depth", f"expected an object, got {v!r}")
+        return DepthSpec(scale=self.number(v.get("scale", 1000.0), "depth.scale", positive=True),
+                         image_size=self.size2(v["image_size"], "depth.image_size") if "image_size" in v else None,
+                         camera=self.intrinsics(v["camera"], "depth.camera") if "camera" in v else None)
+
+    def frames(self, v: Any, fps: float) -> tuple[Frame, ...]:
+        if not isinstance(v, list):
+            raise self.fail("frames", f"expected a list, got {type(v).__name__}")
+        out: list[Frame] = []
+        for i, f in enumerate(v):
+            fld = f"frames[{i}]"
+            if not isinstance(f, dict):
+                raise self.fail(fld, f"expected an object, got {f!r}")
+            if "index" not in f:
+                raise self.fail(f"{fld}.index", "missing required field")
+            idx = f["index"]
+            if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
+                raise self.fail(f"{fld}.index", f"expected a non-negative integer, got {idx!r}")
+            if out and idx == out[-1].index:
+                raise self.fail(f"{fld}.index", f"duplicated frame index {idx}")
+            if out and idx < out[-1].index:
+                raise self.fail(f"{fld}.index", f"frames out of order: index {idx} after {out[-1].index}")
+            t = self.number(f["time"], f"{fld}.time") if f.get("time") is not None else idx / fps
+            if "camera_to_world" not in f:
+                raise self.fail(f"{fld}.camera_to_world", "missing (use null for an invalid frame)")
+            pose = self.rigid(f["camera_to_world"], f"{fld}.camera_to_world", allow_invalid=True)
+            k = self.intrinsics(f["intrinsics"], f"{fld}.intrinsics") if f.get("intrinsics") is not None else None
+            d = self.file(f["depth"], f"{fld}.depth") if f.get("depth") is not None else None
+            out.append(Frame(index=idx, time=t, camera_to_world=pose, intrinsics=k, depth=d))
+        return tuple(out)
+
+    def objects(self, v: Any) -> tuple[SceneObject, ...]:
+        if not isinstance(v, list):
+            raise self.fail("objects", f"expected a list, got {type(v).__name__}")
+        out: list[SceneObject] = []
+        seen: dict[str, int] = {}
+        for i, o in enumerate(v):
+            fld = f"objects[{i}]"
+            if not isinstance(o, dict):
+                raise self.fail(fld, f"expected an object, got {o!r}")
+            for key in ("id", "label", "center", "size", "rotation"):
+                if key not in o:
+                    raise self.fail(f"{fld}.{key}", "missing required field")
+            oid = o["id"]
+            if isinstance(oid, int) and not isinstance(oid, bool):
+                oid = str(oid)
+            oid = self.string(oid, f"{fld}.id")
+            if oid in seen:
+                raise self.fail(f"{fld}.id", f"duplicate object id {oid!r} (also objects[{seen[oid]}])")
+            seen[oid] = i
+            label = self.string(o["label"], f"{fld}.label")
+            center = self.array(o["center"], f"{fld}.center", (3,))
+            size = self.array(o["size"], f"{fld}.size", (3,))
+            if (size <= 0).any():
+                raise self.fail(f"{fld}.size", f"expected positive full extents, got {size.tolist()}")
+            rot = self.array(o["rotation"], f"{fld}.rotation", (3, 3))
+            self.rotation(rot, f"{fld}.rotation")
+            out.append(SceneObject(oid, label, _readonly(center), _readonly(size), _readonly(rot)))
+        return tuple(out)
