@@ -1,0 +1,64 @@
+"""Benchmark: Numba visibility engine vs pyrender at native resolution, in one run.
+
+Prints frames/s of the engine's default mode (occlusion="boxes", default scale) and of
+the pyrender reference (segmentation render + per-box pixel counts at native
+resolution) on the same scene, their ratio, and the engine's max error against the
+reference (fraction of image area, per object-frame). The machine is noisy: only the
+ratio measured here, in the same process, means anything.
+
+    python bench/visibility.py [--frames 1000] [--boxes 60] [--size 640x480] [--ref-frames 150]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
+from vistest.render import BoxSegRenderer
+from vistest.testing import random_box_scene
+from vistest.visibility import compute_visibility, default_scale
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=1000)
+    ap.add_argument("--boxes", type=int, default=60)
+    ap.add_argument("--size", default="640x480")
+    ap.add_argument("--ref-frames", type=int, default=150, help="frames rendered by pyrender (timed and compared)")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    w, h = (int(x) for x in args.size.split("x"))
+    scene = random_box_scene(seed=7, num_frames=args.frames, num_boxes=args.boxes, image_size=(w, h))
+    n_valid = sum(f.valid for f in scene.frames)
+
+    compute_visibility(dataclasses.replace(scene, frames=scene.frames[:4]))  # compile or load the cache
+    best = np.inf
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        vis = compute_visibility(scene)
+        best = min(best, time.perf_counter() - t0)
+    engine_fps = len(scene.frames) / best
+
+    ref = BoxSegRenderer(*scene.world_boxes(), w, h, near=vis.params["near"])
+    frames = [i for i, f in enumerate(scene.frames) if f.valid][: args.ref_frames]
+    ref.counts(scene.frames[frames[0]].camera_to_world, scene.camera)  # warm up the GL context
+    t0 = time.perf_counter()
+    counts = [ref.counts(scene.frames[i].camera_to_world, scene.camera) for i in frames]
+    ref_fps = len(frames) / (time.perf_counter() - t0)
+    ref.close()
+    err = np.abs(np.array(counts) / (w * h) - vis.visible[frames])
+
+    print(f"scene: {len(scene.frames)} frames ({n_valid} valid), {args.boxes} boxes, {w}x{h}; "
+          f"working scale {default_scale((w, h)):.4f} ({vis.params['working_size'][0]}x{vis.params['working_size'][1]})")
+    print(f"engine (occlusion=boxes, default scale): {engine_fps:10.1f} frames/s")
+    print(f"pyrender reference (native, {len(frames)} frames): {ref_fps:10.1f} frames/s")
+    print(f"ratio engine / pyrender: {engine_fps / ref_fps:.1f}x")
+    print(f"max error vs pyrender: {err.max() * 100:.3f}% of image area "
+          f"(mean {err.mean() * 100:.4f}%, over {err.size} object-frames)")
+
+
+if __name__ == "__main__":
+    main()
