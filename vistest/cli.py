@@ -6,11 +6,12 @@ exit status 2; long work draws a progress bar on stderr unless ``--quiet``.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
-from .scene import Scene, write_text_atomic
+from .atomic import write_atomic
+from .cli_budget import budget, frames
+from .scene import Scene
 
 
 def _fail(msg: str) -> None:
@@ -55,7 +56,7 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, 
         _fail(f"{scene_json}: {e}")
     vis.save(output)
     if csv_path:
-        write_text_atomic(Path(csv_path), vis.to_csv())
+        write_atomic(csv_path, vis.to_csv())
     if not quiet:
         n_valid = int(vis.valid.sum())
         click.echo(f"{scene.scene_id}: {len(vis.frame_index)} frames ({n_valid} valid) x {len(vis.object_ids)} objects, "
@@ -80,17 +81,8 @@ def demo_scene(outdir, seed, num_frames, size, quiet):
     click.echo(str(path))
 
 
-def _register_optional() -> None:
-    """Attach commands that live in their own stage modules."""
-    try:
-        from .cli_budget import budget, frames
-    except ImportError:  # pragma: no cover - during development only
-        return
-    main.add_command(frames)
-    main.add_command(budget)
-
-
-_register_optional()
+main.add_command(frames)
+main.add_command(budget)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

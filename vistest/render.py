@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import pyrender  # noqa: E402
 import trimesh  # noqa: E402
 
-from .scene import Intrinsics  # noqa: E402
+from .scene import Intrinsics, boxes_contain  # noqa: E402
 
 CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 ZFAR = 100.0
@@ -97,8 +97,7 @@ class BoxSegRenderer(_Renderer):
 
     def contains(self, point: np.ndarray) -> np.ndarray:
         """(O,) bool: is ``point`` (world) strictly inside each box."""
-        local = np.einsum("odk,od->ok", self.rotations, np.asarray(point, float) - self.centers)
-        return (np.abs(local) < self.sizes / 2.0).all(axis=1)
+        return boxes_contain(point, self.centers, self.sizes, self.rotations)
 
     def labels(self, c2w_cv: np.ndarray, k: Intrinsics, only: int | None = None) -> np.ndarray:
         """(H, W) int image of box index + 1 per pixel (0 = none).
@@ -140,10 +139,14 @@ class MeshDepthRenderer(_Renderer):
         flipped = mesh.copy()
         flipped.invert()
         both = trimesh.util.concatenate([mesh, flipped])
-        self.scene.add(pyrender.Mesh.from_trimesh(both, smooth=False))
+        node = self.scene.add(pyrender.Mesh.from_trimesh(both, smooth=False))
+        # The plain depth pass is multisampled and reads back one sample off the pixel
+        # centre (up to 0.375 px away); the SEG pass is not multisampled.
+        self._seg_map = {node: (255, 255, 255)}
 
     def render(self, c2w_cv: np.ndarray, k: Intrinsics) -> np.ndarray:
         """(H, W) float64 z-depth in metres along the optical axis; 0 where empty."""
         self._set_camera(c2w_cv, k)
-        depth = self.renderer.render(self.scene, flags=pyrender.RenderFlags.DEPTH_ONLY)
+        depth = self.renderer.render(self.scene, flags=pyrender.RenderFlags.DEPTH_ONLY | pyrender.RenderFlags.SEG,
+                                     seg_node_map=self._seg_map)
         return np.asarray(depth, np.float64)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .atomic import write_atomic
 
 FORMAT = "vistest.scene/1"
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
@@ -222,7 +223,13 @@ class Scene:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write ``scene.json`` atomically (temp file + rename). Paths stay as given."""
-        write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+        write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def boxes_contain(point: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
+    """(O,) bool: is ``point`` strictly inside each box (centers (O,3), sizes, rots (O,3,3))."""
+    local = np.einsum("odk,od->ok", rots, np.asarray(point, float) - centers)
+    return (np.abs(local) < np.asarray(sizes) / 2.0).all(axis=1)
 
 
 def box_corners(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
@@ -233,20 +240,6 @@ def box_corners(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.
     signs = np.array([[(k >> b) & 1 for b in range(3)] for k in range(8)], float) * 2.0 - 1.0
     local = signs[None, :, :] * (np.asarray(sizes)[:, None, :] / 2.0)
     return np.asarray(centers)[:, None, :] + np.einsum("okb,odb->okd", local, rots)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------

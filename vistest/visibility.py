@@ -25,11 +25,12 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .atomic import atomic_path
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 
@@ -55,20 +56,11 @@ class Visibility:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write an ``.npz`` atomically (temp file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp.npz", dir=path.parent)
-        os.close(fd)
-        try:
+        with atomic_path(Path(path).with_suffix(".npz")) as tmp:
             np.savez_compressed(
                 tmp, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
                 bbox=self.bbox, object_ids=self.object_ids.astype(str), frame_index=self.frame_index,
                 valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Visibility":

@@ -1,0 +1,326 @@
+"""GT(frames): each rule on constructed scenes whose answer is known by hand.
+
+Visibility tables are built directly (no rasterisation): ``visible[frame, object]`` is set
+to the fraction given in each test, 0 elsewhere, NaN rows for invalid frames.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vistest.budget import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
+                            write_budget_files)
+from vistest.cli_budget import budget as budget_cmd
+from vistest.cli_budget import frames as frames_cmd
+from vistest.questions import parse_questions
+from vistest.scene import FORMAT, Scene
+from vistest.visibility import Visibility
+
+
+def make_scene(objects, frame_indices, invalid=(), fps=30.0, scene_id="s1") -> Scene:
+    """Identity poses (None for ``invalid``); objects [(id, label)] are unit boxes on a line."""
+    return Scene.from_dict({
+        "format": FORMAT, "scene_id": scene_id, "fps": fps, "image_size": [64, 48],
+        "camera": {"fx": 50.0, "fy": 50.0, "cx": 31.5, "cy": 23.5},
+        "frames": [{"index": int(f), "time": f / fps,
+                    "camera_to_world": None if f in invalid else np.eye(4).tolist()} for f in frame_indices],
+        "objects": [{"id": oid, "label": lab, "center": [k, 0, 3], "size": [0.5, 0.5, 0.5],
+                     "rotation": np.eye(3).tolist()} for k, (oid, lab) in enumerate(objects)]})
+
+
+def make_vis(scene: Scene, seen: dict, nan_invalid=True) -> Visibility:
+    """``seen``: {object_id: {frame_index: visible fraction}}; rows follow ``scene.frames``."""
+    fidx = np.array([f.index for f in scene.frames], dtype=np.int64)
+    valid = np.array([f.valid for f in scene.frames], dtype=bool)
+    ids = np.array([o.id for o in scene.objects])
+    vis = np.zeros((len(fidx), len(ids)))
+    row = {int(f): r for r, f in enumerate(fidx)}
+    for c, oid in enumerate(ids):
+        for f, v in seen.get(str(oid), {}).items():
+            vis[row[f], c] = v
+    if nan_invalid:
+        vis[~valid] = np.nan
+    bbox = np.full(vis.shape + (4,), np.nan)
+    return Visibility(scene.scene_id, vis.copy(), vis, bbox, ids, fidx, valid, {"occlusion": "test"})
+
+
+def questions(*rows, scene_id="s1"):
+    base = {"scene_id": scene_id, "question": "?"}
+    return parse_questions([json.dumps({**base, "id": f"q{i}", **r}) for i, r in enumerate(rows)], source="q.jsonl")
+
+
+def item(truth, budget, qid):
+    [it] = [it for it in truth.for_budget(budget) if it.question.id == qid]
+    return it
+
+
+# uniform, N = 10: budget 4 -> linspace(0, 9, 4) = [0, 3, 6, 9]; budget 2 -> [0, 9]
+OBJS = [("c1", "chair"), ("c2", "chair"), ("c3", "chair"), ("t1", "table"), ("l1", "lamp"), ("b1", "bed")]
+
+
+def counting_case():
+    scene = make_scene(OBJS, range(10))
+    vis = make_vis(scene, {"c1": {0: 0.2}, "c2": {5: 0.3}, "c3": {7: 0.05, 8: 0.3}, "t1": {9: 0.5},
+                           "l1": {5: 0.9}})
+    qs = questions(
+        {"question_type": "object_counting", "category": "chair", "ground_truth": "3"},
+        {"question_type": "object_counting_multiple", "category": ["chair", "table"], "ground_truth": 4},
+        {"question_type": "object_counting_single", "category": "lamp", "ground_truth": 1},
+        {"question_type": "object_counting_single", "category": "lamp", "ground_truth": 1, "allow_zero": True},
+        {"question_type": "object_counting", "category": "chair", "ground_truth": 2},
+    )
+    return scene, vis, qs
+
+
+def test_counting_rules():
+    scene, vis, qs = counting_case()
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    # budget 4 -> frames 0, 3, 6, 9: c1 seen (frame 0), c2 only at 5, c3 at 7 (0.05, not > 5%) and 8
+    it = item(truth, 4, "q0")
+    assert (it.status, it.reason, it.ground_truth) == (CHANGED, "count_reduced", "1")  # string stays string
+    assert it.evidence_frames == (0,) and it.original_ground_truth == "3"
+    it = item(truth, 4, "q1")  # chairs (1) + table (t1 at 9) = 2
+    assert (it.status, it.ground_truth) == (CHANGED, 2)
+    it = item(truth, 4, "q2")  # lamp only at 5 -> none seen
+    assert (it.status, it.reason, it.ground_truth, it.unseen) == (UNANSWERABLE, "category_unseen", None, ("lamp",))
+    it = item(truth, 4, "q3")  # the same, allow_zero: the count 0 is an answer
+    assert (it.status, it.reason, it.ground_truth) == (CHANGED, "category_unseen", 0)
+    # all frames: chairs 3 (c3 at 8), lamp 1
+    assert [item(truth, "all", q).status for q in ("q0", "q1", "q2", "q3")] == [KEPT] * 4
+    assert item(truth, "all", "q0").ground_truth == "3"
+    it = item(truth, "all", "q4")  # the question says 2 but 3 chairs are seen: reported, not hidden
+    assert (it.status, it.reason, it.ground_truth) == (CHANGED, "count_exceeds_original", 3)
+
+
+def test_seen_threshold_is_strict_and_a_parameter():
+    scene = make_scene([("c1", "chair")], range(4))
+    vis = make_vis(scene, {"c1": {0: 0.05, 1: 0.05, 2: 0.05, 3: 0.05}})
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 40})
+    assert budget_truth(scene, vis, qs, budgets=("all",)).items[0].status == UNANSWERABLE
+    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=0.049).items[0].status == KEPT
+
+
+def test_object_questions_need_every_object_seen():
+    scene = make_scene(OBJS, range(10))
+    vis = make_vis(scene, {"c1": {0: 0.2}, "c2": {5: 0.3}, "t1": {9: 0.5, 3: 0.1}})
+    qs = questions(
+        {"question_type": "object_size_estimation", "objects": ["t1"], "ground_truth": 80},
+        {"question_type": "object_abs_distance", "objects": ["c1", "c2"], "ground_truth": "1.5"},
+        {"question_type": "object_rel_direction_hard", "objects": ["c1", "t1", "c2"],
+         "options": ["A. left", "B. right"], "ground_truth": "A"},
+    )
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    it = item(truth, 4, "q0")
+    assert (it.status, it.reason, it.ground_truth, it.evidence_frames) == (KEPT, "objects_seen", 80, (3, 9))
+    it = item(truth, 4, "q1")
+    assert (it.status, it.reason, it.unseen, it.ground_truth) == (UNANSWERABLE, "object_unseen", ("c2",), None)
+    assert item(truth, 4, "q2").unseen == ("c2",)
+    assert [it.status for it in truth.for_budget("all")] == [KEPT, KEPT, KEPT]
+
+
+def appearance_case():
+    scene = make_scene(OBJS, range(10))
+    # first sightings over all frames: c1 at 1, t1 at 2, l1 at 3 -> chair, table, lamp
+    vis = make_vis(scene, {"c1": {1: 0.2, 9: 0.2}, "t1": {2: 0.2, 6: 0.2, 9: 0.2}, "l1": {3: 0.2, 6: 0.2},
+                           "c2": {6: 0.3}})
+    opts = ["A. chair, table, lamp", "B. lamp, chair, table", "C. table, chair, lamp", "D. lamp, table, chair"]
+    qs = questions(
+        {"question_type": "obj_appearance_order", "objects": ["c1", "t1", "l1"], "options": opts, "ground_truth": "A"},
+        {"question_type": "obj_appearance_order", "objects": ["c1", "t1"], "ground_truth": ["c1", "t1"]},
+        {"question_type": "obj_appearance_order", "objects": ["c1", "t1", "l1"], "options": opts[:3],
+         "ground_truth": "A"},
+        {"question_type": "obj_appearance_order", "category": ["chair", "lamp"],
+         "options": ["A. chair, lamp", "B. lamp, chair"], "ground_truth": "A"},
+    )
+    return scene, vis, qs
+
+
+def test_appearance_order_recomputed_from_first_sightings():
+    scene, vis, qs = appearance_case()
+    truth = budget_truth(scene, vis, qs, budgets=(4, 2, "all"))
+    # all frames: the original order
+    assert [item(truth, "all", q).status for q in ("q0", "q1", "q2", "q3")] == [KEPT] * 4
+    # budget 4 = frames 0, 3, 6, 9: l1 first at 3, t1 at 6, c1 at 9 -> lamp, table, chair = D
+    it = item(truth, 4, "q0")
+    assert (it.status, it.reason, it.ground_truth) == (CHANGED, "order_changed", "D")
+    it = item(truth, 4, "q1")
+    assert (it.status, it.ground_truth) == (CHANGED, ["t1", "c1"])
+    it = item(truth, 4, "q2")  # the same order, but no option D
+    assert (it.status, it.reason) == (UNANSWERABLE, "order_not_in_options")
+    # by category: chairs first at 6 (c2; c1 only at 9), lamp at 3 -> B
+    it = item(truth, 4, "q3")
+    assert (it.status, it.ground_truth) == (CHANGED, "B")
+    # budget 2 = frames 0, 9: c1 and t1 both first seen at 9 -> tie; l1 never seen
+    it = item(truth, 2, "q1")
+    assert (it.status, it.reason) == (UNANSWERABLE, "first_sighting_tie")
+    it = item(truth, 2, "q0")
+    assert (it.status, it.reason, it.unseen) == (UNANSWERABLE, "object_unseen", ("l1",))
+
+
+def test_room_size_and_route_need_a_minimum_budget():
+    scene = make_scene(OBJS, range(64))
+    vis = make_vis(scene, {})
+    qs = questions(
+        {"question_type": "room_size_estimation", "ground_truth": 20.5},
+        {"question_type": "route_planning", "options": ["A. left", "B. right"], "ground_truth": "B"},
+    )
+    truth = budget_truth(scene, vis, qs, budgets=(16, 32, "all"))
+    assert [(it.status, it.reason) for it in truth.for_budget(16)] == [(UNANSWERABLE, "budget_below_minimum")] * 2
+    assert [it.status for it in truth.for_budget(32)] == [KEPT, KEPT]
+    assert [it.status for it in truth.for_budget("all")] == [KEPT, KEPT]
+    assert item(truth, 32, "q0").ground_truth == 20.5
+    truth = budget_truth(scene, vis, qs, budgets=(16,), min_budget_room_route=16)
+    assert [it.status for it in truth.for_budget(16)] == [KEPT, KEPT]
+
+
+@pytest.mark.parametrize("nan_invalid", [True, False])
+def test_invalid_frames_witness_nothing_and_are_reported(nan_invalid):
+    # frame 3 has no pose; its row says t1 covers 90% (NaN or not, it must not count)
+    scene = make_scene(OBJS, range(10), invalid={3})
+    vis = make_vis(scene, {"t1": {3: 0.9}, "c1": {6: 0.2}}, nan_invalid=nan_invalid)
+    qs = questions({"question_type": "object_size_estimation", "objects": ["t1"], "ground_truth": 80},
+                   {"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    sel4 = truth.selections[0]
+    assert sel4.frame_indices == (0, 3, 6, 9) and sel4.invalid_frames == (3,) and sel4.witnesses == (0, 6, 9)
+    assert (item(truth, 4, "q0").status, item(truth, 4, "q0").reason) == (UNANSWERABLE, "object_unseen")
+    assert item(truth, 4, "q1").status == KEPT
+    assert truth.selections[1].invalid_frames == (3,)
+    assert item(truth, "all", "q0").status == UNANSWERABLE
+    rec = item(truth, 4, "q0").to_record()
+    assert rec["invalid_frames"] == [3]
+
+
+def test_selected_frames_without_visibility_rows():
+    # the scene describes even frames only (N = 11); uniform 4 -> linspace(0, 10, 4) = [0, 3, 6, 10]
+    scene = make_scene(OBJS, range(0, 11, 2))
+    vis = make_vis(scene, {"c1": {6: 0.2}})
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
+    truth = budget_truth(scene, vis, qs, budgets=(4,))
+    sel = truth.selections[0]
+    assert sel.frame_indices == (0, 3, 6, 10) and sel.frames_without_visibility == (3,)
+    assert sel.witnesses == (0, 6, 10) and truth.items[0].status == KEPT
+
+
+def test_no_valid_frames():
+    scene = make_scene(OBJS, range(10), invalid=set(range(10)) - {5})
+    vis = make_vis(scene, {"c1": {5: 0.5}})
+    qs = questions({"question_type": "room_size_estimation", "ground_truth": 20.5},
+                   {"question_type": "object_counting", "category": "chair", "ground_truth": 1})
+    truth = budget_truth(scene, vis, qs, budgets=(2, "all"), min_budget_room_route=1)
+    assert [(it.status, it.reason) for it in truth.for_budget(2)] == [(UNANSWERABLE, "no_valid_frames")] * 2
+    assert [it.status for it in truth.for_budget("all")] == [KEPT, KEPT]
+
+
+def test_same_budget_two_profiles_change_status():
+    # N = 10, budget 4: uniform -> [0, 3, 6, 9]; vlmevalkit-generic (step N/(n+1) = 2) -> [2, 4, 6, 8]
+    scene = make_scene(OBJS, range(10))
+    vis = make_vis(scene, {"c1": {3: 0.3}})
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
+    a = budget_truth(scene, vis, qs, budgets=(4,), profile="uniform")
+    b = budget_truth(scene, vis, qs, budgets=(4,), profile="vlmevalkit-generic")
+    assert a.selections[0].frame_indices == (0, 3, 6, 9) and b.selections[0].frame_indices == (2, 4, 6, 8)
+    assert a.items[0].status == KEPT and b.items[0].status == UNANSWERABLE
+
+
+def test_profile_uses_scene_fps():
+    # 100 frames at 30 fps: llava-vid budget 16 takes every 30th frame [0, 30, 60, 90];
+    # uniform 16 takes floor(6.6 i) = 0, 6, 13, 19, 26, 33, ... (not 30)
+    scene = make_scene(OBJS, range(100), fps=30.0)
+    vis = make_vis(scene, {"b1": {30: 0.4}})
+    qs = questions({"question_type": "object_size_estimation", "objects": ["b1"], "ground_truth": 200})
+    assert budget_truth(scene, vis, qs, budgets=(16,), profile="llava-vid").items[0].status == KEPT
+    assert budget_truth(scene, vis, qs, budgets=(16,), profile="uniform").items[0].status == UNANSWERABLE
+
+
+def test_inconsistent_inputs_raise():
+    scene, vis, qs = counting_case()
+    other = make_scene(OBJS, range(10), scene_id="s2")
+    with pytest.raises(ValueError, match="scene_id 's1' does not match the scene 's2'"):
+        budget_truth(other, vis, questions({"question_type": "object_counting", "category": "chair",
+                                            "ground_truth": 1}, scene_id="s2"))
+    with pytest.raises(ValueError, match=r"q.jsonl:1: scene_id: expected 's2'"):
+        budget_truth(other, make_vis(other, {}), qs)
+    with pytest.raises(ValueError, match="budgets: budget 4 given twice"):
+        budget_truth(scene, vis, qs, budgets=(4, 4))
+    with pytest.raises(ValueError, match="unknown sampler profile"):
+        budget_truth(scene, vis, qs, profile="vlm")
+    small = make_scene(OBJS[:2], range(10))
+    with pytest.raises(ValueError, match="no column for scene object"):
+        budget_truth(scene, make_vis(small, {}), qs)
+
+
+def test_write_files_and_summary(tmp_path):
+    scene, vis, qs = counting_case()
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    paths = write_budget_files(truth, tmp_path / "out")
+    assert [p.name for p in paths] == ["4_frame.jsonl", "all_frame.jsonl"] == [budget_file_name(4), "all_frame.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["4_frame.jsonl", "all_frame.jsonl"]  # no temp left
+    recs = [json.loads(line) for line in paths[0].read_text().splitlines()]
+    assert len(recs) == len(qs)
+    r = recs[0]
+    assert (r["id"], r["num_frames"], r["frame_indices"], r["ground_truth"], r["status"], r["reason"],
+            r["original_ground_truth"]) == ("q0", 4, [0, 3, 6, 9], "1", "changed", "count_reduced", "3")
+    assert r["question_type"] == "object_counting" and r["category"] == "chair"
+    assert json.loads(paths[1].read_text().splitlines()[0])["num_frames"] == "all"
+    before = paths[0].read_bytes()
+    write_budget_files(truth, tmp_path / "out")
+    assert paths[0].read_bytes() == before  # rerun: same bytes
+    text = summary_table(truth)
+    lines = text.splitlines()
+    # budget 4: q0 changed, q2 unanswerable (object_counting_single: q2 unanswerable, q3 changed)
+    assert any(line.split() == ["object_counting", "0", "2", "0"] for line in lines)
+    assert any(line.split() == ["object_counting_single", "0", "1", "1"] for line in lines)
+    assert any(line.split() == ["total", "0", "4", "1"] for line in lines)
+    assert any(line.split() == ["total", "4", "1", "0"] for line in lines)  # all frames
+
+
+def test_cli_frames():
+    runner = CliRunner()
+    res = runner.invoke(frames_cmd, ["--profile", "vlmevalkit-chunk-center", "--budget", "4", "--num-frames", "10"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == [1, 3, 6, 9]
+    res = runner.invoke(frames_cmd, ["-p", "llava-vid", "-n", "16", "-N", "100", "--fps", "30", "-O", "sample_fps=2"])
+    assert json.loads(res.output) == [0, 15, 30, 45, 60, 75, 90]
+    res = runner.invoke(frames_cmd, ["-p", "uniform", "-n", "zero", "-N", "10"])
+    assert res.exit_code != 0 and "--budget: expected a positive integer or 'all'" in res.output
+
+
+def test_cli_budget(tmp_path):
+    scene, vis, qs = counting_case()
+    scene.save(tmp_path / "scene.json")
+    vis.save(tmp_path / "vis.npz")
+    q = tmp_path / "q.jsonl"
+    q.write_text("".join(json.dumps(dict(x.record)) + "\n" for x in qs))
+    runner = CliRunner()
+    args = [str(tmp_path / "scene.json"), str(q), "--budgets", "4,all", "-o", str(tmp_path / "out"),
+            "--visibility", str(tmp_path / "vis.npz")]
+    res = runner.invoke(budget_cmd, args)
+    assert res.exit_code == 0, res.output
+    assert "total" in res.output and "object_counting_multiple" in res.output
+    assert json.loads((tmp_path / "out" / "4_frame.jsonl").read_text().splitlines()[0])["ground_truth"] == "1"
+    # bad question input: the error names the file, line and field
+    q.write_text(q.read_text() + json.dumps({"id": "x", "scene_id": "s1", "question_type": "object_counting",
+                                             "question": "?", "category": "sofa", "ground_truth": 1}) + "\n")
+    res = runner.invoke(budget_cmd, args)
+    assert res.exit_code != 0
+    assert f"{q}:6: category: category 'sofa' is absent from scene 's1'" in res.output
+
+
+def test_cli_budget_computes_visibility_when_not_given(tmp_path):
+    # one 2 m box 3 m in front of every camera: covers ~40% of the image, so it is seen
+    doc = make_scene([("c1", "chair")], range(8)).to_dict()
+    doc["objects"][0].update(center=[0.0, 0.0, 3.0], size=[2.0, 2.0, 0.5])
+    Scene.from_dict(doc).save(tmp_path / "scene.json")
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": 1, "scene_id": "s1", "question_type": "object_counting", "question": "?",
+                             "category": "chair", "ground_truth": 1}) + "\n")
+    res = CliRunner().invoke(budget_cmd, [str(tmp_path / "scene.json"), str(q), "--budgets", "2,all",
+                                          "-o", str(tmp_path / "out"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    for name in ("2_frame.jsonl", "all_frame.jsonl"):
+        rec = json.loads((tmp_path / "out" / name).read_text())
+        assert (rec["status"], rec["ground_truth"]) == ("kept", 1)

@@ -1,0 +1,366 @@
+"""Questions: the benchmark questions whose ground truth vistest re-derives per frame budget.
+
+Format (docs/questions-format.md): JSONL, one JSON object per line, blank lines ignored.
+
+* ``id`` (string or integer, unique in the file), ``scene_id``, ``question_type`` (one of
+  :data:`QUESTION_TYPES`), ``question`` (text), ``ground_truth`` (the all-frame answer:
+  an option letter for multiple-choice types, a number or numeric string otherwise);
+* ``options``: list of strings, required for multiple-choice types (``"A. text"``);
+* ``objects``: object ids of the scene the question is about (required for size,
+  distance and direction types; appearance order takes ``objects`` or ``category``);
+* ``category``: a label or list of labels (counting: all objects with that label; the
+  ``object_counting_multiple`` sum of several labels; appearance order: the first
+  appearance of any instance of each label);
+* ``allow_zero`` (counting only, default false): a count of 0 is a valid answer;
+* any other field is kept and copied to the outputs unchanged.
+
+Loading validates every line; a bad line raises :class:`QuestionError` (a ValueError)
+naming the file, the line number (1-based) and the field, and what was expected.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+# the rule budget_truth applies to each type (see vistest/budget.py)
+RULE_COUNTING = "counting"            # count instances of category seen in the selected frames
+RULE_OBJECTS = "objects"              # every referenced object must be seen
+RULE_APPEARANCE = "appearance_order"  # order recomputed from first sightings
+RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough frames
+
+ANSWER_MCQ = "mcq"
+ANSWER_NUMBER = "number"
+
+
+class QuestionError(ValueError):
+    """Invalid question input; the message names file, line, field and the expectation."""
+
+
+@dataclass(frozen=True)
+class QuestionType:
+    """A question type: its benchmark(s), answer kind, GT(frames) rule and object needs.
+
+    ``min_objects``: how many object ids (``objects``) the question must reference
+    (0: none needed). ``subjects``: which of ``objects``/``category`` it accepts.
+    """
+
+    name: str
+    benchmarks: tuple[str, ...]
+    answer: str
+    rule: str
+    min_objects: int = 0
+    subjects: tuple[str, ...] = ()
+
+
+def _types() -> dict[str, QuestionType]:
+    vsi, revsi, both = ("VSI-Bench",), ("ReVSI",), ("VSI-Bench", "ReVSI")
+    mcq, num = ANSWER_MCQ, ANSWER_NUMBER
+    obj, cat = ("objects",), ("category",)
+    specs = [
+        # VSI-Bench (lmms-eval tasks/vsibench/utils.py MCA/NA lists)
+        QuestionType("object_counting", vsi, num, RULE_COUNTING, subjects=cat),
+        QuestionType("object_size_estimation", both, num, RULE_OBJECTS, 1, obj),
+        QuestionType("object_abs_distance", both, num, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_distance", vsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_easy", vsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_medium", vsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_hard", vsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("room_size_estimation", vsi, num, RULE_MIN_BUDGET),
+        QuestionType("obj_appearance_order", vsi, mcq, RULE_APPEARANCE, 2, ("objects", "category")),
+        QuestionType("route_planning", both, mcq, RULE_MIN_BUDGET, 0, obj),
+        # ReVSI (lmms-eval tasks/revsi/utils.py MCQ/NQ lists)
+        QuestionType("object_counting_single", revsi, num, RULE_COUNTING, subjects=cat),
+        QuestionType("object_counting_multiple", revsi, num, RULE_COUNTING, subjects=cat),
+        QuestionType("object_rel_direction_forward_easy", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_backward_easy", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_forward_hard", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_direction_backward_hard", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_distance_closest", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("object_rel_distance_farthest", revsi, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("room_size_estimation_single", revsi, num, RULE_MIN_BUDGET),
+        QuestionType("room_size_estimation_multiple", revsi, num, RULE_MIN_BUDGET),
+    ]
+    return {t.name: t for t in specs}
+
+
+QUESTION_TYPES: dict[str, QuestionType] = _types()
+
+_LETTER_RE = re.compile(r"^\s*([A-Za-z])\s*[.)]\s*(.*)$", re.S)
+
+
+def option_letter(option: str) -> tuple[str | None, str]:
+    """Split ``"A. text"`` (or ``"A) text"``) into (``"A"``, ``"text"``); (None, option) otherwise."""
+    m = _LETTER_RE.match(option)
+    if m:
+        return m.group(1).upper(), m.group(2).strip()
+    return None, option.strip()
+
+
+def option_labels(option: str) -> tuple[str, ...]:
+    """The comma-separated labels of an appearance-order option, lower-cased and stripped."""
+    return tuple(p.strip().lower() for p in option_letter(option)[1].split(","))
+
+
+@dataclass(frozen=True, eq=False)
+class Question:
+    """One validated question. ``record`` is the line's JSON object as read (read-only).
+
+    ``objects``: referenced object ids (str). ``category``: referenced labels. ``source``
+    and ``line`` (1-based) locate it for error messages.
+    """
+
+    id: str
+    scene_id: str
+    question_type: str
+    question: str
+    options: tuple[str, ...] | None
+    ground_truth: Any
+    objects: tuple[str, ...]
+    category: tuple[str, ...]
+    allow_zero: bool
+    record: Mapping[str, Any]
+    source: str = "<questions>"
+    line: int = 0
+
+    @property
+    def type(self) -> QuestionType:
+        return QUESTION_TYPES[self.question_type]
+
+    @property
+    def where(self) -> str:
+        """``file:line`` of this question."""
+        return f"{self.source}:{self.line}"
+
+    def mcq_letter_of(self, labels: tuple[str, ...]) -> str | None:
+        """The letter of the option whose label sequence equals ``labels`` (appearance order)."""
+        want = tuple(x.lower() for x in labels)
+        for opt in self.options or ():
+            letter, _ = option_letter(opt)
+            if option_labels(opt) == want:
+                return letter if letter is not None else opt
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# parsing
+# ---------------------------------------------------------------------------------------
+class _LineParser:
+    """Validates one question line; every error names file, line and field."""
+
+    def __init__(self, source: str, line: int, scene: Any | None):
+        self.source, self.line, self.scene = source, line, scene
+
+    def fail(self, fld: str, msg: str) -> QuestionError:
+        return QuestionError(f"{self.source}:{self.line}: {fld}: {msg}")
+
+    def string(self, doc: dict, key: str) -> str:
+        if key not in doc:
+            raise self.fail(key, "missing required field")
+        v = doc[key]
+        if not isinstance(v, str) or not v.strip():
+            raise self.fail(key, f"expected a non-empty string, got {v!r}")
+        return v
+
+    def ident(self, v: Any, fld: str) -> str:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        if isinstance(v, str) and v:
+            return v
+        raise self.fail(fld, f"expected a non-empty string or an integer id, got {v!r}")
+
+    def number(self, v: Any, fld: str) -> float:
+        x: float | None = None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            x = float(v)
+        elif isinstance(v, str):
+            try:
+                x = float(v.strip())
+            except ValueError:
+                x = None
+        if x is None or not math.isfinite(x):
+            raise self.fail(fld, f"expected a number (or a numeric string), got {v!r}")
+        return x
+
+    def question(self, doc: Any) -> Question:
+        if not isinstance(doc, dict):
+            raise self.fail("<line>", f"expected a JSON object, got {type(doc).__name__}")
+        if "id" not in doc:
+            raise self.fail("id", "missing required field")
+        qid = self.ident(doc["id"], "id")
+        scene_id = self.string(doc, "scene_id")
+        qtype_name = self.string(doc, "question_type")
+        qtype = QUESTION_TYPES.get(qtype_name)
+        if qtype is None:
+            raise self.fail("question_type", f"unknown question type {qtype_name!r}; expected one of "
+                                             f"{', '.join(sorted(QUESTION_TYPES))}")
+        text = self.string(doc, "question")
+        if "ground_truth" not in doc or doc["ground_truth"] is None:
+            raise self.fail("ground_truth", "missing required field")
+        gt = doc["ground_truth"]
+        if self.scene is not None and scene_id != self.scene.scene_id:
+            raise self.fail("scene_id", f"expected {self.scene.scene_id!r} (the scene given), got {scene_id!r}")
+        options = self.options(doc.get("options"), qtype, order_list=qtype.rule == RULE_APPEARANCE
+                               and isinstance(gt, list))
+        objects = self.objects(doc.get("objects"), qtype)
+        category = self.category(doc.get("category"), qtype)
+        allow_zero = doc.get("allow_zero", False)
+        if not isinstance(allow_zero, bool):
+            raise self.fail("allow_zero", f"expected true or false, got {allow_zero!r}")
+        if allow_zero and qtype.rule != RULE_COUNTING:
+            raise self.fail("allow_zero", f"only counting questions take allow_zero, not {qtype_name!r}")
+        if qtype.rule == RULE_APPEARANCE and not objects and not category:
+            raise self.fail("objects", f"{qtype_name} needs objects (ids) or category (labels) to order")
+        if qtype.rule == RULE_APPEARANCE and objects and category:
+            raise self.fail("category", f"{qtype_name}: give objects or category, not both")
+        if qtype.rule == RULE_APPEARANCE and len(category) == 1:
+            raise self.fail("category", f"{qtype_name} needs at least 2 labels to order, got {list(category)}")
+        self.ground_truth(gt, qtype, options, objects, category)
+        q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
+                     ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
+                     record=MappingProxyType(dict(doc)), source=self.source, line=self.line)
+        if qtype.rule == RULE_APPEARANCE and options is not None:
+            self.appearance_options(q)
+        return q
+
+    def options(self, v: Any, qtype: QuestionType, order_list: bool = False) -> tuple[str, ...] | None:
+        """MCQ options; an appearance order whose ground truth is a list of ids needs none."""
+        if qtype.answer == ANSWER_MCQ:
+            if v is None and order_list:
+                return None
+            if v is None:
+                raise self.fail("options", f"multiple-choice type {qtype.name!r} needs options (a list of strings)")
+            if not isinstance(v, list) or not v:
+                raise self.fail("options", f"expected a non-empty list of strings, got {v!r}")
+            for i, o in enumerate(v):
+                if not isinstance(o, str) or not o.strip():
+                    raise self.fail(f"options[{i}]", f"expected a non-empty string, got {o!r}")
+            letters = [option_letter(o)[0] for o in v]
+            if all(letters) and len(set(letters)) != len(letters):
+                raise self.fail("options", f"option letters repeat: {letters}")
+            return tuple(v)
+        if v is not None and v != []:
+            raise self.fail("options", f"numeric-answer type {qtype.name!r} takes no options, got {v!r}")
+        return None
+
+    def objects(self, v: Any, qtype: QuestionType) -> tuple[str, ...]:
+        if v is None:
+            if qtype.min_objects and "category" not in qtype.subjects:
+                raise self.fail("objects", f"{qtype.name!r} needs at least {qtype.min_objects} object id(s)")
+            return ()
+        if "objects" not in qtype.subjects:
+            raise self.fail("objects", f"{qtype.name!r} takes no objects"
+                            + (" (counting names a category)" if qtype.rule == RULE_COUNTING else ""))
+        if not isinstance(v, list):
+            raise self.fail("objects", f"expected a list of object ids, got {v!r}")
+        ids = tuple(self.ident(x, f"objects[{i}]") for i, x in enumerate(v))
+        if len(ids) < qtype.min_objects:
+            raise self.fail("objects", f"{qtype.name!r} needs at least {qtype.min_objects} object id(s), got {len(ids)}")
+        for i, oid in enumerate(ids):
+            if oid in ids[:i]:
+                raise self.fail(f"objects[{i}]", f"object id {oid!r} listed twice")
+        if self.scene is not None:
+            known = set(self.scene.object_ids)
+            for i, oid in enumerate(ids):
+                if oid not in known:
+                    sample = ", ".join(sorted(known)[:8]) + (" ..." if len(known) > 8 else "")
+                    raise self.fail(f"objects[{i}]", f"unknown object id {oid!r}: not in scene "
+                                                      f"{self.scene.scene_id!r} (ids: {sample})")
+        return ids
+
+    def category(self, v: Any, qtype: QuestionType) -> tuple[str, ...]:
+        if v is None:
+            if qtype.rule == RULE_COUNTING:
+                raise self.fail("category", f"counting type {qtype.name!r} needs a category (a label or a list)")
+            return ()
+        if "category" not in qtype.subjects:
+            raise self.fail("category", f"{qtype.name!r} takes no category (only counting and appearance order do)")
+        labels = [v] if isinstance(v, str) else v
+        if not isinstance(labels, list) or not labels:
+            raise self.fail("category", f"expected a label or a non-empty list of labels, got {v!r}")
+        for i, lab in enumerate(labels):
+            fld = "category" if isinstance(v, str) else f"category[{i}]"
+            if not isinstance(lab, str) or not lab.strip():
+                raise self.fail(fld, f"expected a non-empty string, got {lab!r}")
+            if lab in labels[:i]:
+                raise self.fail(fld, f"label {lab!r} listed twice")
+            if self.scene is not None and not any(o.label == lab for o in self.scene.objects):
+                present = sorted({o.label for o in self.scene.objects})
+                raise self.fail(fld, f"category {lab!r} is absent from scene {self.scene.scene_id!r} "
+                                     f"(labels: {', '.join(present)})")
+        return tuple(labels)
+
+    def ground_truth(self, gt: Any, qtype: QuestionType, options: tuple[str, ...] | None,
+                     objects: tuple[str, ...], category: tuple[str, ...]) -> None:
+        if qtype.answer == ANSWER_NUMBER:
+            x = self.number(gt, "ground_truth")
+            if qtype.rule == RULE_COUNTING and (x < 0 or x != int(x)):
+                raise self.fail("ground_truth", f"expected a non-negative integer count, got {gt!r}")
+            return
+        if qtype.rule == RULE_APPEARANCE and isinstance(gt, list):
+            subjects = objects or category
+            if sorted(map(str, gt)) != sorted(subjects):
+                raise self.fail("ground_truth", f"expected an ordering of {list(subjects)}, got {gt!r}")
+            return
+        assert options is not None
+        if not isinstance(gt, str) or not gt.strip():
+            raise self.fail("ground_truth", f"expected an option letter (a string), got {gt!r}")
+        letters = [option_letter(o)[0] for o in options]
+        if all(letters):
+            if gt.strip().upper() not in letters:
+                raise self.fail("ground_truth", f"expected one of the option letters {', '.join(letters)}, got {gt!r}")
+        elif gt.strip() not in [o.strip() for o in options]:
+            raise self.fail("ground_truth", f"expected one of the options {list(options)}, got {gt!r}")
+
+    def appearance_options(self, q: Question) -> None:
+        """Each option must order the question's subjects (by label), so a new order maps to a letter."""
+        if q.category:
+            labels = [c.lower() for c in q.category]
+        elif self.scene is not None:
+            by_id = {o.id: o.label for o in self.scene.objects}
+            labels = [by_id[oid].lower() for oid in q.objects]
+            if len(set(labels)) != len(labels):
+                raise self.fail("objects", f"appearance order by options needs objects with distinct labels, got "
+                                           f"labels {labels}; use category instead")
+        else:
+            return
+        for i, opt in enumerate(q.options or ()):
+            if sorted(option_labels(opt)) != sorted(labels):
+                raise self.fail(f"options[{i}]", f"expected an ordering of {labels} "
+                                                 f"(comma-separated labels after the letter), got {opt!r}")
+
+
+def parse_questions(lines: Iterable[str], source: str = "<questions>", scene: Any | None = None) -> tuple[Question, ...]:
+    """Validate JSONL text (an iterable of lines). ``scene``: when given, object ids,
+    categories and ``scene_id`` are checked against it. Raises QuestionError."""
+    out: list[Question] = []
+    first_line: dict[str, int] = {}
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise QuestionError(f"{source}:{lineno}: <line>: not valid JSON (column {e.colno}: {e.msg})") from None
+        q = _LineParser(source, lineno, scene).question(doc)
+        if q.id in first_line:
+            raise QuestionError(f"{source}:{lineno}: id: duplicate question id {q.id!r} "
+                                f"(also line {first_line[q.id]})")
+        first_line[q.id] = lineno
+        out.append(q)
+    return tuple(out)
+
+
+def load_questions(path: str | os.PathLike, scene: Any | None = None) -> tuple[Question, ...]:
+    """Load and validate a questions JSONL file (see :func:`parse_questions`)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise QuestionError(f"{path}: cannot read questions file ({e.strerror})") from None
+    return parse_questions(text.splitlines(), source=str(path), scene=scene)
