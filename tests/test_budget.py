@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from vistest.budget import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
                             write_budget_files)
-from vistest.cli_budget import budget as budget_cmd
-from vistest.cli_budget import frames as frames_cmd
+from vistest.cli import budget as budget_cmd
+from vistest.cli import frames as frames_cmd
 from vistest.questions import parse_questions
 from vistest.scene import FORMAT, Scene
 from vistest.visibility import Visibility
