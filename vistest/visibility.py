@@ -26,7 +26,6 @@ import csv
 import io
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -56,9 +55,9 @@ class Visibility:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write an ``.npz`` atomically (temp file + rename)."""
-        with atomic_path(Path(path).with_suffix(".npz")) as tmp:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file object: numpy adds no suffix
             np.savez_compressed(
-                tmp, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
+                fh, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
                 bbox=self.bbox, object_ids=self.object_ids.astype(str), frame_index=self.frame_index,
                 valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
 
