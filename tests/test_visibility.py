@@ -225,7 +225,7 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     r = subprocess.run([sys.executable, "-m", "vistest.cli", "visibility", str(tmp_path / "bad.json"),
                         "-o", str(tmp_path / "bad.npz")], capture_output=True, text=True)
-    assert r.returncode != 0 and "bad.json: objects[2].size" in r.stderr
+    assert r.returncode == 2 and "bad.json: objects[2].size" in r.stderr
     assert not (tmp_path / "bad.npz").exists()
 
 

@@ -18,6 +18,10 @@ Conventions (shared with :mod:`vistest.visibility`):
 
 Box corners are numbered by bits: corner k has local sign (-1)^(1 - bit_b(k)) on
 axis b (bit 0 = x, bit 1 = y, bit 2 = z).
+
+:func:`clip_project_box` is the one place a box is clipped at the near plane and
+projected: the silhouettes, the z-buffer and the drawn overlays (:mod:`vistest.overlay`)
+all take their vertices from it.
 """
 from __future__ import annotations
 
@@ -160,12 +164,12 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
     return count
 
 
-@njit(cache=True)
-def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, px, py, hx, hy, tx, ty, bb):
-    """Camera-space corners and exact projected area (pixels^2) of one box in one frame.
+@njit(cache=True, inline="always")
+def _camera_corners(pw, r, t, near, pc):
+    """Camera coordinates of a box's 8 corners: pc[k] = r @ pw[k] + t (metres, OpenCV axes).
 
-    pw: (8, 3) world corners; r, t: world-to-camera rotation, translation. Fills pc with
-    camera coordinates and bb with the clipped silhouette bounds. Returns the area.
+    pw: (8, 3) world corners; r, t: world-to-camera rotation (3, 3) and translation (3,).
+    Returns how many corners are in front of the near plane (z >= near).
     """
     nfront = 0
     for k in range(8):
@@ -173,6 +177,55 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, px, py, hx, hy, tx, ty,
             pc[k, d] = r[d, 0] * pw[k, 0] + r[d, 1] * pw[k, 1] + r[d, 2] * pw[k, 2] + t[d]
         if pc[k, 2] >= near:
             nfront += 1
+    return nfront
+
+
+@njit(cache=True, inline="always")
+def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
+    """Project a camera-space box clipped to the half-space z >= near: the engine's geometry.
+
+    pc: (8, 3) camera coordinates of the corners (numbering of :func:`vistest.scene.box_corners`).
+    Pixel coordinates (OpenCV: integer = pixel centre) for intrinsics (fx, fy, cx, cy) are
+    written to cu, cv (8,) for every corner in front of the plane, and to eu, ev (12,) for
+    the point where edge e (``EDGES[e]``) crosses z = near; entries of corners behind the
+    plane and of edges that do not cross it are left untouched (fill them with NaN first
+    to tell them apart). The clipped solid's vertices are exactly these points, also
+    listed in px, py (corners in corner order, then crossings in edge order); its edges are
+    the kept parts of the 12 box edges plus the near-plane cap. Nothing is projected from
+    behind the plane, so nothing is ever mirrored. Returns the vertex count.
+    """
+    n = 0
+    for k in range(8):
+        if pc[k, 2] >= near:
+            px[n] = fx * pc[k, 0] / pc[k, 2] + cx
+            py[n] = fy * pc[k, 1] / pc[k, 2] + cy
+            cu[k] = px[n]
+            cv[k] = py[n]
+            n += 1
+    if 0 < n < 8:
+        for e in range(EDGES.shape[0]):
+            a, b = EDGES[e, 0], EDGES[e, 1]
+            za, zb = pc[a, 2], pc[b, 2]
+            if (za >= near) != (zb >= near):
+                s = (near - za) / (zb - za)
+                px[n] = fx * (pc[a, 0] + s * (pc[b, 0] - pc[a, 0])) / near + cx
+                py[n] = fy * (pc[a, 1] + s * (pc[b, 1] - pc[a, 1])) / near + cy
+                eu[e] = px[n]
+                ev[e] = py[n]
+                n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx, ty, bb):
+    """Camera-space corners and exact projected area (pixels^2) of one box in one frame.
+
+    pw: (8, 3) world corners; r, t: world-to-camera rotation, translation. Fills pc with
+    camera coordinates, (cu, cv, eu, ev) as :func:`clip_project_box` does (only when the
+    box is in front of the plane and not rejected by the frustum test) and bb with the
+    clipped silhouette bounds. Returns the area.
+    """
+    nfront = _camera_corners(pw, r, t, near, pc)
     if nfront == 0:
         return 0.0
     # frustum rejection: all corners outside one side plane (planes through the centre)
@@ -192,21 +245,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, px, py, hx, hy, tx, ty,
                 out += 1
         if out == 8:
             return 0.0
-    n = 0
-    for k in range(8):
-        if pc[k, 2] >= near:
-            px[n] = fx * pc[k, 0] / pc[k, 2] + cx
-            py[n] = fy * pc[k, 1] / pc[k, 2] + cy
-            n += 1
-    if nfront < 8:
-        for e in range(EDGES.shape[0]):
-            a, b = EDGES[e, 0], EDGES[e, 1]
-            za, zb = pc[a, 2], pc[b, 2]
-            if (za >= near) != (zb >= near):
-                s = (near - za) / (zb - za)
-                px[n] = fx * (pc[a, 0] + s * (pc[b, 0] - pc[a, 0])) / near + cx
-                py[n] = fy * (pc[a, 1] + s * (pc[b, 1] - pc[a, 1])) / near + cy
-                n += 1
+    n = clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py)
     m = _hull(px, py, n, hx, hy)
     if m < 3:
         return 0.0
@@ -214,8 +253,8 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, px, py, hx, hy, tx, ty,
 
 
 @njit(cache=True)
-def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, us, vs, ex, ey, px, py, hx, hy,
-                nrm, off):
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, us, vs, cu, cv, eu, ev, px, py, hx,
+                hy, nrm, off):
     """Z-buffer one box (camera-space corners pc) on the working grid; return its sample count.
 
     Seen from outside, a box is a solid clipped at z = near: its front faces (camera
@@ -224,18 +263,16 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
     is its inner walls: all six faces, clipped to z >= near. Either way the drawn faces
     partition the silhouette, so the count is the silhouette's sample count.
     """
-    # points where edges cross the near plane (shared by the faces and the cap)
-    ncap = 0
-    for e in range(EDGES.shape[0]):
-        a, b = EDGES[e, 0], EDGES[e, 1]
-        za, zb = pc[a, 2], pc[b, 2]
-        if (za >= near) != (zb >= near):
-            s = (near - za) / (zb - za)
-            ex[e] = pc[a, 0] + s * (pc[b, 0] - pc[a, 0])
-            ey[e] = pc[a, 1] + s * (pc[b, 1] - pc[a, 1])
-            px[ncap] = fxs * ex[e] / near + cxs
-            py[ncap] = fys * ey[e] / near + cys
-            ncap += 1
+    # the clipped solid's vertices on the working grid: corners in front of the plane and
+    # the points where edges cross it (shared by the faces and the cap)
+    n = clip_project_box(pc, near, fxs, fys, cxs, cys, cu, cv, eu, ev, px, py)
+    nfront = 0
+    for k in range(8):
+        if pc[k, 2] >= near:
+            nfront += 1
+    ncap = n - nfront
+    capx = px[nfront:n]
+    capy = py[nfront:n]
     # outward normals (camera coords) and plane offsets c = n . p of the six faces;
     # the camera (origin) is inside the box when it is inside every face plane (c > 0)
     inside = True
@@ -258,13 +295,13 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
             a = FACES[f, k]
             b = FACES[f, (k + 1) % 4]
             if pc[a, 2] >= near:
-                us[n] = fxs * pc[a, 0] / pc[a, 2] + cxs
-                vs[n] = fys * pc[a, 1] / pc[a, 2] + cys
+                us[n] = cu[a]
+                vs[n] = cv[a]
                 n += 1
             if (pc[a, 2] >= near) != (pc[b, 2] >= near):
                 e = EDGE_ID[a, b]
-                us[n] = fxs * ex[e] / near + cxs
-                vs[n] = fys * ey[e] / near + cys
+                us[n] = eu[e]
+                vs[n] = ev[e]
                 n += 1
         if n < 3:
             continue
@@ -275,7 +312,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
         count += _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid)
     if not inside and ncap >= 3:
-        m = _hull(px, py, ncap, hx, hy)
+        m = _hull(capx, capy, ncap, hx, hy)
         if m >= 3:
             count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, zbuf, idb, oid)
     return count
@@ -283,7 +320,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
 
 @njit(cache=True, parallel=True)
 def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol,
-                      out_proj, out_vis, out_bbox):
+                      out_proj, out_vis, out_bbox, out_labels=None):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
 
     w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
@@ -291,6 +328,9 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
     (ws, hs) working grid; raster: False for occlusion "none" (visible = projected);
     depth (F, hs*ws) z-depth in metres per sample (<= 0: missing, counts as visible),
     or shape (0, 0) for no depth test. Invalid frames get NaN everywhere.
+    ``out_labels``: None (the default, compiled without it), or (F, hs*ws) int64 that
+    receives, for valid frames with ``raster``, the index of the box visible at each
+    working sample (row-major, sample (j, i) at i*ws + j) or -1; other rows are untouched.
     """
     nf = w2c.shape[0]
     no = corners.shape[0]
@@ -319,8 +359,10 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         ty = np.empty(MAXV)
         us = np.empty(MAXV)
         vs = np.empty(MAXV)
-        ex = np.empty(12)
-        ey = np.empty(12)
+        cu = np.empty(8)
+        cv = np.empty(8)
+        eu = np.empty(12)
+        ev = np.empty(12)
         bb = np.empty(4)
         nrm = np.empty((6, 3))
         off = np.empty(6)
@@ -330,14 +372,15 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         idb = np.full(ws * hs, -1, np.int64) if raster else np.zeros(0, np.int64)
         area_img = float(w) * float(h)
         for o in range(no):
-            area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, px, py, hx, hy, tx, ty, bb)
+            area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
+                              ty, bb)
             out_proj[f, o] = min(area / area_img, 1.0)
             if area > 0.0:
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
                 if raster:
                     sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zbuf, idb,
-                                         us, vs, ex, ey, px, py, hx, hy, nrm, off)
+                                         us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
         if not raster:
             for o in range(no):
                 out_vis[f, o] = out_proj[f, o]
@@ -352,6 +395,8 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         for o in range(no):
             vb[o, 0] = vb[o, 1] = np.inf
             vb[o, 2] = vb[o, 3] = -np.inf
+        if out_labels is not None:
+            out_labels[f, :] = -1
         for i in range(hs):
             for j in range(ws):
                 k = i * ws + j
@@ -363,6 +408,8 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                     if d > 0.0 and 1.0 / zbuf[k] > d + depth_tol:
                         continue  # hidden behind the observed surface
                 vis[o] += 1
+                if out_labels is not None:
+                    out_labels[f, k] = o
                 vb[o, 0] = min(vb[o, 0], j)
                 vb[o, 1] = min(vb[o, 1], i)
                 vb[o, 2] = max(vb[o, 2], j)

@@ -1,0 +1,168 @@
+"""`vistest run` / `vistest videos` from the command line, interrupted runs, and `make variants`.
+
+A small demo (160x120, 120 frames) keeps this module quick. An interrupted run (SIGINT or
+SIGTERM sent to the process while it writes) must leave no temporary file and no manifest
+line, and a rerun must then produce exactly the bytes an uninterrupted run produces.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import Visibility
+from vistest.demo import make_demo_scene
+from vistest.transcode import stored_key
+
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FAST = ["--budgets", "16,32,all", "--crf", "10"]
+
+
+def cli(*args, check=True):
+    r = subprocess.run([sys.executable, "-m", "vistest.cli", *map(str, args)], capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def scene_json(tmp_path_factory):
+    return make_demo_scene(tmp_path_factory.mktemp("run") / "scene", num_frames=120, size=(160, 120), quiet=True)
+
+
+@pytest.fixture(scope="module")
+def clean(scene_json, tmp_path_factory):
+    """An uninterrupted run (the reference for the interrupted ones)."""
+    out = tmp_path_factory.mktemp("clean")
+    r = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
+    return out, r
+
+
+def snapshot(out):
+    """{relative path: bytes} of every output except the visibility cache (numpy's zip stamps times)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix != ".npz" and p.name != ".manifest.lock"}
+
+
+def test_run_writes_the_whole_pipeline(clean, scene_json):
+    out, r = clean
+    sid = "demo-seed0"
+    for rel in ("16_frame", "32_frame", "all_frame"):
+        assert (out / rel / f"{sid}.mp4").is_file()
+    for f in ("visibility.npz", "16_frame.jsonl", "32_frame.jsonl", "all_frame.jsonl", "dummy_gt.jsonl"):
+        assert (out / "scenes" / sid / f).is_file()
+    for mode in ("drop", "black", "mask"):
+        assert list((out / f"dummy_{mode}" / sid).glob("*.mp4"))
+    rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in rows} == {str(p.relative_to(out)) for p in out.rglob("*.mp4")}
+    assert "videos written" in r.stderr and "manifest:" in r.stderr and "internvl" in r.stderr
+    again = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
+    assert "0 videos written" in again.stderr and "0 decode pass" in again.stderr
+
+
+def test_videos_command_with_given_visibility(clean, scene_json, tmp_path):
+    out, _ = clean
+    vis = out / "scenes" / "demo-seed0" / "visibility.npz"
+    cli("videos", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--visibility", vis,
+        "--budgets", "16", "--dummy", "drop,allblack", "--preset", "ultrafast", "--quiet")
+    rows = [json.loads(ln) for ln in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert {r["mode"] for r in rows} == {None, "drop", "allblack"}
+    assert not (tmp_path / "scenes" / "demo-seed0" / "16_frame.jsonl").exists()  # budget GT is `run`'s
+    assert (tmp_path / "scenes" / "demo-seed0" / "dummy_gt.jsonl").is_file()
+
+
+def test_cli_errors_name_file_and_field(scene_json, tmp_path):
+    r = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--dummy", "drop,blurry",
+            check=False)
+    assert r.returncode != 0 and "--dummy" in r.stderr and "blurry" in r.stderr
+    doc = json.loads(Path(scene_json).read_text())
+    doc["image_size"] = [320, 240]
+    bad = Path(scene_json).parent / "bad-size.json"
+    bad.write_text(json.dumps(doc))
+    r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, check=False)
+    assert r.returncode != 0 and "bad-size.json says image_size [320, 240]" in r.stderr
+    r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--ffmpeg", tmp_path / "no-ffmpeg",
+            check=False)
+    assert r.returncode != 0 and "no-ffmpeg" in r.stderr
+
+
+def leftovers(out):
+    return [p for p in out.rglob("*") if ".tmp" in p.name or ".vistest-spool" in p.name]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_leaves_nothing_trusted_and_rerun_is_identical(clean, scene_json, tmp_path, sig):
+    ref, _ = clean
+    out = tmp_path / "out"
+    shutil.copytree(ref / "scenes", out / "scenes")  # visibility cached: the run goes straight to the videos
+    args = [sys.executable, "-m", "vistest.cli", "run", str(scene_json), str(EXAMPLES / "demo-questions.jsonl"),
+            "-o", str(out), *FAST, "--quiet"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        finished = [p for p in out.rglob("*.mp4") if not p.name.startswith(".")]
+        if finished and leftovers(out):  # some videos done, others being written
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, err
+    assert leftovers(out) == []
+    manifest = out / "manifest.jsonl"
+    assert not manifest.exists() or "demo-seed0" not in manifest.read_text()
+    kept = [p for p in out.rglob("*.mp4")]
+    assert kept and all(stored_key(p) is not None for p in kept)  # only finished, verified videos remain
+    r = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
+    assert f"{len(kept)} up to date" in r.stderr
+    assert snapshot(out) == snapshot(ref)
+    a = Visibility.load(out / "scenes" / "demo-seed0" / "visibility.npz")
+    b = Visibility.load(ref / "scenes" / "demo-seed0" / "visibility.npz")
+    assert np.array_equal(a.visible, b.visible, equal_nan=True)
+
+
+def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
+    if not (ROOT / ".venv" / "bin" / "vistest").exists() or not shutil.which("make"):
+        pytest.skip("needs make and the project's .venv")
+    scenes = tmp_path / "scenes"
+    for name in ("a", "b"):
+        d = scenes / name
+        d.mkdir(parents=True)
+        src = Path(scene_json).parent
+        doc = json.loads((src / "scene.json").read_text())
+        doc.update(scene_id=f"demo-{name}", video=str(src / "video.mp4"), mesh=None,
+                   frames=[dict(f, depth=None) for f in doc["frames"]])
+        doc.pop("depth", None)
+        (d / "scene.json").write_text(json.dumps(doc))
+        text = (EXAMPLES / "demo-questions.jsonl").read_text().replace('"demo-seed0"', f'"demo-{name}"')
+        (d / "questions.jsonl").write_text(text)
+    out = tmp_path / "out"
+    opts = 'VARIANT_OPTS=--budgets 16 --dummy drop --preset ultrafast'
+
+    def make():
+        r = subprocess.run(["make", "-C", str(ROOT), "-o", ".venv/.installed", "-j2", "variants", f"SCENES={scenes}",
+                            f"OUT={out}", opts], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return [ln for ln in r.stdout.splitlines() if "bin/vistest-scene" in ln]
+
+    assert len(make()) == 2
+    assert (out / ".vistest" / "a.done").is_file() and (out / ".vistest" / "a.done.d").is_file()
+    rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    assert {r["scene_id"] for r in rows} == {"demo-a", "demo-b"}
+    assert make() == []  # nothing changed
+    (out / "16_frame" / "demo-b.mp4").unlink()
+    rebuilt = make()  # b's output is missing: b only
+    assert len(rebuilt) == 1 and f"{scenes}/b " in rebuilt[0]
+    os.utime(scenes / "a" / "questions.jsonl")
+    rebuilt = make()  # a's input changed: a only
+    assert len(rebuilt) == 1 and f"{scenes}/a " in rebuilt[0]
+    assert make() == []

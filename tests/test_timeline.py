@@ -1,0 +1,121 @@
+"""Timelines: selected frames marked where the sampler puts them, dummy removals as the video stage plans them."""
+import json
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.colors import to_rgb
+
+from vistest.cli import main
+from vistest.questions import load_questions
+from vistest.sampling import select_frames
+from vistest.testing import random_box_scene
+from vistest.timeline import (
+    BAD_RGB,
+    MARK_RGB,
+    REMOVED_RGB,
+    build_timeline,
+    coverage_rgb,
+    figure,
+)
+from vistest.variants import EncoderSettings, EvidenceTable, plan_dummies
+from vistest.visibility import compute_visibility
+
+N = 120
+
+
+@pytest.fixture(scope="module")
+def scene_vis():
+    scene = random_box_scene(seed=2, num_frames=N, num_boxes=8, invalid_every=17)
+    return scene, compute_visibility(scene)
+
+
+@pytest.fixture
+def questions(tmp_path, scene_vis):
+    scene, _ = scene_vis
+    lines = [{"id": "q1", "scene_id": scene.scene_id, "question_type": "object_counting", "question": "How many?",
+              "category": "label1", "ground_truth": "2"},
+             {"id": "q2", "scene_id": scene.scene_id, "question_type": "object_size_estimation",
+              "question": "How long?", "objects": ["3"], "ground_truth": "50"}]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def rendered(fig):
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float) / 255.0
+
+
+def pixel(fig, ax, x, y):
+    """Figure pixel (row, column) of data point (x, y) of ``ax``."""
+    px, py = ax.transData.transform((x, y))
+    return int(round(fig.get_figheight() * fig.dpi - py)), int(round(px))
+
+
+def near_colour(img, row, col, rgb, tol=0.12, reach=1):
+    patch = img[row - reach:row + reach + 1, col - reach:col + reach + 1].reshape(-1, 3)
+    return (np.abs(patch - np.array(rgb)).max(axis=1) < tol).any()
+
+
+def test_timeline_marks_the_selected_frames(scene_vis):
+    scene, vis = scene_vis
+    tl = build_timeline(scene, vis, budgets=[16], profile="uniform")
+    want = select_frames("uniform", N, 16)
+    assert list(tl.selections[0].frame_indices) == want.tolist()
+    fig, axes = figure(tl)
+    img = rendered(fig)
+    ax = axes["budget:16"]
+    bad = set(tl.selections[0].invalid_frames)
+    for f in want:
+        row, col = pixel(fig, ax, f, 0.5)
+        assert near_colour(img, row, col, BAD_RGB if f in bad else MARK_RGB), f
+    gaps = [(a + b) / 2 for a, b in zip(want[:-1], want[1:]) if b - a >= 4]
+    assert gaps
+    for x in gaps:  # half-way between two selected frames: background
+        row, col = pixel(fig, ax, x, 0.5)
+        assert np.allclose(img[row, col], 1.0, atol=0.02), x
+
+
+def test_timeline_question_rows_are_the_frames_the_dummy_removes(scene_vis, questions):
+    scene, vis = scene_vis
+    qs = load_questions(questions, scene=scene)
+    tl = build_timeline(scene, vis, qs)
+    table = EvidenceTable(vis, N, 0.0)
+    _, truths = plan_dummies(scene, table, qs, ["drop"], "key", scene.image_size, scene.fps, EncoderSettings(), [])
+    for r, t in zip(tl.removals, truths):
+        assert r.frames == t.evidence_frames and r.objects == t.objects
+    unknown = {f.index for f in scene.frames if not f.valid}
+    assert unknown <= set(tl.removals[0].frames)  # frames without a pose count as evidence, as in the dummies
+    fig, axes = figure(tl)
+    img = rendered(fig)
+    ax = axes["question:q1"]
+    removed = set(tl.removals[0].frames)
+    for f in range(N):
+        row, col = pixel(fig, ax, f, 0.5)
+        if f in removed and f - 1 in removed and f + 1 in removed:
+            assert near_colour(img, row, col, REMOVED_RGB, reach=0), f
+        elif f not in removed and f - 1 not in removed and f + 1 not in removed:
+            assert np.allclose(img[row, col], 1.0, atol=0.02), f
+
+
+def test_the_seen_threshold_is_a_visible_break_in_the_colours():
+    thr = 0.05
+    below, above = coverage_rgb(np.array([thr, thr + 1e-4]), thr)
+    assert np.abs(below - above).max() > 0.4  # pale blue-grey below, dark viridis above
+    assert np.allclose(coverage_rgb(np.array([0.0]), thr), 1.0)  # nothing visible: white
+    assert np.allclose(coverage_rgb(np.array([np.nan]), thr), to_rgb("#c7c7c7"), atol=0.01)  # unknown: grey
+
+
+def test_timeline_cli(scene_vis, questions, tmp_path):
+    scene, _ = scene_vis
+    (tmp_path / "scene.json").write_text(json.dumps(scene.to_dict()))
+    out = tmp_path / "timeline.png"
+    r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--questions",
+                                  str(questions), "--budget", "16,32", "--quiet"])
+    assert r.exit_code == 0, r.output
+    img = cv2.imread(str(out))
+    assert img is not None and img.shape[1] == 1300
+    r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--budget", "0"])
+    assert r.exit_code != 0 and "--budget: expected a positive integer" in r.output

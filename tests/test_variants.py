@@ -1,0 +1,380 @@
+"""The video stage on the demo scene: budget videos and dummies, decoded and checked.
+
+One module-scoped run (320x240 demo, 300 frames, budgets 16/32/all, every dummy mode, crf 4
+so that decoded frames are within a grey level or two of the source). Every written video
+is decoded. Dummies are render-checked: the demo boxes have flat colours (shaded, so a hue
+and a saturation), and a removed object's hue must not appear in any remaining frame.
+"""
+import colorsys
+import json
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import Scene, Visibility
+from vistest.budget import budget_truth
+from vistest.demo import furniture, make_demo_scene
+from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene, update_manifest
+from vistest.questions import load_questions
+from vistest.transcode import (encoder_memory_mb, fill_rects, plan_passes, plan_resources, stored_key)
+from vistest.variants import EncoderSettings, EvidenceTable, even_rect, plan_variants
+from vistest.video import FrameReader, count_frames, probe
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+W, H, N = 320, 240, 300
+COLOUR_MAX_PIXELS = 12  # codec and anti-aliasing blends of *other* colours reach 8 pixels per frame in the source
+
+
+def decode_rgb(path):
+    """Every frame of a video, (F, H, W, 3) uint8 RGB."""
+    info = probe(path)
+    with FrameReader(path, info.size, "rgb24") as r:
+        return np.stack([np.frombuffer(bytes(b), np.uint8).reshape(info.size[1], info.size[0], 3) for b in r])
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("variants")
+    scene_json = make_demo_scene(root / "scene", size=(W, H), quiet=True)
+    lines = (EXAMPLES / "demo-questions.jsonl").read_text().splitlines()
+    extra = json.loads(lines[4])  # demo-5 (the bed) again under another id: must share its dummies
+    extra["id"] = "demo-5b"
+    qpath = root / "questions.jsonl"
+    qpath.write_text("\n".join(lines + [json.dumps(extra)]) + "\n")
+    scene = Scene.load(scene_json)
+    questions = load_questions(qpath, scene=scene)
+    opts = VideoOptions(budgets=(16, 32, "all"), settings=EncoderSettings(crf=4, preset="ultrafast"))
+    out = root / "out"
+    res = run_scene(scene_json, questions, out, opts, progress=False)
+    manifest = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    source = decode_rgb(scene.path(scene.video))
+    return {"root": root, "scene_json": scene_json, "scene": scene, "questions": questions, "out": out, "res": res,
+            "opts": opts, "manifest": {r["path"]: r for r in manifest}, "source": source,
+            "source_hsv": hsv_frames(source),
+            "vis": Visibility.load(out / "scenes" / scene.scene_id / "visibility.npz"),
+            "dummy_gt": [json.loads(ln) for ln in (out / "scenes" / scene.scene_id / "dummy_gt.jsonl")
+                         .read_text().splitlines()]}
+
+
+class _Decoder:
+    """``decoded[path]``: the written video decoded on access, (F, H, W, 3) (not kept: 38 decoded
+    videos would hold 2.6 GB)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __getitem__(self, path):
+        return decode_rgb(self.out / path)
+
+
+@pytest.fixture(scope="module")
+def decoded(demo):
+    return _Decoder(demo["out"])
+
+
+# ---- colours ----------------------------------------------------------------------------
+def hues():
+    """Hue (OpenCV 0..180) of each demo object, in scene order (seed 0)."""
+    return [colorsys.rgb_to_hsv(*b.colour)[0] * 180 for b in furniture(np.random.default_rng(0))]
+
+
+def unique_hue_objects(scene):
+    """Object ids whose hue no other object shares (so their colour identifies them)."""
+    hs = hues()
+    return {o.id for k, o in enumerate(scene.objects)
+            if all(abs(hs[k] - hs[j]) > 12 for j in range(len(hs)) if j != k)}
+
+
+def hsv_frames(frames):
+    """(F, H, W, 3) RGB -> HSV (OpenCV ranges: H 0..180, S and V 0..255)."""
+    return np.stack([cv2.cvtColor(f, cv2.COLOR_RGB2HSV) for f in frames])
+
+
+def colour_pixels(frames, obj_index, where=None, hsv=None):
+    """Per frame, pixels with the object's hue (+-4) and saturation (shading keeps both).
+    ``where``: (F, H, W) bool, the pixels to look at (default all); ``hsv``: the frames in HSV."""
+    hsv = hsv_frames(frames) if hsv is None else hsv
+    d = np.abs(hsv[..., 0].astype(np.int16) - np.int16(round(hues()[obj_index])))
+    m = (np.minimum(d, 180 - d) <= 4) & (hsv[..., 1] >= 120) & (hsv[..., 2] >= 25)
+    if where is not None:
+        m &= where
+    return m.sum(axis=(1, 2))
+
+
+def render_checked(demo, mode):
+    """(manifest record, object index) of every dummy of ``mode`` whose removed objects all
+    have unique hues, with one object of it."""
+    scene = demo["scene"]
+    ids = [o.id for o in scene.objects]
+    uniq = unique_hue_objects(scene)
+    out = []
+    for rec in demo["manifest"].values():
+        if rec["mode"] == mode and rec["objects"] and set(rec["objects"]) <= uniq:
+            out += [(rec, ids.index(o)) for o in rec["objects"]]
+    assert len(out) >= 3, "expected the bed, box and pillow questions to be render-checkable"
+    return out
+
+
+# ---- budget videos ----------------------------------------------------------------------
+def test_budget_videos_hold_exactly_the_selected_frames(demo, decoded):
+    src = demo["source"].astype(np.int16)
+    truth = demo["res"].truth
+    for sel in truth.selections:
+        rec = demo["manifest"][f"{sel.label}_frame/{demo['scene'].scene_id}.mp4"]
+        got = decoded[rec["path"]].astype(np.int16)
+        assert rec["source_frames"] == list(sel.frame_indices) and len(got) == len(sel.frame_indices)
+        for k, i in enumerate(sel.frame_indices):
+            err = np.abs(got[k] - src[i]).mean()
+            assert err < 1.0, (rec["path"], k, i, err)
+            # not a neighbour (where the camera moves; still frames look alike whichever is taken)
+            near = [j for j in range(max(0, i - 2), min(N, i + 3)) if np.abs(src[j] - src[i]).mean() > 0.3]
+            assert all(np.abs(got[k] - src[j]).mean() > err for j in near), (rec["path"], k, i)
+
+
+def test_budget_video_rates_and_profile_report(demo):
+    sid = demo["scene"].scene_id
+    for label, fps in (("16", 1.0), ("32", 1.0), ("all", 30.0)):
+        rec = demo["manifest"][f"{label}_frame/{sid}.mp4"]
+        assert rec["fps"] == fps and probe(demo["out"] / rec["path"]).fps == fps
+        for name in ("uniform", "vlmevalkit-generic", "qwen-vl-utils", "qwen-vl-utils-fps", "lmms-eval-qwen2.5-vl",
+                     "llava-vid"):
+            assert rec["profiles"][name]["takes_every_frame"], (label, name, rec["profiles"][name])
+    internvl = demo["manifest"][f"16_frame/{sid}.mp4"]["profiles"]["internvl"]
+    assert internvl["missing"] == [15] and internvl["repeated"] == [8]
+    assert any("internvl" in w for w in demo["manifest"][f"16_frame/{sid}.mp4"]["warnings"])
+
+
+# ---- dummies ----------------------------------------------------------------------------
+def test_detector_sees_the_objects_in_the_source(demo):
+    """The colour check below is meaningful: where an object shows more than 100 pixels, its
+    hue is found in the source frames."""
+    vis = demo["vis"]
+    for rec, k in render_checked(demo, "drop"):
+        big = np.flatnonzero(vis.visible[:, k] * W * H > 100)
+        counts = colour_pixels(demo["source"][big], k)
+        assert (counts > 20).mean() > 0.9, (rec["objects"], counts)
+
+
+def test_drop_dummies_remove_every_frame_showing_the_object(demo, decoded):
+    src = demo["source"].astype(np.int16)
+    for rec, k in render_checked(demo, "drop"):
+        got = decoded[rec["path"]]
+        kept = rec["source_frames"]
+        assert kept == [i for i in range(N) if i not in set(rec["evidence_frames"])] and len(got) == len(kept)
+        assert max(np.abs(got[j].astype(np.int16) - src[i]).mean() for j, i in enumerate(kept)) < 1.0
+        counts = colour_pixels(got, k)
+        assert counts.max() <= COLOUR_MAX_PIXELS, (rec["path"], rec["objects"], counts.max())
+
+
+def test_black_dummies_keep_timing_and_black_out_the_evidence(demo, decoded):
+    src = demo["source"].astype(np.int16)
+    for rec, k in render_checked(demo, "black"):
+        got = decoded[rec["path"]]
+        black = set(rec["black_frames"])
+        assert len(got) == N and black == set(rec["evidence_frames"]) and black
+        for i in range(N):
+            if i in black:
+                assert got[i].max() <= 4
+            else:
+                assert np.abs(got[i].astype(np.int16) - src[i]).mean() < 1.0
+        assert colour_pixels(got, k).max() <= COLOUR_MAX_PIXELS
+
+
+def test_mask_dummies_hide_the_object_and_leave_the_others(demo, decoded):
+    src = demo["source"]
+    uniq = unique_hue_objects(demo["scene"])
+    ids = [o.id for o in demo["scene"].objects]
+    for rec, k in render_checked(demo, "mask"):
+        got = decoded[rec["path"]]
+        rects = {}
+        for f, *r in rec["masks"]:
+            rects.setdefault(f, []).append(r)
+        assert len(got) == N and rects and rec["fill"] == "black"
+        got_hsv = hsv_frames(got)
+        assert colour_pixels(got, k, hsv=got_hsv).max() <= COLOUR_MAX_PIXELS, rec["objects"]
+        outside = np.ones((N, H, W), bool)
+        for f, rs in rects.items():
+            for x0, y0, x1, y1 in rs:
+                assert x0 % 2 == y0 % 2 == x1 % 2 == y1 % 2 == 0
+                outside[f, y0:y1, x0:x1] = False
+                assert got[f, y0:y1, x0:x1].max() <= 4  # black fill
+        fr = sorted(rects)  # frames without rectangles: checked like the drop/black dummies' kept frames
+        diff = np.abs(got[fr].astype(np.int16) - src[fr].astype(np.int16)).max(axis=-1)
+        assert diff[outside[fr]].mean() < 1.0
+        for other in sorted(uniq - set(rec["objects"])):
+            j = ids.index(other)
+            before = colour_pixels(src, j, outside, hsv=demo["source_hsv"])
+            after = colour_pixels(got, j, outside, hsv=got_hsv)
+            shown = before > 50
+            assert shown.any() and (after[shown] >= 0.9 * before[shown]).all(), (rec["objects"], other)
+
+
+def test_allblack_dummy(demo, decoded):
+    path = f"dummy_allblack/{demo['scene'].scene_id}.mp4"
+    assert decoded[path].shape[0] == N and decoded[path].max() <= 4
+    assert demo["manifest"][path]["source_key"] is None
+    assert set(demo["manifest"][path]["questions"]) == {q.id for q in demo["questions"]}
+
+
+def test_identical_evidence_shares_one_dummy(demo):
+    for mode in ("drop", "black", "mask"):
+        recs = [r for r in demo["manifest"].values() if r["mode"] == mode and "demo-5" in r["questions"]]
+        assert len(recs) == 1 and {"demo-5", "demo-5b"} <= set(recs[0]["questions"])
+        assert recs[0]["path"].endswith(recs[0]["key"][:16] + ".mp4")
+
+
+def test_dummy_ground_truth(demo):
+    rows = demo["dummy_gt"]
+    by = {(r["id"], r["variant"], r["num_frames"]): r for r in rows}
+    assert len(by) == len(rows)
+    assert {r["num_frames"] for r in rows} == {16, 32, "all"}
+    chair = by[("demo-1", "dummy-drop", 16)]
+    assert chair["ground_truth"] == "0" and chair["status"] == "changed" and chair["expectation"] == "zero"
+    assert chair["original_ground_truth"] == "3" and set(chair["removed_objects"]) == {"10", "11", "12"}
+    bed = by[("demo-5", "dummy-mask", 32)]
+    assert bed["ground_truth"] is None and bed["status"] == "unanswerable" and bed["expectation"] == "abstain"
+    assert bed["fill"] == "black" and bed["video_frames"] == N and not bed["fewer_frames_than_budget"]
+    room = [r for r in rows if r["id"] == "demo-12"]
+    assert {r["variant"] for r in room} == {"dummy-allblack"}  # no object evidence: only the all-black test
+    for r in rows:
+        if r["variant"] == "dummy-drop":
+            assert r["video_frames"] == N - len(r["evidence_frames"])
+            assert r["fewer_frames_than_budget"] == (r["num_frames"] != "all" and r["video_frames"] < r["num_frames"])
+        if r["video"] is not None:
+            assert demo["manifest"][r["video"]]["key"] == r["video_key"]
+
+
+# ---- manifest and files -----------------------------------------------------------------
+def test_every_manifest_video_decodes_to_its_frames(demo):
+    out = demo["out"]
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*.mp4"))
+    assert on_disk == sorted(demo["manifest"])
+    assert not [p for p in out.rglob("*") if ".tmp" in p.name or "spool" in p.name]
+    for path, rec in demo["manifest"].items():
+        assert count_frames(out / path) == rec["num_frames"], path
+        assert stored_key(out / path) == rec["key"]
+        assert rec["scene_id"] == demo["scene"].scene_id and rec["size"] == [W, H]
+        for field in ("variant", "budget", "mode", "source_frames", "fps", "questions", "crf", "preset"):
+            assert field in rec
+
+
+def test_plan_without_writing_is_deterministic(demo):
+    scene, vis, qs = demo["scene"], demo["vis"], demo["questions"]
+    truth = budget_truth(scene, vis, qs, budgets=(16, "all"))
+    kw = dict(source=scene.path(scene.video), source_key="x" * 64, size=(W, H),
+              settings=EncoderSettings(crf=4, preset="ultrafast"))
+    a = plan_variants(scene, vis, qs, truth.selections, **kw)
+    b = plan_variants(scene, vis, qs, truth.selections, **kw)
+    assert [v.key for v in a.variants] == [v.key for v in b.variants]
+    c = plan_variants(scene, vis, qs, truth.selections, **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
+    assert not {v.key for v in a.variants} & {v.key for v in c.variants}  # encoder settings are in the key
+
+
+def test_frame_count_and_size_mismatches_are_clear_errors(demo):
+    doc = demo["scene"].to_dict()
+    tmp_path = demo["scene_json"].parent  # beside scene.json: its relative paths resolve
+    short = dict(doc, frames=doc["frames"][:-1])
+    (tmp_path / "short.json").write_text(json.dumps(short))
+    with pytest.raises(ValueError, match=r"video.mp4: decodes to 300 frames but .*short.json frames describe 299"):
+        check_video(Scene.load(tmp_path / "short.json"), tmp_path / "short.json")
+    big = dict(doc, image_size=[2 * W, 2 * H], camera=demo["scene"].camera.scaled(2, 2).to_json())
+    (tmp_path / "big.json").write_text(json.dumps(big))
+    with pytest.raises(ValueError, match=r"decodes to 320x240 frames but .*big.json says image_size \[640, 480\]; "
+                                         r"pass --scale-intrinsics"):
+        check_video(Scene.load(tmp_path / "big.json"), tmp_path / "big.json")
+    scaled, info, warnings = check_video(Scene.load(tmp_path / "big.json"), tmp_path / "big.json",
+                                         scale_intrinsics=True)
+    assert scaled.image_size == (W, H) and warnings
+    assert scaled.camera.fx == pytest.approx(demo["scene"].camera.fx)
+    assert scaled.camera.cx == pytest.approx(demo["scene"].camera.cx)
+    assert scale_scene(demo["scene"], (W // 2, H // 2)).camera.fx == pytest.approx(demo["scene"].camera.fx / 2)
+
+
+# ---- units ------------------------------------------------------------------------------
+def test_evidence_counts_unknown_frames_and_masks_align_even():
+    vis = Visibility(scene_id="t", projected=np.array([[0.2, 0.0], [np.nan, np.nan], [0.0, 0.3], [0.0, 0.0]]),
+                     visible=np.array([[0.1, 0.0], [np.nan, np.nan], [0.0, 0.2], [0.0, 0.0]]),
+                     bbox=np.array([[[3, 5, 10, 9], [np.nan] * 4], [[np.nan] * 4] * 2,
+                                    [[np.nan] * 4, [0, 0, 64, 48]], [[np.nan] * 4] * 2], float),
+                     object_ids=np.array(["a", "b"]), frame_index=np.array([0, 1, 2, 3]),
+                     valid=np.array([True, False, True, True]), params={})
+    t = EvidenceTable(vis, num_frames=5, threshold=0.0)  # frame 4 has no row: unknown
+    assert t.evidence_frames(["a"]) == (0, 1, 4)
+    assert t.evidence_frames(["a"], unknown_as_evidence=False) == (0,)
+    assert t.evidence_frames(["a", "b"]) == (0, 1, 2, 4)
+    assert t.mask_rects(["a", "b"], (64, 48), margin=1) == {0: ((2, 4, 12, 10),), 2: ((0, 0, 64, 48),)}
+    assert EvidenceTable(vis, 5, threshold=0.15).evidence_frames(["a", "b"], False) == (2,)
+    assert even_rect([3.0, 5.0, 9.0, 9.0], 0, (64, 48)) == (2, 4, 10, 10)
+
+
+@pytest.mark.parametrize("fill", ["black", "blur", "inpaint"])
+def test_fill_rects_changes_only_inside(fill):
+    w, h = 64, 48
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, w * h * 3 // 2, dtype=np.uint8)
+    out = fill_rects(frame.tobytes(), (w, h), [(10, 8, 30, 20)], fill)
+    y, y0 = out[: w * h].reshape(h, w), frame[: w * h].reshape(h, w)
+    inside = np.zeros((h, w), bool)
+    inside[8:20, 10:30] = True
+    assert (y[~inside] == y0[~inside]).all() and (y[inside] != y0[inside]).any()
+    u, u0 = out[w * h: w * h * 5 // 4].reshape(h // 2, w // 2), frame[w * h: w * h * 5 // 4].reshape(h // 2, w // 2)
+    cin = np.zeros((h // 2, w // 2), bool)
+    cin[4:10, 5:15] = True
+    assert (u[~cin] == u0[~cin]).all()
+    if fill == "black":
+        assert (y[inside] == 16).all() and (u[cin] == 128).all()
+
+
+def test_resources_fit_the_memory_budget_and_are_deterministic():
+    r = plan_resources((1296, 968), "medium", encoders=40, cpus=16, max_memory_mb=500)
+    assert r.fits and r.estimate_mb <= 500 and r.jobs == 1 and r.threads >= 1
+    assert r == plan_resources((1296, 968), "medium", encoders=40, cpus=16, max_memory_mb=500)
+    small = plan_resources((320, 240), "ultrafast", encoders=24, cpus=2, max_memory_mb=500)
+    assert small.jobs > 2 and small.threads == 1 and small.estimate_mb <= 500
+    r = plan_resources((320, 240), "medium", 5, cpus=8, jobs=2, threads=3)
+    assert (r.jobs, r.threads) == (2, 3)
+    assert encoder_memory_mb((1296, 968), "medium", 2) > encoder_memory_mb((1296, 968), "medium", 1)
+    assert not plan_resources((1296, 968), "veryslow", 3, cpus=2, max_memory_mb=100).fits
+
+
+def test_passes_group_short_variants_with_the_first(demo):
+    plan = demo["res"].plan
+    passes = plan_passes(sorted(plan.variants, key=lambda v: v.path), jobs=5)
+    first = {v.path for v in passes[0]}
+    assert {f"16_frame/{plan.scene_id}.mp4", f"32_frame/{plan.scene_id}.mp4"} <= first
+    assert all(len([v for v in p if v.num_frames > 256]) <= 5 for p in passes)
+    assert not any(v.mode == "allblack" for p in passes for v in p)  # generated by ffmpeg, no decode
+
+
+def test_manifest_keeps_other_scenes(tmp_path):
+    update_manifest(tmp_path, "b", [{"scene_id": "b", "path": "x/b.mp4"}])
+    update_manifest(tmp_path, "a", [{"scene_id": "a", "path": "x/a.mp4"}, {"scene_id": "a", "path": "w/a.mp4"}])
+    update_manifest(tmp_path, "b", [{"scene_id": "b", "path": "y/b.mp4"}])
+    rows = [json.loads(ln) for ln in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert [(r["scene_id"], r["path"]) for r in rows] == [("a", "w/a.mp4"), ("a", "x/a.mp4"), ("b", "y/b.mp4")]
+    (tmp_path / "manifest.jsonl").write_text("not json\n")
+    with pytest.raises(ValueError, match=r"manifest.jsonl:1: not a manifest line"):
+        update_manifest(tmp_path, "a", [])
+
+
+# ---- reruns (last: they rewrite outputs) --------------------------------------------------
+def test_rerun_skips_matching_outputs_and_redoes_the_rest(demo):
+    out, sid = demo["out"], demo["scene"].scene_id
+    kw = dict(opts=demo["opts"], progress=False)
+    before = {p: (out / p).stat().st_mtime_ns for p in demo["manifest"]}
+    res = run_scene(demo["scene_json"], demo["questions"], out, **kw)
+    assert res.report.written == () and set(res.report.skipped) == set(demo["manifest"])
+    assert {p: (out / p).stat().st_mtime_ns for p in demo["manifest"]} == before
+    allf, b16 = f"all_frame/{sid}.mp4", f"16_frame/{sid}.mp4"
+    good16 = (out / b16).read_bytes()
+    (out / allf).unlink()
+    os.replace(out / f"32_frame/{sid}.mp4", out / b16)  # a valid video with the wrong content key
+    res = run_scene(demo["scene_json"], demo["questions"], out, **kw)
+    assert set(res.report.written) == {allf, b16, f"32_frame/{sid}.mp4"}
+    assert (out / b16).read_bytes() == good16
+    assert count_frames(out / allf) == N

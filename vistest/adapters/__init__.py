@@ -1,0 +1,169 @@
+"""Dataset adapters: native on-disk layouts in, a canonical ``scene.json`` out.
+
+The registry :data:`ADAPTERS` maps a dataset name to an :class:`Adapter`, which
+declares what it can read (``reads``: frames, poses, intrinsics, depth, mesh, boxes,
+room), what PATH it expects and which options it takes. Frame sources (ScanNet,
+ARKitScenes, ScanNet++, EmbodiedScan) read cameras; box sources (every dataset with
+annotations, and VSI-Bench meta info) read boxes with the transform from their box
+world into the pose world. :func:`import_scene` combines one of each and writes
+``scene.json`` (``Scene.save``) plus ``provenance.json``. See docs/adapters.md.
+
+Conventions of the output are those of :mod:`vistest.scene`: metres, +Z up,
+camera-to-world with OpenCV axes, box rotation columns = box axes, ``size`` = full
+extents, ``boxes_to_world`` = box world -> pose world, invalid frame = pose None.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .common import AdapterError, BoxSet, Capture, write_scene
+
+READS = ("frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room")
+
+
+@dataclass(frozen=True)
+class Option:
+    """An adapter option (``-O NAME=VALUE`` on the command line). ``parse`` turns the
+    raw value into the typed one or raises ValueError saying what was expected."""
+
+    name: str
+    help: str
+    parse: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One dataset: what it reads and the functions that read it.
+
+    ``read_capture(path, options, out_dir, progress=False) -> Capture`` for frame sources;
+    ``read_boxes(path, capture_or_None, options) -> BoxSet`` for box sources.
+    """
+
+    name: str
+    title: str
+    reads: frozenset
+    path_help: str
+    options: tuple[Option, ...] = ()
+    read_capture: Callable[..., Capture] | None = None
+    read_boxes: Callable[..., BoxSet] | None = None
+
+    def describe(self) -> str:
+        """One line for help texts."""
+        return f"{self.name}: {self.title} (reads {', '.join(r for r in READS if r in self.reads)}; PATH = {self.path_help})"
+
+
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def register(adapter: Adapter) -> Adapter:
+    """Add ``adapter`` to :data:`ADAPTERS` (names are unique)."""
+    if adapter.name in ADAPTERS:
+        raise ValueError(f"adapter {adapter.name!r} is already registered")
+    bad = set(adapter.reads) - set(READS)
+    if bad:
+        raise ValueError(f"adapter {adapter.name!r}: unknown reads {sorted(bad)}; expected some of {READS}")
+    ADAPTERS[adapter.name] = adapter
+    return adapter
+
+
+def get_adapter(name: str) -> Adapter:
+    """The registered adapter ``name``; ValueError listing the known ones otherwise."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise AdapterError(f"dataset: expected one of {', '.join(sorted(ADAPTERS))}, got {name!r}") from None
+
+
+def _source(spec: str, what: str) -> tuple[Adapter, Path]:
+    """Parse ``KIND:PATH`` (e.g. ``vsibench:meta.json``)."""
+    kind, sep, path = spec.partition(":")
+    if not sep or not path:
+        raise AdapterError(f"--{what}: expected KIND:PATH such as vsibench:scannet_meta_info_val.json, got {spec!r}")
+    return get_adapter(kind), Path(path)
+
+
+def _split_options(options: dict, *adapters: Adapter) -> list[dict]:
+    """Give each adapter the options it declares (parsed); unknown names are an error."""
+    out: list[dict] = [{} for _ in adapters]
+    for key, raw in options.items():
+        takers = [i for i, a in enumerate(adapters) if any(o.name == key for o in a.options)]
+        if not takers:
+            known = sorted({o.name for a in adapters for o in a.options})
+            raise AdapterError(f"option {key!r}: not an option of {', '.join(a.name for a in adapters)}; "
+                               f"expected one of {', '.join(known) or '(none)'}")
+        for i in takers:
+            opt = next(o for o in adapters[i].options if o.name == key)
+            try:
+                out[i][key] = opt.parse(raw)
+            except (TypeError, ValueError) as e:
+                raise AdapterError(f"option {key}={raw!r}: {e}") from None
+    return out
+
+
+def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLike, boxes: str | None = None,
+                 frames: str | None = None, video: str | None = None, options: dict | None = None,
+                 progress: bool = False) -> Path:
+    """Read ``path`` as ``dataset`` and write ``out_dir/scene.json`` (+ ``provenance.json``).
+
+    For a frame source, ``boxes`` picks the annotation: None / ``"native"`` (the
+    dataset's own), ``"none"``, or ``"KIND:PATH"`` (a box source such as
+    ``vsibench:meta.json`` or ``embodiedscan:infos.pkl``). For a box-only source
+    (VSI-Bench meta info), ``frames`` = ``"KIND:PATH"`` names the frame source.
+    ``video``: the video file the frame indices refer to (stored relative).
+    ``options``: adapter options by name (see each adapter's ``options``).
+    ``progress``: draw a progress bar on stderr while frames are read. Returns the path of the written scene.
+    """
+    options = dict(options or {})
+    main = get_adapter(dataset)
+    path = Path(path)
+    if not path.exists():
+        raise AdapterError(f"{path}: PATH for {dataset} not found (expected {main.path_help})")
+    if main.read_capture is None:  # a box-only source: frames come from --frames
+        if frames is None:
+            raise AdapterError(f"{dataset} reads only boxes: give the frames with --frames KIND:PATH "
+                               f"(one of {', '.join(n for n, a in sorted(ADAPTERS.items()) if a.read_capture)})")
+        frame_adapter, frame_path = _source(frames, "frames")
+        box_adapter, box_path = main, path
+    else:
+        if frames is not None:
+            raise AdapterError(f"--frames: {dataset} reads its own frames; use --boxes to take boxes from elsewhere")
+        frame_adapter, frame_path = main, path
+        if boxes in (None, "native", "none"):
+            box_adapter, box_path = (main, path) if boxes != "none" and main.read_boxes else (None, None)
+        else:
+            box_adapter, box_path = _source(boxes, "boxes")
+    if frame_adapter.read_capture is None:
+        raise AdapterError(f"--frames: {frame_adapter.name} has no frames (it reads {', '.join(sorted(frame_adapter.reads))})")
+    if box_adapter is not None and box_adapter.read_boxes is None:
+        raise AdapterError(f"--boxes: {box_adapter.name} has no boxes")
+    if not frame_path.exists():
+        raise AdapterError(f"{frame_path}: frames PATH for {frame_adapter.name} not found")
+    if box_path is not None and not box_path.exists():
+        raise AdapterError(f"{box_path}: boxes PATH for {box_adapter.name} not found")
+    adapters = [frame_adapter] + ([box_adapter] if box_adapter is not None and box_adapter is not frame_adapter else [])
+    opts = _split_options(options, *adapters)
+    capture = frame_adapter.read_capture(frame_path, opts[0], Path(out_dir), progress=progress)
+    if box_adapter is None:
+        box_set = None
+    elif box_adapter is frame_adapter:
+        box_set = capture.boxes
+        if box_set is None and boxes == "native":
+            raise AdapterError(f"{frame_path}: {dataset} has no box annotation there (see docs/adapters.md)")
+    else:
+        box_set = box_adapter.read_boxes(box_path, capture, opts[1])
+    if video is not None and not Path(video).is_file():
+        raise AdapterError(f"{video}: --video: file not found")
+    return write_scene(capture, box_set, out_dir, video=video)
+
+
+# registration: one module per dataset
+from . import arkitscenes, embodiedscan, scannet, scannetpp, vsibench  # noqa: E402
+
+for _m in (scannet, arkitscenes, scannetpp, vsibench, embodiedscan):
+    register(_m.ADAPTER)
+
+__all__ = ["ADAPTERS", "Adapter", "AdapterError", "BoxSet", "Capture", "Option", "get_adapter", "import_scene",
+           "register"]
