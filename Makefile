@@ -4,6 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO_OUT ?= demo-out
+DEMO_SCENE := $(DEMO_OUT)/scene/scene.json
+DEMO_RUN_SCENE := $(DEMO_OUT)/run/scenes/demo-seed0
+DEMO_VIS := $(DEMO_RUN_SCENE)/visibility.npz
 export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: demo test bench bench-videos setup clean variants
@@ -18,8 +21,16 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/vistest demo-scene $(DEMO_OUT)/scene
-	$(VENV)/bin/vistest run $(DEMO_OUT)/scene/scene.json examples/demo-questions.jsonl -o $(DEMO_OUT)/run \
+	$(VENV)/bin/vistest run $(DEMO_SCENE) examples/demo-questions.jsonl -o $(DEMO_OUT)/run \
 		--budgets 16,32,64,all --profile uniform
+	$(VENV)/bin/vistest overlay $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/overlay.mp4 --visibility $(DEMO_VIS) --quiet
+	$(VENV)/bin/vistest overlay $(DEMO_SCENE) --png -o $(DEMO_RUN_SCENE)/overlay.png --visibility $(DEMO_VIS) --quiet
+	$(VENV)/bin/vistest timeline $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/timeline.png --questions examples/demo-questions.jsonl \
+		--budget 16,32,64 --profile uniform --visibility $(DEMO_VIS)
+	$(VENV)/bin/vistest baseline -r $(DEMO_RUN_SCENE) -o $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl
+	$(VENV)/bin/vistest score $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_RUN_SCENE) \
+		-o $(DEMO_RUN_SCENE)/score --quiet
+	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -29,6 +40,11 @@ demo: $(STAMP)
 	@echo "  dummy videos:  $(abspath $(DEMO_OUT))/run/dummy_{drop,black,mask}/demo-seed0/, dummy_allblack/demo-seed0.mp4"
 	@echo "  dummy GT:      $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/dummy_gt.jsonl"
 	@echo "  manifest:      $(abspath $(DEMO_OUT))/run/manifest.jsonl"
+	@echo "  overlay:       $(abspath $(DEMO_RUN_SCENE))/overlay.mp4 and overlay.png"
+	@echo "  timeline:      $(abspath $(DEMO_RUN_SCENE))/timeline.png"
+	@echo "  blind score:   $(abspath $(DEMO_RUN_SCENE))/score/report.md (most-frequent-answer baseline)"
+	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
+	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
 # `vistest run` into OUT, one target per scene: `make -j4 variants` runs scenes in parallel, and a

@@ -221,7 +221,7 @@ class _Table:
         return [(lab, [self.col[oid] for oid, l in self.labels.items() if l == lab]) for lab in labels]
 
 
-def _like(original: Any, value: int) -> Any:
+def count_like(original: Any, value: int) -> Any:
     """``value`` with the JSON type of ``original`` (``"3"`` stays a string, 3.0 a float)."""
     if isinstance(original, str):
         return str(value)
@@ -252,7 +252,7 @@ def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
         return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_COUNT_SUPPORTED, tuple(unseen_labels), tuple(evidence))
     reason = (REASON_CATEGORY_UNSEEN if n_seen == 0 else
               REASON_COUNT_REDUCED if n_seen < original else REASON_COUNT_EXCEEDS)
-    return QuestionTruth(q, sel, _like(q.ground_truth, n_seen), CHANGED, reason, tuple(unseen_labels), tuple(evidence))
+    return QuestionTruth(q, sel, count_like(q.ground_truth, n_seen), CHANGED, reason, tuple(unseen_labels), tuple(evidence))
 
 
 def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:

@@ -47,7 +47,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .budget import CHANGED, UNANSWERABLE, FrameSelection, _like
+from .budget import CHANGED, UNANSWERABLE, FrameSelection, count_like
 from .questions import RULE_COUNTING, Question
 from .sampling import ALL, PROFILES, Budget, budget_label, select_frames
 from .scene import Scene
@@ -430,7 +430,7 @@ def dummy_ground_truth(q: Question, mode: str) -> tuple[Any, str, str, str]:
     """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode``."""
     reason = REASON_ALL_BLACK if mode == "allblack" else REASON_EVIDENCE_REMOVED
     if q.type.rule == RULE_COUNTING:
-        return _like(q.ground_truth, 0), CHANGED, reason, EXPECT_ZERO
+        return count_like(q.ground_truth, 0), CHANGED, reason, EXPECT_ZERO
     return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
 
 
