@@ -30,6 +30,10 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest baseline -r $(DEMO_RUN_SCENE) -o $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl
 	$(VENV)/bin/vistest score $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_RUN_SCENE) \
 		-o $(DEMO_RUN_SCENE)/score --quiet
+	$(VENV)/bin/vistest export revsi $(DEMO_OUT)/run -o $(DEMO_OUT)/export/revsi --quiet
+	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_OUT)/run -o $(DEMO_OUT)/export/lmms-eval-task --quiet
+	$(VENV)/bin/vistest export vlmevalkit $(DEMO_OUT)/run -o $(DEMO_OUT)/export/vlmevalkit --quiet
+	$(VENV)/bin/vistest export jsonl $(DEMO_OUT)/run -o $(DEMO_OUT)/export/jsonl --quiet
 	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
 	@echo
 	@echo "Demo outputs:"
@@ -43,6 +47,7 @@ demo: $(STAMP)
 	@echo "  overlay:       $(abspath $(DEMO_RUN_SCENE))/overlay.mp4 and overlay.png"
 	@echo "  timeline:      $(abspath $(DEMO_RUN_SCENE))/timeline.png"
 	@echo "  blind score:   $(abspath $(DEMO_RUN_SCENE))/score/report.md (most-frequent-answer baseline)"
+	@echo "  exports:       $(abspath $(DEMO_OUT))/export/{revsi,lmms-eval-task,vlmevalkit,jsonl}/ (docs/export.md)"
 	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 

@@ -160,3 +160,14 @@ def test_default_time_is_index_over_fps():
         del f["time"]
     s = Scene.from_dict(d)
     assert [f.time for f in s.frames] == [0.0, 1 / 30.0, 2 / 30.0]
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    """Atomic writes go through mkstemp (mode 0600); the output must be readable like open()'s."""
+    import os
+    import stat
+
+    mask = os.umask(0)
+    os.umask(mask)
+    Scene.from_dict(base()).save(tmp_path / "scene.json")
+    assert stat.S_IMODE((tmp_path / "scene.json").stat().st_mode) == 0o666 & ~mask

@@ -383,8 +383,14 @@ def budget_file_name(budget: Budget) -> str:
 
 
 def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
-    """The JSONL text of one budget: one record per question, in question order."""
-    return "".join(json.dumps(it.to_record(), ensure_ascii=False) + "\n" for it in truth.for_budget(budget))
+    """The JSONL text of one budget: one record per question, in question order.
+
+    Each record also carries the rule parameters it was computed with (``seen_threshold``,
+    ``min_budget_room_route``), so a file read on its own says how its answers were made.
+    """
+    params = {"seen_threshold": truth.seen_threshold, "min_budget_room_route": truth.min_budget_room_route}
+    return "".join(json.dumps({**it.to_record(), **params}, ensure_ascii=False) + "\n"
+                   for it in truth.for_budget(budget))
 
 
 def write_budget_files(truth: BudgetTruth, outdir: str | os.PathLike) -> list[Path]:

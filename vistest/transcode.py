@@ -327,7 +327,7 @@ class _Writer:
                            threads=self.res.threads, metadata={KEY_TAG: KEY_PREFIX + v.key}, source=source)
 
     def start(self, w: VideoWriter) -> VideoWriter:
-        (self.outdir / w.path).parent.mkdir(parents=True, exist_ok=True)
+        w.path.parent.mkdir(parents=True, exist_ok=True)  # w.path already includes outdir
         self.live.append(w)
         return w.start()
 

@@ -592,4 +592,6 @@ def manifest_records(plan: VariantPlan) -> list[dict]:
 def dummy_gt_jsonl(plan: VariantPlan) -> str:
     """``dummy_gt.jsonl``: one line per (question, mode, budget), in question, mode, budget
     order (the format vistest.score reads beside the budget GT files; docs/videos.md)."""
-    return "".join(json.dumps(t.to_record(b), ensure_ascii=False) + "\n" for t in plan.dummies for b in plan.budgets)
+    params = {"evidence_threshold": plan.evidence_threshold}
+    return "".join(json.dumps({**t.to_record(b), **params}, ensure_ascii=False) + "\n"
+                   for t in plan.dummies for b in plan.budgets)

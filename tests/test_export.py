@@ -1,0 +1,406 @@
+"""Exports: the ReVSI layout read exactly as lmms-eval's revsi task reads it, the lmms-eval task
+folder scoring as vistest score does, VLMEvalKit TSVs, JSONL rows; reruns, refusals, multi-scene.
+
+One run directory (module fixture): the demo scene at 320x240, 60 frames, with the demo
+questions, plus a copy of the scene under another scene_id (its questions' ids prefixed), so
+the run directory holds two scenes, as a shared ``vistest run`` output folder does.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest.cli import main
+from vistest.demo import make_demo_scene
+from vistest.exporters import ExportOptions, export
+from vistest.exporters.lmms_eval_task import utils_source
+from vistest.exporters.output import RECORD
+from vistest.exporters.revsi import REVSI_TYPES, revsi_question_type
+from vistest.exporters.rundir import load_run
+from vistest.questions import QUESTION_TYPES
+from vistest.score import PROTOCOLS, build_report, load_predictions, load_run_dir, parse_answer
+from vistest.video import count_frames
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
+SCENE, COPY = "demo-seed0", "demo-copy"
+NUM_FRAMES = 60
+CONFIGS = ("16_frame", "32_frame", "64_frame", "all_frame")
+QUIET = ExportOptions(progress=False)
+
+
+def cli(*args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def read_jsonl(path):
+    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``)."""
+    base = tmp_path_factory.mktemp("export")
+    scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
+    run = base / "run"
+    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--quiet")
+    copy = base / "copy"
+    shutil.copytree(scene.parent, copy)
+    doc = json.loads((copy / "scene.json").read_text())
+    doc["scene_id"] = COPY
+    (copy / "scene.json").write_text(json.dumps(doc))
+    questions = [{**q, "scene_id": COPY, "id": f"copy-{q['id']}"} for q in read_jsonl(QUESTIONS)]
+    (copy / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    cli("run", copy / "scene.json", copy / "questions.jsonl", "-o", run, "--preset", "ultrafast", "--quiet",
+        "--dummy", "drop")
+    return run
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory):
+    """An HF_HOME whose ``revsi`` cache folder is the revsi export (what lmms-eval's task reads)."""
+    return tmp_path_factory.mktemp("hf_home")
+
+
+@pytest.fixture(scope="module")
+def revsi(run_dir, hf_home):
+    out = hf_home / "revsi"
+    r = cli("export", "revsi", run_dir, "-o", out)
+    return out, r.output
+
+
+@pytest.fixture(scope="module")
+def frames_of():
+    """count_frames with a cache (each video is decoded once)."""
+    cache = {}
+
+    def count(path):
+        key = os.path.realpath(path)
+        if key not in cache:
+            cache[key] = count_frames(path)
+        return cache[key]
+    return count
+
+
+def budget_rows(run_dir, scene, config):
+    return read_jsonl(run_dir / "scenes" / scene / f"{config}.jsonl")
+
+
+# ---------------------------------------------------------------------------------------
+# the ReVSI layout, read as lmms-eval's revsi task reads it
+# ---------------------------------------------------------------------------------------
+def resolve_cache_dir(cache_dir, base_dir):
+    """lmms_eval/utils.py resolve_cache_dir: $VARS and ~ expanded, relative joined to base_dir."""
+    resolved = os.path.expanduser(os.path.expandvars(cache_dir))
+    return resolved if os.path.isabs(resolved) else os.path.join(base_dir, resolved)
+
+
+def revsi_doc_to_visual(doc, cache_dir):
+    """lmms_eval/tasks/revsi/utils.py revsi_doc_to_visual, with the module's cache_dir given."""
+    video_path = os.path.join(cache_dir, f"{doc['num_frames']}_frame", f"{doc['scene_id']}.mp4")
+    if not os.path.exists(video_path):
+        raise FileNotFoundError(video_path)
+    return [video_path]
+
+
+def load_revsi_config(path, name, cache):
+    """What lmms-eval's ConfigurableTask.download does for the revsi task (dataset_kwargs token
+    and, after the video step, no cache_dir), with dataset_path set to the export."""
+    return datasets.load_dataset(str(path), name=name, split="test", token=True, cache_dir=str(cache),
+                                 download_mode=datasets.DownloadMode.REUSE_DATASET_IF_EXISTS)
+
+
+def test_revsi_rows_resolve_every_video_like_lmms_eval(revsi, run_dir, hf_home, frames_of, tmp_path):
+    out, _ = revsi
+    cache_dir = resolve_cache_dir("revsi", base_dir=str(hf_home))  # _default_template_yaml: cache_dir: revsi
+    seen_scenes = set()
+    for config in CONFIGS:
+        ds = load_revsi_config(out, config, tmp_path / "hf-datasets")
+        assert len(ds) > 0
+        for doc in ds:
+            assert doc["question_type"] in REVSI_TYPES  # else revsi_doc_to_text returns None
+            assert isinstance(doc["ground_truth"], str) and doc["variant"] == "budget" and doc["id"]
+            (video,) = revsi_doc_to_visual(doc, cache_dir)
+            want = NUM_FRAMES if config == "all_frame" else int(config.split("_")[0])
+            assert doc["num_frames"] == ("all" if config == "all_frame" else want)
+            assert frames_of(video) == want == doc["video_frames"]
+            if doc["options"] is not None:
+                assert QUESTION_TYPES[doc["question_type"]].answer == "mcq"
+            seen_scenes.add(doc["scene_id"])
+    assert seen_scenes == {SCENE, COPY}
+
+
+def test_revsi_leaves_out_unanswerable_rows_and_counts_them(revsi, run_dir, tmp_path):
+    out, printed = revsi
+    record = json.loads((out / RECORD).read_text())
+    for config in CONFIGS:
+        ids = {d["id"] for d in load_revsi_config(out, config, tmp_path / "c")}
+        gone = [r for s in (SCENE, COPY) for r in budget_rows(run_dir, s, config) if r["status"] == "unanswerable"]
+        assert gone and not ids & {r["id"] for r in gone}
+        counted = sum(x["n"] for x in record["left_out"] if x["part"] == config and x["reason"] == "unanswerable")
+        assert counted == len(gone)
+        kept = [r for s in (SCENE, COPY) for r in budget_rows(run_dir, s, config) if r["status"] != "unanswerable"]
+        no_type = sum(x["n"] for x in record["left_out"] if x["part"] == config and x["reason"] != "unanswerable")
+        assert len(ids) == len(kept) - no_type
+        assert f"unanswerable {len(gone)}" in printed  # the terminal summary says it too
+    # demo-10 (object_rel_direction_easy) has no ReVSI type: counted, not silently dropped
+    assert any(x["reason"] == "no_revsi_question_type" and x["question_type"] == "object_rel_direction_easy"
+               for x in record["left_out"])
+
+
+def test_revsi_renames_vsibench_types_and_keeps_the_original(revsi, tmp_path):
+    out, _ = revsi
+    docs = {d["id"]: d for d in load_revsi_config(out, "32_frame", tmp_path / "c")}
+    assert docs["demo-1"]["question_type"] == "object_counting_single"
+    assert docs["demo-1"]["vistest_question_type"] == "object_counting"
+    assert docs["demo-9"]["question_type"] == "object_rel_distance_closest"
+    assert docs["demo-12"]["question_type"] == "room_size_estimation_single"
+    assert json.loads(docs["demo-1"]["vistest_record"])["category"] == "chair"
+
+
+def test_revsi_type_names(run_dir):
+    rows = {(r.id, r.budget): r for r in load_run(run_dir).real_rows}
+    count, dist = rows[("demo-1", "all")], rows[("demo-9", "all")]
+    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair", "table"]})) \
+        == "object_counting_multiple"
+    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair"]})) \
+        == "object_counting_single"
+    far = replace(dist, question=dist.question.replace("closest", "farthest"))
+    assert revsi_question_type(far) == "object_rel_distance_farthest"
+    assert revsi_question_type(replace(dist, question="Which is closest, which farthest?")) is None
+    assert revsi_question_type(rows[("demo-11", "all")]) is None  # appearance order: no ReVSI type
+
+
+def test_revsi_suits_vlmevalkits_revsi_dataset(revsi, tmp_path):
+    """vlmeval/dataset/revsi.py prepare_dataset adds video = {scene_id}.mp4 (the export must
+    not have that column) and reads {root}/{n}_frame/{video}."""
+    out, _ = revsi
+    ds = load_revsi_config(out, "16_frame", tmp_path / "c")
+    ds = ds.add_column("video", [f"{x['scene_id']}.mp4" for x in ds])
+    df = ds.to_pandas()
+    assert all((out / "16_frame" / v).is_file() for v in df["video"])
+
+
+def test_revsi_rerun_writes_nothing_and_videos_are_hard_links(revsi, run_dir):
+    out, _ = revsi
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".mp4"}
+    res = export("revsi", run_dir, out, QUIET)
+    assert res.written == 0 and res.unchanged == len(res.files) and not res.removed
+    assert {p: p.read_bytes() for p in before} == before
+    assert os.path.samefile(out / "16_frame" / f"{SCENE}.mp4", run_dir / "16_frame" / f"{SCENE}.mp4")
+    assert not list(out.rglob("*.tmp*"))
+
+
+def test_revsi_link_modes_and_stale_files(run_dir, tmp_path):
+    out = tmp_path / "sym"
+    export("revsi", run_dir, out, ExportOptions(link="symlink", progress=False))
+    v = out / "32_frame" / f"{SCENE}.mp4"
+    assert v.is_symlink() and os.readlink(v) == str(run_dir / "32_frame" / f"{SCENE}.mp4")
+    res = export("revsi", run_dir, out, ExportOptions(link="copy", progress=False))
+    assert res.written == 4 * 2 and not v.is_symlink() and not os.path.samefile(v, run_dir / v.relative_to(out))
+    # a file the previous export owned and this one does not is removed; foreign files stay
+    record = json.loads((out / RECORD).read_text())
+    (out / "old").mkdir()
+    (out / "old" / "stale.mp4").write_bytes(b"x")
+    (out / "mine.txt").write_text("user file")
+    record["files"].append("old/stale.mp4")
+    (out / RECORD).write_text(json.dumps(record))
+    res = export("revsi", run_dir, out, ExportOptions(link="copy", progress=False))
+    assert res.removed == ("old/stale.mp4",) and not (out / "old").exists() and (out / "mine.txt").is_file()
+
+
+def test_export_refuses_foreign_or_other_format_folders(run_dir, revsi, tmp_path):
+    out, _ = revsi
+    with pytest.raises(ValueError, match="holds a 'revsi' export"):
+        export("jsonl", run_dir, out, QUIET)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("x")
+    r = CliRunner().invoke(main, ["export", "jsonl", str(run_dir), "-o", str(tmp_path / "busy")])
+    assert r.exit_code == 2 and "not empty" in r.output
+    r = CliRunner().invoke(main, ["export", "revsi", str(run_dir), "-o", str(run_dir)])
+    assert r.exit_code == 2 and "run directory itself" in r.output
+    r = CliRunner().invoke(main, ["export", "revsi", str(run_dir / "scenes"), "-o", str(tmp_path / "n")])
+    assert r.exit_code == 2 and "vistest run" in r.output
+
+
+def test_question_ids_must_be_unique_across_scenes(run_dir, tmp_path):
+    bad = tmp_path / "run"
+    shutil.copytree(run_dir, bad, symlinks=True)
+    path = bad / "scenes" / COPY / "16_frame.jsonl"
+    path.write_text(path.read_text().replace('"copy-demo-1"', '"demo-1"'))
+    with pytest.raises(ValueError, match="'demo-1' is also a question of scene"):
+        export("jsonl", bad, tmp_path / "out", QUIET)
+
+
+def test_stale_ground_truth_is_refused(run_dir, tmp_path):
+    bad = tmp_path / "run"
+    shutil.copytree(run_dir, bad, symlinks=True)
+    path = bad / "scenes" / SCENE / "16_frame.jsonl"
+    rows = read_jsonl(path)
+    rows[0]["frame_indices"] = rows[0]["frame_indices"][::-1]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match="frame_indices: differ from the frames of 16_frame"):
+        export("revsi", bad, tmp_path / "out", QUIET)
+
+
+# ---------------------------------------------------------------------------------------
+# VLMEvalKit TSVs and JSONL rows
+# ---------------------------------------------------------------------------------------
+def test_vlmevalkit_tsv_columns_and_videos(run_dir, tmp_path, frames_of):
+    out = tmp_path / "vlm"
+    export("vlmevalkit", run_dir, out, QUIET)
+    for name in ("16_frame.tsv", "16_frame_dummy.tsv", "all_frame.tsv"):
+        df = pd.read_csv(out / name, sep="\t")  # vlmeval/smp/file.py load_tsv
+        # VideoBaseDataset: question, video (index); ReVSI: question_type, options, ground_truth;
+        # VsiBench: candidates, answer
+        assert {"index", "question", "video", "question_type", "options", "ground_truth", "candidates",
+                "answer", "id", "variant", "num_frames"} <= set(df.columns)
+        assert list(df["index"]) == list(range(len(df)))
+        for _, row in df.iterrows():
+            path = os.path.join(run_dir, row["video"])  # VsiBench: os.path.join(self.data_root, line['video'])
+            assert os.path.isfile(path) and os.path.samefile(path, row["video_path"])
+            if QUESTION_TYPES[row["question_type"]].answer == "mcq":
+                assert ast.literal_eval(row["candidates"]) == ast.literal_eval(row["options"])
+        if not name.endswith("_dummy.tsv"):
+            assert set(df["variant"]) == {"budget"} and not df["ground_truth"].isna().any()
+            assert all(frames_of(p) == n for p, n in zip(df["video_path"], df["video_frames"]))
+        else:
+            assert {v.split("-")[0] for v in df["variant"]} == {"dummy"}
+
+
+def test_jsonl_rows_have_absolute_paths_and_provenance(run_dir, tmp_path, frames_of):
+    out = tmp_path / "jl"
+    export("jsonl", run_dir, out, QUIET)
+    rows = read_jsonl(out / "vistest.jsonl")
+    n_truth = sum(len(read_jsonl(p)) for p in (run_dir / "scenes").rglob("*.jsonl"))
+    assert len(rows) == n_truth
+    assert len({(r["id"], r["variant"], r["budget"]) for r in rows}) == len(rows)
+    for r in rows:
+        assert r["status"] in ("kept", "changed", "unanswerable")
+        assert (r["ground_truth"] is None) == (r["status"] == "unanswerable")
+        p = r["provenance"]
+        assert p["scene_id"] == r["scene_id"] and p["vistest_version"] == vistest.__version__
+        assert p["sampler_profile"] == "uniform" and os.path.isabs(p["source_video"])
+        if r["video"] is None:
+            continue
+        assert os.path.isabs(r["video"]) and os.path.isfile(r["video"])
+        assert len(r["frame_indices"]) == r["video_frames"]
+    for r in rows[:: max(1, len(rows) // 12)]:
+        if r["video"]:
+            assert frames_of(r["video"]) == r["video_frames"]
+
+
+# ---------------------------------------------------------------------------------------
+# the lmms-eval task folder
+# ---------------------------------------------------------------------------------------
+class TaskLoader(yaml.SafeLoader):
+    """lmms-eval's YAML: ``!function utils.f`` kept as ("function", "utils.f")."""
+
+
+TaskLoader.add_constructor("!function", lambda loader, node: ("function", loader.construct_scalar(node)))
+
+
+def load_task_yaml(path: Path) -> dict:
+    """lmms_eval/utils.py load_yaml_config: ``include`` is read from the YAML's folder, then
+    updated with the file's own keys."""
+    cfg = yaml.load(path.read_text(), Loader=TaskLoader)
+    if "include" in cfg:
+        base = load_task_yaml(path.parent / cfg.pop("include"))
+        base.update(cfg)
+        cfg = base
+    return cfg
+
+
+def import_utils(folder: Path, name: str = "vistest_task_utils"):
+    """lmms_eval/utils.py import_function: utils.py beside the YAML, by file location."""
+    spec = importlib.util.spec_from_file_location(name, folder / "utils.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RESPONSES = ("0", "3", "B", "A. left", "I cannot tell", "2 chairs", "The answer is 3", "three", " 1.5", "B.", "1e1")
+
+
+def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs):
+    """Load a task as lmms-eval does, answer every doc from RESPONSES, score it with the task's
+    own functions, and write the --log_samples file (per-metric values = the returned row)."""
+    cfg = load_task_yaml(task_yaml)
+    assert cfg["dataset_path"] == "json" and cfg["output_type"] == "generate_until"
+    fn = {k: getattr(utils, cfg[k][1].split(".", 1)[1]) for k in ("doc_to_visual", "doc_to_text", "process_results")}
+    ds = datasets.load_dataset("json", data_files=cfg["dataset_kwargs"]["data_files"], split=cfg["test_split"],
+                               cache_dir=str(cache))
+    kwargs = cfg["lmms_eval_specific_kwargs"]["default"]
+    lines, per_metric = [], {}
+    for i, doc in enumerate(ds):
+        (video,) = fn["doc_to_visual"](doc)
+        assert os.path.isfile(video)
+        text = fn["doc_to_text"](doc, kwargs)
+        assert doc["question"] in text and text.startswith(kwargs["pre_prompt"])
+        resp = RESPONSES[i % len(RESPONSES)]
+        res = fn["process_results"](doc, [resp])
+        assert set(res) == {m["metric"] for m in cfg["metric_list"]}
+        for k, v in res.items():
+            per_metric.setdefault(k, []).append(v)
+        lines.append({"doc_id": i, "target": doc["ground_truth"], "filtered_resps": [resp], **res})
+    for m in cfg["metric_list"]:
+        value = getattr(utils, m["aggregation"][1].split(".", 1)[1])(per_metric[m["metric"]])
+        assert 0.0 <= value <= 1.0
+    (logs / f"20260101_samples_{cfg['task']}.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    return [next(iter(ln.values())) for ln in ({k: v for k, v in x.items() if isinstance(v, dict)} for x in lines)]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "revsi"])
+def test_lmms_eval_task_scores_like_vistest_score(run_dir, tmp_path, protocol):
+    out = tmp_path / "task"
+    cli("export", "lmms-eval-task", run_dir, "-o", out, "--protocol", protocol, "--quiet")
+    utils = import_utils(out, f"utils_{protocol}")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    group = load_task_yaml(out / "vistest_16_frame.yaml")
+    assert group["group"] == "vistest_16_frame" and "vistest_16_frame_dummy_drop" in group["task"]
+    scored = []
+    for task in group["task"]:
+        assert (out / f"{task}.yaml").is_file()
+        scored += run_task_like_lmms_eval(out, out / f"{task}.yaml", utils, tmp_path / "cache", logs)
+    # vistest score reads the logs back and agrees, row by row, with the task's own scoring
+    truth = load_run_dir(run_dir / "scenes" / SCENE)
+    preds = [p for f in sorted(logs.iterdir()) for p in load_predictions(f)]
+    report = build_report(truth, preds, protocol, splits=2)
+    mine = {(r["id"], r["variant"], str(r["num_frames"])): r for r in scored if r["scene_id"] == SCENE}
+    dummies = [r for r in report.rows if r.truth.is_dummy]
+    assert len(dummies) == sum(1 for k in mine if k[1] != "budget") > 0
+    for r in dummies:
+        row = mine[r.truth.key]
+        assert row["hallucinated"] == r.hallucinated, (r.truth.key, r.prediction.prediction)
+    assert {True, False} <= {r.hallucinated for r in dummies}
+    check = report.lmms_check  # every real row: the task's logged acc == vistest's score
+    assert check.compared == sum(1 for k in mine if k[1] == "budget") > 0 and check.agreed == check.compared
+
+
+@pytest.mark.parametrize("protocol", ["revsi", "vsibench", "vsibench-legacy"])
+def test_task_utils_parse_like_vistest_score(protocol, tmp_path):
+    """The generated utils.py is self-contained: its parse must stay vistest.score's."""
+    (tmp_path / "utils.py").write_text(utils_source(PROTOCOLS[protocol]))
+    utils = import_utils(tmp_path, f"u_{protocol.replace('-', '_')}")
+    texts = RESPONSES + ("", " B", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "-2",
+                         "twenty two apples", "one apple, room 2", "1e3 is it")
+    for qtype, kind in (("object_counting", "number"), ("object_rel_distance", "mcq")):
+        for t in texts:
+            a, b = utils.parse({"question_type": qtype}, t), parse_answer(PROTOCOLS[protocol], kind, t)
+            assert a == b or (a != a and b != b), t  # nan == nan
+    assert "import vistest" not in (tmp_path / "utils.py").read_text()
