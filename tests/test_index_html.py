@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from vistest.cli import main
 from vistest.report_html import links
-from vistest.sheets import read_manifest, sheet_path, write_sheets
+from vistest.pipeline import read_manifest
+from vistest.sheets import sheet_path, write_sheets
 from vistest.video import VideoWriter
 from conftest import IDENTITY, scene_doc
 

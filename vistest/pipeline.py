@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .atomic import write_atomic
+from .jsonl import iter_jsonl
 from .budget import DEFAULT_BUDGETS, BudgetTruth, budget_truth, write_budget_files
 from .questions import Question
 from .sampling import Budget
@@ -166,6 +167,20 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
 # ---------------------------------------------------------------------------------------
 # manifest
 # ---------------------------------------------------------------------------------------
+def read_manifest(run_dir: str | os.PathLike) -> list[dict]:
+    """The records of ``RUN_DIR/manifest.jsonl`` (docs/videos.md); ValueError naming file, line and field."""
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{path}: not found; expected the manifest 'vistest run' writes into its output folder")
+    out = []
+    for n, rec in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path)):
+        for key in ("scene_id", "path", "variant", "source_frames", "num_frames", "size"):
+            if key not in rec:
+                raise ValueError(f"{path}:{n}: {key}: missing (a manifest line of docs/videos.md)")
+        out.append(rec)
+    return out
+
+
 def update_manifest(outdir: str | os.PathLike, scene_id: str, records: Sequence[Mapping[str, Any]]) -> Path:
     """Replace ``scene_id``'s lines of ``OUTDIR/manifest.jsonl`` by ``records`` (none: remove
     them), under an exclusive lock, keeping other scenes' lines byte for byte; lines are

@@ -19,7 +19,6 @@ naming the file, the line number (1-based) and the field, and what was expected.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
+
+from .jsonl import iter_jsonl
 
 # the rule budget_truth applies to each type (see vistest/budget.py)
 RULE_COUNTING = "counting"            # count instances of category seen in the selected frames
@@ -340,13 +341,7 @@ def parse_questions(lines: Iterable[str], source: str = "<questions>", scene: An
     categories and ``scene_id`` are checked against it. Raises QuestionError."""
     out: list[Question] = []
     first_line: dict[str, int] = {}
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise QuestionError(f"{source}:{lineno}: <line>: not valid JSON (column {e.colno}: {e.msg})") from None
+    for lineno, doc in iter_jsonl(lines, source, QuestionError):
         q = _LineParser(source, lineno, scene).question(doc)
         if q.id in first_line:
             raise QuestionError(f"{source}:{lineno}: id: duplicate question id {q.id!r} "

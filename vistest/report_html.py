@@ -55,7 +55,7 @@ def _manifest(run_dir: Path) -> list[dict]:
     path = run_dir / "manifest.jsonl"
     if not path.is_file():
         return []
-    from .sheets import read_manifest
+    from .pipeline import read_manifest
 
     return read_manifest(run_dir)
 

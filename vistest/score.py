@@ -44,6 +44,7 @@ import numpy as np
 
 from .atomic import atomic_path, write_atomic
 from .budget import STATUSES, UNANSWERABLE
+from .jsonl import iter_jsonl as _iter_jsonl
 from .questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING, option_letter
 from .sampling import budget_label, parse_budget
 
@@ -453,17 +454,8 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[tuple[int, dict]]:
-    """(1-based line, object) for each non-blank line; a line that is not a JSON object raises."""
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            doc = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise _fail(f"{source}:{lineno}", "<line>", f"not valid JSON (column {e.colno}: {e.msg})") from None
-        if not isinstance(doc, dict):
-            raise _fail(f"{source}:{lineno}", "<line>", f"expected a JSON object, got {type(doc).__name__}")
-        yield lineno, doc
+    """(1-based line, object) for each non-blank line; a line that is not a JSON object raises ScoreError."""
+    return _iter_jsonl(lines, source, ScoreError)
 
 
 def _ident(v: Any, where: str, fld: str) -> str:

@@ -16,7 +16,6 @@ sampler spreads them (the title says so). Conventions: positions and source fram
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from .overlay import contact_sheet, tile, write_png
+from .pipeline import read_manifest
 
 MATCH_PSNR = 30.0  # dB: a frame matches what the manifest says when at least this close (H.264, crf 18)
 BLACK_MAX = 24  # RGB value a decoded "black" pixel stays under (video black is Y 16)
@@ -43,26 +43,6 @@ class SheetResult:
     sheet: Path
     positions: tuple[int, ...]
     mismatched: tuple[int, ...]
-
-
-def read_manifest(run_dir: str | os.PathLike) -> list[dict]:
-    """The records of ``RUN_DIR/manifest.jsonl``; ValueError naming file, line and field."""
-    path = Path(run_dir) / "manifest.jsonl"
-    if not path.is_file():
-        raise ValueError(f"{path}: not found; expected the manifest 'vistest run' writes into its output folder")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-        for key in ("scene_id", "path", "variant", "source_frames", "num_frames", "size"):
-            if key not in rec:
-                raise ValueError(f"{path}:{n}: {key}: missing (a manifest line of docs/videos.md)")
-        out.append(rec)
-    return out
 
 
 def sheet_path(sheets_dir: str | os.PathLike, variant_path: str) -> Path:

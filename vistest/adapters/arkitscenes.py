@@ -186,17 +186,9 @@ def read_annotation(path: Path) -> c.BoxSet:
     objects = []
     for i, d in enumerate(data):
         where = f"{path}: data[{i}].segments.obbAligned"
-        try:
-            obb = d["segments"]["obbAligned"]
-            centroid, lengths, axes = obb["centroid"], obb["axesLengths"], obb["normalizedAxes"]
-        except (KeyError, TypeError):
-            raise c.AdapterError(f"{where}: expected centroid, axesLengths and normalizedAxes") from None
-        size = c.matrix(lengths, (3,), f"{where}.axesLengths")
-        if (size <= 0).any():
-            raise c.AdapterError(f"{where}.axesLengths: expected positive full extents, got {size.tolist()}")
-        objects.append(c.SceneObject(str(d.get("uid", i)), str(d.get("label", "object")),
-                                     c.matrix(centroid, (3,), f"{where}.centroid"), size,
-                                     c.rotation_from_axes_rows(axes, f"{where}.normalizedAxes")))
+        seg = d.get("segments") if isinstance(d, dict) else None
+        box = c.obb_box(seg.get("obbAligned") if isinstance(seg, dict) else None, where)
+        objects.append(c.SceneObject(str(d.get("uid", i)), str(d.get("label", "object")), *box))
     return c.BoxSet(objects=tuple(objects), boxes_to_world=np.eye(4), world="arkitscenes world",
                     source=f"ARKitScenes annotation {path.name}")
 

@@ -191,6 +191,22 @@ def orthonormalize(r: np.ndarray) -> np.ndarray:
     return u @ vt
 
 
+def obb_box(obb: Any, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(center, size, rotation) of an ``{centroid, axesLengths, normalizedAxes}`` box.
+
+    The oriented-box record of ARKitScenes (``segments.obbAligned``), ScanNet++
+    (``segGroups[].obb``) and VSI-Bench's meta info: ``axesLengths`` are full extents and the
+    rows of ``normalizedAxes`` are the axes (:func:`rotation_from_axes_rows`).
+    """
+    if not isinstance(obb, dict) or not {"centroid", "axesLengths", "normalizedAxes"} <= set(obb):
+        raise AdapterError(f"{where}: expected centroid, axesLengths and normalizedAxes")
+    size = matrix(obb["axesLengths"], (3,), f"{where}.axesLengths")
+    if (size <= 0).any():
+        raise AdapterError(f"{where}.axesLengths: expected positive full extents, got {size.tolist()}")
+    return (matrix(obb["centroid"], (3,), f"{where}.centroid"), size,
+            rotation_from_axes_rows(obb["normalizedAxes"], f"{where}.normalizedAxes"))
+
+
 def rotation_from_axes_rows(normalized_axes, where: str) -> np.ndarray:
     """Box rotation (columns = box axes) from a 9-vector whose *rows* are the axes.
 

@@ -101,17 +101,8 @@ def read_annotation(path: Path) -> c.BoxSet:
     objects = []
     for i, g in enumerate(groups):
         where = f"{path}: segGroups[{i}].obb"
-        try:
-            obb = g["obb"]
-            centroid, lengths, axes = obb["centroid"], obb["axesLengths"], obb["normalizedAxes"]
-        except (KeyError, TypeError):
-            raise c.AdapterError(f"{where}: expected centroid, axesLengths and normalizedAxes") from None
-        size = c.matrix(lengths, (3,), f"{where}.axesLengths")
-        if (size <= 0).any():
-            raise c.AdapterError(f"{where}.axesLengths: expected positive full extents, got {size.tolist()}")
-        objects.append(c.SceneObject(str(g.get("objectId", g.get("id", i))), str(g.get("label", "object")),
-                                     c.matrix(centroid, (3,), f"{where}.centroid"), size,
-                                     c.rotation_from_axes_rows(axes, f"{where}.normalizedAxes")))
+        box = c.obb_box(g.get("obb") if isinstance(g, dict) else None, where)
+        objects.append(c.SceneObject(str(g.get("objectId", g.get("id", i))), str(g.get("label", "object")), *box))
     return c.BoxSet(objects=tuple(objects), boxes_to_world=np.eye(4), world="scannet++ mesh_aligned world",
                     source=f"ScanNet++ {path.name}")
 

@@ -53,13 +53,7 @@ def read_boxes(path: Path, capture: c.Capture | None, opts: dict) -> c.BoxSet:
     for label, boxes in bboxes.items():
         for i, b in enumerate(boxes):
             where = f"{path}: {scene}.object_bbox[{label!r}][{i}]"
-            if not isinstance(b, dict) or not {"centroid", "axesLengths", "normalizedAxes"} <= set(b):
-                raise c.AdapterError(f"{where}: expected centroid, axesLengths, normalizedAxes")
-            center = c.matrix(b["centroid"], (3,), f"{where}.centroid")
-            size = c.matrix(b["axesLengths"], (3,), f"{where}.axesLengths")
-            if (size <= 0).any():
-                raise c.AdapterError(f"{where}.axesLengths: expected positive full extents, got {size.tolist()}")
-            rot = c.rotation_from_axes_rows(b["normalizedAxes"], f"{where}.normalizedAxes")
+            center, size, rot = c.obb_box(b, where)
             if "min" in b and "max" in b:
                 corners = box_corners(center[None], size[None], rot[None])[0]
                 lo, hi = c.matrix(b["min"], (3,), f"{where}.min"), c.matrix(b["max"], (3,), f"{where}.max")

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..pipeline import MANIFEST
+from ..pipeline import MANIFEST, read_manifest as read_manifest_records
 from ..questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ..score import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 from ..variants import budget_video_path
@@ -158,17 +158,12 @@ def _int_list(v: Any, where: str, fld: str) -> tuple[int, ...]:
     return tuple(v)
 
 
-def read_manifest(root: Path) -> dict[str, VideoEntry]:
+def manifest_videos(root: Path) -> dict[str, VideoEntry]:
     """``manifest.jsonl`` of the run directory, by video path (docs/videos.md)."""
     path = root / MANIFEST
-    if not path.is_file():
-        raise ValueError(f"{path}: missing; expected the output folder of 'vistest run' (it lists every video)")
     out: dict[str, VideoEntry] = {}
-    for line, doc in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path)):
-        where = f"{path}:{line}"
-        for fld in ("scene_id", "path", "num_frames"):
-            if fld not in doc:
-                raise ValueError(f"{where}: {fld}: missing required field")
+    for line, doc in enumerate(read_manifest_records(root), start=1):
+        where = f"{path}: record {line}"
         if not isinstance(doc["num_frames"], int) or doc["num_frames"] < 0:
             raise ValueError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
         out[str(doc["path"])] = VideoEntry(
@@ -271,7 +266,7 @@ def load_run(run_dir: str | os.PathLike) -> RunData:
     if not scene_dirs:
         raise ValueError(f"{root}: run directory: expected the output folder of 'vistest run' "
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
-    videos = read_manifest(root)
+    videos = manifest_videos(root)
     rows: list[ExportRow] = []
     for d in scene_dirs:
         rows += scene_rows(root, d, videos)
