@@ -135,7 +135,7 @@ def test_index_html_in_headless_chromium(run_dir, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     start = r.stdout.index('<pre id="result">') + len('<pre id="result">')
     result = json.loads(r.stdout[start:r.stdout.index("</pre>", start)].replace("&quot;", '"').replace("&amp;", "&"))
-    assert result["title"] == "vistest run: run"
+    assert result["title"] == "vistest run: tiny"  # named by its scene
     assert len(result["images"]) >= 4 and len(result["links"]) >= 10
     assert [i["src"] for i in result["images"] if not i["ok"]] == []
     assert [a["href"] for a in result["links"] if not a["ok"]] == []

@@ -65,6 +65,8 @@ def test_run_writes_the_whole_pipeline(clean, scene_json):
     rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     assert {r["path"] for r in rows} == {str(p.relative_to(out)) for p in out.rglob("*.mp4")}
     assert "videos written" in r.stderr and "manifest:" in r.stderr and "internvl" in r.stderr
+    page = (out / "index.html").read_text()  # the run folder's page links every video
+    assert all(f'href="{p.relative_to(out).as_posix()}"' in page for p in out.rglob("*.mp4"))
     again = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
     assert "0 videos written" in again.stderr and "0 decode pass" in again.stderr
 

@@ -411,6 +411,12 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
                             scene=scene)
     except (ValueError, VideoError, OSError) as e:
         _fail(str(e))
+    if full:
+        from .report_html import write_index
+
+        # the run folder's page; `vistest sheet` rewrites it with contact sheets, and every
+        # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
+        write_index(kw["outdir"])
     if stamp:
         inputs = [scene_json, questions_jsonl, str(scene.path(scene.video))]
         write_stamp(stamp, inputs, res.outputs(kw["outdir"]),

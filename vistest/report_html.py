@@ -92,7 +92,8 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
     recs = _manifest(run_dir)
     scene_ids = sorted({r["scene_id"] for r in recs} |
                        {p.name for p in (run_dir / "scenes").glob("*") if p.is_dir() and not p.name.startswith(".")})
-    title = title or f"vistest run: {run_dir.name}"
+    # named by its scenes, not its folder: the same run gives the same page wherever it lives
+    title = title or "vistest run: " + (", ".join(scene_ids) or run_dir.name)
     parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
              "<p>Everything this run wrote, per scene: pictures (timeline, overlay, plots), ground-truth files, "
