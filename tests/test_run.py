@@ -113,7 +113,10 @@ def test_interrupted_run_leaves_nothing_trusted_and_rerun_is_identical(clean, sc
     shutil.copytree(ref / "scenes", out / "scenes")  # visibility cached: the run goes straight to the videos
     args = [sys.executable, "-m", "vistest.cli", "run", str(scene_json), str(EXAMPLES / "demo-questions.jsonl"),
             "-o", str(out), *FAST, "--quiet"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # A shell without job control starts background commands with SIGINT ignored, and that is
+    # inherited (CI may run us so): give the child the default handler, as a terminal would.
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         finished = [p for p in out.rglob("*.mp4") if not p.name.startswith(".")]
