@@ -58,7 +58,7 @@ def test_scene_loads_with_all_parts(demo, scene):
     assert labels.count("chair") == 3 and {"bed", "sofa", "table", "tv", "cabinet", "plant"} <= set(labels)
     assert scene.room["size_m2"] == pytest.approx(20.0)
     assert scene.room["polygon"] == [[0.0, 0.0], [5.0, 0.0], [5.0, 4.0], [0.0, 4.0]]
-    assert not list(demo.parent.glob(".*"))  # no temporary files or folders left behind
+    assert [p.name for p in demo.parent.glob(".*")] == [".demo-params.json"]  # no temporary files or folders
 
 
 def test_some_boxes_rotated_tilted_and_stacked(scene):
@@ -246,5 +246,25 @@ def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         make_demo_scene(out, seed=1, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
     assert not (out / "scene.json").exists()
-    assert sorted(p.name for p in out.iterdir()) == ["depth", "mesh.ply", "video.mp4"]  # no .tmp leftovers
+    assert sorted(p.name for p in out.iterdir()) == ["depth", "mesh.ply", "video.mp4"]  # no .tmp leftovers, no stamp
     assert len(list((out / "depth").iterdir())) == MIN_FRAMES  # the old depth folder, never half-replaced
+
+
+def test_rerun_keeps_an_up_to_date_demo_and_redoes_a_changed_one(tmp_path):
+    """The same parameters leave the folder as it is (the video is not byte-deterministic across
+    processes, and derived videos are keyed by its bytes); other parameters, --force, or a
+    missing file render again."""
+    out = tmp_path / "d"
+    make_demo_scene(out, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
+    video = out / "video.mp4"
+    first = video.stat().st_mtime_ns
+    make_demo_scene(out, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
+    assert video.stat().st_mtime_ns == first
+    make_demo_scene(out, num_frames=MIN_FRAMES, size=(96, 64), quiet=True, force=True)
+    assert video.stat().st_mtime_ns != first
+    second = video.stat().st_mtime_ns
+    make_demo_scene(out, seed=5, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
+    assert video.stat().st_mtime_ns != second and Scene.load(out / "scene.json").scene_id == "demo-seed5"
+    (out / "depth" / "000003.png").unlink()
+    make_demo_scene(out, seed=5, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
+    assert (out / "depth" / "000003.png").is_file()

@@ -77,8 +77,9 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--frames", "num_frames", type=int, default=300, show_default=True)
 @click.option("--size", default="640x480", show_default=True, help="WxH of the rendered video.")
+@click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def demo_scene(outdir, seed, num_frames, size, quiet):
+def demo_scene(outdir, seed, num_frames, size, force, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
     from .demo import make_demo_scene
 
@@ -86,7 +87,10 @@ def demo_scene(outdir, seed, num_frames, size, quiet):
         w, h = (int(x) for x in size.lower().split("x"))
     except ValueError:
         _fail(f"--size: expected WxH such as 640x480, got {size!r}")
-    path = make_demo_scene(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet)
+    try:
+        path = make_demo_scene(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)
+    except ValueError as e:
+        _fail(f"demo-scene: {e}")
     click.echo(str(path))
 
 
