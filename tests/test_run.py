@@ -176,3 +176,13 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
     rebuilt = make()  # a's input changed: a only
     assert len(rebuilt) == 1 and f"{scenes}/a " in rebuilt[0]
     assert make() == []
+
+
+def test_score_reads_the_whole_run_folder(clean):
+    """`vistest score -r OUT` takes every scene of a `vistest run` folder (here: one)."""
+    from vistest.score import load_run_dir
+
+    out, _ = clean
+    whole, one = load_run_dir(out), load_run_dir(out / "scenes" / "demo-seed0")
+    assert sorted(t.key for t in whole.truths) == sorted(t.key for t in one.truths)
+    assert any(t.variant.startswith("dummy") for t in whole.truths)

@@ -601,10 +601,18 @@ def budget_files(run_dir: str | os.PathLike) -> list[Path]:
 
 def load_run_dir(run_dir: str | os.PathLike) -> RunTruth:
     """The ground truth of a run directory: every ``{budget}_frame.jsonl`` written by
-    ``vistest budget`` plus, when present, ``dummy_gt.jsonl`` beside them."""
+    ``vistest budget`` plus, when present, ``dummy_gt.jsonl`` beside them. The output folder
+    of ``vistest run`` (``scenes/{scene_id}/`` holding those files) gives every scene's rows;
+    question ids must then be unique across scenes."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ScoreError(f"{run_dir}: run directory: not a folder")
+    scenes = sorted(p for p in (run_dir / "scenes").glob("*") if p.is_dir() and budget_files(p))
+    if scenes and not budget_files(run_dir):
+        parts = [load_run_dir(p) for p in scenes]
+        truths = [t for part in parts for t in part.truths]
+        check_unique(truths, "ground truth (question ids must be unique across the run's scenes)")
+        return RunTruth(tuple(truths), tuple(f for part in parts for f in part.files))
     files = budget_files(run_dir)
     if not files:
         raise ScoreError(f"{run_dir}: run directory: expected {{budget}}_frame.jsonl files (the output folder of "
