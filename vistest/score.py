@@ -75,8 +75,27 @@ def _fail(where: str, fld: str, msg: str) -> ScoreError:
 # =======================================================================================
 # records
 # =======================================================================================
+class _Keyed:
+    """Shared by Truth and Prediction: rows match on ``key`` = (id, variant, budget);
+    ``where`` = ``source:line`` (1-based) for messages."""
+
+    id: str
+    variant: str
+    budget: str
+    source: str
+    line: int
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.id, self.variant, self.budget)
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
 @dataclass(frozen=True)
-class Truth:
+class Truth(_Keyed):
     """The ground truth of one (question, variant, budget).
 
     ``ground_truth``: an option letter (MCQ) or a number / numeric string; None when the row
@@ -98,14 +117,6 @@ class Truth:
     group: str = ""
     source: str = "<truth>"
     line: int = 0
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.id, self.variant, self.budget)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
 
     @property
     def kind(self) -> str:
@@ -144,7 +155,7 @@ class Truth:
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(_Keyed):
     """A model's answer to one (question, variant, budget).
 
     ``prediction``: the response text lmms-eval would pass to ``process_results``.
@@ -161,14 +172,6 @@ class Prediction:
     line: int = 0
     logged_score: float | None = None
     logged_ground_truth: Any = None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.id, self.variant, self.budget)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
 
 
 def is_size_type(question_type: str) -> bool:
