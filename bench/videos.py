@@ -34,13 +34,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vistest.budget import budget_truth  # noqa: E402
+from vistest.budget.truth import budget_truth  # noqa: E402
 from vistest.questions import parse_questions  # noqa: E402
 from vistest.scene import Scene  # noqa: E402
-from vistest.transcode import is_long, plan_resources, write_plan  # noqa: E402
-from vistest.variants import EncoderSettings, file_key, plan_variants  # noqa: E402
-from vistest.video import ffmpeg_exe, select_expr  # noqa: E402
-from vistest.visibility import Visibility  # noqa: E402
+from vistest.videos.write import is_long, plan_resources, write_plan  # noqa: E402
+from vistest.videos.plan import EncoderSettings, file_key, plan_variants  # noqa: E402
+from vistest.videos.ffmpeg import ffmpeg_exe, select_expr  # noqa: E402
+from vistest.visibility.table import Visibility  # noqa: E402
 
 FPS = 30
 

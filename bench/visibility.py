@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
-from vistest.render import BoxSegRenderer
-from vistest.testing import random_box_scene
-from vistest.visibility import compute_visibility, default_scale
+from vistest.visibility.render import BoxSegRenderer
+from vistest.datasets.synthetic import random_box_scene
+from vistest.visibility.table import compute_visibility, default_scale
 
 
 def main() -> None:

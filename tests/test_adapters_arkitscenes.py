@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from vistest.adapters import import_scene
+from vistest.datasets import import_scene
 from vistest.scene import Scene, box_corners
 
 VID = "41069025"

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
-from vistest.adapters import AdapterError, import_scene
+from vistest.datasets import AdapterError, import_scene
 from vistest.scene import Scene, box_corners
 
 ALIGN = np.array([[0, -1, 0, 1], [1, 0, 0, 2], [0, 0, 1, 0], [0, 0, 0, 1]], float)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from vistest.adapters import AdapterError, import_scene
+from vistest.datasets import AdapterError, import_scene
 from vistest.scene import Scene, box_corners
 
 ALIGN = [[0, -1, 0, 1], [1, 0, 0, 2], [0, 0, 1, 0], [0, 0, 0, 1]]

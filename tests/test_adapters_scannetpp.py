@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from vistest.adapters import import_scene
+from vistest.datasets import import_scene
 from vistest.scene import Scene, box_corners
 
 POSES = {0: [[1, 0, 0, 1], [0, 0, 1, 2], [0, -1, 0, 1.5], [0, 0, 0, 1]],

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_adapters_scannet import write_scannet_scan
 
-from vistest.adapters import AdapterError, import_scene
+from vistest.datasets import AdapterError, import_scene
 from vistest.scene import Scene, box_corners
 
 

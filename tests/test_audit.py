@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest.audit import CheckParams, audit_scene, hypotheses, load_alignments
+from vistest.datasets.audit import CheckParams, audit_scene, hypotheses, load_alignments
 from vistest.cli import main
-from vistest.demo import make_demo_scene, rot_z
+from vistest.datasets.demo import make_demo_scene, rot_z
 from vistest.scene import Scene, SceneObject
 
 A = np.eye(4)

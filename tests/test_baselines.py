@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vistest.baselines import (
+from vistest.eval.baselines import (
     MOST_FREQUENT,
     SIZE_PRIOR,
     binomial_tail,
@@ -17,7 +17,7 @@ from vistest.baselines import (
     predictions_jsonl,
     rank_attack,
 )
-from vistest.score import (
+from vistest.eval.score import (
     PROTOCOLS,
     match_predictions,
     parse_plain_predictions,

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest.budget import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
+from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
                             write_budget_files)
 from vistest.cli import budget as budget_cmd
 from vistest.cli import frames as frames_cmd
 from vistest.questions import parse_questions
 from vistest.scene import FORMAT, Scene
-from vistest.visibility import Visibility
+from vistest.visibility.table import Visibility
 
 
 def make_scene(objects, frame_indices, invalid=(), fps=30.0, scene_id="s1") -> Scene:

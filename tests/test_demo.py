@@ -1,7 +1,7 @@
 """The demo scene: loads, decodes to the right frames, is deterministic, has its planned
 events (camera inside a box, a box straddling the camera plane), and its depth agrees
 with the geometry. Geometry here is recomputed from scene.json, independently of
-vistest.demo. The renders are module-scoped: three small demos (~2 s each) in all."""
+vistest.datasets.demo. The renders are module-scoped: three small demos (~2 s each) in all."""
 import hashlib
 import re
 import subprocess
@@ -12,8 +12,8 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
-from vistest.demo import MIN_FRAMES, make_demo_scene
-from vistest.video import count_frames, ffmpeg_exe
+from vistest.datasets.demo import MIN_FRAMES, make_demo_scene
+from vistest.videos.ffmpeg import count_frames, ffmpeg_exe
 
 N, W, H = 60, 320, 240
 
@@ -229,7 +229,7 @@ def test_depth_edges_at_pixel_centres(scene):
 
 def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     """A run killed mid-render removes the old scene.json first and leaves no temp files."""
-    import vistest.demo as demo_mod
+    import vistest.datasets.demo as demo_mod
 
     out = tmp_path / "d"
     make_demo_scene(out, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)

@@ -23,15 +23,15 @@ from click.testing import CliRunner
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
-from vistest.demo import make_demo_scene
-from vistest.exporters import ExportOptions, export
-from vistest.exporters.lmms_eval_task import utils_source
-from vistest.exporters.output import RECORD
-from vistest.exporters.revsi import REVSI_TYPES, revsi_question_type
-from vistest.exporters.rundir import load_run
+from vistest.datasets.demo import make_demo_scene
+from vistest.eval.exporters import ExportOptions, export
+from vistest.eval.exporters.lmms_eval_task import utils_source
+from vistest.eval.exporters.output import RECORD
+from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
+from vistest.eval.exporters.rundir import load_run
 from vistest.questions import QUESTION_TYPES
-from vistest.score import PROTOCOLS, build_report, load_predictions, load_run_dir, parse_answer
-from vistest.video import count_frames
+from vistest.eval.score import PROTOCOLS, build_report, load_predictions, load_run_dir, parse_answer
+from vistest.videos.ffmpeg import count_frames
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
@@ -394,7 +394,7 @@ def test_lmms_eval_task_scores_like_vistest_score(run_dir, tmp_path, protocol):
 
 @pytest.mark.parametrize("protocol", ["revsi", "vsibench", "vsibench-legacy"])
 def test_task_utils_parse_like_vistest_score(protocol, tmp_path):
-    """The generated utils.py is self-contained: its parse must stay vistest.score's."""
+    """The generated utils.py is self-contained: its parse must stay vistest.eval.score's."""
     (tmp_path / "utils.py").write_text(utils_source(PROTOCOLS[protocol]))
     utils = import_utils(tmp_path, f"u_{protocol.replace('-', '_')}")
     texts = RESPONSES + ("", " B", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "-2",

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.report_html import links
+from vistest.look.index import links
 from vistest.pipeline import read_manifest
-from vistest.sheets import sheet_path, write_sheets
-from vistest.video import VideoWriter
+from vistest.look.sheets import sheet_path, write_sheets
+from vistest.videos.ffmpeg import VideoWriter
 from conftest import IDENTITY, scene_doc
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest import raster
+from vistest.visibility import raster
 from vistest.cli import main
-from vistest.overlay import (
+from vistest.look.overlay import (
     OverlayStyle,
     SceneOverlay,
     clip_segment,
@@ -18,9 +18,9 @@ from vistest.overlay import (
     project_boxes,
     world_corners,
 )
-from vistest.testing import random_box_scene
-from vistest.video import VideoWriter, count_frames, read_frames
-from vistest.visibility import DEFAULT_NEAR, compute_visibility
+from vistest.datasets.synthetic import random_box_scene
+from vistest.videos.ffmpeg import VideoWriter, count_frames, read_frames
+from vistest.visibility.table import DEFAULT_NEAR, compute_visibility
 from conftest import IDENTITY, make_scene, scene_doc
 
 W, H = 640, 480
@@ -153,7 +153,7 @@ def test_label_kernel_leaves_the_engine_results_unchanged():
         present = {int(o) for o in np.unique(labels[fi]) if o >= 0}
         assert all(vis.visible[fi, o] > 0 for o in present)
     # the labelled compilation returns the same numbers as the default one
-    from vistest.visibility import _cameras
+    from vistest.visibility.table import _cameras
     _, _, rots = scene.world_boxes()
     w2c, kin = _cameras(scene, scene.frames)
     valid = np.array([f.valid for f in scene.frames])

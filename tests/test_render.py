@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from vistest.render import BoxSegRenderer
+from vistest.visibility.render import BoxSegRenderer
 from vistest.scene import Intrinsics
 
 W, H = 640, 480

@@ -18,8 +18,8 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility
-from vistest.demo import make_demo_scene
-from vistest.transcode import stored_key
+from vistest.datasets.demo import make_demo_scene
+from vistest.videos.write import stored_key
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,7 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
 
 def test_score_reads_the_whole_run_folder(clean):
     """`vistest score -r OUT` takes every scene of a `vistest run` folder (here: one)."""
-    from vistest.score import load_run_dir
+    from vistest.eval.score import load_run_dir
 
     out, _ = clean
     whole, one = load_run_dir(out), load_run_dir(out / "scenes" / "demo-seed0")

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from vistest.sampling import (PROFILES, parse_budget, parse_budgets, qwen_smart_nframes, select_frames,
+from vistest.budget.sampling import (PROFILES, parse_budget, parse_budgets, qwen_smart_nframes, select_frames,
                               torch_linspace_f32)
 
 

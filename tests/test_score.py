@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.score import (
+from vistest.eval.score import (
     MRA_THRESHOLDS,
     PROTOCOLS,
     Prediction,

@@ -9,9 +9,9 @@ from matplotlib.colors import to_rgb
 
 from vistest.cli import main
 from vistest.questions import load_questions
-from vistest.sampling import select_frames
-from vistest.testing import random_box_scene
-from vistest.timeline import (
+from vistest.budget.sampling import select_frames
+from vistest.datasets.synthetic import random_box_scene
+from vistest.look.timeline import (
     BAD_RGB,
     MARK_RGB,
     REMOVED_RGB,
@@ -19,8 +19,8 @@ from vistest.timeline import (
     coverage_rgb,
     figure,
 )
-from vistest.variants import EncoderSettings, EvidenceTable, plan_dummies
-from vistest.visibility import compute_visibility
+from vistest.videos.plan import EncoderSettings, EvidenceTable, plan_dummies
+from vistest.visibility.table import compute_visibility
 
 N = 120
 

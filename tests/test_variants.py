@@ -16,13 +16,13 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene, Visibility
-from vistest.budget import budget_truth
-from vistest.demo import furniture, make_demo_scene
+from vistest.budget.truth import budget_truth
+from vistest.datasets.demo import furniture, make_demo_scene
 from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene, update_manifest
 from vistest.questions import load_questions
-from vistest.transcode import (encoder_memory_mb, fill_rects, plan_passes, plan_resources, stored_key)
-from vistest.variants import EncoderSettings, EvidenceTable, even_rect, plan_variants
-from vistest.video import FrameReader, count_frames, probe
+from vistest.videos.write import (encoder_memory_mb, fill_rects, plan_passes, plan_resources, stored_key)
+from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
+from vistest.videos.ffmpeg import FrameReader, count_frames, probe
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -1,11 +1,11 @@
-"""vistest.video: streaming H.264 writer (atomic) and frame counting by decoding."""
+"""vistest.videos.ffmpeg: streaming H.264 writer (atomic) and frame counting by decoding."""
 import re
 import subprocess
 
 import numpy as np
 import pytest
 
-from vistest.video import VideoError, VideoWriter, count_frames, ffmpeg_exe
+from vistest.videos.ffmpeg import VideoError, VideoWriter, count_frames, ffmpeg_exe
 
 
 def stream_info(path):
@@ -116,7 +116,7 @@ def test_count_frames_errors(tmp_path):
 
 
 # ---- probe, read_frames, raw writers (the video stage) ----------------------------------
-from vistest.video import (BlackFrames, FrameReader, RawFile, parse_probe, probe, read_frames,  # noqa: E402
+from vistest.videos.ffmpeg import (BlackFrames, FrameReader, RawFile, parse_probe, probe, read_frames,  # noqa: E402
                            select_expr)
 
 

@@ -10,8 +10,8 @@ import pytest
 import trimesh
 
 from vistest.scene import Scene
-from vistest.testing import look_at, random_box_scene
-from vistest.visibility import Visibility, compute_visibility
+from vistest.datasets.synthetic import look_at, random_box_scene
+from vistest.visibility.table import Visibility, compute_visibility
 from conftest import IDENTITY, make_scene, scene_doc
 
 W, H = 640, 480
@@ -127,7 +127,7 @@ def rel_errors(scene, vis, ref, check_projected=True):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_agrees_with_pyrender_on_random_scenes(seed):
-    from vistest.render import BoxSegRenderer
+    from vistest.visibility.render import BoxSegRenderer
 
     scene = random_box_scene(seed=seed, num_frames=40, num_boxes=40, image_size=(320, 240))
     assert not all(f.valid for f in scene.frames)
@@ -231,8 +231,8 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
 
 def test_compiled_kernels_are_cached_on_disk(tmp_path):
     """A second process loads the kernels from the on-disk cache instead of compiling."""
-    code = ("import vistest; from vistest.testing import random_box_scene;"
-            "from vistest.visibility import compute_visibility; from vistest import raster;"
+    code = ("import vistest; from vistest.datasets.synthetic import random_box_scene;"
+            "from vistest.visibility.table import compute_visibility; from vistest.visibility import raster;"
             "compute_visibility(random_box_scene(num_frames=3, num_boxes=2));"
             "s = raster.visibility_kernel.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))

@@ -9,7 +9,7 @@ import os as _os
 _os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from .scene import Scene, SceneError, Frame, SceneObject, Intrinsics, DepthSpec  # noqa: E402
-from .visibility import Visibility  # noqa: E402
+from .visibility import Visibility, compute_visibility  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Scene", "SceneError", "Frame", "SceneObject", "Intrinsics", "DepthSpec", "Visibility", "__version__"]
+__all__ = ["Scene", "SceneError", "Frame", "SceneObject", "Intrinsics", "DepthSpec", "Visibility", "compute_visibility", "__version__"]

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from .atomic import write_atomic
-from .sampling import PROFILES, parse_budget, parse_budgets, select_frames
+from .budget.sampling import PROFILES, parse_budget, parse_budgets, select_frames
 from .scene import Scene
 
 
@@ -54,7 +54,7 @@ def load_scene(path: str) -> Scene:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, quiet):
     """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
-    from .visibility import DEFAULT_DEPTH_TOL, DEFAULT_NEAR, compute_visibility
+    from .visibility.table import DEFAULT_DEPTH_TOL, DEFAULT_NEAR, compute_visibility
 
     scene = load_scene(scene_json)
     try:
@@ -81,7 +81,7 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, 
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def demo_scene(outdir, seed, num_frames, size, force, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
-    from .demo import make_demo_scene
+    from .datasets.demo import make_demo_scene
 
     try:
         w, h = (int(x) for x in size.lower().split("x"))
@@ -155,10 +155,10 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
            visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, quiet: bool) -> None:
     """Frame-budget ground truth: write OUTDIR/{budget}_frame.jsonl for each budget and
     print kept / changed / unanswerable per budget and question type."""
-    from .budget import budget_truth, summary_table, write_budget_files
+    from .budget.truth import budget_truth, summary_table, write_budget_files
     from .questions import load_questions
     from .scene import Scene
-    from .visibility import Visibility
+    from .visibility.table import Visibility
 
     try:
         budget_list = parse_budgets(budgets)
@@ -173,7 +173,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
         except (OSError, ValueError, KeyError) as e:
             _fail(f"{visibility_npz}: cannot read visibility ({e})")
     else:
-        from .visibility import compute_visibility  # lazy: numba compilation only when needed
+        from .visibility.table import compute_visibility  # lazy: numba compilation only when needed
 
         try:
             vis = compute_visibility(scene, progress=not quiet)
@@ -193,10 +193,10 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
         click.echo("wrote " + ", ".join(str(Path(p)) for p in paths), err=True)
 
 
-# ---- scoring and blind baselines (vistest/score.py, vistest/baselines.py, docs/scoring.md) ----
+# ---- scoring and blind baselines (vistest/eval/score.py, vistest/eval/baselines.py, docs/scoring.md) ----
 def _score_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from .baselines import BLIND_MODELS
-    from .score import PROTOCOL_CHOICES
+    from .eval.baselines import BLIND_MODELS
+    from .eval.score import PROTOCOL_CHOICES
 
     return PROTOCOL_CHOICES, BLIND_MODELS
 
@@ -217,7 +217,7 @@ _RUN_DIR_HELP = "Folder with the {budget}_frame.jsonl of 'vistest budget' (and o
 def score(predictions, run_dir, outdir, protocol, splits, seed, quiet):
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
     against RUN_DIR: accuracy / MRA per budget and type, hallucination, blind baselines."""
-    from .score import render_text, run_score
+    from .eval.score import render_text, run_score
 
     try:
         report, written = run_score(predictions, run_dir, outdir, protocol, splits, seed)
@@ -235,7 +235,7 @@ def score(predictions, run_dir, outdir, protocol, splits, seed, quiet):
               help="Blind model: most-frequent answer, or category-mean size prior on size questions.")
 def baseline(run_dir, output, model):
     """Write a blind model's predictions for RUN_DIR as plain JSONL (score it with 'vistest score')."""
-    from .baselines import write_baseline
+    from .eval.baselines import write_baseline
 
     try:
         n = write_baseline(run_dir, output, model)
@@ -244,9 +244,9 @@ def baseline(run_dir, output, model):
     click.echo(f"{model}: {n} predictions -> {output}", err=True)
 
 
-# ---- dataset import and frame-convention audit (vistest/adapters, vistest/audit.py) -----
+# ---- dataset import and frame-convention audit (vistest/datasets, vistest/datasets/audit.py) -----
 def _import_epilog() -> str:
-    from .adapters import ADAPTERS
+    from .datasets import ADAPTERS
 
     return "\b\nDatasets (options: -O KEY=VALUE; see docs/adapters.md):\n" + "\n".join(
         f"  {a.name}: {a.title}; PATH = {a.path_help}\n    options: {', '.join(o.name for o in a.options) or '-'}"
@@ -266,7 +266,7 @@ def _import_epilog() -> str:
 @click.option("--quiet", is_flag=True, help="No progress bar and no summary.")
 def import_cmd(dataset, path, out_dir, boxes, frames, video, options, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions."""
-    from .adapters import import_scene
+    from .datasets import import_scene
 
     try:
         scene_path = import_scene(dataset, path, out_dir, boxes=boxes, frames=frames, video=video,
@@ -295,7 +295,7 @@ def import_cmd(dataset, path, out_dir, boxes, frames, video, options, quiet):
 def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_path, objects, quiet):
     """Check that SCENE_JSON's boxes, poses and intrinsics agree with its depth/mesh, and which
     convention fix fits best. Exit status 0 = pass, 1 = fails the thresholds (docs/audit.md), 2 = bad input."""
-    from .audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
+    from .datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
 
     ctx = click.get_current_context()
     try:
@@ -323,9 +323,9 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
 # ---- videos: budget videos, dummy videos, the whole pipeline of a scene (docs/videos.md) ----
 def _video_options(cmd):
     """The options `videos` and `run` share (applied bottom-up, listed top-down in --help)."""
-    from .transcode import DEFAULT_MAX_MEMORY_MB
-    from .variants import DEFAULT_BUDGET_FPS, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN, DUMMY_MODES, FILLS
-    from .video import X264_PRESETS
+    from .videos.write import DEFAULT_MAX_MEMORY_MB
+    from .videos.plan import DEFAULT_BUDGET_FPS, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN, DUMMY_MODES, FILLS
+    from .videos.ffmpeg import X264_PRESETS
 
     opts = [
         click.option("-o", "--outdir", required=True, type=click.Path(file_okay=False),
@@ -381,10 +381,10 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
 
     from .pipeline import VideoOptions, run_scene, write_stamp
     from .questions import load_questions
-    from .transcode import signals_as_exit
-    from .variants import DUMMY_MODES, EncoderSettings
-    from .video import VideoError
-    from .visibility import Visibility
+    from .videos.write import signals_as_exit
+    from .videos.plan import DUMMY_MODES, EncoderSettings
+    from .videos.ffmpeg import VideoError
+    from .visibility.table import Visibility
 
     if kw["ffmpeg_path"]:
         os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
@@ -416,7 +416,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     except (ValueError, VideoError, OSError) as e:
         _fail(str(e))
     if full:
-        from .report_html import write_index
+        from .look.index import write_index
 
         # the run folder's page; `vistest sheet` rewrites it with contact sheets, and every
         # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
@@ -431,7 +431,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
 
 def _video_summary(res, outdir: str) -> None:
     """The budget GT table (``run``) on stdout; what was written, where, and every warning, on stderr."""
-    from .budget import summary_table
+    from .budget.truth import summary_table
 
     r, plan = res.report, res.plan
     out = Path(outdir)
@@ -472,7 +472,7 @@ def run(scene_json: str, questions_jsonl: str, stamp: str | None, **kw) -> None:
     _video_run(scene_json, questions_jsonl, kw, full=True, stamp=stamp)
 
 
-# ---- looking at the ground truth: overlays and timelines (vistest/overlay.py, vistest/timeline.py, docs/looking.md) ----
+# ---- looking at the ground truth: overlays and timelines (vistest/look/overlay.py, vistest/look/timeline.py, docs/looking.md) ----
 @main.command("overlay")
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
@@ -493,8 +493,8 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
                 scale_intrinsics, quiet):
     """SCENE_JSON's video with every box drawn (clipped at the near plane, filled where visible,
     labelled with id, label and visible %), or with --png a contact sheet of frames."""
-    from .overlay import make_overlay
-    from .video import VideoError
+    from .look.overlay import make_overlay
+    from .videos.ffmpeg import VideoError
 
     try:
         drawn = make_overlay(scene_json, output, png, objects, frames, visibility_npz, occlusion, columns, tile_width,
@@ -530,8 +530,8 @@ def timeline_cmd(scene_json, output, questions_jsonl, budgets, profile, options,
                  seen_threshold, evidence_threshold, keep_unknown_frames, quiet):
     """A frames x objects heat map of visible coverage (the seen threshold marked), the frames
     each budget selects, and the frames each question's dummy removes, as a PNG."""
-    from .timeline import make_timeline
-    from .variants import DEFAULT_EVIDENCE_THRESHOLD
+    from .look.timeline import make_timeline
+    from .videos.plan import DEFAULT_EVIDENCE_THRESHOLD
 
     try:
         make_timeline(scene_json, output, questions_jsonl, parse_budgets(budgets, "--budget") if budgets else (),
@@ -558,9 +558,9 @@ def timeline_cmd(scene_json, output, questions_jsonl, budgets, profile, options,
 def sheet_cmd(run_dir, outdir, scene_id, max_frames, tile_width, columns, index, quiet):
     """A contact sheet of every video in RUN_DIR/manifest.jsonl, each frame captioned with its
     source frame and checked against it (ok / DIFF)."""
-    from .report_html import write_index
-    from .sheets import write_sheets
-    from .video import VideoError
+    from .look.index import write_index
+    from .look.sheets import write_sheets
+    from .videos.ffmpeg import VideoError
 
     outdir = outdir or str(Path(run_dir) / "sheets")
     try:
@@ -583,7 +583,7 @@ def sheet_cmd(run_dir, outdir, scene_id, max_frames, tile_width, columns, index,
               help="Folder of the contact sheets [default: RUN_DIR/sheets].")
 def index_cmd(run_dir, sheets_dir):
     """Write RUN_DIR/index.html linking the pictures, ground truth, videos and sheets; print its path."""
-    from .report_html import write_index
+    from .look.index import write_index
 
     try:
         page = write_index(run_dir, sheets_dir)
@@ -592,9 +592,9 @@ def index_cmd(run_dir, sheets_dir):
     click.echo(str(page.resolve()))
 
 
-# ---- into an evaluator: exports (vistest/exporters, docs/export.md) ---------------------
+# ---- into an evaluator: exports (vistest/eval/exporters, docs/export.md) ---------------------
 def _export_choices() -> tuple[list[str], list[str]]:
-    from .exporters import FORMATS, LINK_MODES
+    from .eval.exporters import FORMATS, LINK_MODES
 
     return list(FORMATS), list(LINK_MODES)
 
@@ -614,7 +614,7 @@ def export_cmd(fmt, run_dir, output, link, protocol, name, quiet):
     """Export RUN_DIR (the output of 'vistest run') as FORMAT: revsi (ReVSI release layout for
     lmms-eval's revsi task and VLMEvalKit), lmms-eval-task (--include_path folder, real and
     dummy videos), vlmevalkit (TSVs), jsonl (every row, absolute paths, provenance)."""
-    from .exporters import ExportOptions, export
+    from .eval.exporters import ExportOptions, export
 
     try:
         res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet))

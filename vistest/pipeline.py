@@ -30,16 +30,16 @@ from typing import Any, Mapping, Sequence
 
 from .atomic import write_atomic
 from .jsonl import iter_jsonl
-from .budget import DEFAULT_BUDGETS, BudgetTruth, budget_truth, write_budget_files
+from .budget.truth import DEFAULT_BUDGETS, BudgetTruth, budget_truth, write_budget_files
 from .questions import Question
-from .sampling import Budget
+from .budget.sampling import Budget
 from .scene import Scene
-from .transcode import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
-from .variants import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
+from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
+from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
                        EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key, manifest_records,
                        plan_variants)
-from .video import VideoInfo, count_frames, probe
-from .visibility import Visibility
+from .videos.ffmpeg import VideoInfo, count_frames, probe
+from .visibility.table import Visibility
 
 MANIFEST = "manifest.jsonl"
 _DUMMY_NAME = re.compile(r"[0-9a-f]{16}\.mp4")
@@ -54,8 +54,8 @@ class VideoOptions:
     drop, black, mask, allblack; ``fill``: mask fill; ``evidence_threshold``: fraction of the
     image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
     ``unknown_as_evidence``: frames without a valid pose count as evidence; ``seen_threshold``
-    and ``min_budget_room_route``: the budget GT's (vistest.budget); ``max_memory_mb``,
-    ``jobs``, ``threads``: vistest.transcode.plan_resources.
+    and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
+    ``jobs``, ``threads``: vistest.videos.write.plan_resources.
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
@@ -129,7 +129,7 @@ def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) 
 
 def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, key: str) -> None:
     """Compute and save a scene's visibility (in a child process: see :func:`isolated_visibility`)."""
-    from .visibility import compute_visibility
+    from .visibility.table import compute_visibility
 
     vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
     vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})

@@ -27,9 +27,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from .errors import InputError
 from .jsonl import iter_jsonl
 
-# the rule budget_truth applies to each type (see vistest/budget.py)
+# the rule budget_truth applies to each type (see vistest/budget/truth.py)
 RULE_COUNTING = "counting"            # count instances of category seen in the selected frames
 RULE_OBJECTS = "objects"              # every referenced object must be seen
 RULE_APPEARANCE = "appearance_order"  # order recomputed from first sightings
@@ -39,7 +40,7 @@ ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
 
 
-class QuestionError(ValueError):
+class QuestionError(InputError):
     """Invalid question input; the message names file, line, field and the expectation."""
 
 

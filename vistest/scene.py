@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from .atomic import write_atomic
+from .errors import InputError
 
 FORMAT = "vistest.scene/1"
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
 
 
-class SceneError(ValueError):
+class SceneError(InputError):
     """Invalid scene input: the message names the file, the field and the expectation."""
 
 

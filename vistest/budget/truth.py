@@ -1,0 +1,429 @@
+"""BudgetTruth: the ground truth the sampled frames support, per question and budget (stage 4).
+
+For each frame budget, a sampler profile (vistest/budget/sampling.py) selects the decoded frames
+an evaluator feeds the model; the visibility table says what those frames show; each
+question's ground truth is re-derived from them with a status and a reason:
+
+* ``kept``: the frames support the all-frame answer;
+* ``changed``: they support a different answer (``ground_truth`` is the new one);
+* ``unanswerable``: they cannot support any answer (``ground_truth`` is None).
+
+Rules (each threshold a parameter of :func:`budget_truth`):
+
+* An object is *seen* in a frame when its visible coverage (fraction of the image area
+  after occlusion) exceeds ``seen_threshold`` (default 0.05, ReVSI's 5%).
+* A selected frame witnesses nothing when its pose is invalid or it has no row in the
+  visibility table; such frames are reported (``invalid_frames``,
+  ``frames_without_visibility``). No witnessing frame at all: ``unanswerable``/``no_valid_frames``.
+* Counting: the number of instances of the category (sum over labels for
+  ``object_counting_multiple``) seen in at least one selected frame. Equal to the
+  original: kept; another non-zero value: changed; zero: unanswerable unless the question
+  has ``allow_zero`` (then changed to 0).
+* Size / distance / direction: unanswerable when any referenced object is seen in no
+  selected frame; kept otherwise (the geometry does not depend on the frames).
+* Appearance order: recomputed from first sightings (earliest selected frame in which the
+  object, or any instance of the category, is seen). Unanswerable when a subject is never
+  seen, when two first sightings fall on the same frame, or when the new order is not one
+  of the options.
+* Room size and route planning: unanswerable below ``min_budget_room_route`` frames
+  (default 32: ReVSI excludes them at 16); ``"all"`` is never below.
+
+Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..atomic import write_atomic
+from ..questions import (RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question)
+from .sampling import ALL, Budget, budget_label, parse_budget, select_frames
+from ..scene import Scene
+from ..visibility.table import Visibility
+
+KEPT, CHANGED, UNANSWERABLE = "kept", "changed", "unanswerable"
+STATUSES = (KEPT, CHANGED, UNANSWERABLE)
+
+REASON_NO_VALID_FRAMES = "no_valid_frames"            # no selected frame can witness anything
+REASON_COUNT_SUPPORTED = "count_supported"            # every counted instance is seen
+REASON_COUNT_REDUCED = "count_reduced"                # fewer instances seen than the original count
+REASON_COUNT_EXCEEDS = "count_exceeds_original"       # more seen than the original count (GT disagrees with scene)
+REASON_CATEGORY_UNSEEN = "category_unseen"            # no instance of the category seen
+REASON_OBJECTS_SEEN = "objects_seen"                  # every referenced object is seen
+REASON_OBJECT_UNSEEN = "object_unseen"                # a referenced object is seen in no selected frame
+REASON_ORDER_SUPPORTED = "order_supported"            # first sightings give the original order
+REASON_ORDER_CHANGED = "order_changed"                # first sightings give another order (an option)
+REASON_FIRST_SIGHTING_TIE = "first_sighting_tie"      # two subjects first seen in the same frame
+REASON_ORDER_NOT_IN_OPTIONS = "order_not_in_options"  # the new order is none of the options
+REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planning at >= the minimum budget
+REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
+
+DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
+
+
+@dataclass(frozen=True)
+class FrameSelection:
+    """The frames a profile selects for one budget.
+
+    ``frame_indices``: 0-based decoded frame numbers in selection order (duplicates kept).
+    ``invalid_frames``: selected frames whose pose is invalid. ``frames_without_visibility``:
+    selected frames with no row in the visibility table. Both sorted, unique; neither
+    witnesses anything.
+    """
+
+    profile: str
+    budget: Budget
+    frame_indices: tuple[int, ...]
+    invalid_frames: tuple[int, ...]
+    frames_without_visibility: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        return budget_label(self.budget)
+
+    @property
+    def witnesses(self) -> tuple[int, ...]:
+        """Selected frames that can witness (sorted, unique)."""
+        bad = set(self.invalid_frames) | set(self.frames_without_visibility)
+        return tuple(sorted(set(self.frame_indices) - bad))
+
+
+@dataclass(frozen=True)
+class QuestionTruth:
+    """One question under one budget: the GT the selected frames support, and why.
+
+    ``ground_truth``: the supported answer (same JSON type as the original), None when
+    unanswerable. ``reason``: a ``REASON_*`` code. ``unseen``: referenced object ids (or
+    labels) seen in no selected frame. ``evidence_frames``: selected frames in which a
+    referenced object is seen (sorted).
+    """
+
+    question: Question
+    selection: FrameSelection
+    ground_truth: Any
+    status: str
+    reason: str
+    unseen: tuple[str, ...] = ()
+    evidence_frames: tuple[int, ...] = ()
+
+    @property
+    def original_ground_truth(self) -> Any:
+        return self.question.ground_truth
+
+    def to_record(self) -> dict:
+        """The output JSON object: the question's fields, then the budget's fields."""
+        rec = dict(self.question.record)
+        rec.update({
+            "num_frames": self.selection.budget,
+            "frame_indices": list(self.selection.frame_indices),
+            "ground_truth": self.ground_truth,
+            "status": self.status,
+            "reason": self.reason,
+            "original_ground_truth": self.question.ground_truth,
+            "sampler_profile": self.selection.profile,
+            "unseen": list(self.unseen),
+            "evidence_frames": list(self.evidence_frames),
+            "invalid_frames": list(self.selection.invalid_frames),
+            "frames_without_visibility": list(self.selection.frames_without_visibility),
+        })
+        return rec
+
+
+@dataclass(frozen=True)
+class BudgetTruth:
+    """Every question under every budget, for one scene and sampler profile."""
+
+    scene_id: str
+    profile: str
+    num_frames: int
+    seen_threshold: float
+    min_budget_room_route: int
+    selections: tuple[FrameSelection, ...]
+    items: tuple[QuestionTruth, ...]
+
+    @property
+    def budgets(self) -> tuple[Budget, ...]:
+        return tuple(s.budget for s in self.selections)
+
+    def for_budget(self, budget: Budget) -> tuple[QuestionTruth, ...]:
+        """The items of one budget, in question order."""
+        b = parse_budget(budget)
+        return tuple(it for it in self.items if it.selection.budget == b)
+
+    def counts(self, budget: Budget) -> dict[str, dict[str, int]]:
+        """``{question_type: {status: count}}`` for one budget."""
+        out: dict[str, dict[str, int]] = {}
+        for it in self.for_budget(budget):
+            out.setdefault(it.question.question_type, dict.fromkeys(STATUSES, 0))[it.status] += 1
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# computation
+# ---------------------------------------------------------------------------------------
+class _Table:
+    """Visibility indexed for look-ups: frame number -> row, object id -> column, seen mask."""
+
+    def __init__(self, scene: Scene, vis: Visibility, seen_threshold: float):
+        visible = np.asarray(vis.visible, dtype=np.float64)
+        fidx = np.asarray(vis.frame_index, dtype=np.int64)
+        valid = np.asarray(vis.valid, dtype=bool)
+        ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
+        if visible.ndim != 2 or visible.shape != (len(fidx), len(ids)) or valid.shape != fidx.shape:
+            raise ValueError(f"visibility: expected visible (F, O) with F = len(frame_index) = {len(fidx)}, "
+                             f"O = len(object_ids) = {len(ids)} and valid (F,), got visible {visible.shape}, "
+                             f"valid {valid.shape}")
+        if vis.scene_id and vis.scene_id != scene.scene_id:
+            raise ValueError(f"visibility: scene_id {vis.scene_id!r} does not match the scene {scene.scene_id!r}")
+        self.row: dict[int, int] = {}
+        for r, f in enumerate(fidx.tolist()):
+            if f in self.row:
+                raise ValueError(f"visibility: frame_index {f} appears twice (rows {self.row[f]} and {r})")
+            self.row[f] = r
+        self.col: dict[str, int] = {}
+        for c, oid in enumerate(ids):
+            if oid in self.col:
+                raise ValueError(f"visibility: object id {oid!r} appears twice in object_ids")
+            self.col[oid] = c
+        missing = [o.id for o in scene.objects if o.id not in self.col]
+        if missing:
+            raise ValueError(f"visibility: no column for scene object(s) {missing[:8]} (stale visibility file?)")
+        self.valid = valid
+        with np.errstate(invalid="ignore"):
+            self.seen = (visible > seen_threshold) & valid[:, None]  # NaN rows compare False
+        self.labels = {o.id: o.label for o in scene.objects}
+
+    def select(self, profile: str, budget: Budget, num_frames: int, fps: float,
+               options: Mapping[str, Any]) -> FrameSelection:
+        idx = select_frames(profile, num_frames, budget, fps=fps, **options)
+        uniq = sorted(set(idx.tolist()))
+        no_row = tuple(f for f in uniq if f not in self.row)
+        invalid = tuple(f for f in uniq if f in self.row and not self.valid[self.row[f]])
+        return FrameSelection(profile, budget, tuple(int(x) for x in idx.tolist()), invalid, no_row)
+
+    def sightings(self, sel: FrameSelection, cols: Sequence[int]) -> list[list[int]]:
+        """For each column, the witnessing selected frames (sorted) in which it is seen."""
+        frames = sel.witnesses
+        if not frames:
+            return [[] for _ in cols]
+        rows = np.array([self.row[f] for f in frames], dtype=np.int64)
+        block = self.seen[np.ix_(rows, np.asarray(cols, dtype=np.int64))] if len(cols) else np.zeros((len(rows), 0), bool)
+        return [[frames[k] for k in np.flatnonzero(block[:, j])] for j in range(len(cols))]
+
+    def category_cols(self, labels: Iterable[str]) -> list[tuple[str, list[int]]]:
+        """(label, columns of every object with that label), in the given label order."""
+        return [(lab, [self.col[oid] for oid, l in self.labels.items() if l == lab]) for lab in labels]
+
+
+def count_like(original: Any, value: int) -> Any:
+    """``value`` with the JSON type of ``original`` (``"3"`` stays a string, 3.0 a float)."""
+    if isinstance(original, str):
+        return str(value)
+    if isinstance(original, float):
+        return float(value)
+    return int(value)
+
+
+def _unanswerable(q: Question, sel: FrameSelection, reason: str, unseen: Sequence[str] = (),
+                  evidence: Sequence[int] = ()) -> QuestionTruth:
+    return QuestionTruth(q, sel, None, UNANSWERABLE, reason, tuple(unseen), tuple(evidence))
+
+
+def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    n_seen, evidence_set, unseen_labels = 0, set(), []
+    for label, cols in t.category_cols(q.category):
+        sights = t.sightings(sel, cols)
+        seen_here = sum(1 for s in sights if s)
+        n_seen += seen_here
+        evidence_set.update(f for s in sights for f in s)
+        if not seen_here:
+            unseen_labels.append(label)
+    evidence = sorted(evidence_set)
+    original = int(float(q.ground_truth))
+    if n_seen == 0 and not q.allow_zero:
+        return _unanswerable(q, sel, REASON_CATEGORY_UNSEEN, unseen_labels)
+    if n_seen == original:
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_COUNT_SUPPORTED, tuple(unseen_labels), tuple(evidence))
+    reason = (REASON_CATEGORY_UNSEEN if n_seen == 0 else
+              REASON_COUNT_REDUCED if n_seen < original else REASON_COUNT_EXCEEDS)
+    return QuestionTruth(q, sel, count_like(q.ground_truth, n_seen), CHANGED, reason, tuple(unseen_labels), tuple(evidence))
+
+
+def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    sights = t.sightings(sel, [t.col[o] for o in q.objects])
+    unseen = [o for o, s in zip(q.objects, sights) if not s]
+    evidence = sorted({f for s in sights for f in s})
+    if unseen:
+        return _unanswerable(q, sel, REASON_OBJECT_UNSEEN, unseen, evidence)
+    return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_OBJECTS_SEEN, (), tuple(evidence))
+
+
+def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    if q.category:
+        groups = t.category_cols(q.category)
+        names = list(q.category)
+        labels = list(q.category)
+    else:
+        groups = [(o, [t.col[o]]) for o in q.objects]
+        names = list(q.objects)
+        labels = [t.labels[o] for o in q.objects]
+    first: list[int | None] = []
+    evidence: set[int] = set()
+    for _, cols in groups:
+        sights = t.sightings(sel, cols)
+        seen_at = sorted({f for s in sights for f in s})
+        evidence.update(seen_at)
+        first.append(seen_at[0] if seen_at else None)
+    unseen = [n for n, f in zip(names, first) if f is None]
+    if unseen:
+        return _unanswerable(q, sel, REASON_OBJECT_UNSEEN if not q.category else REASON_CATEGORY_UNSEEN,
+                             unseen, sorted(evidence))
+    if len(set(first)) < len(first):
+        return _unanswerable(q, sel, REASON_FIRST_SIGHTING_TIE, (), sorted(evidence))
+    order = sorted(range(len(names)), key=lambda k: first[k])
+    if isinstance(q.ground_truth, list):
+        new_gt: Any = [names[k] for k in order]
+        same = [str(x) for x in q.ground_truth] == new_gt
+    else:
+        letter = q.mcq_letter_of(tuple(labels[k] for k in order))
+        if letter is None:
+            return _unanswerable(q, sel, REASON_ORDER_NOT_IN_OPTIONS, (), sorted(evidence))
+        new_gt = letter
+        same = letter.strip().upper() == str(q.ground_truth).strip().upper()
+    if same:
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_ORDER_SUPPORTED, (), tuple(sorted(evidence)))
+    return QuestionTruth(q, sel, new_gt, CHANGED, REASON_ORDER_CHANGED, (), tuple(sorted(evidence)))
+
+
+def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
+    if sel.budget != ALL and int(sel.budget) < minimum:
+        return _unanswerable(q, sel, REASON_BUDGET_BELOW_MINIMUM)
+    return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_BUDGET_SUFFICIENT)
+
+
+def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
+    """Apply the question type's rule (module docstring) to one selection."""
+    if not sel.witnesses:
+        return _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
+    rule = q.type.rule
+    if rule == RULE_COUNTING:
+        return _counting(q, sel, table)
+    if rule == RULE_OBJECTS:
+        return _objects(q, sel, table)
+    if rule == RULE_APPEARANCE:
+        return _appearance(q, sel, table)
+    if rule == RULE_MIN_BUDGET:
+        return _min_budget(q, sel, min_budget_room_route)
+    raise AssertionError(f"no rule for {rule!r}")
+
+
+def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question]) -> None:
+    labels = {o.label for o in scene.objects}
+    for q in questions:
+        if q.scene_id != scene.scene_id:
+            raise ValueError(f"{q.where}: scene_id: expected {scene.scene_id!r} (the scene given), got {q.scene_id!r}")
+        for i, oid in enumerate(q.objects):
+            if oid not in table.col:
+                raise ValueError(f"{q.where}: objects[{i}]: unknown object id {oid!r} in scene {scene.scene_id!r}")
+        for lab in q.category:
+            if lab not in labels:
+                raise ValueError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
+        if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
+            labs = [table.labels[o].lower() for o in q.objects]
+            if len(set(labs)) != len(labs):
+                raise ValueError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
+
+
+def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
+                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = "uniform",
+                 seen_threshold: float = 0.05, min_budget_room_route: int = 32,
+                 num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
+    """GT(frames) for every question under every budget.
+
+    ``scene``/``visibility``: the scene and its frames x objects table (frames matched by
+    ``visibility.frame_index``, objects by ``visibility.object_ids``). ``budgets``: positive
+    ints and/or ``"all"``. ``profile``: a sampler profile (vistest.budget.sampling.PROFILES),
+    called with ``num_frames`` (default ``scene.num_frames``: last frame index + 1, the
+    decoded frames of the video) and ``scene.fps``, plus ``profile_options``.
+    ``seen_threshold``: visible fraction of the image area an object must exceed to be
+    seen in a frame. ``min_budget_room_route``: smallest budget at which room size and
+    route planning are answerable. Raises ValueError on inconsistent inputs.
+    """
+    if not 0.0 <= float(seen_threshold) < 1.0:
+        raise ValueError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
+    if isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int) or min_budget_room_route < 1:
+        raise ValueError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
+    bs: list[Budget] = []
+    for b in budgets:
+        pb = parse_budget(b, "budgets")
+        if pb in bs:
+            raise ValueError(f"budgets: budget {pb!r} given twice")
+        bs.append(pb)
+    n = scene.num_frames if num_frames is None else num_frames
+    table = _Table(scene, visibility, float(seen_threshold))
+    _check_questions(scene, table, questions)
+    opts = dict(profile_options or {})
+    selections = tuple(table.select(profile, b, n, scene.fps, opts) for b in bs)
+    items = tuple(question_truth(q, sel, table, min_budget_room_route) for sel in selections for q in questions)
+    return BudgetTruth(scene.scene_id, profile, n, float(seen_threshold), min_budget_room_route, selections, items)
+
+
+# ---------------------------------------------------------------------------------------
+# outputs
+# ---------------------------------------------------------------------------------------
+def budget_file_name(budget: Budget) -> str:
+    """``{budget}_frame.jsonl`` (the ReVSI subset name: ``16_frame``, ``all_frame``)."""
+    return f"{budget_label(budget)}_frame.jsonl"
+
+
+def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
+    """The JSONL text of one budget: one record per question, in question order.
+
+    Each record also carries the rule parameters it was computed with (``seen_threshold``,
+    ``min_budget_room_route``), so a file read on its own says how its answers were made.
+    """
+    params = {"seen_threshold": truth.seen_threshold, "min_budget_room_route": truth.min_budget_room_route}
+    return "".join(json.dumps({**it.to_record(), **params}, ensure_ascii=False) + "\n"
+                   for it in truth.for_budget(budget))
+
+
+def write_budget_files(truth: BudgetTruth, outdir: str | os.PathLike) -> list[Path]:
+    """Write ``OUTDIR/{budget}_frame.jsonl`` for every budget, each atomically
+    (temporary file in OUTDIR + ``os.replace``). Returns the paths written."""
+    outdir = Path(outdir)
+    paths = []
+    for b in truth.budgets:
+        p = outdir / budget_file_name(b)
+        write_atomic(p, budget_jsonl(truth, b))
+        paths.append(p)
+    return paths
+
+
+def summary_table(truth: BudgetTruth) -> str:
+    """Per-budget counts of kept / changed / unanswerable by question type, as text.
+
+    One block per budget: a row per question type (sorted), then a total row; the header
+    line of a block gives the frames selected and how many of them cannot witness.
+    """
+    head = (f"scene {truth.scene_id}  profile {truth.profile}  N={truth.num_frames}  "
+            f"seen: visible > {truth.seen_threshold:.1%} of the image")
+    types = sorted({it.question.question_type for it in truth.items})
+    w = max([len("question_type")] + [len(t) for t in types] + [len("total")])
+    lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"]
+    for sel in truth.selections:
+        counts = truth.counts(sel.budget)
+        bad = len(sel.invalid_frames) + len(sel.frames_without_visibility)
+        lines.append(f"{sel.label:>6}  ({len(sel.frame_indices)} frames selected, {bad} cannot witness)")
+        tot = Counter()
+        for t in types:
+            c = counts.get(t, dict.fromkeys(STATUSES, 0))
+            tot.update(c)
+            lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}")
+        lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}")
+    return "\n".join(lines) + "\n"

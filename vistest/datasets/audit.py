@@ -1,0 +1,597 @@
+"""Audit: do a scene's boxes, poses and intrinsics agree with what the sensors saw?
+
+Two kinds of evidence, both in the *pose world* (metres, +Z up):
+
+* **Depth frames** (``frames[i].depth``): each audited frame's depth is looked up on a
+  working grid of colour-camera rays (``visibility._depth_samples``: through the depth
+  camera, nearest pixel) and back-projected with the frame's pose into world points.
+  Per frame and box, the box's *visible silhouette* (grid rays whose nearest box is
+  this one; boxes are solids) is compared with the depth: a ray *agrees* when the
+  measured z-depth lies within the box's entry/exit depth +- ``depth_tol``. A box is
+  *seen* in a frame when its silhouette holds at least ``seen_share`` of the grid and
+  ``min_samples`` rays with depth; a sighting is *contradicted* when fewer than
+  ``agree_min`` of those rays agree (something is far in front of or behind the box
+  everywhere in its silhouette). A box that contains the camera is not judged there.
+* **Mesh or point cloud** (``mesh``): surface samples (or the points) of the file.
+  A mesh lives in the pose world and does not depend on the cameras, so pose
+  conventions are tested only with depth frames.
+
+Per box, against the union of the observed points:
+
+* ``near_dist``: distance from the box (a solid) to the nearest observed point, 0 if a
+  point lies inside (ReSTI's check: STI-Bench's released centres sat a median 2.61 m
+  from the nearest physical object);
+* ``surface_dist``: median, over points sampled on the box's six faces, of the distance
+  to the nearest observed point: how well the box hugs observed surfaces.
+
+**Hypotheses**: the same checks re-run under each plausible convention error, applied
+as a fix to the scene: ``boxes_to_world`` inverted or dropped, each known alignment
+matrix (from ``provenance.json`` beside the scene, written by ``vistest import``, or
+``--alignment``) applied or inverted, box rotations transposed, poses inverted
+(world-to-camera given as camera-to-world), OpenGL camera axes (``c2w @ diag(1,-1,-1,1)``).
+Each gets a score = ``median surface_dist / surface_dist_m + contradicted share /
+contradicted_share`` (the terms it has evidence for; with depth frames, a hypothesis
+under which no box is ever seen counts as fully contradicted); the lowest wins.
+
+**Verdict** (thresholds in :class:`Thresholds`, documented in docs/audit.md): the scene
+fails when, as given, the median ``surface_dist`` exceeds ``surface_dist_m``, or more
+than ``far_share`` of the boxes are farther than ``far_dist_m`` from every observed
+point, or more than ``contradicted_share`` of sightings are contradicted, or a
+hypothesis scores ``better_factor`` times better (with an absolute gain of at least
+``min_gain_m`` in surface distance or ``min_gain_share`` in contradicted share).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from ..progress import progress_bar
+from ..scene import Frame, Scene
+
+CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
+RATIO_FLOOR_M = 0.01  # distances below this are noise: ratios use max(d, 1 cm)
+RATIO_FLOOR_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Pass/fail limits (see the module docstring and docs/audit.md)."""
+
+    surface_dist_m: float = 0.15
+    far_dist_m: float = 0.5
+    far_share: float = 0.2
+    contradicted_share: float = 0.25
+    better_factor: float = 2.0
+    min_gain_m: float = 0.02
+    min_gain_share: float = 0.10
+
+
+@dataclass(frozen=True)
+class CheckParams:
+    """How the evidence is sampled. ``grid``: longer side of the working ray grid;
+    ``max_frames``: frames audited (evenly spaced valid frames); ``voxel``: metres,
+    down-sampling of observed points; ``mesh_samples``: points sampled on a mesh."""
+
+    depth_tol: float = 0.10
+    seen_share: float = 0.01
+    min_samples: int = 8
+    agree_min: float = 0.05
+    grid: int = 96
+    max_frames: int = 60
+    voxel: float = 0.02
+    mesh_samples: int = 200_000
+    near: float = 0.05
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A convention fix to try: ``boxes_to_world`` replaced (None: kept), box rotations
+    transposed, poses changed (``None``, ``"inverted"`` or ``"opengl"``)."""
+
+    name: str
+    fix: str
+    boxes_to_world: np.ndarray | None = None
+    transpose: bool = False
+    pose: str | None = None
+
+
+@dataclass(frozen=True)
+class ObjectFit:
+    """One box under one hypothesis: distances in metres, sighting counts."""
+
+    id: str
+    label: str
+    near_dist: float
+    surface_dist: float
+    seen: int
+    contradicted: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """All boxes under one hypothesis; NaN where the evidence is missing."""
+
+    name: str
+    fix: str
+    surface_dist: float
+    far_share: float
+    contradicted_share: float
+    sightings: int
+    score: float
+    objects: tuple[ObjectFit, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit of one scene: ``fits[0]`` is the scene as given."""
+
+    scene_id: str
+    evidence: tuple[str, ...]
+    frames_audited: int
+    thresholds: Thresholds
+    fits: tuple[Fit, ...]
+    best: str
+    passed: bool
+    failures: tuple[str, ...]
+    message: str
+
+    @property
+    def as_is(self) -> Fit:
+        return self.fits[0]
+
+    def fit(self, name: str) -> Fit:
+        return next(f for f in self.fits if f.name == name)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (NaN -> None)."""
+        def clean(x):
+            if isinstance(x, float):
+                return None if not np.isfinite(x) else round(x, 6)
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            return x
+        return clean({"format": "vistest.audit/1", "scene_id": self.scene_id, "passed": self.passed,
+                      "message": self.message, "failures": list(self.failures), "best": self.best,
+                      "evidence": list(self.evidence), "frames_audited": self.frames_audited,
+                      "thresholds": asdict(self.thresholds), "fits": [asdict(f) for f in self.fits]})
+
+    def text(self, per_object: bool = False) -> str:
+        """Human-readable report: verdict, the hypothesis table, optionally per object."""
+        lines = [f"{self.scene_id}: {'PASS' if self.passed else 'FAIL'} - {self.message}",
+                 f"evidence: {', '.join(self.evidence)}; {self.frames_audited} frames audited", "",
+                 f"{'hypothesis':<34} {'surface m':>9} {'far':>6} {'contra':>7} {'seen':>6} {'score':>7}"]
+        for f in self.fits:
+            mark = "*" if f.name == self.best else " "
+            lines.append(f"{mark}{f.name:<33} {_num(f.surface_dist, '.3f'):>9} {_num(f.far_share, '.0%'):>6} "
+                         f"{_num(f.contradicted_share, '.0%'):>7} {f.sightings:>6} {_num(f.score, '.2f'):>7}")
+        if self.failures:
+            lines += [""] + [f"- {x}" for x in self.failures]
+        if per_object:
+            lines += ["", f"{'object':<16} {'label':<16} {'near m':>7} {'surface m':>9} {'seen':>5} {'contra':>6}"]
+            for o in self.as_is.objects:
+                lines.append(f"{o.id:<16} {o.label[:16]:<16} {_num(o.near_dist, '.3f'):>7} "
+                             f"{_num(o.surface_dist, '.3f'):>9} {o.seen:>5} {o.contradicted:>6}")
+        return "\n".join(lines) + "\n"
+
+
+def _num(x: float, fmt: str) -> str:
+    return "-" if not np.isfinite(x) else format(x, fmt)
+
+
+# ---------------------------------------------------------------------------------------
+# hypotheses
+# ---------------------------------------------------------------------------------------
+def hypotheses(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (), poses: bool = True
+               ) -> list[Hypothesis]:
+    """The scene as given, then every plausible single convention error's fix.
+
+    ``poses``: include the pose fixes (only depth frames can tell them apart: a mesh
+    lives in the pose world and does not depend on the cameras)."""
+    a = np.asarray(scene.boxes_to_world, float)
+    out = [Hypothesis("as given", "nothing")]
+    seen = [a]
+
+    def add_b2w(name: str, fix: str, m: np.ndarray) -> None:
+        if not any(np.allclose(m, s, atol=1e-6) for s in seen):
+            seen.append(m)
+            out.append(Hypothesis(name, fix, boxes_to_world=m))
+
+    if not np.allclose(a, np.eye(4), atol=1e-9):
+        add_b2w("boxes_to_world inverted", "use the inverse of boxes_to_world", _rigid_inv(a))
+        add_b2w("boxes_to_world dropped", "drop boxes_to_world (boxes already in the pose world)", np.eye(4))
+    for name, m in alignments:
+        m = np.asarray(m, float)
+        add_b2w(f"inverse({name}) as boxes_to_world",
+                f"set boxes_to_world = inverse({name}): the boxes are in the aligned world, the poses are not",
+                _rigid_inv(m))
+        add_b2w(f"{name} as boxes_to_world", f"set boxes_to_world = {name}", m)
+    out.append(Hypothesis("rotation transposed", "transpose every box rotation (rows were read as columns)",
+                          transpose=True))
+    if poses:
+        out.append(Hypothesis("pose inverted", "invert every pose (they are world-to-camera)", pose="inverted"))
+        out.append(Hypothesis("OpenGL camera axes", "convert poses from OpenGL axes: c2w @ diag(1, -1, -1, 1)",
+                              pose="opengl"))
+    return out
+
+
+def apply(scene: Scene, h: Hypothesis) -> Scene:
+    """``scene`` with hypothesis ``h``'s fix applied (a new Scene; the input is unchanged)."""
+    objects = scene.objects
+    if h.transpose:
+        objects = tuple(replace(o, rotation=o.rotation.T.copy()) for o in objects)
+    frames = scene.frames
+    if h.pose is not None:
+        frames = tuple(f if f.camera_to_world is None else replace(f, camera_to_world=_pose_fix(f.camera_to_world, h.pose))
+                       for f in frames)
+    b2w = scene.boxes_to_world if h.boxes_to_world is None else h.boxes_to_world
+    return replace(scene, objects=objects, frames=frames, boxes_to_world=np.asarray(b2w, float))
+
+
+def _pose_fix(c2w: np.ndarray, how: str) -> np.ndarray:
+    if how == "inverted":
+        return _rigid_inv(c2w)
+    if how == "opengl":
+        return np.asarray(c2w, float) @ CV_TO_GL
+    raise ValueError(f"pose: expected 'inverted' or 'opengl', got {how!r}")
+
+
+def _rigid_inv(m: np.ndarray) -> np.ndarray:
+    from .common import rigid_inverse
+
+    return rigid_inverse(m)
+
+
+def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
+    """Named alignment matrices from a file: a ScanNet ``sceneXXXX_XX.txt``
+    (``axisAlignment``), a ``provenance.json`` (its ``alignments``), a JSON 4x4, or a
+    text file of 16 numbers (row-major)."""
+    from . import scannet
+    from .common import AdapterError, read_json
+
+    path = Path(path)
+    if path.suffix == ".json":
+        doc = read_json(path, "alignment")
+        if isinstance(doc, dict) and "alignments" in doc:
+            return [(str(a["name"]), np.asarray(a["matrix"], float)) for a in doc["alignments"]]
+        m = np.asarray(doc, float)
+        if m.shape != (4, 4):
+            raise AdapterError(f"{path}: expected a 4x4 matrix or a provenance.json, got shape {list(m.shape)}")
+        return [(path.stem, m)]
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise AdapterError(f"{path}: cannot read alignment ({e.strerror})") from None
+    if "axisAlignment" in text:
+        m = scannet.axis_alignment(scannet.read_info(path), path)
+        return [("axisAlignment", m)]
+    try:
+        vals = [float(x) for x in text.split()]
+    except ValueError:
+        raise AdapterError(f"{path}: expected axisAlignment = ..., a JSON 4x4 or 16 numbers") from None
+    if len(vals) != 16:
+        raise AdapterError(f"{path}: expected 16 numbers (a 4x4 matrix), got {len(vals)}")
+    return [(path.stem, np.array(vals).reshape(4, 4))]
+
+
+def provenance_alignments(scene_path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
+    """Alignments recorded by ``vistest import`` in ``provenance.json`` beside the scene."""
+    p = Path(scene_path).parent / "provenance.json"
+    return load_alignments(p) if p.is_file() else []
+
+
+# ---------------------------------------------------------------------------------------
+# evidence
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Evidence:
+    """Per audited frame: depth on the working grid (F, N) metres (0 = none) or None;
+    mesh points (M, 3) or None; the grid and frame choice."""
+
+    frames: tuple[Frame, ...]
+    ws: int
+    hs: int
+    depth: np.ndarray | None
+    mesh_points: np.ndarray | None
+
+
+def _audit_frames(scene: Scene, params: CheckParams) -> tuple[Frame, ...]:
+    """Up to ``max_frames`` evenly spaced valid frames (with depth when the scene has depth)."""
+    cands = [f for f in scene.frames if f.valid and (f.depth is not None or not any(g.depth for g in scene.frames))]
+    if len(cands) <= params.max_frames:
+        return tuple(cands)
+    pick = np.unique(np.linspace(0, len(cands) - 1, params.max_frames).round().astype(int))
+    return tuple(cands[i] for i in pick)
+
+
+def _grid(scene: Scene, params: CheckParams) -> tuple[int, int]:
+    w, h = scene.image_size
+    s = min(1.0, params.grid / max(w, h))
+    return max(1, round(w * s)), max(1, round(h * s))
+
+
+def _mesh_points(scene: Scene, params: CheckParams) -> np.ndarray:
+    """Points on the scene's mesh (area-uniform samples plus vertices), or a point cloud's points."""
+    import trimesh
+
+    path = scene.path(scene.mesh)
+    geom = trimesh.load(str(path), force="mesh", process=False)
+    verts = np.asarray(getattr(geom, "vertices", np.zeros((0, 3))), float)
+    if isinstance(geom, trimesh.Trimesh) and len(geom.faces):
+        samples, _ = trimesh.sample.sample_surface(geom, params.mesh_samples, seed=0)
+        verts = np.concatenate([verts, np.asarray(samples, float)])
+    if len(verts) == 0:
+        raise ValueError(f"{path}: mesh: expected a mesh or point cloud with vertices")
+    return verts
+
+
+def _gather(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams) -> _Evidence:
+    from ..visibility.table import _depth_samples
+
+    frames = _audit_frames(scene, params)
+    ws, hs = _grid(scene, params)
+    depth = None
+    if use_depth and any(f.depth for f in frames):
+        depth = _depth_samples(scene, frames, ws, hs)
+    mesh = _mesh_points(scene, params) if use_mesh and scene.mesh is not None else None
+    return _Evidence(frames, ws, hs, depth, mesh)
+
+
+def _rays(scene: Scene, frame: Frame, ws: int, hs: int) -> np.ndarray:
+    """(N, 3) camera-frame ray directions with z = 1 for the working grid samples
+    (sample (i, j) sits at native pixel ((j + .5) W/ws - .5, (i + .5) H/hs - .5))."""
+    w, h = scene.image_size
+    k = scene.intrinsics_for(frame)
+    j, i = np.meshgrid(np.arange(ws), np.arange(hs))
+    u = (j + 0.5) * (w / ws) - 0.5
+    v = (i + 0.5) * (h / hs) - 0.5
+    return np.stack([(u - k.cx) / k.fx, (v - k.cy) / k.fy, np.ones_like(u, float)], -1).reshape(-1, 3)
+
+
+def _observed_points(scene: Scene, ev: _Evidence, pose: str | None, params: CheckParams) -> np.ndarray | None:
+    """Observed points in the pose world under the pose hypothesis: back-projected depth
+    images (if any) plus mesh points; voxel-downsampled."""
+    parts = []
+    if ev.depth is not None:
+        for n, f in enumerate(ev.frames):
+            d = ev.depth[n]
+            ok = d > 0
+            if not ok.any():
+                continue
+            c2w = _pose_fix(f.camera_to_world, pose) if pose else f.camera_to_world
+            pts = _rays(scene, f, ev.ws, ev.hs)[ok] * d[ok, None]
+            parts.append(pts @ c2w[:3, :3].T + c2w[:3, 3])
+    if ev.mesh_points is not None:
+        parts.append(ev.mesh_points)
+    if not parts:
+        return None
+    pts = np.concatenate(parts)
+    _, keep = np.unique(np.floor(pts / params.voxel).astype(np.int64), axis=0, return_index=True)
+    return pts[np.sort(keep)]
+
+
+# ---------------------------------------------------------------------------------------
+# checks
+# ---------------------------------------------------------------------------------------
+def _face_samples(k: int = 4) -> np.ndarray:
+    """(6 k^2, 3) points on the faces of the unit cube [-.5, .5]^3 (cell centres)."""
+    g = (np.arange(k) + 0.5) / k - 0.5
+    a, b = (x.ravel() for x in np.meshgrid(g, g))
+    out = []
+    for axis in range(3):
+        for s in (-0.5, 0.5):
+            p = np.zeros((k * k, 3))
+            p[:, axis] = s
+            others = [x for x in range(3) if x != axis]
+            p[:, others[0]], p[:, others[1]] = a, b
+            out.append(p)
+    return np.concatenate(out)
+
+
+FACE_SAMPLES = _face_samples()
+
+
+def box_distances(points: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per box: (near_dist, surface_dist) in metres to the observed ``points`` (see module doc).
+
+    ``near_dist`` is 0 when a point lies inside the box, else the smallest face-sample
+    distance (the box surface is sampled on a 4 x 4 grid per face).
+    """
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(points)
+    near, surf = np.full(len(centers), np.nan), np.full(len(centers), np.nan)
+    for o, (c, s, r) in enumerate(zip(centers, sizes, rots)):
+        samples = c + (FACE_SAMPLES * s) @ r.T
+        dist, _ = tree.query(samples)
+        surf[o] = float(np.median(dist))
+        inside = False
+        cand = tree.query_ball_point(c, float(np.linalg.norm(s)) / 2.0)
+        if cand:
+            local = (points[cand] - c) @ r
+            inside = bool((np.abs(local) <= s / 2.0).all(axis=1).any())
+        near[o] = 0.0 if inside else float(dist.min())
+    return near, surf
+
+
+def sightings(scene: Scene, frames: tuple[Frame, ...], depth: np.ndarray, ws: int, hs: int, params: CheckParams
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per box: (seen, contradicted) frame counts over ``frames`` with ``depth`` (F, N).
+
+    Uses the scene's own poses and ``world_boxes()``; see the module docstring.
+    """
+    centers, sizes, rots = scene.world_boxes()
+    no = len(centers)
+    seen, contra = np.zeros(no, int), np.zeros(no, int)
+    if no == 0:
+        return seen, contra
+    half = sizes / 2.0
+    # frames are the audited ones; a hypothesis' frames have the same order and indices
+    by_index = {f.index: f for f in scene.frames}
+    for n, f0 in enumerate(frames):
+        f = by_index[f0.index]
+        if f.camera_to_world is None:
+            continue
+        rc, t = f.camera_to_world[:3, :3], f.camera_to_world[:3, 3]
+        dirs = _rays(scene, f, ws, hs) @ rc.T  # world directions, camera z-component 1
+        org = np.einsum("odk,od->ok", rots, t - centers)  # camera centre in each box frame (O, 3)
+        dl = np.einsum("odk,nd->onk", rots, dirs)  # (O, N, 3)
+        dl = np.where(np.abs(dl) < 1e-12, 1e-12, dl)
+        t1 = (-half[:, None, :] - org[:, None, :]) / dl
+        t2 = (half[:, None, :] - org[:, None, :]) / dl
+        tmin = np.minimum(t1, t2).max(axis=2)
+        tmax = np.maximum(t1, t2).min(axis=2)
+        inside = (np.abs(org) < half).all(axis=1)
+        hit = tmax > np.maximum(tmin, params.near)
+        front = np.where(inside[:, None], tmax, np.maximum(tmin, params.near))  # z-buffer depth
+        front = np.where(hit, front, np.inf)
+        owner = np.argmin(front, axis=0)
+        owned = np.isfinite(front.min(axis=0))
+        d = depth[n]
+        valid = d > 0
+        for o in range(no):
+            if inside[o]:
+                continue
+            sil = owned & (owner == o)
+            if sil.sum() < params.seen_share * len(d):
+                continue
+            m = sil & valid
+            if m.sum() < params.min_samples:
+                continue
+            lo, hi = np.maximum(tmin[o, m], params.near), tmax[o, m]
+            agree = (d[m] >= lo - params.depth_tol) & (d[m] <= hi + params.depth_tol)
+            seen[o] += 1
+            if agree.mean() < params.agree_min:
+                contra[o] += 1
+    return seen, contra
+
+
+def _fit(scene: Scene, h: Hypothesis, ev: _Evidence, params: CheckParams, th: Thresholds, cache: dict) -> Fit:
+    """Run every available check on ``scene`` under hypothesis ``h``."""
+    s = apply(scene, h)
+    centers, sizes, rots = s.world_boxes()
+    if h.pose not in cache:
+        pts = _observed_points(scene, ev, h.pose, params)
+        cache[h.pose] = pts
+    pts = cache[h.pose]
+    no = len(centers)
+    near, surf = (box_distances(pts, centers, sizes, rots) if pts is not None and no
+                  else (np.full(no, np.nan), np.full(no, np.nan)))
+    if ev.depth is not None and ev.frames:
+        seen, contra = sightings(s, ev.frames, ev.depth, ev.ws, ev.hs, params)
+    else:
+        seen, contra = np.zeros(no, int), np.zeros(no, int)
+    objs = tuple(ObjectFit(o.id, o.label, float(near[i]), float(surf[i]), int(seen[i]), int(contra[i]))
+                 for i, o in enumerate(s.objects))
+    sd = float(np.median(surf)) if no and np.isfinite(surf).any() else float("nan")
+    far = float(np.mean(near > th.far_dist_m)) if no and np.isfinite(near).any() else float("nan")
+    total = int(seen.sum())
+    cs = float(contra.sum() / total) if total else float("nan")
+    # with depth frames, a convention under which no box is ever seen scores as fully contradicted
+    cs_score = (1.0 if not total else cs) if ev.depth is not None and no else float("nan")
+    terms = [x for x in (sd / th.surface_dist_m, cs_score / th.contradicted_share) if np.isfinite(x)]
+    return Fit(h.name, h.fix, sd, far, cs, total, float(sum(terms)) if terms else float("nan"), objs)
+
+
+def _better(best: Fit, base: Fit, th: Thresholds, depth: bool) -> bool:
+    """Does ``best`` beat ``base`` by the configured factor and absolute gain?"""
+    if not (np.isfinite(best.score) and np.isfinite(base.score)) or best.name == base.name:
+        return False
+    if base.score < th.better_factor * best.score:
+        return False
+    gain_m = base.surface_dist - best.surface_dist if np.isfinite(base.surface_dist) else 0.0
+    gain_s = _cs_effective(base, depth) - _cs_effective(best, depth)
+    return gain_m >= th.min_gain_m or (np.isfinite(gain_s) and gain_s >= th.min_gain_share)
+
+
+def _cs_effective(f: Fit, depth: bool) -> float:
+    """Contradicted share for comparisons: with depth frames, no sighting at all counts as 1."""
+    if depth and f.sightings == 0:
+        return 1.0
+    return f.contradicted_share if np.isfinite(f.contradicted_share) else (float("nan") if depth else 0.0)
+
+
+def _ratio(a: float, b: float, floor: float) -> float:
+    return max(a, floor) / max(b, floor)
+
+
+def _describe(base: Fit, best: Fit, depth: bool) -> str:
+    """'boxes fit 40x better with ...: numbers' for a winning hypothesis."""
+    parts, ratios = [], []
+    if np.isfinite(base.surface_dist) and np.isfinite(best.surface_dist):
+        parts.append(f"median box-to-surface distance {base.surface_dist:.2f} m -> {best.surface_dist:.2f} m")
+        ratios.append(_ratio(base.surface_dist, best.surface_dist, RATIO_FLOOR_M))
+    a, b = _cs_effective(base, depth), _cs_effective(best, depth)
+    if np.isfinite(a) and np.isfinite(b) and (base.sightings or best.sightings):
+        parts.append(f"depth contradicts {a:.0%} of {base.sightings} -> {b:.0%} of {best.sightings} sightings")
+        ratios.append(_ratio(a, b, RATIO_FLOOR_SHARE))
+    r = max(ratios) if ratios else float("nan")
+    return f"boxes fit {r:.0f}x better with the fix '{best.name}' ({'; '.join(parts)}). Likely fix: {best.fix}"
+
+
+def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (), use_depth: bool = True,
+                use_mesh: bool = True, thresholds: Thresholds = Thresholds(), params: CheckParams = CheckParams(),
+                progress: bool = False) -> AuditReport:
+    """Audit ``scene`` (see the module docstring). ``alignments``: named 4x4 candidate
+    matrices (e.g. ScanNet's axisAlignment) to try as ``boxes_to_world`` and inverse.
+    Raises ValueError when the scene has no depth frame and no mesh to check against."""
+    if not scene.objects:
+        raise ValueError(f"scene {scene.scene_id!r}: no objects to audit")
+    has_depth = use_depth and any(f.depth for f in scene.frames)
+    has_mesh = use_mesh and scene.mesh is not None
+    if not (has_depth or has_mesh):
+        raise ValueError(f"scene {scene.scene_id!r}: nothing to audit against: expected depth frames "
+                         f"(frames[i].depth) or a mesh (mesh)")
+    ev = _gather(scene, has_depth, has_mesh, params)
+    hyps = hypotheses(scene, alignments, poses=ev.depth is not None)
+    cache: dict = {}
+    fits = []
+    with progress_bar(len(hyps), f"audit {scene.scene_id}", enabled=progress) as bar:
+        for h in hyps:
+            fits.append(_fit(scene, h, ev, params, thresholds, cache))
+            bar.update(1)
+    base = fits[0]
+    finite = [f for f in fits if np.isfinite(f.score)]
+    best = min(finite, key=lambda f: f.score) if finite else base
+    failures = []
+    if np.isfinite(base.surface_dist) and base.surface_dist > thresholds.surface_dist_m:
+        failures.append(f"median box-to-surface distance {base.surface_dist:.2f} m > {thresholds.surface_dist_m} m")
+    if np.isfinite(base.far_share) and base.far_share > thresholds.far_share:
+        failures.append(f"{base.far_share:.0%} of boxes are more than {thresholds.far_dist_m} m from any observed "
+                        f"surface (> {thresholds.far_share:.0%})")
+    if ev.depth is not None and base.sightings == 0:
+        failures.append(f"with depth frames, no box is seen in any of the {len(ev.frames)} audited frames")
+    if np.isfinite(base.contradicted_share) and base.contradicted_share > thresholds.contradicted_share:
+        failures.append(f"depth contradicts the box everywhere in its silhouette in {base.contradicted_share:.0%} "
+                        f"of {base.sightings} sightings (> {thresholds.contradicted_share:.0%})")
+    suspect = _better(best, base, thresholds, ev.depth is not None)
+    if suspect:
+        failures.append(_describe(base, best, ev.depth is not None))
+    passed = not failures
+    if passed:
+        message = (f"boxes agree with the observed geometry (median box-to-surface distance "
+                   f"{_num(base.surface_dist, '.2f')} m, depth contradicts {_num(base.contradicted_share, '.0%')} "
+                   f"of sightings); no convention change fits better")
+    elif suspect:
+        message = _describe(base, best, ev.depth is not None)
+    else:
+        message = ("; ".join(failures) + ". No tested convention fix explains it"
+                   + ("" if any("as boxes_to_world" in f.name for f in fits)
+                      else " (pass the scan's alignment with --alignment to test it)"))
+    evidence = tuple(x for x, ok in (("depth", ev.depth is not None), ("mesh", ev.mesh_points is not None)) if ok)
+    return AuditReport(scene.scene_id, evidence, len(ev.frames), thresholds, tuple(fits),
+                       best.name if suspect else base.name, passed, tuple(failures), message)
+
+
+def write_report(report: AuditReport, path: str | os.PathLike) -> None:
+    """Write the report as JSON, atomically."""
+    from ..atomic import write_atomic
+
+    write_atomic(path, json.dumps(report.to_dict(), indent=1) + "\n")

@@ -1,0 +1,253 @@
+"""The output folder of an export: atomic, idempotent writes, video links, and the record.
+
+Every export writes into one folder ``OUT`` and ends by writing ``OUT/vistest_export.json``
+(:data:`RECORD`): the format, the run directory, the parts written (configs, tasks, files)
+with their row counts, the rows left out of each part and why, every file it owns, and
+warnings. Rules:
+
+* ``OUT`` must be empty, new, or hold an export of the same format (its record says so);
+  anything else is refused, so an export never overwrites files it did not write.
+* Files are written atomically (temporary file beside the destination, then rename) and
+  only when their bytes change: a rerun on an unchanged run directory rewrites nothing, so
+  file times and the caches keyed on them (``datasets``) stay valid.
+* A file the previous export owned and this one does not is deleted (with folders left
+  empty); files the export never wrote are never touched.
+* The record is written last: an interrupted export leaves the previous record, and the
+  rerun finishes the job.
+
+Videos are placed by :meth:`OutputFolder.video` as a hard link (default: no extra disk, and
+the export keeps the exact bytes its ground truth was made for even when a later ``vistest
+run`` replaces the run's file), a symbolic link (absolute target), or a copy; a hard link
+across file systems falls back to a copy, with a warning.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ... import __version__
+from ...atomic import temp_path_for, write_atomic
+from ...videos.plan import file_key
+
+RECORD = "vistest_export.json"
+LINK_MODES = ("hard", "symlink", "copy")
+
+# why a row is not in a part
+LEFT_UNANSWERABLE = "unanswerable"                # real row whose frames do not support an answer
+LEFT_UNSCORABLE = "unscorable_ground_truth"       # e.g. an appearance order given as a list of ids
+LEFT_NO_REVSI_TYPE = "no_revsi_question_type"     # revsi: a VSI-Bench type the ReVSI task cannot prompt
+LEFT_NO_VIDEO = "no_video"                        # dummy with no frame left to write
+
+
+@dataclass(frozen=True)
+class Part:
+    """One unit an evaluator loads: a ReVSI config, an lmms-eval task, a TSV, a JSONL.
+    ``name``: its name; ``file``: its data file (relative to OUT); ``rows``: rows in it."""
+
+    name: str
+    file: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """``n`` rows of ``question_type`` not written to ``part`` for ``reason`` (LEFT_*)."""
+
+    part: str
+    reason: str
+    question_type: str
+    n: int
+
+
+def count_left_out(part: str, reason: str, rows: Iterable[Any]) -> list[LeftOut]:
+    """LeftOut records of ``rows`` (anything with ``question_type``), one per type, sorted."""
+    c = Counter(r.question_type for r in rows)
+    return [LeftOut(part, reason, t, n) for t, n in sorted(c.items())]
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote. ``files``: every file it owns, relative to ``out``, sorted;
+    ``written``/``unchanged``: how many of them were (re)written or already up to date;
+    ``removed``: files of the previous export no longer part of it; ``info``: format-specific
+    facts (e.g. the scoring protocol of an lmms-eval task folder)."""
+
+    format: str
+    run_dir: Path
+    out: Path
+    parts: tuple[Part, ...]
+    left_out: tuple[LeftOut, ...]
+    files: tuple[str, ...]
+    written: int
+    unchanged: int
+    removed: tuple[str, ...]
+    warnings: tuple[str, ...]
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def left_out_total(self, part: str | None = None, reason: str | None = None) -> int:
+        """Rows left out (of one part / for one reason, or all)."""
+        return sum(x.n for x in self.left_out if part in (None, x.part) and reason in (None, x.reason))
+
+    def to_json(self) -> dict:
+        """The record (``vistest_export.json``); no time stamps, so a rerun writes the same bytes."""
+        return {"format": self.format, "vistest_version": __version__, "run_dir": str(self.run_dir),
+                "info": dict(self.info), "parts": [vars(p) for p in self.parts],
+                "left_out": [vars(x) for x in self.left_out], "files": list(self.files),
+                "warnings": list(self.warnings)}
+
+    def summary_text(self) -> str:
+        """Rows per part and what was left out, as a terminal table."""
+        w = max([len("part")] + [len(p.name) for p in self.parts])
+        lines = [f"export {self.format}: {self.run_dir} -> {self.out}", f"  {'part':<{w}}  {'rows':>5}  left out"]
+        for p in self.parts:
+            c = Counter()
+            for x in self.left_out:
+                if x.part == p.name:
+                    c[x.reason] += x.n
+            lines.append(f"  {p.name:<{w}}  {p.rows:>5}  " + (", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                                                             or "-"))
+        lines.append(f"  files: {self.written} written, {self.unchanged} up to date, {len(self.removed)} removed")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines) + "\n"
+
+
+class OutputFolder:
+    """The folder of one export (see the module docstring). Call :meth:`text` and
+    :meth:`video` for every file, then :meth:`finish`."""
+
+    def __init__(self, out: str | os.PathLike, fmt: str, run_root: Path):
+        self.out = Path(out).resolve()
+        self.fmt = fmt
+        self.run_root = run_root
+        self.owned: dict[str, None] = {}  # insertion-ordered set of relative paths
+        self.written = 0
+        self.unchanged = 0
+        self.warnings: list[str] = []
+        self.previous = self._check()
+
+    def _check(self) -> list[str]:
+        """Refuse unsafe destinations; return the files the previous export owned."""
+        if self.out == self.run_root:
+            raise ValueError(f"{self.out}: -o: the export folder must not be the run directory itself")
+        if self.out.exists() and not self.out.is_dir():
+            raise ValueError(f"{self.out}: -o: expected a folder, found a file")
+        record = self.out / RECORD
+        if record.is_file():
+            try:
+                prev = json.loads(record.read_text(encoding="utf-8"))
+                fmt, files = prev["format"], prev["files"]
+            except (OSError, ValueError, KeyError, TypeError):
+                raise ValueError(f"{record}: not a vistest export record (expected JSON with format and files); "
+                                 f"delete it or choose another folder") from None
+            if fmt != self.fmt:
+                raise ValueError(f"{record}: format: this folder holds a {fmt!r} export, not {self.fmt!r}; choose "
+                                 f"another folder")
+            return [str(f) for f in files]
+        if self.out.is_dir() and any(self.out.iterdir()):
+            raise ValueError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
+                             f"into a new, empty or previously exported folder")
+        return []
+
+    def path(self, rel: str) -> Path:
+        """The absolute path of ``rel`` ('/'-separated, relative to OUT), now owned."""
+        if rel in self.owned:
+            raise AssertionError(f"export writes {rel} twice")
+        self.owned[rel] = None
+        dst = self.out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        return dst
+
+    def text(self, rel: str, content: str) -> Path:
+        """Write ``content`` (UTF-8) to ``OUT/rel`` atomically, unless it already holds it."""
+        dst = self.path(rel)
+        data = content.encode("utf-8")
+        if dst.is_file() and not dst.is_symlink() and dst.read_bytes() == data:
+            self.unchanged += 1
+        else:
+            write_atomic(dst, data)
+            self.written += 1
+        return dst
+
+    def video(self, rel: str, src: Path, mode: str) -> Path:
+        """Place ``src`` at ``OUT/rel`` by ``mode`` (:data:`LINK_MODES`), atomically; an up-to-date
+        destination (same inode, same link target, or same bytes) is left alone."""
+        if mode not in LINK_MODES:
+            raise ValueError(f"--link: expected one of {', '.join(LINK_MODES)}, got {mode!r}")
+        dst = self.path(rel)
+        if _up_to_date(dst, src, mode):
+            self.unchanged += 1
+            return dst
+        tmp = temp_path_for(dst)
+        try:
+            tmp.unlink()
+            if mode == "symlink":
+                os.symlink(src, tmp)
+            elif mode == "hard" and not self._hard_link(src, tmp):
+                shutil.copyfile(src, tmp)
+            elif mode == "copy":
+                shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
+        finally:
+            if tmp.is_symlink() or tmp.exists():
+                tmp.unlink()
+        self.written += 1
+        return dst
+
+    def _hard_link(self, src: Path, tmp: Path) -> bool:
+        """Hard-link ``src`` to ``tmp``; False (and a warning, once) where the file system refuses."""
+        try:
+            os.link(src, tmp)
+            return True
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+            msg = f"videos copied: cannot hard-link from {self.run_root} into {self.out} ({e.strerror})"
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+            return False
+
+    def finish(self, parts: Sequence[Part], left_out: Sequence[LeftOut], warnings: Sequence[str] = (),
+               info: Mapping[str, Any] | None = None) -> ExportResult:
+        """Delete what the previous export owned and this one does not, then write the record."""
+        keep = set(self.owned) | {RECORD}
+        removed = []
+        for rel in self.previous:
+            p = self.out / rel
+            if rel in keep or os.path.isabs(rel) or ".." in Path(rel).parts:
+                continue
+            if p.is_file() or p.is_symlink():
+                p.unlink()
+                removed.append(rel)
+                _remove_empty_parents(p.parent, self.out)
+        result = ExportResult(self.fmt, self.run_root, self.out, tuple(parts), tuple(left_out),
+                              tuple(sorted(self.owned)), self.written, self.unchanged, tuple(sorted(removed)),
+                              tuple(self.warnings) + tuple(warnings), dict(info or {}))
+        record = self.out / RECORD
+        text = json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
+        if not (record.is_file() and record.read_text(encoding="utf-8") == text):
+            write_atomic(record, text)
+        return result
+
+
+def _up_to_date(dst: Path, src: Path, mode: str) -> bool:
+    if mode == "symlink":
+        return dst.is_symlink() and os.readlink(dst) == str(src)
+    if dst.is_symlink() or not dst.is_file():
+        return False
+    same = os.path.samefile(dst, src)
+    if same:
+        return mode == "hard"
+    # a copy (or a hard link's fallback copy) is up to date when it holds the same bytes
+    return dst.stat().st_size == src.stat().st_size and file_key(dst) == file_key(src)
+
+
+def _remove_empty_parents(folder: Path, stop: Path) -> None:
+    while folder != stop and stop in folder.parents and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

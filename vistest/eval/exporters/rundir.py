@@ -1,0 +1,290 @@
+"""Reading a run directory (the OUTDIR of ``vistest run``) into the rows every exporter writes.
+
+A run directory (docs/videos.md) holds, for any number of scenes::
+
+    {n}_frame/{scene_id}.mp4            budget videos; all_frame/ every frame
+    dummy_{mode}/{scene_id}/{key}.mp4   dummy videos (allblack: dummy_allblack/{scene_id}.mp4)
+    scenes/{scene_id}/{n}_frame.jsonl   frame-budget ground truth (real videos)
+    scenes/{scene_id}/dummy_gt.jsonl    ground truth of every dummy
+    manifest.jsonl                      every video: frames, key, profile ...
+
+:func:`load_run` turns it into :class:`ExportRow` records, one per (question, variant,
+budget), checked against the manifest: every video a row names must be listed there and
+exist, a budget video must hold exactly the row's ``frame_indices``, and a dummy's content
+key must be the manifest's (otherwise the ground truth and the videos come from different
+runs). The ground truth itself is read and validated by vistest.eval.score's loaders, so an
+export accepts exactly what ``vistest score -r RUN/scenes/{scene_id}`` accepts.
+
+Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label);
+``num_frames`` its JSON value (16 or ``"all"``), as in the budget files; video paths are
+'/'-separated and relative to the run directory. Errors are ValueError naming the file,
+the field and what was expected.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ...pipeline import MANIFEST, read_manifest as read_manifest_records
+from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
+from ..score import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
+from ...videos.plan import budget_video_path
+
+SCENES_DIR = "scenes"
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One (question, variant, budget) of a run directory.
+
+    ``variant``: ``"budget"`` (the real budget video) or ``"dummy-{mode}"``. ``ground_truth``:
+    the answer the video supports, as the run wrote it (string or number), None when
+    unanswerable; ``original_ground_truth``: the question's all-frame answer. ``options``:
+    the MCQ options (``"A. text"``), None for numeric types. ``video``: the video the row is
+    asked on, relative to the run directory (None: a dummy with no frame left to write);
+    ``video_frames``: its frame count (manifest, verified by decoding when written);
+    ``frame_indices``: the source frame of each frame of that video, in order.
+    ``record``: the run's record as read (every field); ``source``/``line``: where.
+    ``scorable``: real rows: answerable, with a ground truth lmms-eval's rules can score
+    (vistest.eval.score.Truth.scorable: an appearance order given as a list of ids is not);
+    dummy rows: always True (they are scored for hallucination).
+    """
+
+    scene_id: str
+    id: str
+    variant: str
+    budget: str
+    question_type: str
+    question: str
+    options: tuple[str, ...] | None
+    ground_truth: Any
+    original_ground_truth: Any
+    status: str
+    reason: str | None
+    video: str | None
+    video_frames: int | None
+    frame_indices: tuple[int, ...]
+    sampler_profile: str | None
+    record: Mapping[str, Any]
+    source: str
+    line: int
+    scorable: bool
+
+    @property
+    def num_frames(self) -> int | str:
+        """The budget as the budget files write it: an int, or ``"all"``."""
+        return budget_json(self.budget)
+
+    @property
+    def is_dummy(self) -> bool:
+        return self.variant != REAL_VARIANT
+
+    @property
+    def answerable(self) -> bool:
+        return self.status != "unanswerable" and self.ground_truth is not None
+
+    @property
+    def is_mcq(self) -> bool:
+        return QUESTION_TYPES[self.question_type].answer == ANSWER_MCQ
+
+    @property
+    def is_counting(self) -> bool:
+        return QUESTION_TYPES[self.question_type].rule == RULE_COUNTING
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+@dataclass(frozen=True)
+class VideoEntry:
+    """One manifest line: ``path`` (relative to the run directory), ``num_frames``,
+    ``source_frames``, ``black_frames``, ``key``, ``fps``, ``profile`` (budget videos),
+    ``source`` (the source video, absolute) and ``source_key``."""
+
+    scene_id: str
+    path: str
+    num_frames: int
+    source_frames: tuple[int, ...]
+    black_frames: tuple[int, ...]
+    key: str | None
+    fps: float | None
+    profile: str | None
+    source: str | None
+    source_key: str | None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything an exporter reads from a run directory. ``root``: the run directory
+    (absolute); ``rows``: real rows (budget order, then scene, then question order) followed
+    by dummy rows (scene, then the order of dummy_gt.jsonl); ``videos``: manifest lines by
+    path; ``scenes``: scene ids, sorted; ``budgets``: budget labels present, in budget order."""
+
+    root: Path
+    rows: tuple[ExportRow, ...]
+    videos: Mapping[str, VideoEntry]
+    scenes: tuple[str, ...]
+    budgets: tuple[str, ...]
+
+    def video_abspath(self, rel: str) -> Path:
+        """The absolute path of a video given relative to the run directory."""
+        return self.root / rel
+
+    @property
+    def real_rows(self) -> tuple[ExportRow, ...]:
+        return tuple(r for r in self.rows if not r.is_dummy)
+
+    @property
+    def dummy_rows(self) -> tuple[ExportRow, ...]:
+        return tuple(r for r in self.rows if r.is_dummy)
+
+    def profile(self, scene_id: str) -> str | None:
+        """The sampler profile of the scene's budget videos (None when it has none)."""
+        profiles = sorted({v.profile for v in self.videos.values() if v.scene_id == scene_id and v.profile})
+        return profiles[0] if profiles else None
+
+
+# ---------------------------------------------------------------------------------------
+# the manifest
+# ---------------------------------------------------------------------------------------
+def _int_list(v: Any, where: str, fld: str) -> tuple[int, ...]:
+    if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        raise ValueError(f"{where}: {fld}: expected a list of frame numbers, got {v!r}")
+    return tuple(v)
+
+
+def manifest_videos(root: Path) -> dict[str, VideoEntry]:
+    """``manifest.jsonl`` of the run directory, by video path (docs/videos.md)."""
+    path = root / MANIFEST
+    out: dict[str, VideoEntry] = {}
+    for line, doc in enumerate(read_manifest_records(root), start=1):
+        where = f"{path}: record {line}"
+        if not isinstance(doc["num_frames"], int) or doc["num_frames"] < 0:
+            raise ValueError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
+        out[str(doc["path"])] = VideoEntry(
+            str(doc["scene_id"]), str(doc["path"]), doc["num_frames"],
+            _int_list(doc.get("source_frames", []), where, "source_frames"),
+            _int_list(doc.get("black_frames", []), where, "black_frames"),
+            doc.get("key"), doc.get("fps"), doc.get("profile"), doc.get("source"), doc.get("source_key"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# ground truth rows
+# ---------------------------------------------------------------------------------------
+def _options(doc: Mapping[str, Any], qtype: str) -> tuple[str, ...] | None:
+    opts = doc.get("options")
+    if QUESTION_TYPES[qtype].answer != ANSWER_MCQ or not opts:
+        return None
+    return tuple(str(o) for o in opts)
+
+
+def _raw_records(paths: list[Path]) -> dict[tuple[str, int], dict]:
+    """{(file, line): record} of every JSONL file (the records vistest.eval.score validated)."""
+    return {(str(p), line): doc for p in paths
+            for line, doc in iter_jsonl(p.read_text(encoding="utf-8").splitlines(), str(p))}
+
+
+def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str, VideoEntry],
+              root: Path) -> tuple[str | None, VideoEntry | None]:
+    """The video a row is asked on, checked against the manifest and the disk."""
+    where = f"{truth.source}:{truth.line}"
+    if truth.is_dummy:
+        rel = doc.get("video")
+        if rel is None:
+            return None, None
+        entry = videos.get(str(rel))
+        if entry is None:
+            raise ValueError(f"{where}: video: {rel} is not in {root / MANIFEST}; the dummy ground truth and the "
+                             f"videos come from different runs (rerun 'vistest run')")
+        if doc.get("video_key") and entry.key and doc["video_key"] != entry.key:
+            raise ValueError(f"{where}: video_key: {doc['video_key'][:16]}... but {root / MANIFEST} lists {rel} with "
+                             f"key {entry.key[:16]}...; rerun 'vistest run'")
+    else:
+        rel = budget_video_path(scene_id, budget_json(truth.budget))
+        entry = videos.get(rel)
+        if entry is None:
+            raise ValueError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
+                             f"with this budget, or delete the stale {Path(truth.source).name}")
+        fi = doc.get("frame_indices")
+        if fi is not None and tuple(fi) != entry.source_frames:
+            raise ValueError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
+                             f"ground truth and the video come from different runs (rerun 'vistest run')")
+    if not (root / str(rel)).is_file():
+        raise ValueError(f"{root / str(rel)}: video file missing (listed in {root / MANIFEST}); rerun 'vistest run'")
+    return str(rel), entry
+
+
+def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry]) -> list[ExportRow]:
+    """The rows of one ``scenes/{scene_id}/`` folder (budget files, then dummy_gt.jsonl)."""
+    scene_id = scene_dir.name
+    truth = load_run_dir(scene_dir)
+    raw = _raw_records([Path(f) for f in truth.files])
+    rows = []
+    for t in truth.truths:
+        doc = raw[(t.source, t.line)]
+        if str(doc.get("scene_id", scene_id)) != scene_id:
+            raise ValueError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
+                             f"{doc.get('scene_id')!r}")
+        rel, entry = _video_of(t, doc, scene_id, videos, root)
+        frames = tuple(doc.get("frame_indices") or ()) if not t.is_dummy else (entry.source_frames if entry else ())
+        rows.append(ExportRow(
+            scene_id=scene_id, id=t.id, variant=t.variant, budget=t.budget, question_type=t.question_type,
+            question=str(doc.get("question", "")), options=_options(doc, t.question_type), ground_truth=t.ground_truth,
+            original_ground_truth=doc.get("original_ground_truth", doc.get("ground_truth")), status=t.status,
+            reason=doc.get("reason"), video=rel, video_frames=entry.num_frames if entry else None,
+            frame_indices=frames, sampler_profile=doc.get("sampler_profile"), record=MappingProxyType(dict(doc)),
+            source=t.source, line=t.line, scorable=t.scorable or t.is_dummy))
+    return rows
+
+
+def check_ids_across_scenes(rows: list[ExportRow]) -> None:
+    """vistest score joins predictions on (id, variant, budget), without the scene: two
+    scenes must not share a question id."""
+    seen: dict[tuple[str, str, str], ExportRow] = {}
+    for r in rows:
+        key = (r.id, r.variant, r.budget)
+        other = seen.setdefault(key, r)
+        if other.scene_id != r.scene_id:
+            raise ValueError(f"{r.where}: id: {r.id!r} is also a question of scene {other.scene_id!r} "
+                             f"({other.where}); predictions are matched by id, so ids must be unique across the "
+                             f"scenes of a run directory")
+
+
+def load_run(run_dir: str | os.PathLike) -> RunData:
+    """Every row of a ``vistest run`` output folder, checked against its manifest."""
+    root = Path(run_dir).resolve()
+    if not root.is_dir():
+        raise ValueError(f"{run_dir}: run directory: not a folder")
+    scenes_dir = root / SCENES_DIR
+    scene_dirs = sorted(p for p in scenes_dir.iterdir() if p.is_dir()) if scenes_dir.is_dir() else []
+    if not scene_dirs:
+        raise ValueError(f"{root}: run directory: expected the output folder of 'vistest run' "
+                         f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
+    videos = manifest_videos(root)
+    rows: list[ExportRow] = []
+    for d in scene_dirs:
+        rows += scene_rows(root, d, videos)
+    check_ids_across_scenes(rows)
+    budgets = sorted({r.budget for r in rows}, key=budget_sort_key)
+    order = {b: i for i, b in enumerate(budgets)}
+    real = sorted((r for r in rows if not r.is_dummy), key=lambda r: order[r.budget])  # stable: scene, question
+    dummy = [r for r in rows if r.is_dummy]
+    return RunData(root, tuple(real + dummy), MappingProxyType(videos), tuple(d.name for d in scene_dirs),
+                   tuple(budgets))
+
+
+def answer_text(v: Any) -> str | None:
+    """An answer as the string lmms-eval and VLMEvalKit compare: ``"B"``, ``"3"``, ``"1.91"``
+    (numbers by ``str``: 3 -> ``"3"``, 3.5 -> ``"3.5"``); None stays None; a list (an
+    appearance order given by ids) becomes its JSON text."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)

@@ -1,0 +1,152 @@
+"""``index.html`` of a run folder: one static page linking everything a run wrote.
+
+``vistest index RUN_DIR`` writes ``RUN_DIR/index.html`` (plain HTML and inline CSS, no
+script, relative links: it opens from disk, no server). Per scene (the scene ids of
+``manifest.jsonl`` and of ``scenes/*/``):
+
+* **pictures**: every PNG under ``scenes/{scene_id}/`` (the timeline and overlay sheet
+  ``make demo`` puts there, score plots), shown and linked;
+* **files**: every other file under ``scenes/{scene_id}/`` (budget and dummy ground truth,
+  visibility, overlay video, score reports), linked;
+* **videos**: a table of the scene's ``manifest.jsonl`` lines (path, kind, budget / mode,
+  frames, questions, warnings), each with its contact sheet from ``SHEETS/{path}.png``
+  (``vistest sheet``) when there is one.
+
+Then every other file at the top of the run folder (``manifest.jsonl``...). Hidden files
+and folders (``.manifest.lock``, ``.vistest/``) are left out. The page is rewritten
+atomically and is the same for the same folder contents (no timestamps).
+"""
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+from ..atomic import write_atomic
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{font-size:1.4em}h2{border-bottom:1px solid #ccc;margin-top:1.6em}h3{font-size:1em;margin-bottom:.3em}
+.pics{display:flex;flex-wrap:wrap;gap:12px}.pics figure{margin:0}.pics img{max-width:640px;max-height:420px;
+border:1px solid #ccc}figcaption{font-size:.85em}table{border-collapse:collapse;font-size:.85em}
+td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}td img{width:240px}
+.warn{color:#a40}code{font-size:.95em}
+"""
+
+
+def _href(path: Path, base: Path) -> str:
+    """URL of ``path`` relative to ``base`` (percent-encoded, '/'-separated)."""
+    return quote(Path(os.path.relpath(path, base)).as_posix())
+
+
+def _visible_files(folder: Path) -> list[Path]:
+    """Files under ``folder`` (recursive, sorted), skipping hidden files and folders."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+    return out
+
+
+def _manifest(run_dir: Path) -> list[dict]:
+    path = run_dir / "manifest.jsonl"
+    if not path.is_file():
+        return []
+    from ..pipeline import read_manifest
+
+    return read_manifest(run_dir)
+
+
+def _link(path: Path, base: Path, text: str | None = None) -> str:
+    return f'<a href="{_href(path, base)}">{html.escape(text or Path(os.path.relpath(path, base)).as_posix())}</a>'
+
+
+def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path) -> str:
+    rows = ["<tr><th>video</th><th>kind</th><th>frames</th><th>questions</th><th>contact sheet</th></tr>"]
+    for r in recs:
+        video = run_dir / r["path"]
+        cell = _link(video, run_dir) if video.is_file() else f"{html.escape(r['path'])} (missing)"
+        kind = r["variant"] + (f" {r['budget']}" if r.get("budget") is not None else "") + \
+            (f" ({r['profile']})" if r.get("profile") else "") + (f" {r['mode']}" if r.get("mode") else "") + \
+            (f" fill {r['fill']}" if r.get("fill") else "")
+        if r.get("objects"):
+            kind += f"<br>removes {html.escape(', '.join(map(str, r['objects'])))}"
+        warns = "".join(f'<br><span class="warn">{html.escape(w)}</span>' for w in r.get("warnings", []))
+        sheet = sheets_dir / Path(r["path"]).with_suffix(".png")
+        thumb = f'<a href="{_href(sheet, run_dir)}"><img src="{_href(sheet, run_dir)}" alt="contact sheet"></a>' \
+            if sheet.is_file() else ""
+        qs = ", ".join(map(str, r.get("questions", [])))
+        rows.append(f"<tr><td>{cell}{warns}</td><td>{html.escape(kind) if '<br>' not in kind else kind}</td>"
+                    f"<td>{r['num_frames']} @ {r.get('fps', '?')} fps</td><td>{html.escape(qs)}</td>"
+                    f"<td>{thumb}</td></tr>")
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None, title: str | None = None) -> str:
+    """The page for ``run_dir`` (see the module docstring); ``sheets_dir`` defaults to ``RUN_DIR/sheets``."""
+    run_dir = Path(run_dir).resolve()
+    sheets_dir = (run_dir / "sheets") if sheets_dir is None else Path(sheets_dir).resolve()
+    recs = _manifest(run_dir)
+    scene_ids = sorted({r["scene_id"] for r in recs} |
+                       {p.name for p in (run_dir / "scenes").glob("*") if p.is_dir() and not p.name.startswith(".")})
+    # named by its scenes, not its folder: the same run gives the same page wherever it lives
+    title = title or "vistest run: " + (", ".join(scene_ids) or run_dir.name)
+    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+             f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+             "<p>Everything this run wrote, per scene: pictures (timeline, overlay, plots), ground-truth files, "
+             "and every video with its contact sheet (each frame captioned with the source frame it was made "
+             "from; <code>ok</code> = it matches the source, or black, as the manifest says).</p>"]
+    if scene_ids:
+        parts.append("<p>Scenes: " + ", ".join(f'<a href="#scene-{quote(s)}">{html.escape(s)}</a>'
+                                                 for s in scene_ids) + "</p>")
+    for sid in scene_ids:
+        parts.append(f'<h2 id="scene-{html.escape(quote(sid))}">{html.escape(sid)}</h2>')
+        files = _visible_files(run_dir / "scenes" / sid)
+        pics = [f for f in files if f.suffix.lower() == ".png"]
+        others = [f for f in files if f.suffix.lower() != ".png"]
+        if pics:
+            parts.append("<h3>Pictures</h3><div class=\"pics\">" + "".join(
+                f'<figure><a href="{_href(p, run_dir)}"><img src="{_href(p, run_dir)}" '
+                f'alt="{html.escape(p.name)}"></a><figcaption>{html.escape(p.relative_to(run_dir).as_posix())}'
+                f"</figcaption></figure>" for p in pics) + "</div>")
+        if others:
+            parts.append("<h3>Files</h3><ul>" + "".join(f"<li>{_link(f, run_dir)}</li>" for f in others) + "</ul>")
+        mine = [r for r in recs if r["scene_id"] == sid]
+        if mine:
+            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir))
+    top = [p for p in sorted(run_dir.iterdir()) if p.is_file() and not p.name.startswith(".")
+           and p.name != "index.html"]
+    if top:
+        parts.append("<h2>Run folder</h2><ul>" + "".join(f"<li>{_link(p, run_dir)}</li>" for p in top) + "</ul>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write_index(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None,
+                title: str | None = None) -> Path:
+    """Write ``RUN_DIR/index.html`` atomically; returns its path."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"{run_dir}: not a folder; expected the output folder of 'vistest run'")
+    path = run_dir / "index.html"
+    write_atomic(path, index_html(run_dir, sheets_dir, title))
+    return path
+
+
+def links(page: str) -> list[str]:
+    """Every ``href`` and ``src`` of an HTML page, unescaped, in order (for checks)."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class _P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.extend(v for k, v in attrs if k in ("href", "src") and v is not None)
+
+    _P().feed(page)
+    return found
+
+

@@ -1,0 +1,583 @@
+"""Video I/O through ffmpeg: probe, read frames by index, write H.264 atomically.
+
+* :func:`ffmpeg_exe` - the ffmpeg binary: ``$VISTEST_FFMPEG`` if set (the CLI's
+  ``--ffmpeg`` sets it), else the one bundled with ``imageio-ffmpeg``. No ffprobe is
+  needed anywhere: :func:`probe` parses ``ffmpeg -i`` and counts frames by decoding.
+* :func:`probe` - size, frame rate, header frame estimate, container tags; with
+  ``count=True`` the true frame count (by decoding).
+* :func:`read_frames` - the decoded frames at given indices, streamed (one frame in
+  memory at a time); :class:`FrameReader` - every decoded frame in order, as raw bytes.
+* :class:`VideoWriter` - H.264 / yuv420p / constant frame rate, fed raw frames (RGB24 or
+  yuv420p) through a pipe, or reading a raw file or generating black frames itself. The
+  output appears atomically: ffmpeg writes a temporary file in the destination folder,
+  the frame count of that file is verified by decoding it, and only then is it renamed
+  onto the destination; on any exception (or Ctrl-C) the temporary file is removed and
+  the destination is left untouched.
+* :func:`count_frames` - the true number of frames, by decoding the whole video.
+
+Conventions: frame indices are 0-based decoded frame numbers (every frame the decoder
+outputs, none dropped or duplicated: ``-fps_mode passthrough``), the numbering of
+``Frame.index`` in a scene; times are seconds; sizes are (W, H) in pixels. RGB frames are
+``uint8`` (H, W, 3) arrays, row 0 at the top; yuv420p frames are ``uint8`` (H * 3 // 2, W)
+arrays in OpenCV's I420 layout (the Y plane, then U, then V, each chroma plane
+(H/2, W/2)), i.e. ffmpeg's raw ``yuv420p`` bytes.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import ffmpeg  # ffmpeg-python: builds the command lines
+import numpy as np
+
+from ..atomic import temp_path_for
+
+__all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
+           "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS"]
+
+PIX_FMTS = ("rgb24", "yuv420p")
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
+                "placebo")
+PIPE_SIZE = 1 << 20  # bytes: pipe buffer asked of the kernel (Linux's default maximum), fewer context switches
+
+
+class VideoError(RuntimeError):
+    """ffmpeg failed; the message names the file and ends with ffmpeg's own error lines."""
+
+
+def ffmpeg_exe() -> str:
+    """Path of the ffmpeg executable: ``$VISTEST_FFMPEG`` if set, else imageio-ffmpeg's binary."""
+    exe = os.environ.get("VISTEST_FFMPEG")
+    if exe:
+        return exe
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def _rate(fps: float) -> str:
+    """``fps`` as the exact rational ffmpeg expects, e.g. 29.97 -> '30000/1001', 30.0 -> '30'."""
+    if isinstance(fps, bool) or not (isinstance(fps, (int, float, np.floating)) and np.isfinite(fps) and fps > 0):
+        raise ValueError(f"fps: expected a positive finite number, got {fps!r}")
+    r = Fraction(float(fps)).limit_denominator(1001)
+    return str(r.numerator) if r.denominator == 1 else f"{r.numerator}/{r.denominator}"
+
+
+def _command(stream, *global_args: str) -> list[str]:
+    """[ffmpeg, global options..., stream arguments...]: global options go first, where
+    every ffmpeg version honours them (ffmpeg-python would append them at the end)."""
+    return [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *global_args, *ffmpeg.get_args(stream)]
+
+
+def _tail(data: bytes, lines: int = 15) -> str:
+    """The last ``lines`` lines of ffmpeg's stderr, for error messages."""
+    return "\n".join(data.decode("utf-8", "replace").strip().splitlines()[-lines:])
+
+
+def frame_bytes(size: tuple[int, int], pix_fmt: str) -> int:
+    """Bytes of one raw frame of ``size`` (W, H) in ``pix_fmt`` (``rgb24`` or ``yuv420p``;
+    odd yuv420p sizes get chroma planes of ceil(W/2) x ceil(H/2), as ffmpeg writes them)."""
+    w, h = size
+    if pix_fmt == "rgb24":
+        return w * h * 3
+    if pix_fmt == "yuv420p":
+        return w * h + 2 * ((w + 1) // 2) * ((h + 1) // 2)
+    raise ValueError(f"pix_fmt: expected one of {', '.join(PIX_FMTS)}, got {pix_fmt!r}")
+
+
+def _frame_shape(size: tuple[int, int], pix_fmt: str) -> tuple[int, ...]:
+    """numpy shape of one frame: (H, W, 3) for rgb24, (H * 3 // 2, W) for (even-sized) yuv420p."""
+    w, h = size
+    return (h, w, 3) if pix_fmt == "rgb24" else (h * 3 // 2, w)
+
+
+# ---------------------------------------------------------------------------------------
+# probe
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VideoInfo:
+    """What ``ffmpeg -i`` says about the first video stream of a file (plus, optionally, a count).
+
+    ``size``: (W, H) of the *decoded* frames in pixels (a display rotation of +-90 degrees,
+    which ffmpeg applies when decoding, swaps the stored size). ``fps``: the stream's
+    average frame rate in frames per second (``tbr`` when no ``fps`` is printed).
+    ``duration``: container duration in seconds (None when unknown). ``frames_estimate``:
+    ``round(duration * fps)``, the header's claim. ``num_frames``: the decoded frame count,
+    only when counted (``probe(..., count=True)``), else None. ``metadata``: the container's
+    global tags (vistest stores its content key in ``comment``).
+    """
+
+    path: str
+    size: tuple[int, int]
+    fps: float
+    codec: str
+    pix_fmt: str
+    duration: float | None
+    frames_estimate: int | None
+    num_frames: int | None = None
+    rotation: float = 0.0
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+_VIDEO_LINE_RE = re.compile(r"Stream #\d+:\d+.*?: Video: (.*)$")
+_SIZE_RE = re.compile(r", (\d+)x(\d+)(?=[ ,]|$)")
+_FPS_RE = re.compile(r", (\d+(?:\.\d+)?)(k?) (fps|tbr)\b")
+_DURATION_RE = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
+_ROTATION_RE = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
+
+
+def _global_metadata(lines: list[str]) -> dict[str, str]:
+    """Tags of the first input's own ``Metadata:`` block (2-space header, 4-space entries)."""
+    out: dict[str, str] = {}
+    inside = False
+    for ln in lines:
+        if ln.startswith("Input #"):
+            if out or inside:
+                break
+            continue
+        if ln == "  Metadata:":
+            inside = True
+            continue
+        if inside:
+            if not ln.startswith("    "):
+                break
+            key, _, value = ln.strip().partition(":")
+            if key.strip():  # continuation lines of a multi-line value have no key
+                out[key.strip()] = value.strip()
+    return out
+
+
+def parse_probe(path: str, stderr: str) -> VideoInfo:
+    """Parse the stderr of ``ffmpeg -i path`` (see :func:`probe`); VideoError when there is
+    no video stream or a field cannot be read."""
+    lines = stderr.splitlines()
+    video = next((m for m in map(_VIDEO_LINE_RE.search, lines) if m), None)
+    if video is None:
+        raise VideoError(f"{path}: no video stream found by ffmpeg:\n{_tail(stderr.encode())}")
+    desc = video.group(1)
+    size = _SIZE_RE.search(desc)
+    if size is None:
+        raise VideoError(f"{path}: video stream: cannot read the frame size (WxH) from ffmpeg's line {desc!r}")
+    rates = {m.group(3): float(m.group(1)) * (1000 if m.group(2) else 1) for m in _FPS_RE.finditer(desc)}
+    fps = rates.get("fps") or rates.get("tbr")
+    if not fps:
+        raise VideoError(f"{path}: video stream: cannot read the frame rate (fps/tbr) from ffmpeg's line {desc!r}")
+    codec = desc.split(",", 1)[0].split(" ", 1)[0]
+    pix_fmt = desc.split(",")[1].strip().split("(", 1)[0].strip() if "," in desc else ""
+    w, h = int(size.group(1)), int(size.group(2))
+    rot = next((float(m.group(1)) for m in map(_ROTATION_RE.search, lines) if m), 0.0)
+    if round(abs(rot)) % 180 == 90:
+        w, h = h, w
+    dur = _DURATION_RE.search(stderr)
+    duration = int(dur.group(1)) * 3600 + int(dur.group(2)) * 60 + float(dur.group(3)) if dur else None
+    estimate = int(round(duration * fps)) if duration is not None else None
+    return VideoInfo(str(path), (w, h), float(fps), codec, pix_fmt, duration, estimate, None, rot,
+                     _global_metadata(lines))
+
+
+def probe(path: str | os.PathLike, count: bool = False) -> VideoInfo:
+    """Probe the first video stream of ``path`` by parsing ``ffmpeg -i`` (no ffprobe).
+
+    ``count``: also decode the whole video to count its frames (``num_frames``); the
+    header's ``frames_estimate`` is a claim that variable frame rates, edit lists and
+    broken muxers make wrong. Raises FileNotFoundError or VideoError naming the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: video file not found")
+    try:
+        res = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+    info = parse_probe(str(path), res.stderr.decode("utf-8", "replace"))
+    if count:
+        info = VideoInfo(**{**info.__dict__, "num_frames": count_frames(path)})
+    return info
+
+
+# ---------------------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------------------
+def select_expr(indices: Iterable[int]) -> str:
+    """An ffmpeg ``select`` expression true exactly on the given decoded frame numbers,
+    with consecutive runs written as ``between(n,a,b)`` (short and cheap to evaluate)."""
+    uniq = sorted(set(int(i) for i in indices))
+    terms, k = [], 0
+    while k < len(uniq):
+        j = k
+        while j + 1 < len(uniq) and uniq[j + 1] == uniq[j] + 1:
+            j += 1
+        terms.append(f"eq(n,{uniq[k]})" if j == k else f"between(n,{uniq[k]},{uniq[j]})")
+        k = j + 1
+    return "+".join(terms) if terms else "0"
+
+
+class FrameReader:
+    """Decode a video to raw frames through an ffmpeg pipe, in decode order, streaming.
+
+    >>> with FrameReader("in.mp4", (640, 480), "yuv420p") as r:   # doctest: +SKIP
+    ...     for buf in r:           # a bytearray reused for every frame
+    ...         ...
+
+    ``size`` (W, H): the decoded size (from :func:`probe`); ``pad_even`` pads odd sizes
+    with black on the right/bottom to even ones (``size`` is then the padded size).
+    ``select``: decoded frame numbers to keep (None: all). ``threads``: decoder threads
+    (None: ffmpeg's default). Iterating yields one reused ``bytearray`` per frame (copy it
+    to keep it); ``frames_read`` counts them. A short final frame, or ffmpeg failing, is a
+    VideoError naming the file; leaving the ``with`` block early stops ffmpeg.
+    """
+
+    def __init__(self, path: str | os.PathLike, size: tuple[int, int], pix_fmt: str = "rgb24",
+                 select: Iterable[int] | None = None, threads: int | None = None, pad_even: bool = False):
+        self.path = Path(path)
+        w, h = size
+        if pad_even:
+            w, h = w + w % 2, h + h % 2
+        self.size = (int(w), int(h))
+        self.pix_fmt = pix_fmt
+        self.nbytes = frame_bytes(self.size, pix_fmt)
+        self.frames_read = 0
+        filters = []
+        if select is not None:
+            filters.append(f"select='{select_expr(select)}'")
+        if pad_even and (size[0] % 2 or size[1] % 2):
+            filters.append(f"pad={w}:{h}:0:0:black")
+        in_opts = {"threads": threads} if threads else {}
+        out_opts = {"format": "rawvideo", "pix_fmt": pix_fmt, "map": "0:v:0", "fps_mode": "passthrough"}
+        if filters:
+            out_opts["vf"] = ",".join(filters)
+        self.args = _command(ffmpeg.output(ffmpeg.input(str(self.path), **in_opts), "pipe:1", **out_opts))
+        self._proc: subprocess.Popen | None = None
+        self._err = None
+
+    def __enter__(self) -> "FrameReader":
+        if not self.path.is_file():
+            raise FileNotFoundError(f"{self.path}: video file not found")
+        self._err = tempfile.TemporaryFile()
+        try:
+            self._proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._err, bufsize=0,
+                                          pipesize=PIPE_SIZE)
+        except OSError as e:
+            self._err.close()
+            raise VideoError(f"{self.path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+        return self
+
+    def __iter__(self) -> Iterator[bytearray]:
+        buf = bytearray(self.nbytes)
+        view = memoryview(buf)
+        while True:
+            got = 0
+            while got < self.nbytes:
+                n = self._proc.stdout.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+            if got == 0:
+                break
+            if got < self.nbytes:
+                self._check_exit()
+                raise VideoError(f"{self.path}: frame {self.frames_read}: ffmpeg delivered {got} of "
+                                 f"{self.nbytes} bytes (truncated frame)")
+            self.frames_read += 1
+            yield buf
+        self._check_exit()
+
+    def _check_exit(self) -> None:
+        rc = self._proc.wait()
+        if rc != 0:
+            self._err.seek(0)
+            raise VideoError(f"{self.path}: ffmpeg could not decode the video (exit {rc}):\n{_tail(self._err.read())}")
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop ffmpeg (if still running) and release its pipes."""
+        proc = self._proc
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            self._proc = None
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+
+
+def read_frames(path: str | os.PathLike, indices: Iterable[int], pix_fmt: str = "rgb24",
+                size: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
+    """Yield the decoded frames at ``indices`` (0-based decoded frame numbers, in
+    non-decreasing order, repeats allowed), each a new ``uint8`` array (see the module
+    docstring for shapes), streaming: ffmpeg's ``select`` keeps only the wanted frames and
+    one frame is in memory at a time. ``size``: decoded (W, H), probed when None.
+    Raises ValueError for unordered or negative indices, VideoError (naming the file and
+    the missing index) when the video has fewer frames than asked for.
+    """
+    wanted = [int(i) for i in indices]
+    if any(i < 0 for i in wanted) or any(b < a for a, b in zip(wanted, wanted[1:])):
+        raise ValueError(f"{path}: indices: expected non-negative frame numbers in non-decreasing order, "
+                         f"got {wanted[:20]}{' ...' if len(wanted) > 20 else ''}")
+    if not wanted:
+        return
+    size = probe(path).size if size is None else size
+    uniq = sorted(set(wanted))
+    shape = _frame_shape(size, pix_fmt)
+    pos = 0
+    with FrameReader(path, size, pix_fmt, select=uniq) as reader:
+        for k, buf in enumerate(reader):
+            frame = np.frombuffer(bytes(buf), np.uint8).reshape(shape)
+            while pos < len(wanted) and wanted[pos] == uniq[k]:
+                yield frame
+                pos += 1
+            if pos == len(wanted):
+                return
+    raise VideoError(f"{path}: frame {wanted[pos]} was asked for, but the video ends before it "
+                     f"(0-based decoded frame numbers)")
+
+
+# ---------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RawFile:
+    """A VideoWriter input: ``num_frames`` raw frames (the writer's ``pix_fmt`` and size) in a file."""
+
+    path: Path
+    num_frames: int
+
+
+@dataclass(frozen=True)
+class BlackFrames:
+    """A VideoWriter input: ``num_frames`` black frames that ffmpeg generates itself."""
+
+    num_frames: int
+
+
+class VideoWriter:
+    """Write an H.264 (libx264, yuv420p, constant frame rate) video atomically.
+
+    >>> with VideoWriter("out.mp4", fps=30.0, size=(640, 480)) as w:   # doctest: +SKIP
+    ...     for frame in frames:          # (480, 640, 3) uint8, RGB, row 0 = top
+    ...         w.write(frame)
+
+    ``size`` is (W, H) in pixels; both must be even (yuv420p halves the chroma planes).
+    ``crf`` (0-51, lower = better) and ``preset`` are libx264's; ``threads`` its thread
+    count (None: libx264's default, 1.5 x cores). ``pix_fmt``: the raw frames given to
+    :meth:`write` (``rgb24`` or ``yuv420p``, see the module docstring). ``metadata``:
+    container tags (e.g. ``{"comment": ...}``). ``source``: None to feed frames through
+    :meth:`write`/:meth:`write_raw`, or a :class:`RawFile` / :class:`BlackFrames` that ffmpeg
+    reads or generates itself. The container follows the suffix of ``path`` (.mp4, .mkv,
+    ...); mp4 gets ``+faststart``. Frame i is shown at time i / fps. ``verify``: decode the
+    finished file and require exactly the frames given (VideoError otherwise) before it is
+    renamed into place. Writing zero frames is an error (nothing is written).
+
+    Besides the ``with`` block, :meth:`start`, :meth:`close_input`, :meth:`finish` and
+    :meth:`abort` let a caller drive many writers at once.
+    """
+
+    def __init__(self, path: str | os.PathLike, fps: float, size: tuple[int, int], crf: int = 18,
+                 preset: str = "medium", *, pix_fmt: str = "rgb24", threads: int | None = None,
+                 metadata: Mapping[str, str] | None = None, source: RawFile | BlackFrames | None = None,
+                 verify: bool = True):
+        self.path = Path(path)
+        self.fps = float(fps)
+        self.rate = _rate(fps)
+        try:
+            w, h = (int(v) for v in size)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.path}: size: expected (W, H) as two integers, got {size!r}") from None
+        if w <= 0 or h <= 0 or w % 2 or h % 2:
+            raise ValueError(f"{self.path}: size: expected positive even (W, H) for yuv420p H.264, got {size!r}; "
+                             f"crop or pad the frames to an even size")
+        if pix_fmt not in PIX_FMTS:
+            raise ValueError(f"{self.path}: pix_fmt: expected one of {', '.join(PIX_FMTS)}, got {pix_fmt!r}")
+        if isinstance(crf, bool) or not isinstance(crf, (int, np.integer)) or not 0 <= crf <= 51:
+            raise ValueError(f"{self.path}: crf: expected an integer in 0..51 (libx264), got {crf!r}")
+        if preset not in X264_PRESETS:
+            raise ValueError(f"{self.path}: preset: expected one of {', '.join(X264_PRESETS)}, got {preset!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"{self.path}: threads: expected a positive integer or None, got {threads!r}")
+        self.size = (w, h)
+        self.crf = int(crf)
+        self.preset = preset
+        self.pix_fmt = pix_fmt
+        self.threads = threads
+        self.metadata = dict(metadata or {})
+        self.source = source
+        self.verify = verify
+        self.nbytes = frame_bytes(self.size, pix_fmt)
+        self.frames_written = 0
+        self._proc: subprocess.Popen | None = None
+        self._tmp: Path | None = None
+        self._err = None
+
+    # ---- command ---------------------------------------------------------------------
+    def _input(self):
+        w, h = self.size
+        if isinstance(self.source, BlackFrames):
+            return ffmpeg.input(f"color=c=black:s={w}x{h}:r={self.rate}", f="lavfi")
+        name = "pipe:0" if self.source is None else str(self.source.path)
+        return ffmpeg.input(name, format="rawvideo", pix_fmt=self.pix_fmt, s=f"{w}x{h}", framerate=self.rate)
+
+    def command(self, out: str | os.PathLike) -> list[str]:
+        """The ffmpeg argument list that encodes this writer's input into ``out``."""
+        opts = {"vcodec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.preset,
+                "r": self.rate, "fps_mode": "cfr", "map_metadata": -1}
+        if self.threads is not None:
+            opts["threads"] = self.threads
+        if self.source is not None:
+            opts["frames:v"] = self.source.num_frames
+        if Path(out).suffix.lower() in (".mp4", ".m4v", ".mov"):
+            opts["movflags"] = "+faststart"
+        args = _command(ffmpeg.output(self._input(), str(out), **opts), "-y")
+        tags = [a for k, v in sorted(self.metadata.items()) for a in ("-metadata", f"{k}={v}")]
+        return args[:-1] + tags + args[-1:]
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> "VideoWriter":
+        """Start ffmpeg on a temporary file beside ``path`` (same suffix, so ffmpeg picks the
+        container from it)."""
+        if self.source is not None and self.source.num_frames < 1:
+            raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
+        self._tmp = temp_path_for(self.path)
+        self._err = tempfile.TemporaryFile()  # a file, not a pipe: ffmpeg can never block on it
+        stdin = subprocess.PIPE if self.source is None else subprocess.DEVNULL
+        try:
+            self._proc = subprocess.Popen(self.command(self._tmp), stdin=stdin, stdout=subprocess.DEVNULL,
+                                          stderr=self._err, pipesize=PIPE_SIZE)
+        except OSError as e:
+            self._cleanup()
+            raise VideoError(f"{self.path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+        if self.source is not None:
+            self.frames_written = self.source.num_frames
+        return self
+
+    def __enter__(self) -> "VideoWriter":
+        return self.start()
+
+    def write(self, frame: np.ndarray) -> None:
+        """Append one frame: ``uint8`` array, (H, W, 3) RGB for ``rgb24``, (H * 3 // 2, W)
+        I420 for ``yuv420p``; row 0 at the top."""
+        shape = _frame_shape(self.size, self.pix_fmt)
+        if not isinstance(frame, np.ndarray) or frame.shape != shape or frame.dtype != np.uint8:
+            got = f"{frame.dtype} {frame.shape}" if isinstance(frame, np.ndarray) else type(frame).__name__
+            raise ValueError(f"{self.path}: frame {self.frames_written}: expected uint8 array of shape "
+                             f"{shape} ({self.pix_fmt}), got {got}")
+        self.write_raw(np.ascontiguousarray(frame).data)
+
+    def write_raw(self, data) -> None:
+        """Append one frame given as raw bytes (any bytes-like object of exactly one frame)."""
+        if self._proc is None or self.source is not None:
+            raise RuntimeError(f"{self.path}: VideoWriter.write called outside its 'with' block "
+                               f"(or on a writer with its own source)")
+        if len(memoryview(data).cast("B")) != self.nbytes:
+            raise ValueError(f"{self.path}: frame {self.frames_written}: expected {self.nbytes} bytes of "
+                             f"{self.pix_fmt} {self.size[0]}x{self.size[1]}, got {len(memoryview(data).cast('B'))}")
+        try:
+            self._proc.stdin.write(data)
+        except BrokenPipeError:
+            self._proc.wait()
+            raise VideoError(f"{self.path}: ffmpeg exited while receiving frame {self.frames_written} "
+                             f"(exit {self._proc.returncode}):\n{self._stderr()}") from None
+        self.frames_written += 1
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+            return None  # re-raise the caller's exception
+        try:
+            self.finish()
+        except BaseException:
+            self.abort()
+            raise
+        return None
+
+    def close_input(self) -> None:
+        """Signal the end of the frames (ffmpeg then flushes the encoder)."""
+        if self._proc is not None and self._proc.stdin is not None and not self._proc.stdin.closed:
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def finish(self) -> None:
+        """Close ffmpeg's input, wait for it, check it, verify the frame count, and move the
+        result into place. On failure the temporary file stays until :meth:`abort`."""
+        proc = self._proc
+        self.close_input()
+        rc = proc.wait()
+        if rc != 0:
+            raise VideoError(f"{self.path}: ffmpeg failed (exit {rc}):\n{self._stderr()}")
+        if self.frames_written == 0:
+            raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
+        if self.verify:
+            got = count_frames(self._tmp)
+            if got != self.frames_written:
+                raise VideoError(f"{self.path}: {self.frames_written} frames were encoded but the written file "
+                                 f"decodes to {got}; not keeping it")
+        os.replace(self._tmp, self.path)
+        self._tmp = None
+        self._cleanup()
+
+    def abort(self) -> None:
+        """Stop ffmpeg (if running) and delete the temporary file. Safe to call twice."""
+        proc = self._proc
+        if proc is not None:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self._cleanup()
+
+    # ---- internals -------------------------------------------------------------------
+    def _stderr(self) -> str:
+        self._err.seek(0)
+        return _tail(self._err.read())
+
+    def _cleanup(self) -> None:
+        if self._tmp is not None and self._tmp.exists():
+            self._tmp.unlink()
+        self._tmp = None
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+        self._proc = None
+
+
+_FRAME_RE = re.compile(rb"^frame=\s*(\d+)\s*$", re.MULTILINE)
+
+
+def count_frames(path: str | os.PathLike) -> int:
+    """Number of frames in the first video stream of ``path``, by decoding all of it.
+
+    Runs ``ffmpeg -i path -map 0:v:0 -fps_mode passthrough -f null -progress pipe:1 -``
+    (every decoded frame is counted once, none duplicated or dropped) and reads the last
+    ``frame=`` line of the progress report. Container metadata is never trusted.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: video file not found")
+    stream = ffmpeg.output(ffmpeg.input(str(path)), "-", format="null", map="0:v:0", fps_mode="passthrough")
+    args = _command(stream, "-nostats", "-progress", "pipe:1")
+    try:
+        res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+    if res.returncode != 0:
+        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n{_tail(res.stderr)}")
+    counts = _FRAME_RE.findall(res.stdout)
+    if not counts:
+        raise VideoError(f"{path}: ffmpeg reported no progress (no 'frame=' line); is there a video stream?")
+    return int(counts[-1])

@@ -1,0 +1,10 @@
+"""Stage 2, visibility: the frames x objects coverage table of a scene.
+
+* :mod:`.table`: :class:`Visibility` (the table, its .npz/CSV forms) and
+  :func:`compute_visibility` (scene in, table out);
+* :mod:`.raster`: the Numba kernels (exact silhouettes, box z-buffer);
+* :mod:`.render`: pyrender, the independent reference and the mesh depth renderer.
+"""
+from .table import OCCLUSION_MODES, Visibility, compute_visibility
+
+__all__ = ["OCCLUSION_MODES", "Visibility", "compute_visibility"]

@@ -1,0 +1,452 @@
+"""Numba kernels of the visibility engine: exact silhouettes and a box z-buffer.
+
+Conventions (shared with :mod:`vistest.visibility.table`):
+
+* Camera coordinates are OpenCV (x right, y down, z forward), metres.
+* Pixel coordinates are OpenCV: integer coordinates are pixel centres, so the image
+  of W x H pixels is the rectangle [-0.5, W-0.5] x [-0.5, H-0.5].
+* A box is a solid. It is clipped by the near plane z = ``near``; the clipped solid is
+  convex, its silhouette is the convex hull of the projections of its vertices (the
+  box corners in front of the plane plus the points where box edges cross it).
+* The working grid (W_s x H_s samples) spans the same image rectangle; sample (j, i)
+  sits at the centre of working pixel (j, i), i.e. at working-resolution pixel
+  coordinates (j, i) for intrinsics scaled with :meth:`Intrinsics.scaled`.
+* Rasterisation is half-open: sample j is inside a span [xl, xr) when
+  xl <= j < xr, and likewise for rows, so faces that share an edge never both
+  claim a sample on it.
+* The z-buffer holds inverse depth 1/z (0 = empty); a larger value is nearer.
+
+Box corners are numbered by bits: corner k has local sign (-1)^(1 - bit_b(k)) on
+axis b (bit 0 = x, bit 1 = y, bit 2 = z).
+
+:func:`clip_project_box` is the one place a box is clipped at the near plane and
+projected: the silhouettes, the z-buffer and the drawn overlays (:mod:`vistest.look.overlay`)
+all take their vertices from it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+# Faces as corner cycles, with the local axis and sign of their outward normal.
+FACES = np.array([[0, 2, 6, 4], [1, 3, 7, 5], [0, 1, 5, 4], [2, 3, 7, 6], [0, 1, 3, 2], [4, 5, 7, 6]], np.int64)
+FACE_AXIS = np.array([0, 0, 1, 1, 2, 2], np.int64)
+FACE_SIGN = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+# The 12 edges (corner pairs differing in one bit, lower corner first) and a lookup.
+EDGES = np.array([(k, k | (1 << b)) for k in range(8) for b in range(3) if not k & (1 << b)], np.int64)
+EDGE_ID = np.full((8, 8), -1, np.int64)
+for _e, (_a, _b) in enumerate(EDGES):
+    EDGE_ID[_a, _b] = EDGE_ID[_b, _a] = _e
+
+MAXV = 64  # vertex capacity of the polygon work buffers (a clipped hull has <= 18)
+
+
+@njit(cache=True)
+def _hull(px, py, n, hx, hy):
+    """Convex hull (Andrew's monotone chain) of n points, counter-clockwise in (x, y).
+
+    Writes the hull into hx, hy and returns its vertex count (collinear points dropped).
+    """
+    idx = np.arange(n)  # insertion sort by (x, y): n <= 20
+    for a in range(1, n):
+        v = idx[a]
+        b = a - 1
+        while b >= 0 and (px[idx[b]] > px[v] or (px[idx[b]] == px[v] and py[idx[b]] > py[v])):
+            idx[b + 1] = idx[b]
+            b -= 1
+        idx[b + 1] = v
+    m = 0
+    for k in range(n):  # lower hull
+        p = idx[k]
+        while m >= 2 and ((hx[m - 1] - hx[m - 2]) * (py[p] - hy[m - 2])
+                          - (hy[m - 1] - hy[m - 2]) * (px[p] - hx[m - 2])) <= 0.0:
+            m -= 1
+        hx[m] = px[p]
+        hy[m] = py[p]
+        m += 1
+    lower = m + 1
+    for k in range(n - 2, -1, -1):  # upper hull
+        p = idx[k]
+        while m >= lower and ((hx[m - 1] - hx[m - 2]) * (py[p] - hy[m - 2])
+                              - (hy[m - 1] - hy[m - 2]) * (px[p] - hx[m - 2])) <= 0.0:
+            m -= 1
+        hx[m] = px[p]
+        hy[m] = py[p]
+        m += 1
+    return max(m - 1, 0)
+
+
+@njit(cache=True)
+def _clip_halfplane(xs, ys, n, a, b, c, ox, oy):
+    """Sutherland-Hodgman: keep the part of polygon (xs, ys)[:n] with a*x + b*y + c >= 0."""
+    m = 0
+    for k in range(n):
+        x0, y0 = xs[k], ys[k]
+        x1, y1 = xs[(k + 1) % n], ys[(k + 1) % n]
+        d0 = a * x0 + b * y0 + c
+        d1 = a * x1 + b * y1 + c
+        if d0 >= 0.0:
+            ox[m] = x0
+            oy[m] = y0
+            m += 1
+        if (d0 >= 0.0) != (d1 >= 0.0):
+            t = d0 / (d0 - d1)
+            ox[m] = x0 + t * (x1 - x0)
+            oy[m] = y0 + t * (y1 - y0)
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
+    """Clip a convex polygon to [x0, x1] x [y0, y1]; return its area, bounds into bb."""
+    m = _clip_halfplane(hx, hy, n, 1.0, 0.0, -x0, tx, ty)
+    m = _clip_halfplane(tx, ty, m, -1.0, 0.0, x1, hx, hy)
+    m = _clip_halfplane(hx, hy, m, 0.0, 1.0, -y0, tx, ty)
+    m = _clip_halfplane(tx, ty, m, 0.0, -1.0, y1, hx, hy)
+    if m < 3:
+        return 0.0
+    area = 0.0
+    bb[0] = bb[1] = np.inf
+    bb[2] = bb[3] = -np.inf
+    for k in range(m):
+        area += hx[k] * hy[(k + 1) % m] - hx[(k + 1) % m] * hy[k]
+        bb[0] = min(bb[0], hx[k])
+        bb[1] = min(bb[1], hy[k])
+        bb[2] = max(bb[2], hx[k])
+        bb[3] = max(bb[3], hy[k])
+    return abs(area) * 0.5
+
+
+@njit(cache=True)
+def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
+    """Fill a convex polygon on the working grid with inverse depth a0 + aj*j + ai*i.
+
+    Writes (1/z, oid) where nearer than the z-buffer; returns the samples covered.
+    Edges are evaluated with their endpoints in a canonical order so that two faces
+    sharing an edge compute bit-identical span ends.
+    """
+    vmin = np.inf
+    vmax = -np.inf
+    for k in range(n):
+        vmin = min(vmin, vs[k])
+        vmax = max(vmax, vs[k])
+    i0 = max(int(math.ceil(vmin)), 0)
+    i1 = min(int(math.ceil(vmax)) - 1, hs - 1)
+    count = 0
+    for i in range(i0, i1 + 1):
+        xl = np.inf
+        xr = -np.inf
+        for k in range(n):
+            ua, va, ub, vb = us[k], vs[k], us[(k + 1) % n], vs[(k + 1) % n]
+            if va > vb or (va == vb and ua > ub):
+                ua, va, ub, vb = ub, vb, ua, va
+            if va <= i < vb:
+                x = ua + (i - va) * (ub - ua) / (vb - va)
+                xl = min(xl, x)
+                xr = max(xr, x)
+        if xl > xr:
+            continue
+        j0 = max(int(math.ceil(xl)), 0)
+        j1 = min(int(math.ceil(xr)) - 1, ws - 1)
+        if j1 < j0:
+            continue
+        row = i * ws
+        iz = a0 + ai * i
+        for j in range(j0, j1 + 1):
+            z = iz + aj * j
+            if z > zbuf[row + j]:
+                zbuf[row + j] = z
+                idb[row + j] = oid
+        count += j1 - j0 + 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def _camera_corners(pw, r, t, near, pc):
+    """Camera coordinates of a box's 8 corners: pc[k] = r @ pw[k] + t (metres, OpenCV axes).
+
+    pw: (8, 3) world corners; r, t: world-to-camera rotation (3, 3) and translation (3,).
+    Returns how many corners are in front of the near plane (z >= near).
+    """
+    nfront = 0
+    for k in range(8):
+        for d in range(3):
+            pc[k, d] = r[d, 0] * pw[k, 0] + r[d, 1] * pw[k, 1] + r[d, 2] * pw[k, 2] + t[d]
+        if pc[k, 2] >= near:
+            nfront += 1
+    return nfront
+
+
+@njit(cache=True, inline="always")
+def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
+    """Project a camera-space box clipped to the half-space z >= near: the engine's geometry.
+
+    pc: (8, 3) camera coordinates of the corners (numbering of :func:`vistest.scene.box_corners`).
+    Pixel coordinates (OpenCV: integer = pixel centre) for intrinsics (fx, fy, cx, cy) are
+    written to cu, cv (8,) for every corner in front of the plane, and to eu, ev (12,) for
+    the point where edge e (``EDGES[e]``) crosses z = near; entries of corners behind the
+    plane and of edges that do not cross it are left untouched (fill them with NaN first
+    to tell them apart). The clipped solid's vertices are exactly these points, also
+    listed in px, py (corners in corner order, then crossings in edge order); its edges are
+    the kept parts of the 12 box edges plus the near-plane cap. Nothing is projected from
+    behind the plane, so nothing is ever mirrored. Returns the vertex count.
+    """
+    n = 0
+    for k in range(8):
+        if pc[k, 2] >= near:
+            px[n] = fx * pc[k, 0] / pc[k, 2] + cx
+            py[n] = fy * pc[k, 1] / pc[k, 2] + cy
+            cu[k] = px[n]
+            cv[k] = py[n]
+            n += 1
+    if 0 < n < 8:
+        for e in range(EDGES.shape[0]):
+            a, b = EDGES[e, 0], EDGES[e, 1]
+            za, zb = pc[a, 2], pc[b, 2]
+            if (za >= near) != (zb >= near):
+                s = (near - za) / (zb - za)
+                px[n] = fx * (pc[a, 0] + s * (pc[b, 0] - pc[a, 0])) / near + cx
+                py[n] = fy * (pc[a, 1] + s * (pc[b, 1] - pc[a, 1])) / near + cy
+                eu[e] = px[n]
+                ev[e] = py[n]
+                n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx, ty, bb):
+    """Camera-space corners and exact projected area (pixels^2) of one box in one frame.
+
+    pw: (8, 3) world corners; r, t: world-to-camera rotation, translation. Fills pc with
+    camera coordinates, (cu, cv, eu, ev) as :func:`clip_project_box` does (only when the
+    box is in front of the plane and not rejected by the frustum test) and bb with the
+    clipped silhouette bounds. Returns the area.
+    """
+    nfront = _camera_corners(pw, r, t, near, pc)
+    if nfront == 0:
+        return 0.0
+    # frustum rejection: all corners outside one side plane (planes through the centre)
+    for side in range(4):
+        out = 0
+        for k in range(8):
+            x, y, z = pc[k, 0], pc[k, 1], pc[k, 2]
+            if side == 0:
+                s = fx * x + (cx + 0.5) * z
+            elif side == 1:
+                s = -fx * x + (w - 0.5 - cx) * z
+            elif side == 2:
+                s = fy * y + (cy + 0.5) * z
+            else:
+                s = -fy * y + (h - 0.5 - cy) * z
+            if s < 0.0:
+                out += 1
+        if out == 8:
+            return 0.0
+    n = clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py)
+    m = _hull(px, py, n, hx, hy)
+    if m < 3:
+        return 0.0
+    return _clip_rect_area(hx, hy, m, -0.5, -0.5, w - 0.5, h - 0.5, tx, ty, bb)
+
+
+@njit(cache=True)
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, us, vs, cu, cv, eu, ev, px, py, hx,
+                hy, nrm, off):
+    """Z-buffer one box (camera-space corners pc) on the working grid; return its sample count.
+
+    Seen from outside, a box is a solid clipped at z = near: its front faces (camera
+    outside the face plane) clipped to z >= near, plus the near-plane cap where it
+    straddles the plane. Seen from inside (camera centre inside the box), its surface
+    is its inner walls: all six faces, clipped to z >= near. Either way the drawn faces
+    partition the silhouette, so the count is the silhouette's sample count.
+    """
+    # the clipped solid's vertices on the working grid: corners in front of the plane and
+    # the points where edges cross it (shared by the faces and the cap)
+    n = clip_project_box(pc, near, fxs, fys, cxs, cys, cu, cv, eu, ev, px, py)
+    nfront = 0
+    for k in range(8):
+        if pc[k, 2] >= near:
+            nfront += 1
+    ncap = n - nfront
+    capx = px[nfront:n]
+    capy = py[nfront:n]
+    # outward normals (camera coords) and plane offsets c = n . p of the six faces;
+    # the camera (origin) is inside the box when it is inside every face plane (c > 0)
+    inside = True
+    for f in range(6):
+        ax = FACE_AXIS[f]
+        sg = FACE_SIGN[f]
+        for d in range(3):
+            nrm[f, d] = sg * (r[d, 0] * axes[0, ax] + r[d, 1] * axes[1, ax] + r[d, 2] * axes[2, ax])
+        p0 = FACES[f, 0]
+        off[f] = nrm[f, 0] * pc[p0, 0] + nrm[f, 1] * pc[p0, 1] + nrm[f, 2] * pc[p0, 2]
+        if off[f] <= 0.0:
+            inside = False
+    count = 0
+    for f in range(6):
+        c = off[f]
+        if (inside and c < 1e-12) or (not inside and c > -1e-12):
+            continue  # not a face the camera sees (or edge-on)
+        n = 0
+        for k in range(4):
+            a = FACES[f, k]
+            b = FACES[f, (k + 1) % 4]
+            if pc[a, 2] >= near:
+                us[n] = cu[a]
+                vs[n] = cv[a]
+                n += 1
+            if (pc[a, 2] >= near) != (pc[b, 2] >= near):
+                e = EDGE_ID[a, b]
+                us[n] = eu[e]
+                vs[n] = ev[e]
+                n += 1
+        if n < 3:
+            continue
+        # 1/z on the face plane at working pixel (j, i) is (n . d) / c, d = ((j-cx)/fx, (i-cy)/fy, 1)
+        nx, ny, nz = nrm[f, 0], nrm[f, 1], nrm[f, 2]
+        aj = nx / (fxs * c)
+        ai = ny / (fys * c)
+        a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
+        count += _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid)
+    if not inside and ncap >= 3:
+        m = _hull(capx, capy, ncap, hx, hy)
+        if m >= 3:
+            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, zbuf, idb, oid)
+    return count
+
+
+@njit(cache=True, parallel=True)
+def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol,
+                      out_proj, out_vis, out_bbox, out_labels=None):
+    """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
+
+    w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
+    corners (O, 8, 3) and axes (O, 3, 3) in the pose world; (w, h) native size;
+    (ws, hs) working grid; raster: False for occlusion "none" (visible = projected);
+    depth (F, hs*ws) z-depth in metres per sample (<= 0: missing, counts as visible),
+    or shape (0, 0) for no depth test. Invalid frames get NaN everywhere.
+    ``out_labels``: None (the default, compiled without it), or (F, hs*ws) int64 that
+    receives, for valid frames with ``raster``, the index of the box visible at each
+    working sample (row-major, sample (j, i) at i*ws + j) or -1; other rows are untouched.
+    """
+    nf = w2c.shape[0]
+    no = corners.shape[0]
+    sx = ws / w
+    sy = hs / h
+    use_depth = depth.shape[0] > 0
+    for f in prange(nf):
+        if not valid[f]:
+            for o in range(no):
+                out_proj[f, o] = np.nan
+                out_vis[f, o] = np.nan
+                for q in range(4):
+                    out_bbox[f, o, q] = np.nan
+            continue
+        r = w2c[f, :, :3]
+        t = w2c[f, :, 3]
+        fx, fy, cx, cy = kin[f, 0], kin[f, 1], kin[f, 2], kin[f, 3]
+        fxs, fys = fx * sx, fy * sy
+        cxs, cys = (cx + 0.5) * sx - 0.5, (cy + 0.5) * sy - 0.5
+        pc = np.empty((8, 3))
+        px = np.empty(MAXV)
+        py = np.empty(MAXV)
+        hx = np.empty(MAXV)
+        hy = np.empty(MAXV)
+        tx = np.empty(MAXV)
+        ty = np.empty(MAXV)
+        us = np.empty(MAXV)
+        vs = np.empty(MAXV)
+        cu = np.empty(8)
+        cv = np.empty(8)
+        eu = np.empty(12)
+        ev = np.empty(12)
+        bb = np.empty(4)
+        nrm = np.empty((6, 3))
+        off = np.empty(6)
+        hull_bb = np.full((no, 4), np.nan)
+        sil = np.zeros(no, np.int64)
+        zbuf = np.zeros(ws * hs) if raster else np.zeros(0)
+        idb = np.full(ws * hs, -1, np.int64) if raster else np.zeros(0, np.int64)
+        area_img = float(w) * float(h)
+        for o in range(no):
+            area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
+                              ty, bb)
+            out_proj[f, o] = min(area / area_img, 1.0)
+            if area > 0.0:
+                for q in range(4):
+                    hull_bb[o, q] = bb[q]
+                if raster:
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zbuf, idb,
+                                         us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+        if not raster:
+            for o in range(no):
+                out_vis[f, o] = out_proj[f, o]
+                if out_proj[f, o] <= 0.0:
+                    for q in range(4):
+                        out_bbox[f, o, q] = np.nan
+                    continue
+                _bbox_pixels(hull_bb[o], -np.inf, -np.inf, np.inf, np.inf, w, h, out_bbox[f, o])
+            continue
+        vis = np.zeros(no, np.int64)
+        vb = np.empty((no, 4))
+        for o in range(no):
+            vb[o, 0] = vb[o, 1] = np.inf
+            vb[o, 2] = vb[o, 3] = -np.inf
+        if out_labels is not None:
+            out_labels[f, :] = -1
+        for i in range(hs):
+            for j in range(ws):
+                k = i * ws + j
+                o = idb[k]
+                if o < 0:
+                    continue
+                if use_depth:
+                    d = depth[f, k]
+                    if d > 0.0 and 1.0 / zbuf[k] > d + depth_tol:
+                        continue  # hidden behind the observed surface
+                vis[o] += 1
+                if out_labels is not None:
+                    out_labels[f, k] = o
+                vb[o, 0] = min(vb[o, 0], j)
+                vb[o, 1] = min(vb[o, 1], i)
+                vb[o, 2] = max(vb[o, 2], j)
+                vb[o, 3] = max(vb[o, 3], i)
+        for o in range(no):
+            p = out_proj[f, o]
+            if p <= 0.0:
+                out_vis[f, o] = 0.0
+                for q in range(4):
+                    out_bbox[f, o, q] = np.nan
+            elif sil[o] == 0:
+                # smaller than one working sample: occlusion unknown, counted visible
+                out_vis[f, o] = p
+                _bbox_pixels(hull_bb[o], -np.inf, -np.inf, np.inf, np.inf, w, h, out_bbox[f, o])
+            else:
+                out_vis[f, o] = p * min(vis[o] / sil[o], 1.0)
+                # visible samples, grown by one working pixel, in native coordinates
+                _bbox_pixels(hull_bb[o], (vb[o, 0] - 1.0 + 0.5) / sx - 0.5, (vb[o, 1] - 1.0 + 0.5) / sy - 0.5,
+                             (vb[o, 2] + 1.0 + 0.5) / sx - 0.5, (vb[o, 3] + 1.0 + 0.5) / sy - 0.5,
+                             w, h, out_bbox[f, o])
+
+
+@njit(cache=True)
+def _bbox_pixels(hb, lx0, ly0, lx1, ly1, w, h, out):
+    """Integer half-open pixel bounds of (hull bounds hb) intersected with [lx0, lx1] x [ly0, ly1].
+
+    Continuous OpenCV coordinates; pixel p spans [p - 0.5, p + 0.5). NaN when empty.
+    """
+    x0 = max(hb[0], lx0)
+    y0 = max(hb[1], ly0)
+    x1 = min(hb[2], lx1)
+    y1 = min(hb[3], ly1)
+    if not (x0 <= x1 and y0 <= y1):
+        for q in range(4):
+            out[q] = np.nan
+        return
+    out[0] = max(math.floor(x0 + 0.5), 0.0)
+    out[1] = max(math.floor(y0 + 0.5), 0.0)
+    out[2] = min(math.ceil(x1 + 0.5), float(w))
+    out[3] = min(math.ceil(y1 + 0.5), float(h))

@@ -1,0 +1,152 @@
+"""pyrender renders: the independent reference for the visibility engine, and mesh depth.
+
+Conventions:
+
+* Poses: our ``camera_to_world`` uses OpenCV axes; pyrender (OpenGL) looks down -z
+  with y up, so ``pose_gl = c2w_cv @ diag(1, -1, -1, 1)``.
+* Intrinsics: pyrender's ``IntrinsicsCamera`` places the principal point in window
+  coordinates, where pixel j's centre is at j + 0.5; OpenCV puts it at j. So an
+  OpenCV (cx, cy) is passed as (cx + 0.5, cy + 0.5). tests/test_render.py checks this
+  against analytic silhouettes.
+* Boxes are closed solids seen from outside: single-sided, back faces culled, so
+  stacked boxes never z-fight. A box that contains the camera centre is drawn with
+  its faces inverted for that frame, so its inner walls are its surface, as in the
+  engine (pyrender's SEG pass always culls back faces, whatever the material says).
+* We never call ``pyrender.Scene.bounds`` (or ``centroid``/``scale``), which use
+  ``np.infty`` and fail on numpy 2: every camera and light gets an explicit pose.
+
+Import this module only after ``vistest`` (which sets ``PYOPENGL_PLATFORM=egl``).
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+import numpy as np  # noqa: E402
+import pyrender  # noqa: E402
+import trimesh  # noqa: E402
+
+from ..scene import Intrinsics, boxes_contain  # noqa: E402
+
+CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
+ZFAR = 100.0
+
+
+def gl_pose(c2w_cv: np.ndarray) -> np.ndarray:
+    """OpenGL camera pose for an OpenCV camera-to-world matrix."""
+    return np.asarray(c2w_cv, float) @ CV_TO_GL
+
+
+def gl_camera(k: Intrinsics, near: float, far: float = ZFAR) -> pyrender.IntrinsicsCamera:
+    """pyrender camera for OpenCV intrinsics (half-pixel shift, see module docstring)."""
+    return pyrender.IntrinsicsCamera(fx=k.fx, fy=k.fy, cx=k.cx + 0.5, cy=k.cy + 0.5, znear=near, zfar=far)
+
+
+def box_mesh(center: np.ndarray, size: np.ndarray, rotation: np.ndarray) -> trimesh.Trimesh:
+    """A closed box mesh (outward faces) in world coordinates."""
+    tf = np.eye(4)
+    tf[:3, :3] = rotation
+    tf[:3, 3] = center
+    return trimesh.creation.box(extents=np.asarray(size, float), transform=tf)
+
+
+class _Renderer:
+    """One pyrender scene + offscreen renderer with a movable camera."""
+
+    def __init__(self, width: int, height: int, near: float):
+        self.width, self.height, self.near = width, height, near
+        self.scene = pyrender.Scene(bg_color=[0.0, 0.0, 0.0, 0.0], ambient_light=[1.0, 1.0, 1.0])
+        self.renderer = pyrender.OffscreenRenderer(width, height)
+        self._cam_node = None
+        self._cam_key = None
+
+    def _set_camera(self, c2w_cv: np.ndarray, k: Intrinsics) -> None:
+        key = (k.fx, k.fy, k.cx, k.cy)
+        if key != self._cam_key:
+            if self._cam_node is not None:
+                self.scene.remove_node(self._cam_node)
+            self._cam_node = self.scene.add(gl_camera(k, self.near), pose=gl_pose(c2w_cv))
+            self._cam_key = key
+        else:
+            self.scene.set_pose(self._cam_node, gl_pose(c2w_cv))
+
+    def close(self) -> None:
+        self.renderer.delete()
+
+
+class BoxSegRenderer(_Renderer):
+    """Renders boxes as a segmentation; ``counts`` gives per-box visible pixel counts.
+
+    Box i is drawn with colour i + 1 (24-bit RGB); 0 is background. Depth test and
+    face culling are OpenGL's: the nearest drawn face wins.
+    """
+
+    def __init__(self, centers: np.ndarray, sizes: np.ndarray, rotations: np.ndarray,
+                 width: int, height: int, near: float):
+        super().__init__(width, height, near)
+        self.centers, self.sizes, self.rotations = (np.asarray(a, float) for a in (centers, sizes, rotations))
+        self.outside, self.inside = [], []
+        for i in range(len(centers)):
+            tm = box_mesh(centers[i], sizes[i], rotations[i])
+            self.outside.append(self.scene.add(pyrender.Mesh.from_trimesh(tm, smooth=False)))
+            inner = tm.copy()
+            inner.invert()
+            self.inside.append(self.scene.add(pyrender.Mesh.from_trimesh(inner, smooth=False)))
+        self.num_boxes = len(centers)
+
+    def contains(self, point: np.ndarray) -> np.ndarray:
+        """(O,) bool: is ``point`` (world) strictly inside each box."""
+        return boxes_contain(point, self.centers, self.sizes, self.rotations)
+
+    def labels(self, c2w_cv: np.ndarray, k: Intrinsics, only: int | None = None) -> np.ndarray:
+        """(H, W) int image of box index + 1 per pixel (0 = none).
+
+        ``only``: render just that box (its unoccluded silhouette).
+        """
+        self._set_camera(c2w_cv, k)
+        inside = self.contains(np.asarray(c2w_cv)[:3, 3])
+        seg_map = {}
+        for i in range(self.num_boxes):
+            shown = only is None or only == i
+            node = self.inside[i] if inside[i] else self.outside[i]
+            other = self.outside[i] if inside[i] else self.inside[i]
+            node.mesh.is_visible = shown
+            other.mesh.is_visible = False
+            if shown:
+                c = i + 1
+                seg_map[node] = np.array([c & 255, (c >> 8) & 255, (c >> 16) & 255], np.uint8)
+        color, _ = self.renderer.render(self.scene, flags=pyrender.RenderFlags.SEG, seg_node_map=seg_map)
+        c = color.astype(np.int64)
+        return c[..., 0] + (c[..., 1] << 8) + (c[..., 2] << 16)
+
+    def counts(self, c2w_cv: np.ndarray, k: Intrinsics) -> np.ndarray:
+        """(O,) visible pixel count of each box (nearest drawn face)."""
+        lab = self.labels(c2w_cv, k)
+        return np.bincount(lab.ravel(), minlength=self.num_boxes + 1)[1:]
+
+
+class MeshDepthRenderer(_Renderer):
+    """Renders z-depth (metres, 0 = no surface) of a mesh file, for ``occlusion='mesh'``."""
+
+    def __init__(self, mesh_path, width: int, height: int, near: float):
+        super().__init__(width, height, near)
+        mesh = trimesh.load(str(mesh_path), force="mesh")
+        if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+            raise ValueError(f"{mesh_path}: mesh: expected a triangle mesh with at least one face")
+        # A scan mesh is not closed: its back faces hide what is behind them too. pyrender's
+        # depth pass always culls back faces, so add every face in both windings.
+        flipped = mesh.copy()
+        flipped.invert()
+        both = trimesh.util.concatenate([mesh, flipped])
+        node = self.scene.add(pyrender.Mesh.from_trimesh(both, smooth=False))
+        # The plain depth pass is multisampled and reads back one sample off the pixel
+        # centre (up to 0.375 px away); the SEG pass is not multisampled.
+        self._seg_map = {node: (255, 255, 255)}
+
+    def render(self, c2w_cv: np.ndarray, k: Intrinsics) -> np.ndarray:
+        """(H, W) float64 z-depth in metres along the optical axis; 0 where empty."""
+        self._set_camera(c2w_cv, k)
+        depth = self.renderer.render(self.scene, flags=pyrender.RenderFlags.DEPTH_ONLY | pyrender.RenderFlags.SEG,
+                                     seg_node_map=self._seg_map)
+        return np.asarray(depth, np.float64)

@@ -1,0 +1,221 @@
+"""Visibility: the frames x objects table (stage 2 of the pipeline).
+
+For every frame f and object o of a scene:
+
+* ``projected[f, o]``: fraction of the image area covered by the box silhouette,
+  ignoring every other surface. Exact (polygon geometry, no pixels): the box is
+  clipped against the near plane ``z = near`` (so a box straddling the camera plane
+  is clipped, never dropped or mirrored), projected, its convex hull clipped to the
+  image rectangle ``[-0.5, W-0.5] x [-0.5, H-0.5]`` and measured.
+* ``visible[f, o]``: fraction of the image area where the box is the nearest surface.
+  Boxes are *solids* seen from outside: a pixel belongs to the box its ray enters
+  first (after the near plane). A box that contains the camera centre is seen from
+  inside: its inner walls are its surface, so nearer boxes still show in front of it.
+  Computed by z-buffering at a working resolution (``scale``) and reported as
+  ``projected * visible_samples / silhouette_samples`` so that an unoccluded box is
+  exact and only occlusion boundaries carry sampling error (see docs/visibility.md).
+* ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
+  ``image[y0:y1, x0:x1]``) of the visible region at native resolution; NaN when the
+  object is not visible.
+
+Invalid frames (no pose) give NaN in every field, never zeros.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..atomic import atomic_path
+
+OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
+
+
+@dataclass(frozen=True, eq=False)
+class Visibility:
+    """Per frame x object visibility of one scene.
+
+    Arrays: ``projected`` (F, O) and ``visible`` (F, O) fractions of image area in
+    [0, 1], ``bbox`` (F, O, 4) pixel bounds, ``object_ids`` (O,) str, ``frame_index``
+    (F,) int64 decoded video frame numbers, ``valid`` (F,) bool. Rows of invalid
+    frames are NaN. ``params`` records how it was computed (occlusion, scale, near...).
+    """
+
+    scene_id: str
+    projected: np.ndarray
+    visible: np.ndarray
+    bbox: np.ndarray
+    object_ids: np.ndarray
+    frame_index: np.ndarray
+    valid: np.ndarray
+    params: dict
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write an ``.npz`` atomically (temp file + rename)."""
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file object: numpy adds no suffix
+            np.savez_compressed(
+                fh, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
+                bbox=self.bbox, object_ids=self.object_ids.astype(str), frame_index=self.frame_index,
+                valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Visibility":
+        """Read a file written by :meth:`save`."""
+        import ast
+
+        with np.load(path, allow_pickle=False) as z:
+            missing = {"projected", "visible", "bbox", "object_ids", "frame_index", "valid"} - set(z.files)
+            if missing:
+                raise ValueError(f"{path}: not a vistest visibility file (missing arrays: {sorted(missing)})")
+            return cls(scene_id=str(z["scene_id"]), projected=z["projected"], visible=z["visible"], bbox=z["bbox"],
+                       object_ids=z["object_ids"], frame_index=z["frame_index"], valid=z["valid"],
+                       params=dict(ast.literal_eval(str(z["params"]))))
+
+    def to_csv(self) -> str:
+        """Long-format CSV: one row per (frame, object)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["frame_index", "valid", "object_id", "projected", "visible", "x0", "y0", "x1", "y1"])
+        for fi, f in enumerate(self.frame_index):
+            for oi, oid in enumerate(self.object_ids):
+                b = self.bbox[fi, oi]
+                w.writerow([int(f), int(self.valid[fi]), oid, _fmt(self.projected[fi, oi]),
+                            _fmt(self.visible[fi, oi])] + [_fmt(x, int_=True) for x in b])
+        return buf.getvalue()
+
+
+def _fmt(x: float, int_: bool = False) -> str:
+    if np.isnan(x):
+        return "nan"
+    return str(int(x)) if int_ else f"{x:.6f}"
+
+
+WORK_SIZE = 160  # default working grid: longer side in samples; see docs/visibility.md for its error
+DEFAULT_NEAR = 1e-3  # metres: near clipping plane of the silhouettes and the z-buffer
+DEFAULT_DEPTH_TOL = 0.05  # metres: a box sample is hidden when behind the depth map by more
+
+
+def default_scale(image_size: tuple[int, int]) -> float:
+    """Working scale whose grid has ``WORK_SIZE`` samples on the longer side (never above 1)."""
+    return min(1.0, WORK_SIZE / max(image_size))
+
+
+def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = None, near: float = DEFAULT_NEAR,
+                       depth_tol: float = DEFAULT_DEPTH_TOL, chunk: int = 256, progress: bool = False) -> Visibility:
+    """Frames x objects visibility of ``scene`` (see the module docstring for definitions).
+
+    ``occlusion``: ``none`` (visible = projected), ``boxes`` (z-buffer of all boxes),
+    ``depth`` (boxes, and also hidden where behind the frame's depth image by more than
+    ``depth_tol`` metres; missing depth counts as visible), ``mesh`` (as ``depth``, with
+    depth rendered from ``scene.mesh`` by pyrender at the working resolution).
+    ``scale``: working resolution as a fraction of the native one (0 < scale <= 1);
+    None: :func:`default_scale` (a 160-sample grid on the longer side).
+    ``near``: near plane in metres. Frames are processed ``chunk`` at a time (memory
+    stays bounded; the progress bar advances per chunk).
+    """
+    from . import raster
+    from ..scene import box_corners
+    from ..progress import progress_bar
+
+    if occlusion not in OCCLUSION_MODES:
+        raise ValueError(f"occlusion: expected one of {', '.join(OCCLUSION_MODES)}, got {occlusion!r}")
+    if scale is None:
+        scale = default_scale(scene.image_size)
+    if not (0.0 < scale <= 1.0):
+        raise ValueError(f"scale: expected 0 < scale <= 1, got {scale!r}")
+    if not (near > 0.0):
+        raise ValueError(f"near: expected a positive distance in metres, got {near!r}")
+    if occlusion == "mesh" and scene.mesh is None:
+        raise ValueError(f"occlusion 'mesh': scene {scene.scene_id!r} has no 'mesh' file")
+    if occlusion == "depth" and not any(f.depth for f in scene.frames):
+        raise ValueError(f"occlusion 'depth': scene {scene.scene_id!r} has no frame with a 'depth' image")
+
+    w, h = scene.image_size
+    ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
+    centers, sizes, rots = scene.world_boxes()
+    corners = box_corners(centers, sizes, rots)
+    nf, no = len(scene.frames), len(scene.objects)
+    projected = np.full((nf, no), np.nan)
+    visible = np.full((nf, no), np.nan)
+    bbox = np.full((nf, no, 4), np.nan)
+    valid = np.array([f.valid for f in scene.frames], bool)
+    mesh_renderer = None
+    if occlusion == "mesh":
+        from .render import MeshDepthRenderer
+        mesh_renderer = MeshDepthRenderer(scene.path(scene.mesh), ws, hs, near=near)
+    try:
+        with progress_bar(nf, f"visibility {scene.scene_id}", enabled=progress) as bar:
+            for s in range(0, nf, chunk):
+                frames = scene.frames[s:s + chunk]
+                w2c, kin = _cameras(scene, frames)
+                depth = np.zeros((0, 0))
+                if occlusion == "depth":
+                    depth = _depth_samples(scene, frames, ws, hs)
+                elif occlusion == "mesh":
+                    depth = np.stack([mesh_renderer.render(f.camera_to_world, scene.intrinsics_for(f).scaled(ws / w, hs / h))
+                                      .reshape(-1) if f.valid else np.zeros(ws * hs) for f in frames])
+                raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
+                                         occlusion != "none", depth, depth_tol,
+                                         projected[s:s + chunk], visible[s:s + chunk], bbox[s:s + chunk])
+                bar.update(len(frames))
+    finally:
+        if mesh_renderer is not None:
+            mesh_renderer.close()
+    return Visibility(scene_id=scene.scene_id, projected=projected, visible=visible, bbox=bbox,
+                      object_ids=np.array(scene.object_ids, dtype=str),
+                      frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid,
+                      params={"occlusion": occlusion, "scale": float(scale), "near": float(near),
+                              "depth_tol": float(depth_tol), "working_size": [ws, hs]})
+
+
+def _cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
+    """World-to-camera (F, 3, 4) and native intrinsics (F, 4); zeros for invalid frames."""
+    w2c = np.zeros((len(frames), 3, 4))
+    kin = np.zeros((len(frames), 4))
+    for i, f in enumerate(frames):
+        k = scene.intrinsics_for(f)
+        kin[i] = (k.fx, k.fy, k.cx, k.cy)
+        if f.valid:
+            r = f.camera_to_world[:3, :3]
+            w2c[i, :, :3] = r.T
+            w2c[i, :, 3] = -r.T @ f.camera_to_world[:3, 3]
+    return w2c, kin
+
+
+def _depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
+    """Per-frame depth (metres) at the working-grid samples, (F, hs*ws); 0 = missing.
+
+    Each sample's colour ray is looked up in the depth image through the depth
+    camera (nearest pixel). Depth images are registered to the colour pose.
+    """
+    import cv2
+
+    w, h = scene.image_size
+    out = np.zeros((len(frames), ws * hs))
+    j, i = np.meshgrid(np.arange(ws), np.arange(hs))
+    for n, f in enumerate(frames):
+        if f.depth is None or not f.valid:
+            continue
+        path = scene.path(f.depth)
+        img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        if img is None or img.ndim != 2:
+            raise ValueError(f"{path}: frames[{f.index}].depth: expected a single-channel depth image")
+        dh, dw = img.shape
+        spec = scene.depth
+        if spec is not None and spec.image_size is not None and spec.image_size != (dw, dh):
+            raise ValueError(f"{path}: depth image is {dw}x{dh}, scene depth.image_size says {spec.image_size}")
+        kc = scene.intrinsics_for(f)
+        kd = spec.camera if spec is not None and spec.camera is not None else kc.scaled(dw / w, dh / h)
+        # working sample -> native pixel -> ray -> depth pixel
+        u = (j + 0.5) * (w / ws) - 0.5
+        v = (i + 0.5) * (h / hs) - 0.5
+        ud = np.rint(kd.fx * (u - kc.cx) / kc.fx + kd.cx).astype(np.int64)
+        vd = np.rint(kd.fy * (v - kc.cy) / kc.fy + kd.cy).astype(np.int64)
+        inside = (ud >= 0) & (ud < dw) & (vd >= 0) & (vd < dh)
+        d = np.zeros((hs, ws))
+        d[inside] = img[vd[inside], ud[inside]] / (spec.scale if spec is not None else 1000.0)
+        out[n] = d.reshape(-1)
+    return out
