@@ -17,13 +17,9 @@ from vistest.eval.baselines import (
     predictions_jsonl,
     rank_attack,
 )
-from vistest.eval.score import (
-    PROTOCOLS,
-    match_predictions,
-    parse_plain_predictions,
-    score_cells,
-    truth_from_record,
-)
+from vistest.eval.answers import PROTOCOLS
+from vistest.eval.metrics import match_predictions, score_cells
+from vistest.eval.records import parse_plain_predictions, truth_from_record
 
 REVSI = PROTOCOLS["revsi"]
 

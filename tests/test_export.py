@@ -12,6 +12,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,13 +26,17 @@ from click.testing import CliRunner
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
 from vistest.datasets.demo import make_demo_scene
+from vistest.eval import answers
+from vistest.eval.answers import PROTOCOLS, score_answer
 from vistest.eval.exporters import ExportOptions, export
-from vistest.eval.exporters.lmms_eval_task import utils_source
+from vistest.eval.exporters.lmms_eval_task import ANSWERS_BEGIN, ANSWERS_END, utils_source
 from vistest.eval.exporters.output import RECORD
 from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
 from vistest.eval.exporters.rundir import load_run
+from vistest.eval.metrics import evaluate_row
+from vistest.eval.records import Prediction, load_predictions, load_run_dir, truth_from_record
+from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
-from vistest.eval.score import PROTOCOLS, build_report, load_predictions, load_run_dir, parse_answer
 from vistest.videos.ffmpeg import count_frames
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -392,15 +398,82 @@ def test_lmms_eval_task_scores_like_vistest_score(run_dir, tmp_path, protocol):
     assert check.compared == sum(1 for k in mine if k[1] == "budget") > 0 and check.agreed == check.compared
 
 
+def test_task_utils_embeds_answers_py_verbatim_and_copies_no_rule():
+    """utils.py = header + vistest/eval/answers.py, byte for byte + the task functions, which
+    define none of answers.py's names (no second copy of a rule)."""
+    shared = Path(answers.__file__).read_text(encoding="utf-8")
+    shared_names = {n.name for n in ast.parse(shared).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    shared_names |= {t.id for n in ast.parse(shared).body if isinstance(n, ast.Assign) for t in n.targets
+                     if isinstance(t, ast.Name)}
+    for protocol in PROTOCOLS.values():
+        src = utils_source(protocol)
+        assert src.count(ANSWERS_BEGIN) == src.count(ANSWERS_END) == 1
+        embedded = src[src.index(ANSWERS_BEGIN) + len(ANSWERS_BEGIN):src.index(ANSWERS_END)]
+        assert embedded == shared
+        rest = ast.parse(src[src.index(ANSWERS_END):])
+        defined = {n.name for n in rest.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in rest.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert defined and not defined & shared_names, defined & shared_names
+        assert f"PROTOCOL = {protocol.name!r}" in src and "from ..answers import" not in src
+
+
+# the standalone run: utils.py loaded as lmms-eval loads it, with nothing but the standard library
+STANDALONE = """
+import importlib.util, json, sys
+assert importlib.util.find_spec("vistest") is None and importlib.util.find_spec("numpy") is None, sys.path
+spec = importlib.util.spec_from_file_location("utils", "utils.py")
+utils = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(utils)
+out = [utils.process_results(doc, [response]) for doc, response in json.load(open("cases.json"))]
+foreign = sorted(m for m in sys.modules if m.split(".")[0] not in sys.stdlib_module_names and m not in ("utils", "__main__"))
+print(json.dumps({"results": out, "foreign_modules": foreign}))
+"""
+TEXTS = RESPONSES + ("", " B", "b", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "inf",
+                     "-2", "twenty two apples", "one apple, room 2", "1e3 is it", "C) back", "0 chairs")
+
+
+def standalone_cases():
+    """(doc, response) for real and dummy rows of an MCQ, a counting and a size question, over
+    TEXTS; ground truths as the export writes them (strings) plus the non-string ones where
+    the two parsers used to differ (an integer MCQ answer, a boolean number)."""
+    opts = ["A. left", "B) right", " c. back"]
+    rows = [("object_rel_distance", opts, gt) for gt in ("B", "b", "C", 3)]
+    rows += [(qt, None, gt) for qt in ("object_counting", "object_size_estimation") for gt in ("3", "0", "42.5", True)]
+    cases = []
+    for i, (qtype, options, gt) in enumerate(rows):
+        for j, text in enumerate(TEXTS):
+            base = {"id": f"q{i}-{j}", "scene_id": "s", "num_frames": 16, "question_type": qtype, "question": "?",
+                    "options": options, "status": "kept"}
+            cases.append(({**base, "variant": "budget", "ground_truth": gt, "original_ground_truth": gt}, text))
+            zero = qtype == "object_counting"
+            cases.append(({**base, "variant": "dummy-drop", "ground_truth": "0" if zero else None,
+                           "original_ground_truth": gt, "status": "changed" if zero else "unanswerable"}, text))
+    return cases
+
+
 @pytest.mark.parametrize("protocol", ["revsi", "vsibench", "vsibench-legacy"])
-def test_task_utils_parse_like_vistest_score(protocol, tmp_path):
-    """The generated utils.py is self-contained: its parse must stay vistest.eval.score's."""
-    (tmp_path / "utils.py").write_text(utils_source(PROTOCOLS[protocol]))
-    utils = import_utils(tmp_path, f"u_{protocol.replace('-', '_')}")
-    texts = RESPONSES + ("", " B", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "-2",
-                         "twenty two apples", "one apple, room 2", "1e3 is it")
-    for qtype, kind in (("object_counting", "number"), ("object_rel_distance", "mcq")):
-        for t in texts:
-            a, b = utils.parse({"question_type": qtype}, t), parse_answer(PROTOCOLS[protocol], kind, t)
-            assert a == b or (a != a and b != b), t  # nan == nan
-    assert "import vistest" not in (tmp_path / "utils.py").read_text()
+def test_task_utils_runs_on_the_standard_library_alone_and_scores_like_vistest(protocol, tmp_path):
+    """The exported utils.py in `python -S -I` (no site-packages: neither vistest nor numpy
+    importable) scores every case as vistest's own records and metrics do."""
+    proto = PROTOCOLS[protocol]
+    (tmp_path / "utils.py").write_text(utils_source(proto))
+    cases = standalone_cases()
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    r = subprocess.run([sys.executable, "-S", "-I", "-c", STANDALONE], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["foreign_modules"] == []
+    for (doc, text), res in zip(cases, got["results"], strict=True):
+        t = truth_from_record(doc, "cases.json", 1)
+        mine = evaluate_row(proto, t, Prediction(t.id, t.variant, t.budget, text))
+        real_gt = doc["original_ground_truth"]
+        if t.is_dummy:
+            row = res["hallucination_rate"]
+            assert row["hallucinated"] == mine.hallucinated, (doc, text)
+            assert row["original_gt_score"] == score_answer(proto, t.kind, text, real_gt), (doc, text)
+        else:
+            expected = mine.score if t.scorable else 0.0  # unscorable: not scored by vistest, 0 in the task
+            assert res["overall"]["acc"] == expected, (doc, text)
+    # where the two copies used to differ, both now score 0 (lmms-eval would raise or read True as 1)
+    assert score_answer(proto, "mcq", "3", 3) == 0.0 and score_answer(proto, "number", "1", True) == 0.0

@@ -180,7 +180,7 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
 
 def test_score_reads_the_whole_run_folder(clean):
     """`vistest score -r OUT` takes every scene of a `vistest run` folder (here: one)."""
-    from vistest.eval.score import load_run_dir
+    from vistest.eval.records import load_run_dir
 
     out, _ = clean
     whole, one = load_run_dir(out), load_run_dir(out / "scenes" / "demo-seed0")

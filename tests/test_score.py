@@ -8,28 +8,24 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.eval.score import (
+from vistest.eval.answers import (
     MRA_THRESHOLDS,
     PROTOCOLS,
-    Prediction,
-    ScoreError,
-    build_report,
-    evaluate_row,
     extract_number,
     first_token,
+    mean_relative_accuracy,
+    score_answer,
+)
+from vistest.eval.metrics import (
+    evaluate_row,
     hallucination_cells,
     lmms_eval_summary,
-    load_predictions,
-    load_run_dir,
     match_predictions,
-    mean_relative_accuracy,
-    render_text,
     resolve_protocol,
-    score_answer,
     sensitivity_cells,
-    truth_from_record,
-    write_report,
 )
+from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
+from vistest.eval.report import build_report, render_text, write_report
 
 REVSI, VSI, LEGACY = PROTOCOLS["revsi"], PROTOCOLS["vsibench"], PROTOCOLS["vsibench-legacy"]
 OPTS = ["A. left", "B. right", "C. back"]

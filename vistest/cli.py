@@ -193,10 +193,10 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
         click.echo("wrote " + ", ".join(str(Path(p)) for p in paths), err=True)
 
 
-# ---- scoring and blind baselines (vistest/eval/score.py, vistest/eval/baselines.py, docs/scoring.md) ----
+# ---- scoring and blind baselines (vistest/eval/: report.py, baselines.py; docs/scoring.md) ----
 def _score_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
     from .eval.baselines import BLIND_MODELS
-    from .eval.score import PROTOCOL_CHOICES
+    from .eval.metrics import PROTOCOL_CHOICES
 
     return PROTOCOL_CHOICES, BLIND_MODELS
 
@@ -217,7 +217,7 @@ _RUN_DIR_HELP = "Folder with the {budget}_frame.jsonl of 'vistest budget' (and o
 def score(predictions, run_dir, outdir, protocol, splits, seed, quiet):
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
     against RUN_DIR: accuracy / MRA per budget and type, hallucination, blind baselines."""
-    from .eval.score import render_text, run_score
+    from .eval.report import render_text, run_score
 
     try:
         report, written = run_score(predictions, run_dir, outdir, protocol, splits, seed)

@@ -39,17 +39,11 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..errors import InputError
 from ..questions import ANSWER_MCQ, option_letter
-from .score import (
-    Prediction,
-    Table,
-    Truth,
-    budget_json,
-    budget_sort_key,
-    is_size_type,
-    load_run_dir,
-    python_float,
-)
+from .answers import python_float
+from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type, load_run_dir
+from .tables import Table
 
 MOST_FREQUENT = "most-frequent"
 SIZE_PRIOR = "size-prior"
@@ -119,7 +113,7 @@ def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT) -> tu
     """The blind model's answer for every truth row (every variant and status) it can answer,
     in truth order; ``model``: one of :data:`BLIND_MODELS`."""
     if model not in BLIND_MODELS:
-        raise ValueError(f"model: expected one of {', '.join(BLIND_MODELS)}, got {model!r}")
+        raise InputError(f"--model: expected one of {', '.join(BLIND_MODELS)}, got {model!r}")
     frequent = most_frequent_answers(truths)
     sizes = size_prior_answers(truths) if model == SIZE_PRIOR else {}
     out = []
@@ -242,7 +236,7 @@ class RankAttack:
                 "held_out": [vars(h).copy() for h in self.held_out]}
 
     def tables(self) -> list[Table]:
-        """The report tables (vistest.eval.score.report_tables)."""
+        """The report tables (vistest.eval.report.report_tables)."""
         note = (f"MCQ whose options are all numbers ({self.n_numeric} of {self.n_mcq} answerable MCQ rows): sort "
                 f"the options, always pick one rank (1 = smallest); hits per rank, the best rank's accuracy and "
                 f"its binomial p-value against chance (Bonferroni over the budget's cell x rank tests).")

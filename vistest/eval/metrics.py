@@ -1,0 +1,302 @@
+"""Metrics: predictions joined to the ground truth, parsed and scored, then grouped into cells.
+
+Conventions:
+
+* Rows are parsed and scored by lmms-eval's rules (vistest.eval.answers) under one
+  :class:`~vistest.eval.answers.Protocol`; :func:`resolve_protocol` picks it from the question
+  types. Scores are floats in [0, 1].
+* Only answerable real rows (:attr:`vistest.eval.records.Truth.scorable`) are scored for
+  accuracy (MCQ) / MRA (numbers): exporters leave unanswerable rows out, so this is what
+  lmms-eval scores. Rows whose evidence was removed (every dummy row, and real rows that are
+  ``unanswerable``) are scored for hallucination (:func:`vistest.eval.answers.is_confident`).
+* Evidence sensitivity pairs a dummy row with the real row of the same ``id`` and
+  ``budget``: (score of the real prediction) - (score of the dummy prediction), both against
+  the real ground truth. A model that ignores the video scores 0; one that uses it, > 0.
+* Cells are sorted by budget (:func:`vistest.eval.records.budget_sort_key`), then by name.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ..questions import ANSWER_MCQ, QUESTION_TYPES
+from .answers import PROTOCOLS, Protocol, is_confident, lmms_eval_subscores, parse_answer, score_parsed
+from .records import REAL_VARIANT, Prediction, ScoreError, Truth, budget_json, budget_sort_key, check_unique
+
+PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
+
+
+def resolve_protocol(name: str, question_types: Iterable[str]) -> Protocol:
+    """``name`` from :data:`PROTOCOL_CHOICES`. ``auto``: ``vsibench`` when the types include a
+    VSI-Bench-only type, else ``revsi``; mixing ReVSI-only and VSI-Bench-only types is an
+    error (no single lmms-eval task scores both)."""
+    if name != "auto":
+        if name not in PROTOCOLS:
+            raise ScoreError(f"protocol: expected one of {', '.join(PROTOCOL_CHOICES)}, got {name!r}")
+        return PROTOCOLS[name]
+    types = set(question_types)
+    only = {b: sorted(t for t in types if QUESTION_TYPES[t].benchmarks == (b,)) for b in ("ReVSI", "VSI-Bench")}
+    if only["ReVSI"] and only["VSI-Bench"]:
+        raise ScoreError(f"protocol: the ground truth mixes ReVSI-only types ({', '.join(only['ReVSI'])}) and "
+                         f"VSI-Bench-only types ({', '.join(only['VSI-Bench'])}); choose one with --protocol")
+    return PROTOCOLS["vsibench" if only["VSI-Bench"] else "revsi"]
+
+
+def numpy_mean(values: Sequence[float]) -> float:
+    """``numpy.mean`` as a Python float: the mean vistest's reports use (lmms-eval's per-type
+    means are pandas/numpy means; its composite and overall means differ from it at most in
+    the last bit)."""
+    return float(np.mean(values))
+
+
+def question_kind(question_type: str) -> str:
+    """``"mcq"`` or ``"number"`` (vistest.questions.QUESTION_TYPES)."""
+    return QUESTION_TYPES[question_type].answer
+
+
+def lmms_eval_summary(type_scores: Mapping[str, float], protocol: Protocol) -> dict[str, float]:
+    """lmms-eval's subscores and overall from per-type mean scores
+    (:func:`vistest.eval.answers.lmms_eval_subscores`, means by :func:`numpy_mean`)."""
+    return lmms_eval_subscores(type_scores, protocol, question_kind, numpy_mean)
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One predicted row. ``parsed``: the protocol's parse. ``score``: vs the row's own ground
+    truth, for answerable real rows (None otherwise). ``hallucinated``: for evidence-removed
+    rows (None otherwise)."""
+
+    truth: Truth
+    prediction: Prediction
+    parsed: str | float | None
+    score: float | None
+    hallucinated: bool | None
+
+    def to_dict(self, model: str) -> dict:
+        t = self.truth
+        parsed = self.parsed if not isinstance(self.parsed, float) or math.isfinite(self.parsed) else str(self.parsed)
+        return {"model": model, "id": t.id, "variant": t.variant, "budget": budget_json(t.budget),
+                "question_type": t.question_type, "status": t.status, "ground_truth": t.ground_truth,
+                "prediction": self.prediction.prediction, "parsed": parsed, "score": self.score,
+                "hallucinated": self.hallucinated}
+
+
+def evaluate_row(protocol: Protocol, truth: Truth, pred: Prediction) -> RowResult:
+    """Parse and score one prediction against its truth (module conventions)."""
+    parsed = parse_answer(protocol, truth.kind, pred.prediction)
+    if truth.evidence_removed:
+        return RowResult(truth, pred, parsed, None, is_confident(truth.kind, parsed, truth.is_counting,
+                                                                  truth.option_letters))
+    score = score_parsed(truth.kind, parsed, truth.ground_truth) if truth.scorable else None
+    return RowResult(truth, pred, parsed, score, None)
+
+
+@dataclass(frozen=True)
+class Matching:
+    """Predictions joined to truths: ``rows`` (in truth order), ``missing`` truths without a
+    prediction, ``unmatched`` predictions without a truth."""
+
+    rows: tuple[RowResult, ...]
+    missing: tuple[Truth, ...]
+    unmatched: tuple[Prediction, ...]
+
+
+def match_predictions(protocol: Protocol, truths: Sequence[Truth], predictions: Sequence[Prediction]) -> Matching:
+    """Join on (id, variant, budget) and evaluate every matched row; duplicate prediction
+    keys raise (naming both places)."""
+    check_unique(predictions, "prediction")
+    by_key = {p.key: p for p in predictions}
+    keys = {t.key for t in truths}
+    rows, missing = [], []
+    for t in truths:
+        p = by_key.get(t.key)
+        if p is None:
+            missing.append(t)
+        else:
+            rows.append(evaluate_row(protocol, t, p))
+    return Matching(tuple(rows), tuple(missing), tuple(p for p in predictions if p.key not in keys))
+
+
+@dataclass(frozen=True)
+class ScoreCell:
+    """Mean score of ``model`` on the answerable real rows of one budget and question type.
+    ``metric``: ``accuracy`` (MCQ) or ``MRA``; ``n``: rows scored; ``n_truth``: scorable rows."""
+
+    model: str
+    budget: str
+    question_type: str
+    metric: str
+    n: int
+    n_truth: int
+    score: float | None
+
+
+def metric_name(kind: str) -> str:
+    """The metric of an answer kind: ``accuracy`` (MCQ) or ``MRA`` (numbers)."""
+    return "accuracy" if kind == ANSWER_MCQ else "MRA"
+
+
+def score_cells(model: str, rows: Sequence[RowResult], truths: Sequence[Truth]) -> tuple[ScoreCell, ...]:
+    """Per (budget, question type) mean of ``row.score`` over scored rows, with the count of
+    scorable truths (so coverage shows); sorted by budget then type."""
+    scored: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.score is not None:
+            scored[(r.truth.budget, r.truth.question_type)].append(r.score)
+    n_truth = Counter((t.budget, t.question_type) for t in truths if t.scorable)
+    out = []
+    for b, qt in sorted(n_truth, key=lambda k: (budget_sort_key(k[0]), k[1])):
+        s = scored.get((b, qt), [])
+        out.append(ScoreCell(model, b, qt, metric_name(question_kind(qt)), len(s), n_truth[(b, qt)],
+                             float(np.mean(s)) if s else None))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SummaryCell:
+    """lmms-eval's aggregate subscores of ``model`` at one budget (``values``: name -> score)."""
+
+    model: str
+    budget: str
+    values: Mapping[str, float]
+
+
+def summary_cells(cells: Sequence[ScoreCell], protocol: Protocol) -> tuple[SummaryCell, ...]:
+    """:func:`lmms_eval_summary` per (model, budget) over the cells that scored rows."""
+    groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for c in cells:
+        if c.score is not None:
+            groups[(c.model, c.budget)][c.question_type] = c.score
+    return tuple(SummaryCell(m, b, MappingProxyType(lmms_eval_summary(v, protocol)))
+                 for (m, b), v in sorted(groups.items(), key=lambda kv: (kv[0][0], budget_sort_key(kv[0][1]))))
+
+
+@dataclass(frozen=True)
+class HallucinationCell:
+    """Evidence-removed rows of one (variant, budget, question type) that were predicted.
+    ``rule``: ``nonzero_count`` or ``confident_answer``; ``hallucinated``: confident answers
+    (:func:`vistest.eval.answers.is_confident`); ``abstained``: answers the protocol could not parse (or a token
+    that is no option letter); ``zero``: counts of 0 (counting only)."""
+
+    variant: str
+    budget: str
+    question_type: str
+    rule: str
+    n: int
+    hallucinated: int
+    abstained: int
+    zero: int
+
+    @property
+    def rate(self) -> float:
+        return self.hallucinated / self.n if self.n else 0.0
+
+
+def hallucination_cells(rows: Sequence[RowResult]) -> tuple[HallucinationCell, ...]:
+    """Group the evidence-removed rows (dummy, or unanswerable real) by (variant, budget, type)."""
+    groups: dict[tuple[str, str, str], list[RowResult]] = defaultdict(list)
+    for r in rows:
+        if r.hallucinated is not None:
+            groups[(r.truth.variant, r.truth.budget, r.truth.question_type)].append(r)
+    out = []
+    for (v, b, qt), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], budget_sort_key(kv[0][1]), kv[0][2])):
+        counting = rs[0].truth.is_counting
+        zero = sum(1 for r in rs if counting and r.parsed == 0)
+        halluc = sum(1 for r in rs if r.hallucinated)
+        out.append(HallucinationCell(v, b, qt, "nonzero_count" if counting else "confident_answer", len(rs), halluc,
+                                     len(rs) - halluc - zero, zero))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SensitivityCell:
+    """Real/dummy pairs of one (dummy variant, budget, type): mean score of the real and of
+    the dummy prediction, both against the real ground truth; ``sensitivity = real - dummy``."""
+
+    variant: str
+    budget: str
+    question_type: str
+    n: int
+    real: float
+    dummy: float
+
+    @property
+    def sensitivity(self) -> float:
+        return self.real - self.dummy
+
+
+def sensitivity_cells(rows: Sequence[RowResult]) -> tuple[SensitivityCell, ...]:
+    """Pair each predicted dummy row with the scored real row of its (id, budget)."""
+    real = {(r.truth.id, r.truth.budget): r for r in rows if r.score is not None}
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        t = r.truth
+        base = real.get((t.id, t.budget)) if t.is_dummy else None
+        if base is None:
+            continue
+        dummy = score_parsed(base.truth.kind, r.parsed, base.truth.ground_truth)
+        groups[(t.variant, t.budget, t.question_type)].append((base.score, dummy))
+    return tuple(SensitivityCell(v, b, qt, len(p), float(np.mean([a for a, _ in p])), float(np.mean([d for _, d in p])))
+                 for (v, b, qt), p in sorted(groups.items(),
+                                             key=lambda kv: (kv[0][0], budget_sort_key(kv[0][1]), kv[0][2])))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Rows of one (variant, budget): ``n_truth`` rows, ``n_scorable`` (answerable, real),
+    ``n_predicted`` rows with a prediction, ``n_missing`` without one."""
+
+    variant: str
+    budget: str
+    n_truth: int
+    n_scorable: int
+    n_predicted: int
+    n_missing: int
+
+
+def coverage_cells(truths: Sequence[Truth], m: Matching) -> tuple[Coverage, ...]:
+    """How much of each (variant, budget) the predictions cover."""
+    total = Counter((t.variant, t.budget) for t in truths)
+    scorable = Counter((t.variant, t.budget) for t in truths if t.scorable)
+    missing = Counter((t.variant, t.budget) for t in m.missing)
+    order = sorted(total, key=lambda k: (k[0] != REAL_VARIANT, k[0], budget_sort_key(k[1])))
+    return tuple(Coverage(v, b, total[(v, b)], scorable[(v, b)], total[(v, b)] - missing[(v, b)], missing[(v, b)])
+                 for v, b in order)
+
+
+@dataclass(frozen=True)
+class LmmsEvalCheck:
+    """Rows of lmms-eval logs whose logged score was compared with this module's.
+    ``disagreements``: (where, logged, ours) for the first few; ``gt_mismatch``: rows whose
+    logged ground truth differs from the run's (stale export; not compared)."""
+
+    compared: int
+    agreed: int
+    disagreements: tuple[tuple[str, float, float], ...]
+    gt_mismatch: tuple[tuple[str, Any, Any], ...]
+
+
+def lmms_eval_check(rows: Sequence[RowResult], keep: int = 10) -> LmmsEvalCheck:
+    """Compare scores lmms-eval logged with ours, on rows scored against the same ground truth."""
+    compared = agreed = 0
+    bad: list[tuple[str, float, float]] = []
+    gt_bad: list[tuple[str, Any, Any]] = []
+    for r in rows:
+        p = r.prediction
+        if p.logged_score is None or r.score is None:
+            continue
+        if str(p.logged_ground_truth) != str(r.truth.ground_truth):
+            gt_bad.append((p.where, p.logged_ground_truth, r.truth.ground_truth))
+            continue
+        compared += 1
+        if abs(p.logged_score - r.score) <= 1e-9:
+            agreed += 1
+        else:
+            bad.append((p.where, p.logged_score, r.score))
+    return LmmsEvalCheck(compared, agreed, tuple(bad[:keep]), tuple(gt_bad[:keep]))
