@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vistest.eval.answers import PROTOCOLS
 from vistest.eval.baselines import (
     MOST_FREQUENT,
     SIZE_PRIOR,
@@ -17,7 +18,6 @@ from vistest.eval.baselines import (
     predictions_jsonl,
     rank_attack,
 )
-from vistest.eval.answers import PROTOCOLS
 from vistest.eval.metrics import match_predictions, score_cells
 from vistest.eval.records import parse_plain_predictions, truth_from_record
 

@@ -26,15 +26,17 @@ from click.testing import CliRunner
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
 from vistest.datasets.demo import make_demo_scene
+from vistest.errors import InputError
 from vistest.eval import answers
 from vistest.eval.answers import PROTOCOLS, score_answer
+from vistest.eval.baselines import blind_predictions
 from vistest.eval.exporters import ExportOptions, export
 from vistest.eval.exporters.lmms_eval_task import ANSWERS_BEGIN, ANSWERS_END, utils_source
 from vistest.eval.exporters.output import RECORD
 from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
 from vistest.eval.exporters.rundir import load_run
 from vistest.eval.metrics import evaluate_row
-from vistest.eval.records import Prediction, load_predictions, load_run_dir, truth_from_record
+from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
 from vistest.videos.ffmpeg import count_frames
@@ -263,6 +265,34 @@ def test_stale_ground_truth_is_refused(run_dir, tmp_path):
         export("revsi", bad, tmp_path / "out", QUIET)
 
 
+def test_bad_export_input_is_an_input_error_naming_file_and_field(run_dir, tmp_path):
+    """Bad input raises vistest.errors.InputError (what the CLI reports as `Error: ...`, exit 2),
+    never a bare ValueError; the message names the file or option, the field, the expectation."""
+    def raises(match, fn, *args, **kwargs):
+        with pytest.raises(InputError, match=match) as e:
+            fn(*args, **kwargs)
+        assert type(e.value) in (InputError, ScoreError)
+
+    raises(r"FORMAT: expected one of", export, "csv", run_dir, tmp_path / "a", QUIET)
+    raises(r"--link: expected one of", export, "revsi", run_dir, tmp_path / "a", replace(QUIET, link="move"))
+    raises(r"--name: expected a task name prefix", export, "lmms-eval-task", run_dir, tmp_path / "a",
+           replace(QUIET, name="1x"))
+    (tmp_path / "file").write_text("x")
+    raises(r"file: -o: expected a folder, found a file", export, "jsonl", run_dir, tmp_path / "file", QUIET)
+    for text, match in (("{", "not a vistest export record"),
+                        ('{"format": "jsonl", "files": 3}', "files: expected the list")):
+        (tmp_path / "rec").mkdir(exist_ok=True)
+        (tmp_path / "rec" / RECORD).write_text(text)
+        raises(rf"{RECORD}: {match}", export, "jsonl", run_dir, tmp_path / "rec", QUIET)
+    raises(r"run directory: not a folder", export, "jsonl", tmp_path / "nowhere", tmp_path / "b", QUIET)
+    bad = tmp_path / "run"
+    shutil.copytree(run_dir, bad, symlinks=True)
+    path = bad / "scenes" / SCENE / "16_frame.jsonl"
+    path.write_text(path.read_text().replace('"num_frames": 16', '"num_frames": "sixteen"', 1))
+    raises(r"16_frame.jsonl:1: num_frames: expected a frame budget", export, "jsonl", bad, tmp_path / "c", QUIET)
+    raises(r"--model: expected one of", blind_predictions, (), "oracle")
+
+
 # ---------------------------------------------------------------------------------------
 # VLMEvalKit TSVs and JSONL rows
 # ---------------------------------------------------------------------------------------
@@ -425,7 +455,8 @@ spec = importlib.util.spec_from_file_location("utils", "utils.py")
 utils = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(utils)
 out = [utils.process_results(doc, [response]) for doc, response in json.load(open("cases.json"))]
-foreign = sorted(m for m in sys.modules if m.split(".")[0] not in sys.stdlib_module_names and m not in ("utils", "__main__"))
+ours = ("utils", "__main__")
+foreign = sorted(m for m in sys.modules if m.split(".")[0] not in sys.stdlib_module_names and m not in ours)
 print(json.dumps({"results": out, "foreign_modules": foreign}))
 """
 TEXTS = RESPONSES + ("", " B", "b", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "inf",

@@ -2,18 +2,27 @@
 --log_samples), hallucination and evidence sensitivity on constructed dummies, the report."""
 from __future__ import annotations
 
+import ast
 import json
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
+from vistest.eval import answers
 from vistest.eval.answers import (
+    MCQ,
     MRA_THRESHOLDS,
+    NUMBER,
     PROTOCOLS,
     extract_number,
     first_token,
     mean_relative_accuracy,
+    mra_thresholds,
+    option_letters,
     score_answer,
 )
 from vistest.eval.metrics import (
@@ -26,6 +35,7 @@ from vistest.eval.metrics import (
 )
 from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
 from vistest.eval.report import build_report, render_text, write_report
+from vistest.questions import ANSWER_MCQ, ANSWER_NUMBER, QUESTION_TYPES, option_letter
 
 REVSI, VSI, LEGACY = PROTOCOLS["revsi"], PROTOCOLS["vsibench"], PROTOCOLS["vsibench-legacy"]
 OPTS = ["A. left", "B. right", "C. back"]
@@ -78,6 +88,79 @@ def test_mra_zero_ground_truth_raises_and_scores_zero():
     with pytest.raises(ZeroDivisionError):
         mean_relative_accuracy(0.0, 0.0)
     assert score_answer(REVSI, "number", "0", "0") == 0.0  # revsi catches it: a dummy's 0 never scores
+
+
+@pytest.mark.parametrize("start, end, interval", [(0.5, 0.95, 0.05), (0.5, 0.95, 0.1), (0.0, 1.0, 0.05),
+                                                    (0.1, 0.9, 0.07), (0.25, 0.75, 0.3)])
+def test_thresholds_equal_numpy_linspace(start, end, interval):
+    # lmms-eval: np.linspace(start, end, int((end - start) / interval + 2)); answers.py has no numpy
+    ref = np.linspace(start, end, int((end - start) / interval + 2))
+    assert mra_thresholds(start, end, interval) == tuple(ref.tolist())
+
+
+def test_mra_equals_lmms_evals_numpy_formula():
+    """revsi _mean_relative_accuracy / vsibench mean_relative_accuracy, written with numpy as
+    there, on a grid of predictions around each target (every float boundary case included)."""
+    conf = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))
+    for target in (0.3, 1.0, 2.5, 3.0, 10.0, 37.0, 120.0, -4.0):
+        for k in range(-40, 121):
+            pred = target * (1 + k / 40) if k % 3 else target + k * 0.05
+            ref = float(((abs(pred - target) / target) <= (1 - conf)).mean())
+            assert mean_relative_accuracy(pred, target) == ref, (pred, target)
+
+
+# ---------------------------------------------------------------------------------------
+# answers.py conventions shared with vistest
+# ---------------------------------------------------------------------------------------
+def test_answer_kinds_are_vistests():
+    assert (MCQ, NUMBER) == (ANSWER_MCQ, ANSWER_NUMBER)
+    assert {t.answer for t in QUESTION_TYPES.values()} == {MCQ, NUMBER}
+
+
+@pytest.mark.parametrize("option", ["A. left", "b) right", "  C .back", "D)", "E.", "12. twelve", "(F) x", "G - x",
+                                    "left", "", "H.\nnewline", "ab. c"])
+def test_option_letters_read_options_as_vistest_questions_does(option):
+    letter = option_letter(option)[0]
+    assert option_letters([option]) == (frozenset({letter}) if letter else frozenset())
+
+
+def test_non_string_ground_truths_score_zero_and_are_not_scorable():
+    """lmms-eval: ``gt.lower()`` raises on a non-string MCQ answer; ``float(True)`` is 1. vistest
+    (and the exported task, which runs the same code) scores both 0 and never scores such rows."""
+    assert score_answer(REVSI, "mcq", "3", 3) == 0.0 and score_answer(REVSI, "mcq", "3", "3") == 1.0
+    assert score_answer(REVSI, "number", "1", True) == 0.0 and score_answer(REVSI, "number", "1", 1) == 1.0
+    assert not truth(qid="q", qtype="object_rel_distance_closest", gt=3, options=OPTS).scorable
+    assert not truth(qid="q", qtype="object_counting_single", gt=True).scorable
+
+
+def _imports(path):
+    """Top-level module names and vistest.eval modules a source file imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                out.add(node.module)
+            elif node.level == 1 and path.parent.name == "eval":
+                names = [node.module] if node.module else [a.name for a in node.names]
+                out |= {f"vistest.eval.{n}" for n in names}
+            else:
+                out.add("vistest")
+    return out
+
+
+def test_eval_modules_import_one_way_and_answers_only_the_standard_library():
+    """answers <- records <- metrics <- tables <- baselines <- report: each module imports only
+    modules before it (no cycle); answers.py imports the standard library alone."""
+    order = ["answers", "records", "metrics", "tables", "baselines", "report"]
+    folder = Path(answers.__file__).parent
+    for i, name in enumerate(order):
+        imported = {m.rsplit(".", 1)[1] for m in _imports(folder / f"{name}.py") if m.startswith("vistest.eval.")}
+        assert imported <= set(order[:i]), (name, imported - set(order[:i]))
+    shared = _imports(folder / "answers.py")
+    assert all(m.split(".")[0] in sys.stdlib_module_names for m in shared), shared
 
 
 # ---------------------------------------------------------------------------------------

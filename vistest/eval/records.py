@@ -133,7 +133,9 @@ class Truth(_Keyed):
         an appearance order given as a list of ids is not scorable)."""
         if self.is_dummy or not self.answerable:
             return False
-        return isinstance(self.ground_truth, str) if self.kind == ANSWER_MCQ else ground_truth_number(self.ground_truth) is not None
+        if self.kind == ANSWER_MCQ:
+            return isinstance(self.ground_truth, str)
+        return ground_truth_number(self.ground_truth) is not None
 
     @property
     def option_letters(self) -> frozenset[str]:

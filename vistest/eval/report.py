@@ -133,7 +133,8 @@ def _score_table(report: Report, models: Sequence[str], title: str, note: str,
     budgets = report.budgets
     rows = []
     for model in models:
-        cells = {(c.budget, c.question_type): c for c in report.scores if c.model == model and show(model, c.question_type)}
+        cells = {(c.budget, c.question_type): c for c in report.scores
+                 if c.model == model and show(model, c.question_type)}
         for qt in sorted({qt for _, qt in cells}):
             first = next(c for (b, t), c in cells.items() if t == qt)
             vals = []
@@ -246,7 +247,8 @@ def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:
     ax = fig.add_subplot()
     for qt in sorted({c.question_type for c in cells}):
         pts = sorted((x[c.budget], c.score) for c in cells if c.question_type == qt)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{qt} ({metric_name(QUESTION_TYPES[qt].answer)})")
+        label = f"{qt} ({metric_name(QUESTION_TYPES[qt].answer)})"
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     for model, style in ((PREDICTIONS_MODEL, {"color": "black", "linewidth": 2.5, "label": "overall"}),
                          (MOST_FREQUENT, {"color": "gray", "linestyle": "--", "label": "blind most-frequent overall"})):
         pts = [(x[s.budget], s.values[report.protocol.overall]) for s in report.summaries if s.model == model]

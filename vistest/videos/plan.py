@@ -206,7 +206,7 @@ class DummyTruth:
 
     @property
     def variant(self) -> str:
-        """The scoring variant name: ``dummy-{mode}`` (vistest.eval.score pairs it with the real row)."""
+        """The scoring variant name: ``dummy-{mode}`` (vistest.eval.metrics pairs it with the real row)."""
         return f"dummy-{self.mode}"
 
     def to_record(self, budget: Budget) -> dict:
@@ -591,7 +591,7 @@ def manifest_records(plan: VariantPlan) -> list[dict]:
 
 def dummy_gt_jsonl(plan: VariantPlan) -> str:
     """``dummy_gt.jsonl``: one line per (question, mode, budget), in question, mode, budget
-    order (the format vistest.eval.score reads beside the budget GT files; docs/videos.md)."""
+    order (the format vistest.eval.records reads beside the budget GT files; docs/videos.md)."""
     params = {"evidence_threshold": plan.evidence_threshold}
     return "".join(json.dumps({**t.to_record(b), **params}, ensure_ascii=False) + "\n"
                    for t in plan.dummies for b in plan.budgets)

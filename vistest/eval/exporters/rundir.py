@@ -12,12 +12,12 @@ A run directory (docs/videos.md) holds, for any number of scenes::
 budget), checked against the manifest: every video a row names must be listed there and
 exist, a budget video must hold exactly the row's ``frame_indices``, and a dummy's content
 key must be the manifest's (otherwise the ground truth and the videos come from different
-runs). The ground truth itself is read and validated by vistest.eval.score's loaders, so an
+runs). The ground truth itself is read and validated by vistest.eval.records' loaders, so an
 export accepts exactly what ``vistest score -r RUN/scenes/{scene_id}`` accepts.
 
 Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label);
 ``num_frames`` its JSON value (16 or ``"all"``), as in the budget files; video paths are
-'/'-separated and relative to the run directory. Errors are ValueError naming the file,
+'/'-separated and relative to the run directory. Errors are vistest.errors.InputError naming the file,
 the field and what was expected.
 """
 from __future__ import annotations
@@ -29,10 +29,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ...pipeline import MANIFEST, read_manifest as read_manifest_records
+from ...errors import InputError
+from ...pipeline import MANIFEST
+from ...pipeline import read_manifest as read_manifest_records
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
-from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 from ...videos.plan import budget_video_path
+from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 
 SCENES_DIR = "scenes"
 
@@ -50,7 +52,7 @@ class ExportRow:
     ``frame_indices``: the source frame of each frame of that video, in order.
     ``record``: the run's record as read (every field); ``source``/``line``: where.
     ``scorable``: real rows: answerable, with a ground truth lmms-eval's rules can score
-    (vistest.eval.score.Truth.scorable: an appearance order given as a list of ids is not);
+    (vistest.eval.records.Truth.scorable: an appearance order given as a list of ids is not);
     dummy rows: always True (they are scored for hallucination).
     """
 
@@ -154,7 +156,7 @@ class RunData:
 # ---------------------------------------------------------------------------------------
 def _int_list(v: Any, where: str, fld: str) -> tuple[int, ...]:
     if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-        raise ValueError(f"{where}: {fld}: expected a list of frame numbers, got {v!r}")
+        raise InputError(f"{where}: {fld}: expected a list of frame numbers, got {v!r}")
     return tuple(v)
 
 
@@ -165,7 +167,7 @@ def manifest_videos(root: Path) -> dict[str, VideoEntry]:
     for line, doc in enumerate(read_manifest_records(root), start=1):
         where = f"{path}: record {line}"
         if not isinstance(doc["num_frames"], int) or doc["num_frames"] < 0:
-            raise ValueError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
+            raise InputError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
         out[str(doc["path"])] = VideoEntry(
             str(doc["scene_id"]), str(doc["path"]), doc["num_frames"],
             _int_list(doc.get("source_frames", []), where, "source_frames"),
@@ -185,7 +187,7 @@ def _options(doc: Mapping[str, Any], qtype: str) -> tuple[str, ...] | None:
 
 
 def _raw_records(paths: list[Path]) -> dict[tuple[str, int], dict]:
-    """{(file, line): record} of every JSONL file (the records vistest.eval.score validated)."""
+    """{(file, line): record} of every JSONL file (the records vistest.eval.records validated)."""
     return {(str(p), line): doc for p in paths
             for line, doc in iter_jsonl(p.read_text(encoding="utf-8").splitlines(), str(p))}
 
@@ -200,23 +202,23 @@ def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str,
             return None, None
         entry = videos.get(str(rel))
         if entry is None:
-            raise ValueError(f"{where}: video: {rel} is not in {root / MANIFEST}; the dummy ground truth and the "
+            raise InputError(f"{where}: video: {rel} is not in {root / MANIFEST}; the dummy ground truth and the "
                              f"videos come from different runs (rerun 'vistest run')")
         if doc.get("video_key") and entry.key and doc["video_key"] != entry.key:
-            raise ValueError(f"{where}: video_key: {doc['video_key'][:16]}... but {root / MANIFEST} lists {rel} with "
+            raise InputError(f"{where}: video_key: {doc['video_key'][:16]}... but {root / MANIFEST} lists {rel} with "
                              f"key {entry.key[:16]}...; rerun 'vistest run'")
     else:
         rel = budget_video_path(scene_id, budget_json(truth.budget))
         entry = videos.get(rel)
         if entry is None:
-            raise ValueError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
+            raise InputError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
                              f"with this budget, or delete the stale {Path(truth.source).name}")
         fi = doc.get("frame_indices")
         if fi is not None and tuple(fi) != entry.source_frames:
-            raise ValueError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
+            raise InputError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
                              f"ground truth and the video come from different runs (rerun 'vistest run')")
     if not (root / str(rel)).is_file():
-        raise ValueError(f"{root / str(rel)}: video file missing (listed in {root / MANIFEST}); rerun 'vistest run'")
+        raise InputError(f"{root / str(rel)}: video file missing (listed in {root / MANIFEST}); rerun 'vistest run'")
     return str(rel), entry
 
 
@@ -229,7 +231,7 @@ def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry]) ->
     for t in truth.truths:
         doc = raw[(t.source, t.line)]
         if str(doc.get("scene_id", scene_id)) != scene_id:
-            raise ValueError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
+            raise InputError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
                              f"{doc.get('scene_id')!r}")
         rel, entry = _video_of(t, doc, scene_id, videos, root)
         frames = tuple(doc.get("frame_indices") or ()) if not t.is_dummy else (entry.source_frames if entry else ())
@@ -251,7 +253,7 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
         key = (r.id, r.variant, r.budget)
         other = seen.setdefault(key, r)
         if other.scene_id != r.scene_id:
-            raise ValueError(f"{r.where}: id: {r.id!r} is also a question of scene {other.scene_id!r} "
+            raise InputError(f"{r.where}: id: {r.id!r} is also a question of scene {other.scene_id!r} "
                              f"({other.where}); predictions are matched by id, so ids must be unique across the "
                              f"scenes of a run directory")
 
@@ -260,11 +262,11 @@ def load_run(run_dir: str | os.PathLike) -> RunData:
     """Every row of a ``vistest run`` output folder, checked against its manifest."""
     root = Path(run_dir).resolve()
     if not root.is_dir():
-        raise ValueError(f"{run_dir}: run directory: not a folder")
+        raise InputError(f"{run_dir}: run directory: not a folder")
     scenes_dir = root / SCENES_DIR
     scene_dirs = sorted(p for p in scenes_dir.iterdir() if p.is_dir()) if scenes_dir.is_dir() else []
     if not scene_dirs:
-        raise ValueError(f"{root}: run directory: expected the output folder of 'vistest run' "
+        raise InputError(f"{root}: run directory: expected the output folder of 'vistest run' "
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
     videos = manifest_videos(root)
     rows: list[ExportRow] = []
