@@ -129,8 +129,9 @@ class Truth(_Keyed):
 
     @property
     def scorable(self) -> bool:
-        """An answerable real row lmms-eval's rules can score (an MCQ needs a letter string:
-        an appearance order given as a list of ids is not scorable)."""
+        """An answerable real row lmms-eval's rules can score: an MCQ ground truth must be a
+        string (an appearance order given as a list of ids is not), a numeric one a number
+        or numeric string, not a boolean (vistest.eval.answers.ground_truth_number)."""
         if self.is_dummy or not self.answerable:
             return False
         if self.kind == ANSWER_MCQ:
@@ -150,7 +151,7 @@ class Prediction(_Keyed):
     ``prediction``: the response text lmms-eval would pass to ``process_results``.
     ``logged_score`` / ``logged_ground_truth``: what an lmms-eval log recorded for the row
     (its ``acc`` / ``accuracy`` / ``MRA:.5:.95:.05`` and the doc's ``ground_truth``), None for
-    plain predictions; used to check this module against lmms-eval.
+    plain predictions; vistest.eval.metrics.lmms_eval_check compares them with vistest's scores.
     """
 
     id: str

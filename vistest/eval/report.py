@@ -106,7 +106,7 @@ def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: s
                  prediction_sources: Sequence[str] = (), run_dir: str = "", splits: int = 200,
                  seed: int = 0) -> Report:
     """Score ``predictions`` against ``truth``; add the blind baselines (vistest.eval.baselines)
-    computed from the truths alone. ``protocol``: :data:`PROTOCOL_CHOICES`; ``splits``/``seed``:
+    computed from the truths alone. ``protocol``: one of vistest.eval.metrics.PROTOCOL_CHOICES; ``splits``/``seed``:
     the held-out rank attack's random half-splits."""
     truths = truth.truths
     proto = resolve_protocol(protocol, {t.question_type for t in truths})

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ... import __version__
 from .output import ExportResult, OutputFolder, Part
-from .records import jsonl_text
+from .columns import jsonl_text
 from .rundir import ExportRow, RunData
 
 FILE = "vistest.jsonl"

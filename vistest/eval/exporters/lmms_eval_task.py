@@ -44,7 +44,7 @@ from ..answers import Protocol
 from ..metrics import resolve_protocol
 from . import lmms_task_functions
 from .output import LEFT_NO_VIDEO, LEFT_UNANSWERABLE, LEFT_UNSCORABLE, ExportResult, OutputFolder, Part, count_left_out
-from .records import base_record, jsonl_text
+from .columns import base_record, jsonl_text
 from .rundir import ExportRow, RunData
 
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")

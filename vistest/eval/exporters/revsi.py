@@ -19,7 +19,7 @@ Written (``OUT``)::
 
 Data files are JSON Lines, not Parquet: vistest needs no pyarrow to write them (``datasets``
 brings its own to read them), they are text a user can read and diff, and a rerun writes
-the same bytes; the fixed column types of vistest.eval.exporters.records make Arrow's inference
+the same bytes; the fixed column types of vistest.eval.exporters.columns make Arrow's inference
 safe.
 
 Rows left out of a config, counted per question type in the record and on the terminal:
@@ -50,7 +50,7 @@ from .output import (
     Part,
     count_left_out,
 )
-from .records import base_record, jsonl_text
+from .columns import base_record, jsonl_text
 from .rundir import ExportRow, RunData
 
 REVSI_TYPES = frozenset(n for n, t in QUESTION_TYPES.items() if "ReVSI" in t.benchmarks)
@@ -88,7 +88,7 @@ def revsi_question_type(row: ExportRow) -> str | None:
 
 
 def revsi_record(row: ExportRow, revsi_type: str) -> dict:
-    """A config row: ReVSI's columns first, then vistest's (vistest.eval.exporters.records)."""
+    """A config row: ReVSI's columns first, then vistest's (vistest.eval.exporters.columns)."""
     rec = base_record(row)
     rec["question_type"] = revsi_type
     rec["vistest_question_type"] = row.question_type

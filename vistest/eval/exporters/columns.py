@@ -1,4 +1,4 @@
-"""Row records for table-shaped exports (``datasets`` / Arrow, TSV): one schema for every row.
+"""The common columns of table-shaped exports (``datasets`` / Arrow, TSV): one schema for every row.
 
 Arrow infers one type per column, so a column must not mix strings and numbers across rows
 (a run's ground truth may be ``"3"`` in one question and ``3.7`` in another, a ``category``
