@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from vistest.cli import main
 from vistest.look.index import links
-from vistest.pipeline import read_manifest
+from vistest.videos.manifest import read_manifest
 from vistest.look.sheets import sheet_path, write_sheets
 from vistest.videos.ffmpeg import VideoWriter
 from conftest import IDENTITY, scene_doc

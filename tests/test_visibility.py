@@ -10,7 +10,8 @@ import pytest
 import trimesh
 
 from vistest.scene import Scene
-from vistest.datasets.synthetic import look_at, random_box_scene
+from vistest.datasets.synthetic import random_box_scene
+from vistest.geometry import look_at
 from vistest.visibility.table import Visibility, compute_visibility
 from conftest import IDENTITY, make_scene, scene_doc
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .atomic import write_atomic
 from .errors import InputError
+from .geometry import box_corners
 
 FORMAT = "vistest.scene/1"
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
@@ -100,7 +101,7 @@ class SceneObject:
     rotation: np.ndarray
 
     def corners(self) -> np.ndarray:
-        """The 8 corners (8, 3) in the box world (numbering: :func:`box_corners`)."""
+        """The 8 corners (8, 3) in the box world (numbering: :func:`vistest.geometry.box_corners`)."""
         return box_corners(self.center[None], self.size[None], self.rotation[None])[0]
 
 
@@ -225,22 +226,6 @@ class Scene:
     def save(self, path: str | os.PathLike) -> None:
         """Write ``scene.json`` atomically (temp file + rename). Paths stay as given."""
         write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
-
-
-def boxes_contain(point: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
-    """(O,) bool: is ``point`` strictly inside each box (centers (O,3), sizes, rots (O,3,3))."""
-    local = np.einsum("odk,od->ok", rots, np.asarray(point, float) - centers)
-    return (np.abs(local) < np.asarray(sizes) / 2.0).all(axis=1)
-
-
-def box_corners(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
-    """(O, 8, 3) box corners from centers (O,3), full sizes (O,3), rotations (O,3,3).
-
-    Corner k has local sign +1 on box axis b when bit b of k is set, else -1.
-    """
-    signs = np.array([[(k >> b) & 1 for b in range(3)] for k in range(8)], float) * 2.0 - 1.0
-    local = signs[None, :, :] * (np.asarray(sizes)[:, None, :] / 2.0)
-    return np.asarray(centers)[:, None, :] + np.einsum("okb,odb->okd", local, rots)
 
 
 # ---------------------------------------------------------------------------------------

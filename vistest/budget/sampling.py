@@ -32,6 +32,7 @@ import numpy as np
 
 Budget = Union[int, str]
 ALL = "all"
+DEFAULT_PROFILE = "uniform"  # the sampler profile of every command unless --profile says otherwise
 
 # qwen-vl-utils constants (qwen_vl_utils/vision_process.py, versions 0.0.8 to 0.0.14)
 QWEN_FRAME_FACTOR = 2

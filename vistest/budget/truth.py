@@ -42,8 +42,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
+from ..layout import budget_file_name
 from ..questions import (RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question)
-from .sampling import ALL, Budget, budget_label, parse_budget, select_frames
+from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, parse_budget, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
@@ -65,6 +66,8 @@ REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planni
 REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
 
 DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
+DEFAULT_SEEN_THRESHOLD = 0.05  # fraction of the image area: ReVSI's 5%
+DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 
 
 @dataclass(frozen=True)
@@ -341,8 +344,9 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
 
 
 def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
-                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = "uniform",
-                 seen_threshold: float = 0.05, min_budget_room_route: int = 32,
+                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
+                 seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                 min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                  num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
     """GT(frames) for every question under every budget.
 
@@ -377,11 +381,6 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
 # ---------------------------------------------------------------------------------------
 # outputs
 # ---------------------------------------------------------------------------------------
-def budget_file_name(budget: Budget) -> str:
-    """``{budget}_frame.jsonl`` (the ReVSI subset name: ``16_frame``, ``all_frame``)."""
-    return f"{budget_label(budget)}_frame.jsonl"
-
-
 def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
     """The JSONL text of one budget: one record per question, in question order.
 

@@ -36,6 +36,7 @@ from ..atomic import write_atomic
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
+from ..geometry import rigid_inverse
 
 
 def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
@@ -52,7 +53,7 @@ def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
     w2c = np.eye(4)
     w2c[:3, :3] = cv2.Rodrigues(np.array(vals[1:4]))[0]
     w2c[:3, 3] = vals[4:7]
-    return vals[0], c.rigid_inverse(w2c)
+    return vals[0], rigid_inverse(w2c)
 
 
 def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -3,8 +3,8 @@
 Two kinds of evidence, both in the *pose world* (metres, +Z up):
 
 * **Depth frames** (``frames[i].depth``): each audited frame's depth is looked up on a
-  working grid of colour-camera rays (``visibility._depth_samples``: through the depth
-  camera, nearest pixel) and back-projected with the frame's pose into world points.
+  working grid of colour-camera rays (vistest.visibility.table.depth_samples: through the
+  depth camera, nearest pixel) and back-projected with the frame's pose into world points.
   Per frame and box, the box's *visible silhouette* (grid rays whose nearest box is
   this one; boxes are solids) is compared with the depth: a ray *agrees* when the
   measured z-depth lies within the box's entry/exit depth +- ``depth_tol``. A box is
@@ -50,10 +50,10 @@ from typing import Iterable
 
 import numpy as np
 
+from ..geometry import CV_TO_GL, rigid_inverse
 from ..progress import progress_bar
 from ..scene import Frame, Scene
 
-CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 RATIO_FLOOR_M = 0.01  # distances below this are noise: ratios use max(d, 1 cm)
 RATIO_FLOOR_SHARE = 0.01
 
@@ -204,13 +204,13 @@ def hypotheses(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (), 
             out.append(Hypothesis(name, fix, boxes_to_world=m))
 
     if not np.allclose(a, np.eye(4), atol=1e-9):
-        add_b2w("boxes_to_world inverted", "use the inverse of boxes_to_world", _rigid_inv(a))
+        add_b2w("boxes_to_world inverted", "use the inverse of boxes_to_world", rigid_inverse(a))
         add_b2w("boxes_to_world dropped", "drop boxes_to_world (boxes already in the pose world)", np.eye(4))
     for name, m in alignments:
         m = np.asarray(m, float)
         add_b2w(f"inverse({name}) as boxes_to_world",
                 f"set boxes_to_world = inverse({name}): the boxes are in the aligned world, the poses are not",
-                _rigid_inv(m))
+                rigid_inverse(m))
         add_b2w(f"{name} as boxes_to_world", f"set boxes_to_world = {name}", m)
     out.append(Hypothesis("rotation transposed", "transpose every box rotation (rows were read as columns)",
                           transpose=True))
@@ -236,16 +236,10 @@ def apply(scene: Scene, h: Hypothesis) -> Scene:
 
 def _pose_fix(c2w: np.ndarray, how: str) -> np.ndarray:
     if how == "inverted":
-        return _rigid_inv(c2w)
+        return rigid_inverse(c2w)
     if how == "opengl":
         return np.asarray(c2w, float) @ CV_TO_GL
     raise ValueError(f"pose: expected 'inverted' or 'opengl', got {how!r}")
-
-
-def _rigid_inv(m: np.ndarray) -> np.ndarray:
-    from .common import rigid_inverse
-
-    return rigid_inverse(m)
 
 
 def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
@@ -332,13 +326,13 @@ def _mesh_points(scene: Scene, params: CheckParams) -> np.ndarray:
 
 
 def _gather(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams) -> _Evidence:
-    from ..visibility.table import _depth_samples
+    from ..visibility.table import depth_samples
 
     frames = _audit_frames(scene, params)
     ws, hs = _grid(scene, params)
     depth = None
     if use_depth and any(f.depth for f in frames):
-        depth = _depth_samples(scene, frames, ws, hs)
+        depth = depth_samples(scene, frames, ws, hs)
     mesh = _mesh_points(scene, params) if use_mesh and scene.mesh is not None else None
     return _Evidence(frames, ws, hs, depth, mesh)
 

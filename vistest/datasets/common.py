@@ -168,20 +168,6 @@ def intrinsics_from_matrix(k: np.ndarray) -> Intrinsics:
     return Intrinsics(float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))
 
 
-def rigid_inverse(m: np.ndarray) -> np.ndarray:
-    """Inverse of a 4x4 rigid transform (rotation transposed, exact last row)."""
-    m = np.asarray(m, float)
-    out = np.eye(4)
-    out[:3, :3] = m[:3, :3].T
-    out[:3, 3] = -m[:3, :3].T @ m[:3, 3]
-    return out
-
-
-def translation(t) -> np.ndarray:
-    """4x4 translation by ``t`` (3,)."""
-    m = np.eye(4)
-    m[:3, 3] = np.asarray(t, float)
-    return m
 
 
 def orthonormalize(r: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
+from ..geometry import rigid_inverse
 
 DEFAULT_SKIP = frozenset({"wall", "floor", "ceiling"})
 CAPTURE_FPS = 30.0
@@ -169,7 +170,7 @@ def native_boxes(path: Path, scene_id: str, align: np.ndarray | None, skip: froz
         oid = str(g.get("objectId", g.get("id", i)))
         objects.append(c.aabb_object(oid, str(g["label"]), verts_box_world[mask]))
     world = "scannet axis-aligned world" if align is not None else "scannet raw scan world (no axisAlignment)"
-    return c.BoxSet(objects=tuple(objects), boxes_to_world=c.rigid_inverse(a), world=world,
+    return c.BoxSet(objects=tuple(objects), boxes_to_world=rigid_inverse(a), world=world,
                     source=f"ScanNet aggregation {agg_path.name} + {seg_path.name}")
 
 

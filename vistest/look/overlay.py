@@ -36,7 +36,8 @@ from numba import njit
 
 from ..visibility import raster
 from ..atomic import write_atomic
-from ..scene import Frame, Scene, box_corners
+from ..geometry import box_corners, rigid_inverse
+from ..scene import Frame, Scene
 from ..visibility.table import DEFAULT_NEAR, Visibility
 
 FILL_ALPHA = 0.30  # opacity of the visible-region fill
@@ -62,7 +63,7 @@ def _project_boxes(corners, r, t, fx, fy, cx, cy, near, cu, cv, eu, ev):
         cv[o, :] = np.nan
         eu[o, :] = np.nan
         ev[o, :] = np.nan
-        if raster._camera_corners(corners[o], r, t, near, pc) > 0:
+        if raster.camera_corners(corners[o], r, t, near, pc) > 0:
             raster.clip_project_box(pc, near, fx, fy, cx, cy, cu[o], cv[o], eu[o], ev[o], px, py)
 
 
@@ -106,10 +107,10 @@ class BoxProjection:
 
 
 def _convex_hull(pts: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of (n, 2) points, via the engine's :func:`raster._hull`."""
+    """Convex hull (counter-clockwise) of (n, 2) points, via the engine's :func:`raster.convex_hull`."""
     n = len(pts)
     hx, hy = np.empty(max(n + 1, 4)), np.empty(max(n + 1, 4))
-    m = raster._hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
+    m = raster.convex_hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
     return np.stack([hx[:m], hy[:m]], axis=1)
 
 
@@ -123,9 +124,8 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
     if corners is None:
         corners = world_corners(scene)
     k = scene.intrinsics_for(frame)
-    rot = frame.camera_to_world[:3, :3]
-    r = np.ascontiguousarray(rot.T)
-    t = -rot.T @ frame.camera_to_world[:3, 3]
+    w2c = rigid_inverse(frame.camera_to_world)
+    r, t = np.ascontiguousarray(w2c[:3, :3]), w2c[:3, 3]
     no = len(corners)
     cu, cv, eu, ev = np.empty((no, 8)), np.empty((no, 8)), np.empty((no, 12)), np.empty((no, 12))
     _project_boxes(corners, r, t, k.fx, k.fy, k.cx, k.cy, float(near), cu, cv, eu, ev)
@@ -164,7 +164,7 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
                  corners: np.ndarray | None = None) -> np.ndarray:
     """(len(frames), hs, ws) int64: the index of the box visible at each working-grid sample
     (boxes hide each other; -1 = none; all -1 for invalid frames), from the engine's kernel."""
-    from ..visibility.table import _cameras
+    from ..visibility.table import frame_cameras
 
     ws, hs = working_size
     w, h = scene.image_size
@@ -175,7 +175,7 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
     labels = np.full((n, hs * ws), -1, np.int64)
     if n == 0 or no == 0:
         return labels.reshape(n, hs, ws)
-    w2c, kin = _cameras(scene, frames)
+    w2c, kin = frame_cameras(scene, frames)
     valid = np.array([f.valid for f in frames], bool)
     proj, vis, bbox = np.empty((n, no)), np.empty((n, no)), np.empty((n, no, 4))
     raster.visibility_kernel(w2c, kin, valid, corners, np.ascontiguousarray(rots), w, h, ws, hs, float(near), True,

@@ -61,7 +61,7 @@ def ffmpeg_exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def _rate(fps: float) -> str:
+def frame_rate(fps: float) -> str:
     """``fps`` as the exact rational ffmpeg expects, e.g. 29.97 -> '30000/1001', 30.0 -> '30'."""
     if isinstance(fps, bool) or not (isinstance(fps, (int, float, np.floating)) and np.isfinite(fps) and fps > 0):
         raise ValueError(f"fps: expected a positive finite number, got {fps!r}")
@@ -389,7 +389,7 @@ class VideoWriter:
                  verify: bool = True):
         self.path = Path(path)
         self.fps = float(fps)
-        self.rate = _rate(fps)
+        self.rate = frame_rate(fps)
         try:
             w, h = (int(v) for v in size)
         except (TypeError, ValueError):

@@ -49,9 +49,10 @@ import numpy as np
 
 from ..budget.truth import CHANGED, UNANSWERABLE, FrameSelection, count_like
 from ..questions import RULE_COUNTING, Question
-from ..budget.sampling import ALL, PROFILES, Budget, budget_label, select_frames
+from ..budget.sampling import ALL, PROFILES, Budget, select_frames
+from ..layout import budget_video_path, dummy_video_path
 from ..scene import Scene
-from .ffmpeg import X264_PRESETS, _rate
+from .ffmpeg import X264_PRESETS, frame_rate
 from ..visibility.table import Visibility
 
 KEY_FORMAT = "vistest.variant/1"
@@ -285,21 +286,9 @@ def check_scene_id(scene_id: str) -> str:
     return scene_id
 
 
-def budget_video_path(scene_id: str, budget: Budget) -> str:
-    """``{n}_frame/{scene_id}.mp4`` (``all_frame`` for all frames): the ReVSI release layout."""
-    return f"{budget_label(budget)}_frame/{scene_id}.mp4"
-
-
-def dummy_video_path(scene_id: str, mode: str, key: str) -> str:
-    """``dummy_{mode}/{scene_id}/{key[:16]}.mp4``; ``dummy_allblack/{scene_id}.mp4`` for allblack."""
-    if mode == "allblack":
-        return f"dummy_allblack/{scene_id}.mp4"
-    return f"dummy_{mode}/{scene_id}/{key[:16]}.mp4"
-
-
 def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),
             mode=None, fill=None) -> dict:
-    return {"source": source_key, "size": list(size), "rate": _rate(fps), "frames": list(frames),
+    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
             "black": list(black), "masks": [[f, [list(r) for r in rs]] for f, rs in masks], "mode": mode,
             "fill": fill, "encoder": settings.to_json()}
 

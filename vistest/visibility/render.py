@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 import pyrender  # noqa: E402
 import trimesh  # noqa: E402
 
-from ..scene import Intrinsics, boxes_contain  # noqa: E402
+from ..geometry import CV_TO_GL, boxes_contain  # noqa: E402
+from ..scene import Intrinsics  # noqa: E402
 
-CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 ZFAR = 100.0
 
 

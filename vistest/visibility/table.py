@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..atomic import atomic_path
+from ..geometry import box_corners, rigid_inverse
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 
@@ -117,7 +118,6 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
     stays bounded; the progress bar advances per chunk).
     """
     from . import raster
-    from ..scene import box_corners
     from ..progress import progress_bar
 
     if occlusion not in OCCLUSION_MODES:
@@ -150,10 +150,10 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
         with progress_bar(nf, f"visibility {scene.scene_id}", enabled=progress) as bar:
             for s in range(0, nf, chunk):
                 frames = scene.frames[s:s + chunk]
-                w2c, kin = _cameras(scene, frames)
+                w2c, kin = frame_cameras(scene, frames)
                 depth = np.zeros((0, 0))
                 if occlusion == "depth":
-                    depth = _depth_samples(scene, frames, ws, hs)
+                    depth = depth_samples(scene, frames, ws, hs)
                 elif occlusion == "mesh":
                     depth = np.stack([mesh_renderer.render(f.camera_to_world, scene.intrinsics_for(f).scaled(ws / w, hs / h))
                                       .reshape(-1) if f.valid else np.zeros(ws * hs) for f in frames])
@@ -171,21 +171,20 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
                               "depth_tol": float(depth_tol), "working_size": [ws, hs]})
 
 
-def _cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
-    """World-to-camera (F, 3, 4) and native intrinsics (F, 4); zeros for invalid frames."""
+def frame_cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
+    """World-to-camera ``[R | t]`` (F, 3, 4) (OpenCV axes, metres) and native intrinsics
+    ``(fx, fy, cx, cy)`` (F, 4) of ``frames``; zeros for invalid frames."""
     w2c = np.zeros((len(frames), 3, 4))
     kin = np.zeros((len(frames), 4))
     for i, f in enumerate(frames):
         k = scene.intrinsics_for(f)
         kin[i] = (k.fx, k.fy, k.cx, k.cy)
         if f.valid:
-            r = f.camera_to_world[:3, :3]
-            w2c[i, :, :3] = r.T
-            w2c[i, :, 3] = -r.T @ f.camera_to_world[:3, 3]
+            w2c[i] = rigid_inverse(f.camera_to_world)[:3]
     return w2c, kin
 
 
-def _depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
+def depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
     """Per-frame depth (metres) at the working-grid samples, (F, hs*ws); 0 = missing.
 
     Each sample's colour ray is looked up in the depth image through the depth

@@ -29,12 +29,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ...pipeline import MANIFEST, read_manifest as read_manifest_records
+from ...layout import MANIFEST, SCENES_DIR, budget_video_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ..score import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
-from ...videos.plan import budget_video_path
-
-SCENES_DIR = "scenes"
+from ...videos.manifest import read_manifest as read_manifest_records
 
 
 @dataclass(frozen=True)
