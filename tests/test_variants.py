@@ -272,7 +272,8 @@ def test_plan_without_writing_is_deterministic(demo):
     a = plan_variants(scene, vis, qs, truth.selections, **kw)
     b = plan_variants(scene, vis, qs, truth.selections, **kw)
     assert [v.key for v in a.variants] == [v.key for v in b.variants]
-    c = plan_variants(scene, vis, qs, truth.selections, **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
+    c = plan_variants(scene, vis, qs, truth.selections,
+                      **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
     assert not {v.key for v in a.variants} & {v.key for v in c.variants}  # encoder settings are in the key
 
 

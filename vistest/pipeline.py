@@ -21,6 +21,7 @@ from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAU
                            budget_truth, write_budget_files)
 from .questions import Question
 from .budget.sampling import DEFAULT_PROFILE, Budget
+from .errors import InputError
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
@@ -28,7 +29,7 @@ from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDE
                        plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .videos.manifest import prune_dummies, update_manifest
-from .visibility.table import Visibility
+from .visibility.table import DEFAULT_OCCLUSION, Visibility
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,13 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
     otherwise checked exactly while the videos are written). Returns (scene, info, warnings).
     """
     if scene.video is None:
-        raise ValueError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
+        raise InputError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
     path = scene.path(scene.video)
     info = probe(path)
     warnings = []
     if info.size != tuple(scene.image_size):
         if not scale_intrinsics:
-            raise ValueError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
+            raise InputError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
                              f"image_size {list(scene.image_size)}; pass --scale-intrinsics to scale the "
                              f"intrinsics to the video")
         warnings.append(f"intrinsics scaled from {scene.image_size[0]}x{scene.image_size[1]} to the video's "
@@ -96,7 +97,7 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
     if info.frames_estimate != scene.num_frames:
         n = count_frames(path)
         if n != scene.num_frames:
-            raise ValueError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
+            raise InputError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
                              f"(frames[].index: last + 1); the poses must match the decoded video")
     if abs(info.fps - scene.fps) > 0.01 * scene.fps:
         warnings.append(f"{path}: the video says {info.fps:g} fps, {scene_json} says fps {scene.fps:g}; "
@@ -123,7 +124,7 @@ def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, 
     vis.save(path)
 
 
-def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = "boxes",
+def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = DEFAULT_OCCLUSION,
                         progress: bool = True) -> Visibility:
     """Compute the visibility (default parameters) in a spawned child process, save it to
     ``path`` with ``params["vistest_key"] = key`` and load it here: the Numba engine's
@@ -135,7 +136,7 @@ def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = "bo
     return Visibility.load(path)
 
 
-def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = "boxes",
+def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = DEFAULT_OCCLUSION,
                      progress: bool = True) -> Visibility:
     """The scene's visibility: read from ``cache`` when its key matches, else computed
     (default parameters, in a child process) and saved there atomically."""
@@ -145,7 +146,7 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
             vis = Visibility.load(cache)
             if vis.params.get("vistest_key") == key:
                 return vis
-        except (OSError, ValueError, KeyError, SyntaxError):
+        except InputError:  # unreadable: computed again and replaced
             pass
     return isolated_visibility(scene, cache, key, occlusion, progress)
 
@@ -193,20 +194,20 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,
-              opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None, occlusion: str = "boxes",
-              scale_intrinsics: bool = False, with_budget_files: bool = True, progress: bool = True,
-              scene: Scene | None = None) -> SceneResult:
+              opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None,
+              occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
+              progress: bool = True, scene: Scene | None = None) -> SceneResult:
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
     ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
-    and manifest lines are written (``vistest videos``). Raises ValueError / VideoError
-    naming the file, the field and the expectation.
+    and manifest lines are written (``vistest videos``). Raises InputError (VideoError for
+    the video) naming the file, the field and the expectation.
     """
     outdir = Path(outdir)
     scene = Scene.load(scene_json) if scene is None else scene
-    check_scene_id(scene.scene_id)
+    check_scene_id(scene.scene_id, scene.source)
     scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
     scene_dir = layout.scene_dir(outdir, scene.scene_id)
     files: list[Path] = []

@@ -122,7 +122,8 @@ class DepthSpec:
 
 @dataclass(frozen=True, eq=False)
 class Scene:
-    """A loaded, validated scene. Paths (video, mesh, depth) are relative to ``root``."""
+    """A loaded, validated scene. Paths (video, mesh, depth) are relative to ``root``;
+    ``source`` names the file it came from in error messages of later stages."""
 
     scene_id: str
     fps: float
@@ -136,6 +137,7 @@ class Scene:
     depth: DepthSpec | None = None
     room: dict | None = None
     root: Path = Path(".")
+    source: str = "<scene>"  # where it was read from (the scene.json path), for error messages
 
     # ---- derived views -------------------------------------------------------------
     @property
@@ -270,8 +272,8 @@ class _Parser:
     def rotation(self, r: np.ndarray, fld: str) -> None:
         err = float(np.abs(r.T @ r - np.eye(3)).max())
         if err > ORTHO_TOL:
-            raise self.fail(fld, f"rotation is not orthonormal (max |R^T R - I| = {err:.3g}, expected <= {ORTHO_TOL:g}): "
-                                 f"{r.tolist()}")
+            raise self.fail(fld, f"rotation is not orthonormal (max |R^T R - I| = {err:.3g}, expected <= "
+                                 f"{ORTHO_TOL:g}): {r.tolist()}")
         det = float(np.linalg.det(r))
         if abs(det - 1.0) > ORTHO_TOL:
             raise self.fail(fld, f"rotation has det {det:.6g}, expected +1 (a reflection or a transposed axis order?)")
@@ -337,7 +339,7 @@ class _Parser:
         objects = self.objects(doc["objects"])
         return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
                      objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
-                     video=video, mesh=mesh, depth=depth, room=room, root=self.root)
+                     video=video, mesh=mesh, depth=depth, room=room, root=self.root, source=self.source)
 
     def depth_spec(self, v: Any) -> DepthSpec:
         if not isinstance(v, dict):

@@ -133,7 +133,8 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         for i, t in enumerate(times):
             j = nearest(pin_stamps, t, tol)
             if j is None:
-                raise c.AdapterError(f"{fdir / 'lowres_wide_intrinsics'}: no .pincam within {tol} s of frame {images[t].name}")
+                raise c.AdapterError(f"{fdir / 'lowres_wide_intrinsics'}: no .pincam within {tol} s of frame "
+                                     f"{images[t].name}")
             k, sz = read_pincam(pincams[pin_stamps[j]])
             k, sz, m = c.rotated_camera(k, sz, turn)
             if size is None:
@@ -203,8 +204,10 @@ def _adapter():
         path_help="a video folder {video_id}/ with {video_id}_frames/ and {video_id}_3dod_annotation.json",
         options=(Option("time_tol", "largest frame-to-pose timestamp gap in seconds (default 0.005)", c.positive_float),
                  Option("sky_direction", "metadata.csv sky_direction: the frames are rotated upright with K and pose "
-                                         "(Up, Left, Right, Down; default Up = no rotation)", c.choice(*c.SKY_DIRECTIONS)),
-                 Option("fps", "frames per second of the video (default: from the frame timestamps)", c.positive_float)),
+                                         "(Up, Left, Right, Down; default Up = no rotation)",
+                        c.choice(*c.SKY_DIRECTIONS)),
+                 Option("fps", "frames per second of the video (default: from the frame timestamps)",
+                        c.positive_float)),
         read_capture=read_capture,
         read_boxes=lambda p, cap, o: read_annotation(_annotation_path(p)))
 

@@ -50,6 +50,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import InputError
 from ..geometry import CV_TO_GL, rigid_inverse
 from ..progress import progress_bar
 from ..scene import Frame, Scene
@@ -228,8 +229,8 @@ def apply(scene: Scene, h: Hypothesis) -> Scene:
         objects = tuple(replace(o, rotation=o.rotation.T.copy()) for o in objects)
     frames = scene.frames
     if h.pose is not None:
-        frames = tuple(f if f.camera_to_world is None else replace(f, camera_to_world=_pose_fix(f.camera_to_world, h.pose))
-                       for f in frames)
+        frames = tuple(f if f.camera_to_world is None
+                       else replace(f, camera_to_world=_pose_fix(f.camera_to_world, h.pose)) for f in frames)
     b2w = scene.boxes_to_world if h.boxes_to_world is None else h.boxes_to_world
     return replace(scene, objects=objects, frames=frames, boxes_to_world=np.asarray(b2w, float))
 
@@ -252,9 +253,13 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
     path = Path(path)
     if path.suffix == ".json":
         doc = read_json(path, "alignment")
-        if isinstance(doc, dict) and "alignments" in doc:
-            return [(str(a["name"]), np.asarray(a["matrix"], float)) for a in doc["alignments"]]
-        m = np.asarray(doc, float)
+        try:
+            if isinstance(doc, dict) and "alignments" in doc:
+                return [(str(a["name"]), _matrix4(a["matrix"])) for a in doc["alignments"]]
+            m = np.asarray(doc, float)
+        except (KeyError, TypeError, ValueError) as e:
+            raise AdapterError(f"{path}: alignments: expected [{{name, matrix (4x4 numbers)}}, ...] or a JSON 4x4 "
+                               f"matrix ({type(e).__name__}: {e})") from None
         if m.shape != (4, 4):
             raise AdapterError(f"{path}: expected a 4x4 matrix or a provenance.json, got shape {list(m.shape)}")
         return [(path.stem, m)]
@@ -272,6 +277,13 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
     if len(vals) != 16:
         raise AdapterError(f"{path}: expected 16 numbers (a 4x4 matrix), got {len(vals)}")
     return [(path.stem, np.array(vals).reshape(4, 4))]
+
+
+def _matrix4(v) -> np.ndarray:
+    m = np.asarray(v, float)
+    if m.shape != (4, 4):
+        raise ValueError(f"matrix: expected 4x4, got shape {list(m.shape)}")
+    return m
 
 
 def provenance_alignments(scene_path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
@@ -321,7 +333,7 @@ def _mesh_points(scene: Scene, params: CheckParams) -> np.ndarray:
         samples, _ = trimesh.sample.sample_surface(geom, params.mesh_samples, seed=0)
         verts = np.concatenate([verts, np.asarray(samples, float)])
     if len(verts) == 0:
-        raise ValueError(f"{path}: mesh: expected a mesh or point cloud with vertices")
+        raise InputError(f"{path}: mesh: expected a mesh or point cloud with vertices")
     return verts
 
 
@@ -537,11 +549,11 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
     matrices (e.g. ScanNet's axisAlignment) to try as ``boxes_to_world`` and inverse.
     Raises ValueError when the scene has no depth frame and no mesh to check against."""
     if not scene.objects:
-        raise ValueError(f"scene {scene.scene_id!r}: no objects to audit")
+        raise InputError(f"{scene.source}: objects: expected at least one box to audit, got none")
     has_depth = use_depth and any(f.depth for f in scene.frames)
     has_mesh = use_mesh and scene.mesh is not None
     if not (has_depth or has_mesh):
-        raise ValueError(f"scene {scene.scene_id!r}: nothing to audit against: expected depth frames "
+        raise InputError(f"{scene.source}: nothing to audit against: expected depth frames "
                          f"(frames[i].depth) or a mesh (mesh)")
     ev = _gather(scene, has_depth, has_mesh, params)
     hyps = hypotheses(scene, alignments, poses=ev.depth is not None)

@@ -98,7 +98,8 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         raise AdapterError(f"{path}: {what}: not valid JSON (line {e.lineno}: {e.msg})") from None
 
 
-def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4), allow_neg_inf: bool = False) -> np.ndarray:
+def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4),
+                    allow_neg_inf: bool = False) -> np.ndarray:
     """A whitespace-separated numeric matrix file (ScanNet's ``pose/*.txt``, ``intrinsic_*.txt``).
 
     ``-inf`` entries are accepted only with ``allow_neg_inf`` (ScanNet's lost tracking).
@@ -263,7 +264,8 @@ SKY_DIRECTIONS = ("Up", "Left", "Right", "Down")
 SKY_ROTATION = {"Up": None, "Left": "cw", "Right": "ccw", "Down": "180"}
 
 
-def rotated_camera(k: Intrinsics, size: tuple[int, int], turn: str | None) -> tuple[Intrinsics, tuple[int, int], np.ndarray]:
+def rotated_camera(k: Intrinsics, size: tuple[int, int],
+                   turn: str | None) -> tuple[Intrinsics, tuple[int, int], np.ndarray]:
     """Camera of an image rotated by ``turn`` ('cw' 90 deg clockwise, 'ccw', '180', None).
 
     Returns the new intrinsics, new (W, H) and ``M`` (4x4) with ``c2w_new = c2w @ M``.

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..errors import InputError
 from ..progress import progress_bar
 from ..geometry import box_corners, boxes_contain, look_rotation, rot_x, rot_y, rot_z
 from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
@@ -485,13 +486,13 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
 
     outdir = Path(outdir)
     if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < MIN_FRAMES:
-        raise ValueError(f"num_frames: expected an integer >= {MIN_FRAMES} (the walk's planned events need it), "
+        raise InputError(f"num_frames: expected an integer >= {MIN_FRAMES} (the walk's planned events need it), "
                          f"got {num_frames!r}")
     w, h = (int(v) for v in size)
     if w <= 0 or h <= 0 or w % 2 or h % 2:
-        raise ValueError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
+        raise InputError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
     if not (np.isfinite(fps) and fps > 0):
-        raise ValueError(f"fps: expected a positive number, got {fps!r}")
+        raise InputError(f"fps: expected a positive number, got {fps!r}")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / DEMO_STAMP
     params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),

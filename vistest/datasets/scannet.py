@@ -126,7 +126,8 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
         mesh=str(mesh) if mesh.is_file() else None,
-        alignments=(("scannet axisAlignment (raw scan world -> axis-aligned world)", align),) if align is not None else (),
+        alignments=((("scannet axisAlignment (raw scan world -> axis-aligned world)", align),)
+                    if align is not None else ()),
         extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent"})
     boxes = native_boxes(path, scene_id, align, opts.get("skip_labels", DEFAULT_SKIP))
     return replace(capture, boxes=boxes)

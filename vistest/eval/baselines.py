@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
 from ..atomic import write_atomic
 from ..questions import ANSWER_MCQ, option_letter
 from .score import (
@@ -119,7 +120,7 @@ def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT) -> tu
     """The blind model's answer for every truth row (every variant and status) it can answer,
     in truth order; ``model``: one of :data:`BLIND_MODELS`."""
     if model not in BLIND_MODELS:
-        raise ValueError(f"model: expected one of {', '.join(BLIND_MODELS)}, got {model!r}")
+        raise InputError(f"model: expected one of {', '.join(BLIND_MODELS)}, got {model!r}")
     frequent = most_frequent_answers(truths)
     sizes = size_prior_answers(truths) if model == SIZE_PRIOR else {}
     out = []

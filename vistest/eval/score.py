@@ -147,7 +147,9 @@ class Truth(_Keyed):
         an appearance order given as a list of ids is not scorable)."""
         if self.is_dummy or not self.answerable:
             return False
-        return isinstance(self.ground_truth, str) if self.kind == ANSWER_MCQ else _gt_float(self.ground_truth) is not None
+        if self.kind == ANSWER_MCQ:
+            return isinstance(self.ground_truth, str)
+        return _gt_float(self.ground_truth) is not None
 
     @property
     def option_letters(self) -> frozenset[str]:
@@ -1078,7 +1080,8 @@ def _score_table(report: Report, models: Sequence[str], title: str, note: str,
     budgets = report.budgets
     rows = []
     for model in models:
-        cells = {(c.budget, c.question_type): c for c in report.scores if c.model == model and show(model, c.question_type)}
+        cells = {(c.budget, c.question_type): c for c in report.scores
+                 if c.model == model and show(model, c.question_type)}
         for qt in sorted({qt for _, qt in cells}):
             first = next(c for (b, t), c in cells.items() if t == qt)
             vals = []
@@ -1226,7 +1229,8 @@ def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:
     ax = fig.add_subplot()
     for qt in sorted({c.question_type for c in cells}):
         pts = sorted((x[c.budget], c.score) for c in cells if c.question_type == qt)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{qt} ({_metric_name(QUESTION_TYPES[qt].answer)})")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=f"{qt} ({_metric_name(QUESTION_TYPES[qt].answer)})")
     for model, style in ((PREDICTIONS_MODEL, {"color": "black", "linewidth": 2.5, "label": "overall"}),
                          (MOST_FREQUENT, {"color": "gray", "linestyle": "--", "label": "blind most-frequent overall"})):
         pts = [(x[s.budget], s.values[report.protocol.overall]) for s in report.summaries if s.model == model]

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from .. import layout
 from ..atomic import write_atomic
+from ..errors import InputError
 from ..videos.manifest import read_manifest
 
 CSS = """
@@ -84,7 +85,8 @@ def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None, title: str | None = None) -> str:
+def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None,
+               title: str | None = None) -> str:
     """The page for ``run_dir`` (see the module docstring); ``sheets_dir`` defaults to ``RUN_DIR/sheets``."""
     run_dir = Path(run_dir).resolve()
     sheets_dir = layout.sheets_dir(run_dir) if sheets_dir is None else Path(sheets_dir).resolve()
@@ -128,7 +130,7 @@ def write_index(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None
     """Write ``RUN_DIR/index.html`` atomically; returns its path."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ValueError(f"{run_dir}: not a folder; expected the output folder of 'vistest run'")
+        raise InputError(f"{run_dir}: not a folder; expected the output folder of 'vistest run'")
     path = run_dir / layout.INDEX_HTML
     write_atomic(path, index_html(run_dir, sheets_dir, title))
     return path

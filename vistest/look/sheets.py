@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import SHEET_COLUMNS, SHEET_MAX_FRAMES, SHEET_TILE_WIDTH
 from .overlay import contact_sheet, tile, write_png
 from .. import layout
 from ..errors import InputError
@@ -30,9 +31,7 @@ from ..videos.manifest import read_manifest
 
 MATCH_PSNR = 30.0  # dB: a frame matches what the manifest says when at least this close (H.264, crf 18)
 BLACK_MAX = 24  # RGB value a decoded "black" pixel stays under (video black is Y 16)
-DEFAULT_MAX_FRAMES = 48
-DEFAULT_TILE_WIDTH = 160
-DEFAULT_COLUMNS = 8
+DEFAULT_MAX_FRAMES, DEFAULT_COLUMNS, DEFAULT_TILE_WIDTH = SHEET_MAX_FRAMES, SHEET_COLUMNS, SHEET_TILE_WIDTH
 OK_RGB, DIFF_RGB = (120, 220, 120), (255, 90, 90)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from ...errors import InputError
 from .output import LINK_MODES, ExportResult
 
 FORMATS = MappingProxyType({"revsi": "revsi", "lmms-eval-task": "lmms_eval_task", "vlmevalkit": "vlmevalkit",
@@ -50,9 +51,9 @@ def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
     """Export the run directory ``run_dir`` to the folder ``out`` in format ``fmt``.
     Raises ValueError naming the file, the field and what was expected."""
     if fmt not in FORMATS:
-        raise ValueError(f"FORMAT: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise InputError(f"FORMAT: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if options.link not in LINK_MODES:
-        raise ValueError(f"--link: expected one of {', '.join(LINK_MODES)}, got {options.link!r}")
+        raise InputError(f"--link: expected one of {', '.join(LINK_MODES)}, got {options.link!r}")
     from .rundir import load_run
 
     run = load_run(run_dir)

@@ -36,6 +36,7 @@ import json
 import re
 from pathlib import Path
 
+from ...errors import InputError
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ..score import _NUMBER_WORDS, MRA_THRESHOLDS, Protocol, resolve_protocol
 from ...videos.plan import DUMMY_MODES
@@ -165,7 +166,7 @@ def plan_tasks(run: RunData, name: str) -> tuple[list[tuple[str, str, bool, list
 def write(run: RunData, out: str | Path, protocol: str = "auto", name: str = "vistest", **_) -> ExportResult:
     """Export ``run`` to ``out`` as an lmms-eval task folder (module docstring)."""
     if not _NAME_RE.fullmatch(name):
-        raise ValueError(f"--name: expected a task name prefix of letters, digits and '_', starting with a letter, "
+        raise InputError(f"--name: expected a task name prefix of letters, digits and '_', starting with a letter, "
                          f"got {name!r}")
     proto = resolve_protocol(protocol, {r.question_type for r in run.rows})
     folder = OutputFolder(out, "lmms-eval-task", run.root)

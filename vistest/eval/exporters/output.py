@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ...errors import InputError
 from ... import __version__
 from ...atomic import temp_path_for, write_atomic
 from ...videos.plan import file_key
@@ -134,23 +135,23 @@ class OutputFolder:
     def _check(self) -> list[str]:
         """Refuse unsafe destinations; return the files the previous export owned."""
         if self.out == self.run_root:
-            raise ValueError(f"{self.out}: -o: the export folder must not be the run directory itself")
+            raise InputError(f"{self.out}: -o: the export folder must not be the run directory itself")
         if self.out.exists() and not self.out.is_dir():
-            raise ValueError(f"{self.out}: -o: expected a folder, found a file")
+            raise InputError(f"{self.out}: -o: expected a folder, found a file")
         record = self.out / RECORD
         if record.is_file():
             try:
                 prev = json.loads(record.read_text(encoding="utf-8"))
                 fmt, files = prev["format"], prev["files"]
             except (OSError, ValueError, KeyError, TypeError):
-                raise ValueError(f"{record}: not a vistest export record (expected JSON with format and files); "
+                raise InputError(f"{record}: not a vistest export record (expected JSON with format and files); "
                                  f"delete it or choose another folder") from None
             if fmt != self.fmt:
-                raise ValueError(f"{record}: format: this folder holds a {fmt!r} export, not {self.fmt!r}; choose "
+                raise InputError(f"{record}: format: this folder holds a {fmt!r} export, not {self.fmt!r}; choose "
                                  f"another folder")
             return [str(f) for f in files]
         if self.out.is_dir() and any(self.out.iterdir()):
-            raise ValueError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
+            raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
                              f"into a new, empty or previously exported folder")
         return []
 
@@ -178,7 +179,7 @@ class OutputFolder:
         """Place ``src`` at ``OUT/rel`` by ``mode`` (:data:`LINK_MODES`), atomically; an up-to-date
         destination (same inode, same link target, or same bytes) is left alone."""
         if mode not in LINK_MODES:
-            raise ValueError(f"--link: expected one of {', '.join(LINK_MODES)}, got {mode!r}")
+            raise InputError(f"--link: expected one of {', '.join(LINK_MODES)}, got {mode!r}")
         dst = self.path(rel)
         if _up_to_date(dst, src, mode):
             self.unchanged += 1

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from ...errors import InputError
 from ...layout import MANIFEST, SCENES_DIR, budget_video_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ..score import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
@@ -152,7 +153,7 @@ class RunData:
 # ---------------------------------------------------------------------------------------
 def _int_list(v: Any, where: str, fld: str) -> tuple[int, ...]:
     if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-        raise ValueError(f"{where}: {fld}: expected a list of frame numbers, got {v!r}")
+        raise InputError(f"{where}: {fld}: expected a list of frame numbers, got {v!r}")
     return tuple(v)
 
 
@@ -163,7 +164,7 @@ def manifest_videos(root: Path) -> dict[str, VideoEntry]:
     for line, doc in enumerate(read_manifest_records(root), start=1):
         where = f"{path}: record {line}"
         if not isinstance(doc["num_frames"], int) or doc["num_frames"] < 0:
-            raise ValueError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
+            raise InputError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
         out[str(doc["path"])] = VideoEntry(
             str(doc["scene_id"]), str(doc["path"]), doc["num_frames"],
             _int_list(doc.get("source_frames", []), where, "source_frames"),
@@ -198,23 +199,23 @@ def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str,
             return None, None
         entry = videos.get(str(rel))
         if entry is None:
-            raise ValueError(f"{where}: video: {rel} is not in {root / MANIFEST}; the dummy ground truth and the "
+            raise InputError(f"{where}: video: {rel} is not in {root / MANIFEST}; the dummy ground truth and the "
                              f"videos come from different runs (rerun 'vistest run')")
         if doc.get("video_key") and entry.key and doc["video_key"] != entry.key:
-            raise ValueError(f"{where}: video_key: {doc['video_key'][:16]}... but {root / MANIFEST} lists {rel} with "
+            raise InputError(f"{where}: video_key: {doc['video_key'][:16]}... but {root / MANIFEST} lists {rel} with "
                              f"key {entry.key[:16]}...; rerun 'vistest run'")
     else:
         rel = budget_video_path(scene_id, budget_json(truth.budget))
         entry = videos.get(rel)
         if entry is None:
-            raise ValueError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
+            raise InputError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
                              f"with this budget, or delete the stale {Path(truth.source).name}")
         fi = doc.get("frame_indices")
         if fi is not None and tuple(fi) != entry.source_frames:
-            raise ValueError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
+            raise InputError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
                              f"ground truth and the video come from different runs (rerun 'vistest run')")
     if not (root / str(rel)).is_file():
-        raise ValueError(f"{root / str(rel)}: video file missing (listed in {root / MANIFEST}); rerun 'vistest run'")
+        raise InputError(f"{root / str(rel)}: video file missing (listed in {root / MANIFEST}); rerun 'vistest run'")
     return str(rel), entry
 
 
@@ -227,7 +228,7 @@ def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry]) ->
     for t in truth.truths:
         doc = raw[(t.source, t.line)]
         if str(doc.get("scene_id", scene_id)) != scene_id:
-            raise ValueError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
+            raise InputError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
                              f"{doc.get('scene_id')!r}")
         rel, entry = _video_of(t, doc, scene_id, videos, root)
         frames = tuple(doc.get("frame_indices") or ()) if not t.is_dummy else (entry.source_frames if entry else ())
@@ -249,7 +250,7 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
         key = (r.id, r.variant, r.budget)
         other = seen.setdefault(key, r)
         if other.scene_id != r.scene_id:
-            raise ValueError(f"{r.where}: id: {r.id!r} is also a question of scene {other.scene_id!r} "
+            raise InputError(f"{r.where}: id: {r.id!r} is also a question of scene {other.scene_id!r} "
                              f"({other.where}); predictions are matched by id, so ids must be unique across the "
                              f"scenes of a run directory")
 
@@ -258,11 +259,11 @@ def load_run(run_dir: str | os.PathLike) -> RunData:
     """Every row of a ``vistest run`` output folder, checked against its manifest."""
     root = Path(run_dir).resolve()
     if not root.is_dir():
-        raise ValueError(f"{run_dir}: run directory: not a folder")
+        raise InputError(f"{run_dir}: run directory: not a folder")
     scenes_dir = root / SCENES_DIR
     scene_dirs = sorted(p for p in scenes_dir.iterdir() if p.is_dir()) if scenes_dir.is_dir() else []
     if not scene_dirs:
-        raise ValueError(f"{root}: run directory: expected the output folder of 'vistest run' "
+        raise InputError(f"{root}: run directory: expected the output folder of 'vistest run' "
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
     videos = manifest_videos(root)
     rows: list[ExportRow] = []
