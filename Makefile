@@ -9,7 +9,7 @@ DEMO_RUN_SCENE := $(DEMO_OUT)/run/scenes/demo-seed0
 DEMO_VIS := $(DEMO_RUN_SCENE)/visibility.npz
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test bench bench-videos setup clean variants
+.PHONY: demo test lint bench bench-videos setup clean variants
 
 setup: $(STAMP)
 
@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest overlay $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/overlay.mp4 --visibility $(DEMO_VIS) --quiet
 	$(VENV)/bin/vistest overlay $(DEMO_SCENE) --png -o $(DEMO_RUN_SCENE)/overlay.png --visibility $(DEMO_VIS) --quiet
 	$(VENV)/bin/vistest timeline $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/timeline.png --questions examples/demo-questions.jsonl \
-		--budget 16,32,64 --profile uniform --visibility $(DEMO_VIS)
+		--budgets 16,32,64 --profile uniform --visibility $(DEMO_VIS)
 	$(VENV)/bin/vistest baseline -r $(DEMO_RUN_SCENE) -o $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl
 	$(VENV)/bin/vistest score $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_RUN_SCENE) \
 		-o $(DEMO_RUN_SCENE)/score --quiet
@@ -72,6 +72,10 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# ruff, configured in pyproject.toml ([tool.ruff]): checks only, never rewrites
+lint: $(STAMP)
+	$(VENV)/bin/ruff check vistest tests bench
 
 bench: $(STAMP)
 	$(PY) bench/visibility.py

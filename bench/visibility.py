@@ -52,7 +52,8 @@ def main() -> None:
     err = np.abs(np.array(counts) / (w * h) - vis.visible[frames])
 
     print(f"scene: {len(scene.frames)} frames ({n_valid} valid), {args.boxes} boxes, {w}x{h}; "
-          f"working scale {default_scale((w, h)):.4f} ({vis.params['working_size'][0]}x{vis.params['working_size'][1]})")
+          f"working scale {default_scale((w, h)):.4f} "
+          f"({vis.params['working_size'][0]}x{vis.params['working_size'][1]})")
     print(f"engine (occlusion=boxes, default scale): {engine_fps:10.1f} frames/s")
     print(f"pyrender reference (native, {len(frames)} frames): {ref_fps:10.1f} frames/s")
     print(f"ratio engine / pyrender: {engine_fps / ref_fps:.1f}x")

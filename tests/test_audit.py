@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from vistest.datasets.audit import CheckParams, audit_scene, hypotheses, load_alignments
 from vistest.cli import main
-from vistest.datasets.demo import make_demo_scene, rot_z
+from vistest.datasets.demo import make_demo_scene
+from vistest.geometry import rot_z
 from vistest.scene import Scene, SceneObject
 
 A = np.eye(4)

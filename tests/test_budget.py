@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
                             write_budget_files)
-from vistest.cli import budget as budget_cmd
-from vistest.cli import frames as frames_cmd
+from vistest.cli import main
+from vistest.errors import InputError
 from vistest.questions import parse_questions
 from vistest.scene import FORMAT, Scene
 from vistest.visibility.table import Visibility
@@ -239,17 +239,17 @@ def test_profile_uses_scene_fps():
 def test_inconsistent_inputs_raise():
     scene, vis, qs = counting_case()
     other = make_scene(OBJS, range(10), scene_id="s2")
-    with pytest.raises(ValueError, match="scene_id 's1' does not match the scene 's2'"):
+    with pytest.raises(InputError, match="visibility: scene_id: expected 's2' .*, got 's1'"):
         budget_truth(other, vis, questions({"question_type": "object_counting", "category": "chair",
                                             "ground_truth": 1}, scene_id="s2"))
-    with pytest.raises(ValueError, match=r"q.jsonl:1: scene_id: expected 's2'"):
+    with pytest.raises(InputError, match=r"q.jsonl:1: scene_id: expected 's2'"):
         budget_truth(other, make_vis(other, {}), qs)
-    with pytest.raises(ValueError, match="budgets: budget 4 given twice"):
+    with pytest.raises(InputError, match="budgets: budget 4 given twice"):
         budget_truth(scene, vis, qs, budgets=(4, 4))
-    with pytest.raises(ValueError, match="unknown sampler profile"):
+    with pytest.raises(InputError, match="unknown sampler profile"):
         budget_truth(scene, vis, qs, profile="vlm")
     small = make_scene(OBJS[:2], range(10))
-    with pytest.raises(ValueError, match="no column for scene object"):
+    with pytest.raises(InputError, match="visibility: object_ids: no column for object"):
         budget_truth(scene, make_vis(small, {}), qs)
 
 
@@ -280,13 +280,14 @@ def test_write_files_and_summary(tmp_path):
 
 def test_cli_frames():
     runner = CliRunner()
-    res = runner.invoke(frames_cmd, ["--profile", "vlmevalkit-chunk-center", "--budget", "4", "--num-frames", "10"])
+    res = runner.invoke(main, ["frames", "--profile", "vlmevalkit-chunk-center", "--budget", "4", "--num-frames", "10"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output) == [1, 3, 6, 9]
-    res = runner.invoke(frames_cmd, ["-p", "llava-vid", "-n", "16", "-N", "100", "--fps", "30", "-O", "sample_fps=2"])
+    res = runner.invoke(main, ["frames", "-p", "llava-vid", "-n", "16", "-N", "100", "--fps", "30",
+                               "-O", "sample_fps=2"])
     assert json.loads(res.output) == [0, 15, 30, 45, 60, 75, 90]
-    res = runner.invoke(frames_cmd, ["-p", "uniform", "-n", "zero", "-N", "10"])
-    assert res.exit_code != 0 and "--budget: expected a positive integer or 'all'" in res.output
+    res = runner.invoke(main, ["frames", "-p", "uniform", "-n", "zero", "-N", "10"])
+    assert res.exit_code == 2 and "Error: --budget: expected a positive integer or 'all'" in res.output
 
 
 def test_cli_budget(tmp_path):
@@ -298,16 +299,16 @@ def test_cli_budget(tmp_path):
     runner = CliRunner()
     args = [str(tmp_path / "scene.json"), str(q), "--budgets", "4,all", "-o", str(tmp_path / "out"),
             "--visibility", str(tmp_path / "vis.npz")]
-    res = runner.invoke(budget_cmd, args)
+    res = runner.invoke(main, ["budget", *args])
     assert res.exit_code == 0, res.output
     assert "total" in res.output and "object_counting_multiple" in res.output
     assert json.loads((tmp_path / "out" / "4_frame.jsonl").read_text().splitlines()[0])["ground_truth"] == "1"
     # bad question input: the error names the file, line and field
     q.write_text(q.read_text() + json.dumps({"id": "x", "scene_id": "s1", "question_type": "object_counting",
                                              "question": "?", "category": "sofa", "ground_truth": 1}) + "\n")
-    res = runner.invoke(budget_cmd, args)
-    assert res.exit_code != 0
-    assert f"{q}:6: category: category 'sofa' is absent from scene 's1'" in res.output
+    res = runner.invoke(main, ["budget", *args])
+    assert res.exit_code == 2
+    assert f"Error: {q}:6: category: category 'sofa' is absent from scene 's1'" in res.output
 
 
 def test_cli_budget_computes_visibility_when_not_given(tmp_path):
@@ -318,7 +319,7 @@ def test_cli_budget_computes_visibility_when_not_given(tmp_path):
     q = tmp_path / "q.jsonl"
     q.write_text(json.dumps({"id": 1, "scene_id": "s1", "question_type": "object_counting", "question": "?",
                              "category": "chair", "ground_truth": 1}) + "\n")
-    res = CliRunner().invoke(budget_cmd, [str(tmp_path / "scene.json"), str(q), "--budgets", "2,all",
+    res = CliRunner().invoke(main, ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "2,all",
                                           "-o", str(tmp_path / "out"), "--quiet"])
     assert res.exit_code == 0, res.output
     for name in ("2_frame.jsonl", "all_frame.jsonl"):

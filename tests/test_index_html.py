@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from vistest.cli import main
 from vistest.look.index import links
-from vistest.pipeline import read_manifest
+from vistest.videos.manifest import read_manifest
 from vistest.look.sheets import sheet_path, write_sheets
 from vistest.videos.ffmpeg import VideoWriter
 from conftest import IDENTITY, scene_doc
@@ -59,7 +59,7 @@ def run_dir(tmp_path_factory):
     scene_dir = out / "scenes" / "tiny"
     for args in (["overlay", str(root / "scene.json"), "-o", str(scene_dir / "overlay.mp4")],
                  ["overlay", str(root / "scene.json"), "--png", "-o", str(scene_dir / "overlay.png")],
-                 ["timeline", str(root / "scene.json"), "-o", str(scene_dir / "timeline.png"), "--budget", "4",
+                 ["timeline", str(root / "scene.json"), "-o", str(scene_dir / "timeline.png"), "--budgets", "4",
                   "--questions", str(root / "q.jsonl")],
                  ["sheet", str(out)]):
         r = runner.invoke(main, args + ["--quiet"])
@@ -110,9 +110,13 @@ document.getElementById("page").addEventListener("load", () => {{
     out.images.push({{src: img.getAttribute("src"), ok: img.complete && img.naturalWidth > 0}});
   for (const a of doc.querySelectorAll("a[href]")) {{
     const href = a.getAttribute("href");
-    if (href.startsWith("#")) {{ out.links.push({{href, ok: !!doc.getElementById(decodeURIComponent(href.slice(1)))}}); continue; }}
+    if (href.startsWith("#")) {{
+      out.links.push({{href, ok: !!doc.getElementById(decodeURIComponent(href.slice(1)))}}); continue;
+    }}
     let ok = false;
-    try {{ const x = new XMLHttpRequest(); x.open("GET", a.href, false); x.send(); ok = x.status === 0 || x.status === 200; }}
+    try {{
+      const x = new XMLHttpRequest(); x.open("GET", a.href, false); x.send(); ok = x.status === 0 || x.status === 200;
+    }}
     catch (e) {{ ok = false; }}
     out.links.push({{href, ok}});
   }}

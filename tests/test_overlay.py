@@ -50,7 +50,7 @@ def hull_area(pts, w, h):
         return 0.0, None
     hx, hy, tx, ty = (np.empty(raster.MAXV) for _ in range(4))
     bb = np.empty(4)
-    m = raster._hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
+    m = raster.convex_hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
     if m < 3:
         return 0.0, None
     return raster._clip_rect_area(hx, hy, m, -0.5, -0.5, w - 0.5, h - 0.5, tx, ty, bb), bb
@@ -153,9 +153,9 @@ def test_label_kernel_leaves_the_engine_results_unchanged():
         present = {int(o) for o in np.unique(labels[fi]) if o >= 0}
         assert all(vis.visible[fi, o] > 0 for o in present)
     # the labelled compilation returns the same numbers as the default one
-    from vistest.visibility.table import _cameras
+    from vistest.visibility.table import frame_cameras
     _, _, rots = scene.world_boxes()
-    w2c, kin = _cameras(scene, scene.frames)
+    w2c, kin = frame_cameras(scene, scene.frames)
     valid = np.array([f.valid for f in scene.frames])
     out = [np.empty((30, 10)), np.empty((30, 10)), np.empty((30, 10, 4))]
     raster.visibility_kernel(w2c, kin, valid, world_corners(scene), rots, *scene.image_size, ws, hs, DEFAULT_NEAR,

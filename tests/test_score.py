@@ -287,7 +287,8 @@ def test_run_dir_errors_name_file_line_field(tmp_path, run_dir):
         load_run_dir(run_dir)
     write_jsonl(run_dir / "32_frame.jsonl", [rec("q1", "object_counting_single", "3", budget=32),
                                              rec("q1", "object_counting_single", "3", budget=32)])
-    with pytest.raises(ScoreError, match=r"32_frame.jsonl:2: id: duplicate ground truth .* \(also .*32_frame.jsonl:1\)"):
+    with pytest.raises(ScoreError,
+                       match=r"32_frame.jsonl:2: id: duplicate ground truth .* \(also .*32_frame.jsonl:1\)"):
         load_run_dir(run_dir)
     write_jsonl(run_dir / "32_frame.jsonl", [rec("q1", "object_counting", "3", budget=32, status="maybe")])
     with pytest.raises(ScoreError, match="32_frame.jsonl:1: status: expected one of kept, changed, unanswerable"):
@@ -346,7 +347,8 @@ def test_log_samples_all_three_layouts(tmp_path):
     p_old = write_jsonl(tmp_path / "old_samples_revsi_16_frame.jsonl", [old])
     p_oldest = write_jsonl(tmp_path / "oldest_samples_revsi_16_frame.jsonl", [oldest])
     a, b = load_predictions(v07)
-    assert (a.key, a.prediction, a.logged_score, a.logged_ground_truth) == (("q2", "budget", "16"), "B. right", 1.0, "B")
+    assert (a.key, a.prediction, a.logged_score, a.logged_ground_truth) == \
+        (("q2", "budget", "16"), "B. right", 1.0, "B")
     assert (b.key, b.prediction, b.logged_score) == (("q1", "budget", "16"), "2 chairs", 0.4)
     assert [p.prediction for p in load_predictions(p_old)] == ["B. right"]
     [c] = load_predictions(p_oldest)
@@ -393,8 +395,9 @@ def _pred(t, text):
 
 
 def test_hallucination_on_constructed_dummies():
-    mk = lambda qid, qtype, gt, status, options=None: truth_from_record(
-        {**rec(qid, qtype, gt, status=status, options=options), "variant": "dummy-black"}, "d.jsonl", 1)
+    def mk(qid, qtype, gt, status, options=None):
+        return truth_from_record({**rec(qid, qtype, gt, status=status, options=options), "variant": "dummy-black"},
+                                 "d.jsonl", 1)
     count = [mk(f"c{i}", "object_counting_single", 0, "changed") for i in range(5)]
     size = [mk(f"s{i}", "object_size_estimation", None, "unanswerable") for i in range(3)]
     mcq = [mk(f"m{i}", "object_rel_distance_closest", None, "unanswerable", OPTS) for i in range(4)]

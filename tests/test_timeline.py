@@ -113,9 +113,9 @@ def test_timeline_cli(scene_vis, questions, tmp_path):
     (tmp_path / "scene.json").write_text(json.dumps(scene.to_dict()))
     out = tmp_path / "timeline.png"
     r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--questions",
-                                  str(questions), "--budget", "16,32", "--quiet"])
+                                  str(questions), "--budgets", "16,32", "--quiet"])
     assert r.exit_code == 0, r.output
     img = cv2.imread(str(out))
     assert img is not None and img.shape[1] == 1300
-    r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--budget", "0"])
-    assert r.exit_code != 0 and "--budget: expected a positive integer" in r.output
+    r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--budgets", "0"])
+    assert r.exit_code == 2 and "Error: --budgets: expected a positive integer" in r.output

@@ -18,7 +18,8 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is importe
 from vistest import Scene, Visibility
 from vistest.budget.truth import budget_truth
 from vistest.datasets.demo import furniture, make_demo_scene
-from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene, update_manifest
+from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene
+from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
 from vistest.videos.write import (encoder_memory_mb, fill_rects, plan_passes, plan_resources, stored_key)
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
@@ -271,7 +272,8 @@ def test_plan_without_writing_is_deterministic(demo):
     a = plan_variants(scene, vis, qs, truth.selections, **kw)
     b = plan_variants(scene, vis, qs, truth.selections, **kw)
     assert [v.key for v in a.variants] == [v.key for v in b.variants]
-    c = plan_variants(scene, vis, qs, truth.selections, **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
+    c = plan_variants(scene, vis, qs, truth.selections,
+                      **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
     assert not {v.key for v in a.variants} & {v.key for v in c.variants}  # encoder settings are in the key
 
 

@@ -107,7 +107,7 @@ def test_ffmpeg_env_override(tmp_path, monkeypatch):
 
 
 def test_count_frames_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="missing.mp4"):
+    with pytest.raises(VideoError, match="missing.mp4: video file not found"):
         count_frames(tmp_path / "missing.mp4")
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(b"not a video")

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import trimesh
 
+from vistest.errors import InputError
 from vistest.scene import Scene
-from vistest.datasets.synthetic import look_at, random_box_scene
+from vistest.datasets.synthetic import random_box_scene
+from vistest.geometry import look_at
 from vistest.visibility.table import Visibility, compute_visibility
 from conftest import IDENTITY, make_scene, scene_doc
 
@@ -180,7 +182,7 @@ def test_mesh_occlusion_matches_the_geometry(tmp_path):
     s = Scene.from_dict(doc, root=tmp_path)
     v = compute_visibility(s, occlusion="mesh")
     assert v.visible[0, 0] == pytest.approx(v.projected[0, 0] / 2, abs=0.003)
-    with pytest.raises(ValueError, match="has no 'mesh'"):
+    with pytest.raises(InputError, match="<scene>: mesh: missing; expected a mesh file for occlusion 'mesh'"):
         compute_visibility(make_scene([([0, 0, 3], [1, 1, 1])], [IDENTITY]), occlusion="mesh")
 
 
@@ -190,7 +192,7 @@ def test_bad_parameters_are_rejected():
         compute_visibility(s, occlusion="walls")
     with pytest.raises(ValueError, match="scale"):
         compute_visibility(s, scale=0)
-    with pytest.raises(ValueError, match="has no frame with a 'depth'"):
+    with pytest.raises(InputError, match=r"<scene>: frames\[\]\.depth: no frame has a depth image"):
         compute_visibility(s, occlusion="depth")
 
 

@@ -12,4 +12,5 @@ from .scene import Scene, SceneError, Frame, SceneObject, Intrinsics, DepthSpec 
 from .visibility import Visibility, compute_visibility  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Scene", "SceneError", "Frame", "SceneObject", "Intrinsics", "DepthSpec", "Visibility", "compute_visibility", "__version__"]
+__all__ = ["Scene", "SceneError", "Frame", "SceneObject", "Intrinsics", "DepthSpec", "Visibility", "compute_visibility",
+           "__version__"]

@@ -1,48 +1,35 @@
 """One scene through the whole pipeline: visibility -> budget GT -> budget videos -> dummies -> manifest.
 
-Output folder layout (``OUTDIR``, shared by any number of scenes; see docs/videos.md)::
-
-    {n}_frame/{scene_id}.mp4            budget videos (ReVSI layout); all_frame/ holds every frame
-    dummy_{mode}/{scene_id}/{key}.mp4   dummy videos (drop, black, mask), named by content key
-    dummy_allblack/{scene_id}.mp4       every frame black
-    scenes/{scene_id}/visibility.npz    the visibility table (``vistest run``; reused while the
-                                        scene, the video size and the occlusion mode are unchanged)
-    scenes/{scene_id}/{n}_frame.jsonl   frame-budget ground truth (``vistest run``)
-    scenes/{scene_id}/dummy_gt.jsonl    the ground truth of every dummy (question x mode x budget)
-    manifest.jsonl                      every video of every scene, one JSON object per line
-
-``manifest.jsonl`` is rewritten under an exclusive lock (``.manifest.lock``), keeping the
-lines of other scenes, so scenes can be written in parallel into one folder. A scene's
-lines are removed when its run starts and written back when it ends: an interrupted run
-leaves no manifest line for a video it may have changed.
+The output folder (``OUTDIR``, a run folder shared by any number of scenes) is laid out as
+vistest.layout says: budget and dummy videos, ``scenes/{scene_id}/`` (the visibility table,
+reused while the scene, the video size and the occlusion mode are unchanged; the budget
+ground truth; the dummies' ground truth) and ``manifest.jsonl`` (vistest.videos.manifest).
 """
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from . import layout
 from .atomic import write_atomic
-from .jsonl import iter_jsonl
-from .budget.truth import DEFAULT_BUDGETS, BudgetTruth, budget_truth, write_budget_files
+from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
+                           budget_truth, write_budget_files)
 from .questions import Question
-from .budget.sampling import Budget
+from .budget.sampling import DEFAULT_PROFILE, Budget
+from .errors import InputError
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
                        EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key, manifest_records,
                        plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
-from .visibility.table import Visibility
-
-MANIFEST = "manifest.jsonl"
-_DUMMY_NAME = re.compile(r"[0-9a-f]{16}\.mp4")
+from .videos.manifest import prune_dummies, update_manifest
+from .visibility.table import DEFAULT_OCCLUSION, Visibility
 
 
 @dataclass(frozen=True)
@@ -59,7 +46,7 @@ class VideoOptions:
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
-    profile: str = "uniform"
+    profile: str = DEFAULT_PROFILE
     profile_options: Mapping[str, Any] = field(default_factory=dict)
     dummy_modes: tuple[str, ...] = DEFAULT_DUMMY_MODES
     fill: str = "black"
@@ -68,8 +55,8 @@ class VideoOptions:
     budget_fps: float = DEFAULT_BUDGET_FPS
     unknown_as_evidence: bool = True
     settings: EncoderSettings = EncoderSettings()
-    seen_threshold: float = 0.05
-    min_budget_room_route: int = 32
+    seen_threshold: float = DEFAULT_SEEN_THRESHOLD
+    min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE
     max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
     jobs: int | None = None
     threads: int | None = None
@@ -95,13 +82,13 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
     otherwise checked exactly while the videos are written). Returns (scene, info, warnings).
     """
     if scene.video is None:
-        raise ValueError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
+        raise InputError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
     path = scene.path(scene.video)
     info = probe(path)
     warnings = []
     if info.size != tuple(scene.image_size):
         if not scale_intrinsics:
-            raise ValueError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
+            raise InputError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
                              f"image_size {list(scene.image_size)}; pass --scale-intrinsics to scale the "
                              f"intrinsics to the video")
         warnings.append(f"intrinsics scaled from {scene.image_size[0]}x{scene.image_size[1]} to the video's "
@@ -110,7 +97,7 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
     if info.frames_estimate != scene.num_frames:
         n = count_frames(path)
         if n != scene.num_frames:
-            raise ValueError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
+            raise InputError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
                              f"(frames[].index: last + 1); the poses must match the decoded video")
     if abs(info.fps - scene.fps) > 0.01 * scene.fps:
         warnings.append(f"{path}: the video says {info.fps:g} fps, {scene_json} says fps {scene.fps:g}; "
@@ -137,7 +124,7 @@ def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, 
     vis.save(path)
 
 
-def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = "boxes",
+def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = DEFAULT_OCCLUSION,
                         progress: bool = True) -> Visibility:
     """Compute the visibility (default parameters) in a spawned child process, save it to
     ``path`` with ``params["vistest_key"] = key`` and load it here: the Numba engine's
@@ -149,7 +136,7 @@ def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = "bo
     return Visibility.load(path)
 
 
-def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = "boxes",
+def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = DEFAULT_OCCLUSION,
                      progress: bool = True) -> Visibility:
     """The scene's visibility: read from ``cache`` when its key matches, else computed
     (default parameters, in a child process) and saved there atomically."""
@@ -159,67 +146,9 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
             vis = Visibility.load(cache)
             if vis.params.get("vistest_key") == key:
                 return vis
-        except (OSError, ValueError, KeyError, SyntaxError):
+        except InputError:  # unreadable: computed again and replaced
             pass
     return isolated_visibility(scene, cache, key, occlusion, progress)
-
-
-# ---------------------------------------------------------------------------------------
-# manifest
-# ---------------------------------------------------------------------------------------
-def read_manifest(run_dir: str | os.PathLike) -> list[dict]:
-    """The records of ``RUN_DIR/manifest.jsonl`` (docs/videos.md); ValueError naming file, line and field."""
-    path = Path(run_dir) / MANIFEST
-    if not path.is_file():
-        raise ValueError(f"{path}: not found; expected the manifest 'vistest run' writes into its output folder")
-    out = []
-    for n, rec in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path)):
-        for key in ("scene_id", "path", "variant", "source_frames", "num_frames", "size"):
-            if key not in rec:
-                raise ValueError(f"{path}:{n}: {key}: missing (a manifest line of docs/videos.md)")
-        out.append(rec)
-    return out
-
-
-def update_manifest(outdir: str | os.PathLike, scene_id: str, records: Sequence[Mapping[str, Any]]) -> Path:
-    """Replace ``scene_id``'s lines of ``OUTDIR/manifest.jsonl`` by ``records`` (none: remove
-    them), under an exclusive lock, keeping other scenes' lines byte for byte; lines are
-    sorted by (scene_id, path) and the file is replaced atomically."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / MANIFEST
-    with open(outdir / ".manifest.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        rows: list[tuple[str, str, str]] = []
-        if path.is_file():
-            for n, line in enumerate(path.read_text().splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                    sid, p = str(rec["scene_id"]), str(rec["path"])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise ValueError(f"{path}:{n}: not a manifest line (a JSON object with scene_id and path); "
-                                     f"fix or delete the file") from None
-                if sid != scene_id:
-                    rows.append((sid, p, line))
-        rows += [(scene_id, str(r["path"]), json.dumps(r, ensure_ascii=False)) for r in records]
-        rows.sort(key=lambda r: (r[0], r[1]))
-        write_atomic(path, "".join(r[2] + "\n" for r in rows))
-    return path
-
-
-def prune_dummies(outdir: Path, plan: VariantPlan) -> list[Path]:
-    """Delete this scene's content-addressed dummy files that the plan no longer lists."""
-    keep = {outdir / v.path for v in plan.variants}
-    gone = []
-    for d in outdir.glob(f"dummy_*/{plan.scene_id}"):
-        if d.is_dir():
-            for p in d.iterdir():
-                if _DUMMY_NAME.fullmatch(p.name) and p not in keep:
-                    p.unlink()
-                    gone.append(p)
-    return gone
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,7 +185,7 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
     update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
                         progress=progress)
-    dummy_path = outdir / "scenes" / scene.scene_id / "dummy_gt.jsonl"
+    dummy_path = layout.scene_dir(outdir, scene.scene_id) / layout.DUMMY_GT
     dummy_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
     update_manifest(outdir, scene.scene_id, manifest_records(plan))
@@ -265,30 +194,30 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,
-              opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None, occlusion: str = "boxes",
-              scale_intrinsics: bool = False, with_budget_files: bool = True, progress: bool = True,
-              scene: Scene | None = None) -> SceneResult:
+              opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None,
+              occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
+              progress: bool = True, scene: Scene | None = None) -> SceneResult:
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
     ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
-    and manifest lines are written (``vistest videos``). Raises ValueError / VideoError
-    naming the file, the field and the expectation.
+    and manifest lines are written (``vistest videos``). Raises InputError (VideoError for
+    the video) naming the file, the field and the expectation.
     """
     outdir = Path(outdir)
     scene = Scene.load(scene_json) if scene is None else scene
-    check_scene_id(scene.scene_id)
+    check_scene_id(scene.scene_id, scene.source)
     scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
-    scene_dir = outdir / "scenes" / scene.scene_id
+    scene_dir = layout.scene_dir(outdir, scene.scene_id)
     files: list[Path] = []
     if visibility is None:
         if with_budget_files:
-            visibility = scene_visibility(scene, scene_json, scene_dir / "visibility.npz", occlusion, progress)
-            files.append(scene_dir / "visibility.npz")
+            visibility = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion, progress)
+            files.append(scene_dir / layout.VISIBILITY)
         else:
             with tempfile.TemporaryDirectory(prefix=".vistest-vis-", dir=outdir if outdir.is_dir() else None) as tmp:
-                visibility = isolated_visibility(scene, Path(tmp) / "visibility.npz",
+                visibility = isolated_visibility(scene, Path(tmp) / layout.VISIBILITY,
                                                  visibility_key(scene_json, scene, occlusion), occlusion, progress)
     truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
                          seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,

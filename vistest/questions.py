@@ -262,7 +262,8 @@ class _LineParser:
             raise self.fail("objects", f"expected a list of object ids, got {v!r}")
         ids = tuple(self.ident(x, f"objects[{i}]") for i, x in enumerate(v))
         if len(ids) < qtype.min_objects:
-            raise self.fail("objects", f"{qtype.name!r} needs at least {qtype.min_objects} object id(s), got {len(ids)}")
+            raise self.fail("objects", f"{qtype.name!r} needs at least {qtype.min_objects} object id(s), "
+                                       f"got {len(ids)}")
         for i, oid in enumerate(ids):
             if oid in ids[:i]:
                 raise self.fail(f"objects[{i}]", f"object id {oid!r} listed twice")
@@ -337,7 +338,8 @@ class _LineParser:
                                                  f"(comma-separated labels after the letter), got {opt!r}")
 
 
-def parse_questions(lines: Iterable[str], source: str = "<questions>", scene: Any | None = None) -> tuple[Question, ...]:
+def parse_questions(lines: Iterable[str], source: str = "<questions>",
+                    scene: Any | None = None) -> tuple[Question, ...]:
     """Validate JSONL text (an iterable of lines). ``scene``: when given, object ids,
     categories and ``scene_id`` are checked against it. Raises QuestionError."""
     out: list[Question] = []

@@ -29,6 +29,7 @@ import numpy as np
 
 from .atomic import write_atomic
 from .errors import InputError
+from .geometry import box_corners
 
 FORMAT = "vistest.scene/1"
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
@@ -100,7 +101,7 @@ class SceneObject:
     rotation: np.ndarray
 
     def corners(self) -> np.ndarray:
-        """The 8 corners (8, 3) in the box world (numbering: :func:`box_corners`)."""
+        """The 8 corners (8, 3) in the box world (numbering: :func:`vistest.geometry.box_corners`)."""
         return box_corners(self.center[None], self.size[None], self.rotation[None])[0]
 
 
@@ -121,7 +122,8 @@ class DepthSpec:
 
 @dataclass(frozen=True, eq=False)
 class Scene:
-    """A loaded, validated scene. Paths (video, mesh, depth) are relative to ``root``."""
+    """A loaded, validated scene. Paths (video, mesh, depth) are relative to ``root``;
+    ``source`` names the file it came from in error messages of later stages."""
 
     scene_id: str
     fps: float
@@ -135,6 +137,7 @@ class Scene:
     depth: DepthSpec | None = None
     room: dict | None = None
     root: Path = Path(".")
+    source: str = "<scene>"  # where it was read from (the scene.json path), for error messages
 
     # ---- derived views -------------------------------------------------------------
     @property
@@ -227,22 +230,6 @@ class Scene:
         write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
 
-def boxes_contain(point: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
-    """(O,) bool: is ``point`` strictly inside each box (centers (O,3), sizes, rots (O,3,3))."""
-    local = np.einsum("odk,od->ok", rots, np.asarray(point, float) - centers)
-    return (np.abs(local) < np.asarray(sizes) / 2.0).all(axis=1)
-
-
-def box_corners(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray) -> np.ndarray:
-    """(O, 8, 3) box corners from centers (O,3), full sizes (O,3), rotations (O,3,3).
-
-    Corner k has local sign +1 on box axis b when bit b of k is set, else -1.
-    """
-    signs = np.array([[(k >> b) & 1 for b in range(3)] for k in range(8)], float) * 2.0 - 1.0
-    local = signs[None, :, :] * (np.asarray(sizes)[:, None, :] / 2.0)
-    return np.asarray(centers)[:, None, :] + np.einsum("okb,odb->okd", local, rots)
-
-
 # ---------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------
@@ -285,8 +272,8 @@ class _Parser:
     def rotation(self, r: np.ndarray, fld: str) -> None:
         err = float(np.abs(r.T @ r - np.eye(3)).max())
         if err > ORTHO_TOL:
-            raise self.fail(fld, f"rotation is not orthonormal (max |R^T R - I| = {err:.3g}, expected <= {ORTHO_TOL:g}): "
-                                 f"{r.tolist()}")
+            raise self.fail(fld, f"rotation is not orthonormal (max |R^T R - I| = {err:.3g}, expected <= "
+                                 f"{ORTHO_TOL:g}): {r.tolist()}")
         det = float(np.linalg.det(r))
         if abs(det - 1.0) > ORTHO_TOL:
             raise self.fail(fld, f"rotation has det {det:.6g}, expected +1 (a reflection or a transposed axis order?)")
@@ -352,7 +339,7 @@ class _Parser:
         objects = self.objects(doc["objects"])
         return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
                      objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
-                     video=video, mesh=mesh, depth=depth, room=room, root=self.root)
+                     video=video, mesh=mesh, depth=depth, room=room, root=self.root, source=self.source)
 
     def depth_spec(self, v: Any) -> DepthSpec:
         if not isinstance(v, dict):

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union
 
 import numpy as np
 
+from ..errors import InputError
+
 Budget = Union[int, str]
 ALL = "all"
+DEFAULT_PROFILE = "uniform"  # the sampler profile of every command unless --profile says otherwise
 
 # qwen-vl-utils constants (qwen_vl_utils/vision_process.py, versions 0.0.8 to 0.0.14)
 QWEN_FRAME_FACTOR = 2
@@ -46,7 +49,7 @@ QWEN_FPS_MAX_FRAMES = 768
 def parse_budget(value: Any, field_name: str = "budget") -> Budget:
     """A budget from user input: a positive int (or its decimal string) or ``"all"``.
 
-    Raises ValueError naming ``field_name`` and what was expected.
+    Raises InputError naming ``field_name`` and what was expected.
     """
     if isinstance(value, str):
         text = value.strip().lower()
@@ -56,19 +59,19 @@ def parse_budget(value: Any, field_name: str = "budget") -> Budget:
             return int(text)
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
         return int(value)
-    raise ValueError(f"{field_name}: expected a positive integer or 'all', got {value!r}")
+    raise InputError(f"{field_name}: expected a positive integer or 'all', got {value!r}")
 
 
 def parse_budgets(text: str, field_name: str = "--budgets") -> tuple[Budget, ...]:
     """Comma-separated budgets, e.g. ``"16,32,64,all"``; order kept, duplicates rejected."""
     parts = [p for p in (s.strip() for s in str(text).split(",")) if p]
     if not parts:
-        raise ValueError(f"{field_name}: expected a comma-separated list such as 16,32,64,all, got {text!r}")
+        raise InputError(f"{field_name}: expected a comma-separated list such as 16,32,64,all, got {text!r}")
     out: list[Budget] = []
     for p in parts:
         b = parse_budget(p, field_name)
         if b in out:
-            raise ValueError(f"{field_name}: budget {b!r} given twice in {text!r}")
+            raise InputError(f"{field_name}: budget {b!r} given twice in {text!r}")
         out.append(b)
     return tuple(out)
 
@@ -225,24 +228,24 @@ def qwen_smart_nframes(num_frames: int, fps: float | None = None, *, nframes: fl
     ``nframes`` mode (``ele["nframes"]``): ``round_by_factor(nframes, 2)``.
     fps mode (otherwise): ``nf = N / video_fps * sample_fps`` (default 2.0 frames/s), clamped to
     ``[ceil_by_factor(min_frames (4)), floor_by_factor(max_frames (min(768, N)))]`` and to N,
-    then ``floor_by_factor(nf, 2)``. Both modes raise ValueError unless ``2 <= nf <= N``,
+    then ``floor_by_factor(nf, 2)``. Both modes raise InputError unless ``2 <= nf <= N``,
     as qwen-vl-utils does (so N < n, or n = 1, fails in that evaluator too).
     """
     if nframes is not None:
         if sample_fps is not None or min_frames is not None or max_frames is not None:
-            raise ValueError("qwen-vl-utils: nframes mode takes no sample_fps/min_frames/max_frames "
+            raise InputError("qwen-vl-utils: nframes mode takes no sample_fps/min_frames/max_frames "
                              "(qwen-vl-utils asserts 'Only accept either `fps` or `nframes`')")
         nf = qwen_round_by_factor(nframes)
     else:
         if fps is None or not fps > 0:
-            raise ValueError(f"fps: qwen-vl-utils fps mode needs the video fps (a positive number), got {fps!r}")
+            raise InputError(f"fps: qwen-vl-utils fps mode needs the video fps (a positive number), got {fps!r}")
         rate = QWEN_FPS if sample_fps is None else float(sample_fps)
         lo = qwen_ceil_by_factor(QWEN_FPS_MIN_FRAMES if min_frames is None else min_frames)
         hi = qwen_floor_by_factor(min(QWEN_FPS_MAX_FRAMES, num_frames) if max_frames is None else max_frames)
         nf_f = num_frames / fps * rate
         nf = qwen_floor_by_factor(min(min(max(nf_f, lo), hi), num_frames))
     if not (QWEN_FRAME_FACTOR <= nf <= num_frames):
-        raise ValueError(f"qwen-vl-utils: nframes should be in [{QWEN_FRAME_FACTOR}, {num_frames}] "
+        raise InputError(f"qwen-vl-utils: nframes should be in [{QWEN_FRAME_FACTOR}, {num_frames}] "
                          f"(the decoded frame count), got {nf}; the evaluator raises here too")
     return int(nf)
 
@@ -309,10 +312,10 @@ def llava_vid(num_frames: int, budget: int, fps: float | None = None, sample_fps
     Python's ``range`` does in the evaluator.
     """
     if fps is None or not fps > 0:
-        raise ValueError(f"fps: llava-vid needs the video fps (a positive number), got {fps!r}")
+        raise InputError(f"fps: llava-vid needs the video fps (a positive number), got {fps!r}")
     step = _py_round(fps / sample_fps)
     if step <= 0:
-        raise ValueError(f"llava-vid: round(fps / sample_fps) = round({fps} / {sample_fps}) = {step}; "
+        raise InputError(f"llava-vid: round(fps / sample_fps) = round({fps} / {sample_fps}) = {step}; "
                          "the evaluator's range(0, N, step) raises for step 0")
     idx = np.arange(0, num_frames, step, dtype=np.int64)
     if len(idx) > budget or force_sample:
@@ -376,12 +379,21 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 
 
 def get_profile(name: str) -> Profile:
-    """The registered profile ``name``; ValueError listing the known ones otherwise."""
+    """The registered profile ``name``; InputError listing the known ones otherwise."""
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"profile: unknown sampler profile {name!r}; expected one of "
+        raise InputError(f"profile: unknown sampler profile {name!r}; expected one of "
                          f"{', '.join(sorted(PROFILES))}") from None
+
+
+def check_options(profile: str, options: Mapping[str, Any]) -> None:
+    """InputError unless every key of ``options`` is an option of ``profile`` (-O KEY=VALUE)."""
+    prof = get_profile(profile)
+    unknown = sorted(set(options) - set(prof.options))
+    if unknown:
+        raise InputError(f"profile {profile!r}: unknown option(s) {', '.join(unknown)}; "
+                         f"expected {', '.join(prof.options) or 'none'}")
 
 
 def select_frames(profile: str, num_frames: int, budget: Budget, fps: float | None = None,
@@ -391,24 +403,21 @@ def select_frames(profile: str, num_frames: int, budget: Budget, fps: float | No
     ``num_frames``: decoded frames N (>= 1). ``budget``: positive int or ``"all"`` (every
     frame, for any profile). ``fps``: video frames per second (required by profiles with
     ``needs_fps``). ``opts``: profile options (``Profile.options``). Returns int64 indices in
-    selection order, each in [0, N-1]. Raises ValueError naming the bad argument.
+    selection order, each in [0, N-1]. Raises InputError naming the bad argument.
     """
     prof = get_profile(profile)
     if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < 1:
-        raise ValueError(f"num_frames: expected a positive integer (decoded frames in the video), got {num_frames!r}")
+        raise InputError(f"num_frames: expected a positive integer (decoded frames in the video), got {num_frames!r}")
     num_frames = int(num_frames)
     b = parse_budget(budget)
     if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float, np.floating))
                             or not math.isfinite(fps) or fps <= 0):
-        raise ValueError(f"fps: expected a positive number (video frames per second), got {fps!r}")
-    unknown = sorted(set(opts) - set(prof.options))
-    if unknown:
-        raise ValueError(f"profile {profile!r}: unknown option(s) {', '.join(unknown)}; "
-                         f"expected {', '.join(prof.options) or 'none'}")
+        raise InputError(f"fps: expected a positive number (video frames per second), got {fps!r}")
+    check_options(profile, opts)
     if b == ALL:
         return np.arange(num_frames, dtype=np.int64)
     if prof.needs_fps and fps is None:
-        raise ValueError(f"fps: profile {profile!r} needs the video fps")
+        raise InputError(f"fps: profile {profile!r} needs the video fps")
     idx = np.asarray(prof.func(num_frames, b, None if fps is None else float(fps), **opts), dtype=np.int64)
     if idx.ndim != 1 or len(idx) == 0 or idx.min() < 0 or idx.max() >= num_frames:
         raise AssertionError(f"profile {profile!r} produced indices outside [0, {num_frames - 1}]: {idx.tolist()}")

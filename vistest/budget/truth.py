@@ -42,8 +42,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
+from ..errors import InputError
+from ..layout import budget_file_name
 from ..questions import (RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question)
-from .sampling import ALL, Budget, budget_label, parse_budget, select_frames
+from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, check_options, parse_budget, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
@@ -65,6 +67,8 @@ REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planni
 REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
 
 DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
+DEFAULT_SEEN_THRESHOLD = 0.05  # fraction of the image area: ReVSI's 5%
+DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 
 
 @dataclass(frozen=True)
@@ -175,25 +179,28 @@ class _Table:
         fidx = np.asarray(vis.frame_index, dtype=np.int64)
         valid = np.asarray(vis.valid, dtype=bool)
         ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
+        where = vis.source
         if visible.ndim != 2 or visible.shape != (len(fidx), len(ids)) or valid.shape != fidx.shape:
-            raise ValueError(f"visibility: expected visible (F, O) with F = len(frame_index) = {len(fidx)}, "
+            raise InputError(f"{where}: visible: expected visible (F, O) with F = len(frame_index) = {len(fidx)}, "
                              f"O = len(object_ids) = {len(ids)} and valid (F,), got visible {visible.shape}, "
                              f"valid {valid.shape}")
         if vis.scene_id and vis.scene_id != scene.scene_id:
-            raise ValueError(f"visibility: scene_id {vis.scene_id!r} does not match the scene {scene.scene_id!r}")
+            raise InputError(f"{where}: scene_id: expected {scene.scene_id!r} (the scene of {scene.source}), got "
+                             f"{vis.scene_id!r}")
         self.row: dict[int, int] = {}
         for r, f in enumerate(fidx.tolist()):
             if f in self.row:
-                raise ValueError(f"visibility: frame_index {f} appears twice (rows {self.row[f]} and {r})")
+                raise InputError(f"{where}: frame_index: {f} appears twice (rows {self.row[f]} and {r})")
             self.row[f] = r
         self.col: dict[str, int] = {}
         for c, oid in enumerate(ids):
             if oid in self.col:
-                raise ValueError(f"visibility: object id {oid!r} appears twice in object_ids")
+                raise InputError(f"{where}: object_ids: {oid!r} appears twice")
             self.col[oid] = c
         missing = [o.id for o in scene.objects if o.id not in self.col]
         if missing:
-            raise ValueError(f"visibility: no column for scene object(s) {missing[:8]} (stale visibility file?)")
+            raise InputError(f"{where}: object_ids: no column for object(s) {missing[:8]} of {scene.source} (stale "
+                             f"visibility file?)")
         self.valid = valid
         with np.errstate(invalid="ignore"):
             self.seen = (visible > seen_threshold) & valid[:, None]  # NaN rows compare False
@@ -213,12 +220,13 @@ class _Table:
         if not frames:
             return [[] for _ in cols]
         rows = np.array([self.row[f] for f in frames], dtype=np.int64)
-        block = self.seen[np.ix_(rows, np.asarray(cols, dtype=np.int64))] if len(cols) else np.zeros((len(rows), 0), bool)
+        block = (self.seen[np.ix_(rows, np.asarray(cols, dtype=np.int64))] if len(cols)
+                 else np.zeros((len(rows), 0), bool))
         return [[frames[k] for k in np.flatnonzero(block[:, j])] for j in range(len(cols))]
 
     def category_cols(self, labels: Iterable[str]) -> list[tuple[str, list[int]]]:
         """(label, columns of every object with that label), in the given label order."""
-        return [(lab, [self.col[oid] for oid, l in self.labels.items() if l == lab]) for lab in labels]
+        return [(lab, [self.col[oid] for oid, label in self.labels.items() if label == lab]) for lab in labels]
 
 
 def count_like(original: Any, value: int) -> Any:
@@ -249,10 +257,12 @@ def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if n_seen == 0 and not q.allow_zero:
         return _unanswerable(q, sel, REASON_CATEGORY_UNSEEN, unseen_labels)
     if n_seen == original:
-        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_COUNT_SUPPORTED, tuple(unseen_labels), tuple(evidence))
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_COUNT_SUPPORTED, tuple(unseen_labels),
+                             tuple(evidence))
     reason = (REASON_CATEGORY_UNSEEN if n_seen == 0 else
               REASON_COUNT_REDUCED if n_seen < original else REASON_COUNT_EXCEEDS)
-    return QuestionTruth(q, sel, count_like(q.ground_truth, n_seen), CHANGED, reason, tuple(unseen_labels), tuple(evidence))
+    return QuestionTruth(q, sel, count_like(q.ground_truth, n_seen), CHANGED, reason, tuple(unseen_labels),
+                         tuple(evidence))
 
 
 def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
@@ -327,22 +337,23 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
     labels = {o.label for o in scene.objects}
     for q in questions:
         if q.scene_id != scene.scene_id:
-            raise ValueError(f"{q.where}: scene_id: expected {scene.scene_id!r} (the scene given), got {q.scene_id!r}")
+            raise InputError(f"{q.where}: scene_id: expected {scene.scene_id!r} (the scene given), got {q.scene_id!r}")
         for i, oid in enumerate(q.objects):
             if oid not in table.col:
-                raise ValueError(f"{q.where}: objects[{i}]: unknown object id {oid!r} in scene {scene.scene_id!r}")
+                raise InputError(f"{q.where}: objects[{i}]: unknown object id {oid!r} in scene {scene.scene_id!r}")
         for lab in q.category:
             if lab not in labels:
-                raise ValueError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
+                raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]
             if len(set(labs)) != len(labs):
-                raise ValueError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
+                raise InputError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
 
 
 def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
-                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = "uniform",
-                 seen_threshold: float = 0.05, min_budget_room_route: int = 32,
+                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
+                 seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                 min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                  num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
     """GT(frames) for every question under every budget.
 
@@ -353,23 +364,33 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     decoded frames of the video) and ``scene.fps``, plus ``profile_options``.
     ``seen_threshold``: visible fraction of the image area an object must exceed to be
     seen in a frame. ``min_budget_room_route``: smallest budget at which room size and
-    route planning are answerable. Raises ValueError on inconsistent inputs.
+    route planning are answerable. Raises InputError (naming the scene, visibility or
+    questions file, the field and the expectation) on inconsistent inputs.
     """
     if not 0.0 <= float(seen_threshold) < 1.0:
-        raise ValueError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
-    if isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int) or min_budget_room_route < 1:
-        raise ValueError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
+        raise InputError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
+    if (isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int)
+            or min_budget_room_route < 1):
+        raise InputError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
     bs: list[Budget] = []
     for b in budgets:
         pb = parse_budget(b, "budgets")
         if pb in bs:
-            raise ValueError(f"budgets: budget {pb!r} given twice")
+            raise InputError(f"budgets: budget {pb!r} given twice")
         bs.append(pb)
     n = scene.num_frames if num_frames is None else num_frames
+    opts = dict(profile_options or {})
+    check_options(profile, opts)
     table = _Table(scene, visibility, float(seen_threshold))
     _check_questions(scene, table, questions)
-    opts = dict(profile_options or {})
-    selections = tuple(table.select(profile, b, n, scene.fps, opts) for b in bs)
+    selections = []
+    for b in bs:
+        try:
+            selections.append(table.select(profile, b, n, scene.fps, opts))
+        except InputError as e:  # the profile's arguments are valid: the scene's frames and fps are not
+            raise InputError(f"{scene.source}: frames: profile {profile!r} cannot sample budget {b} from "
+                             f"{n} frames at {scene.fps:g} fps: {e}") from None
+    selections = tuple(selections)
     items = tuple(question_truth(q, sel, table, min_budget_room_route) for sel in selections for q in questions)
     return BudgetTruth(scene.scene_id, profile, n, float(seen_threshold), min_budget_room_route, selections, items)
 
@@ -377,11 +398,6 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
 # ---------------------------------------------------------------------------------------
 # outputs
 # ---------------------------------------------------------------------------------------
-def budget_file_name(budget: Budget) -> str:
-    """``{budget}_frame.jsonl`` (the ReVSI subset name: ``16_frame``, ``all_frame``)."""
-    return f"{budget_label(budget)}_frame.jsonl"
-
-
 def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
     """The JSONL text of one budget: one record per question, in question order.
 

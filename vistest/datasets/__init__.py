@@ -52,7 +52,8 @@ class Adapter:
 
     def describe(self) -> str:
         """One line for help texts."""
-        return f"{self.name}: {self.title} (reads {', '.join(r for r in READS if r in self.reads)}; PATH = {self.path_help})"
+        reads = ", ".join(r for r in READS if r in self.reads)
+        return f"{self.name}: {self.title} (reads {reads}; PATH = {self.path_help})"
 
 
 ADAPTERS: dict[str, Adapter] = {}
@@ -136,7 +137,8 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
         else:
             box_adapter, box_path = _source(boxes, "boxes")
     if frame_adapter.read_capture is None:
-        raise AdapterError(f"--frames: {frame_adapter.name} has no frames (it reads {', '.join(sorted(frame_adapter.reads))})")
+        raise AdapterError(f"--frames: {frame_adapter.name} has no frames (it reads "
+                           f"{', '.join(sorted(frame_adapter.reads))})")
     if box_adapter is not None and box_adapter.read_boxes is None:
         raise AdapterError(f"--boxes: {box_adapter.name} has no boxes")
     if not frame_path.exists():

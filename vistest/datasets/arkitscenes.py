@@ -36,6 +36,7 @@ from ..atomic import write_atomic
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
+from ..geometry import rigid_inverse
 
 
 def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
@@ -52,7 +53,7 @@ def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
     w2c = np.eye(4)
     w2c[:3, :3] = cv2.Rodrigues(np.array(vals[1:4]))[0]
     w2c[:3, 3] = vals[4:7]
-    return vals[0], c.rigid_inverse(w2c)
+    return vals[0], rigid_inverse(w2c)
 
 
 def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +133,8 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         for i, t in enumerate(times):
             j = nearest(pin_stamps, t, tol)
             if j is None:
-                raise c.AdapterError(f"{fdir / 'lowres_wide_intrinsics'}: no .pincam within {tol} s of frame {images[t].name}")
+                raise c.AdapterError(f"{fdir / 'lowres_wide_intrinsics'}: no .pincam within {tol} s of frame "
+                                     f"{images[t].name}")
             k, sz = read_pincam(pincams[pin_stamps[j]])
             k, sz, m = c.rotated_camera(k, sz, turn)
             if size is None:
@@ -202,8 +204,10 @@ def _adapter():
         path_help="a video folder {video_id}/ with {video_id}_frames/ and {video_id}_3dod_annotation.json",
         options=(Option("time_tol", "largest frame-to-pose timestamp gap in seconds (default 0.005)", c.positive_float),
                  Option("sky_direction", "metadata.csv sky_direction: the frames are rotated upright with K and pose "
-                                         "(Up, Left, Right, Down; default Up = no rotation)", c.choice(*c.SKY_DIRECTIONS)),
-                 Option("fps", "frames per second of the video (default: from the frame timestamps)", c.positive_float)),
+                                         "(Up, Left, Right, Down; default Up = no rotation)",
+                        c.choice(*c.SKY_DIRECTIONS)),
+                 Option("fps", "frames per second of the video (default: from the frame timestamps)",
+                        c.positive_float)),
         read_capture=read_capture,
         read_boxes=lambda p, cap, o: read_annotation(_annotation_path(p)))
 

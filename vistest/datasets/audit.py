@@ -3,8 +3,8 @@
 Two kinds of evidence, both in the *pose world* (metres, +Z up):
 
 * **Depth frames** (``frames[i].depth``): each audited frame's depth is looked up on a
-  working grid of colour-camera rays (``visibility._depth_samples``: through the depth
-  camera, nearest pixel) and back-projected with the frame's pose into world points.
+  working grid of colour-camera rays (vistest.visibility.table.depth_samples: through the
+  depth camera, nearest pixel) and back-projected with the frame's pose into world points.
   Per frame and box, the box's *visible silhouette* (grid rays whose nearest box is
   this one; boxes are solids) is compared with the depth: a ray *agrees* when the
   measured z-depth lies within the box's entry/exit depth +- ``depth_tol``. A box is
@@ -50,10 +50,11 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import InputError
+from ..geometry import CV_TO_GL, rigid_inverse
 from ..progress import progress_bar
 from ..scene import Frame, Scene
 
-CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 RATIO_FLOOR_M = 0.01  # distances below this are noise: ratios use max(d, 1 cm)
 RATIO_FLOOR_SHARE = 0.01
 
@@ -204,13 +205,13 @@ def hypotheses(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (), 
             out.append(Hypothesis(name, fix, boxes_to_world=m))
 
     if not np.allclose(a, np.eye(4), atol=1e-9):
-        add_b2w("boxes_to_world inverted", "use the inverse of boxes_to_world", _rigid_inv(a))
+        add_b2w("boxes_to_world inverted", "use the inverse of boxes_to_world", rigid_inverse(a))
         add_b2w("boxes_to_world dropped", "drop boxes_to_world (boxes already in the pose world)", np.eye(4))
     for name, m in alignments:
         m = np.asarray(m, float)
         add_b2w(f"inverse({name}) as boxes_to_world",
                 f"set boxes_to_world = inverse({name}): the boxes are in the aligned world, the poses are not",
-                _rigid_inv(m))
+                rigid_inverse(m))
         add_b2w(f"{name} as boxes_to_world", f"set boxes_to_world = {name}", m)
     out.append(Hypothesis("rotation transposed", "transpose every box rotation (rows were read as columns)",
                           transpose=True))
@@ -228,24 +229,18 @@ def apply(scene: Scene, h: Hypothesis) -> Scene:
         objects = tuple(replace(o, rotation=o.rotation.T.copy()) for o in objects)
     frames = scene.frames
     if h.pose is not None:
-        frames = tuple(f if f.camera_to_world is None else replace(f, camera_to_world=_pose_fix(f.camera_to_world, h.pose))
-                       for f in frames)
+        frames = tuple(f if f.camera_to_world is None
+                       else replace(f, camera_to_world=_pose_fix(f.camera_to_world, h.pose)) for f in frames)
     b2w = scene.boxes_to_world if h.boxes_to_world is None else h.boxes_to_world
     return replace(scene, objects=objects, frames=frames, boxes_to_world=np.asarray(b2w, float))
 
 
 def _pose_fix(c2w: np.ndarray, how: str) -> np.ndarray:
     if how == "inverted":
-        return _rigid_inv(c2w)
+        return rigid_inverse(c2w)
     if how == "opengl":
         return np.asarray(c2w, float) @ CV_TO_GL
     raise ValueError(f"pose: expected 'inverted' or 'opengl', got {how!r}")
-
-
-def _rigid_inv(m: np.ndarray) -> np.ndarray:
-    from .common import rigid_inverse
-
-    return rigid_inverse(m)
 
 
 def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
@@ -258,9 +253,13 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
     path = Path(path)
     if path.suffix == ".json":
         doc = read_json(path, "alignment")
-        if isinstance(doc, dict) and "alignments" in doc:
-            return [(str(a["name"]), np.asarray(a["matrix"], float)) for a in doc["alignments"]]
-        m = np.asarray(doc, float)
+        try:
+            if isinstance(doc, dict) and "alignments" in doc:
+                return [(str(a["name"]), _matrix4(a["matrix"])) for a in doc["alignments"]]
+            m = np.asarray(doc, float)
+        except (KeyError, TypeError, ValueError) as e:
+            raise AdapterError(f"{path}: alignments: expected [{{name, matrix (4x4 numbers)}}, ...] or a JSON 4x4 "
+                               f"matrix ({type(e).__name__}: {e})") from None
         if m.shape != (4, 4):
             raise AdapterError(f"{path}: expected a 4x4 matrix or a provenance.json, got shape {list(m.shape)}")
         return [(path.stem, m)]
@@ -278,6 +277,13 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
     if len(vals) != 16:
         raise AdapterError(f"{path}: expected 16 numbers (a 4x4 matrix), got {len(vals)}")
     return [(path.stem, np.array(vals).reshape(4, 4))]
+
+
+def _matrix4(v) -> np.ndarray:
+    m = np.asarray(v, float)
+    if m.shape != (4, 4):
+        raise ValueError(f"matrix: expected 4x4, got shape {list(m.shape)}")
+    return m
 
 
 def provenance_alignments(scene_path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
@@ -327,18 +333,18 @@ def _mesh_points(scene: Scene, params: CheckParams) -> np.ndarray:
         samples, _ = trimesh.sample.sample_surface(geom, params.mesh_samples, seed=0)
         verts = np.concatenate([verts, np.asarray(samples, float)])
     if len(verts) == 0:
-        raise ValueError(f"{path}: mesh: expected a mesh or point cloud with vertices")
+        raise InputError(f"{path}: mesh: expected a mesh or point cloud with vertices")
     return verts
 
 
 def _gather(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams) -> _Evidence:
-    from ..visibility.table import _depth_samples
+    from ..visibility.table import depth_samples
 
     frames = _audit_frames(scene, params)
     ws, hs = _grid(scene, params)
     depth = None
     if use_depth and any(f.depth for f in frames):
-        depth = _depth_samples(scene, frames, ws, hs)
+        depth = depth_samples(scene, frames, ws, hs)
     mesh = _mesh_points(scene, params) if use_mesh and scene.mesh is not None else None
     return _Evidence(frames, ws, hs, depth, mesh)
 
@@ -543,11 +549,11 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
     matrices (e.g. ScanNet's axisAlignment) to try as ``boxes_to_world`` and inverse.
     Raises ValueError when the scene has no depth frame and no mesh to check against."""
     if not scene.objects:
-        raise ValueError(f"scene {scene.scene_id!r}: no objects to audit")
+        raise InputError(f"{scene.source}: objects: expected at least one box to audit, got none")
     has_depth = use_depth and any(f.depth for f in scene.frames)
     has_mesh = use_mesh and scene.mesh is not None
     if not (has_depth or has_mesh):
-        raise ValueError(f"scene {scene.scene_id!r}: nothing to audit against: expected depth frames "
+        raise InputError(f"{scene.source}: nothing to audit against: expected depth frames "
                          f"(frames[i].depth) or a mesh (mesh)")
     ev = _gather(scene, has_depth, has_mesh, params)
     hyps = hypotheses(scene, alignments, poses=ev.depth is not None)

@@ -98,7 +98,8 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         raise AdapterError(f"{path}: {what}: not valid JSON (line {e.lineno}: {e.msg})") from None
 
 
-def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4), allow_neg_inf: bool = False) -> np.ndarray:
+def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4),
+                    allow_neg_inf: bool = False) -> np.ndarray:
     """A whitespace-separated numeric matrix file (ScanNet's ``pose/*.txt``, ``intrinsic_*.txt``).
 
     ``-inf`` entries are accepted only with ``allow_neg_inf`` (ScanNet's lost tracking).
@@ -168,20 +169,6 @@ def intrinsics_from_matrix(k: np.ndarray) -> Intrinsics:
     return Intrinsics(float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))
 
 
-def rigid_inverse(m: np.ndarray) -> np.ndarray:
-    """Inverse of a 4x4 rigid transform (rotation transposed, exact last row)."""
-    m = np.asarray(m, float)
-    out = np.eye(4)
-    out[:3, :3] = m[:3, :3].T
-    out[:3, 3] = -m[:3, :3].T @ m[:3, 3]
-    return out
-
-
-def translation(t) -> np.ndarray:
-    """4x4 translation by ``t`` (3,)."""
-    m = np.eye(4)
-    m[:3, 3] = np.asarray(t, float)
-    return m
 
 
 def orthonormalize(r: np.ndarray) -> np.ndarray:
@@ -277,7 +264,8 @@ SKY_DIRECTIONS = ("Up", "Left", "Right", "Down")
 SKY_ROTATION = {"Up": None, "Left": "cw", "Right": "ccw", "Down": "180"}
 
 
-def rotated_camera(k: Intrinsics, size: tuple[int, int], turn: str | None) -> tuple[Intrinsics, tuple[int, int], np.ndarray]:
+def rotated_camera(k: Intrinsics, size: tuple[int, int],
+                   turn: str | None) -> tuple[Intrinsics, tuple[int, int], np.ndarray]:
     """Camera of an image rotated by ``turn`` ('cw' 90 deg clockwise, 'ccw', '180', None).
 
     Returns the new intrinsics, new (W, H) and ``M`` (4x4) with ``c2w_new = c2w @ M``.

@@ -52,8 +52,10 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..errors import InputError
 from ..progress import progress_bar
-from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject, box_corners, boxes_contain
+from ..geometry import box_corners, boxes_contain, look_rotation, rot_x, rot_y, rot_z
+from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
 from ..videos.ffmpeg import VideoWriter
 
 DEMO_STAMP = ".demo-params.json"  # the parameters of the demo in a folder, written last
@@ -75,27 +77,6 @@ PALETTE = tuple(tuple(float(c) for c in colorsys.hsv_to_rgb(h / 10.0, s, v))
 # ---------------------------------------------------------------------------------------
 # geometry helpers
 # ---------------------------------------------------------------------------------------
-def rot_z(deg: float) -> np.ndarray:
-    """Rotation about world +Z by ``deg`` degrees (counter-clockwise seen from above)."""
-    a = np.radians(deg)
-    c, s = np.cos(a), np.sin(a)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def rot_x(deg: float) -> np.ndarray:
-    """Rotation about +X by ``deg`` degrees."""
-    a = np.radians(deg)
-    c, s = np.cos(a), np.sin(a)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def rot_y(deg: float) -> np.ndarray:
-    """Rotation about +Y by ``deg`` degrees."""
-    a = np.radians(deg)
-    c, s = np.cos(a), np.sin(a)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
 def half_height(size: np.ndarray, rotation: np.ndarray) -> float:
     """Half of the world-Z extent of a box (size = full extents, rotation columns = axes)."""
     return float(np.abs(rotation[2]) @ (np.asarray(size) / 2.0))
@@ -109,20 +90,6 @@ def point_in_box(p: np.ndarray, center: np.ndarray, size: np.ndarray, rotation: 
 def corners_of(box: "Box") -> np.ndarray:
     """The 8 corners (8, 3) of a demo box, in world coordinates."""
     return box_corners(box.center[None], box.size[None], box.rotation[None])[0]
-
-
-def look_rotation(yaw_deg: float, pitch_deg: float) -> np.ndarray:
-    """Camera-to-world rotation, OpenCV axes (columns: right, down, forward).
-
-    ``yaw`` is the heading in the floor plane (0 = +X, 90 = +Y), ``pitch`` is positive
-    upward; no roll.
-    """
-    yaw, pitch = np.radians(yaw_deg), np.radians(pitch_deg)
-    fwd = np.array([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
-    right = np.cross(fwd, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    down = np.cross(fwd, right)
-    return np.stack([right, down, fwd], axis=1)
 
 
 def demo_intrinsics(size: tuple[int, int]) -> Intrinsics:
@@ -519,13 +486,13 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
 
     outdir = Path(outdir)
     if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < MIN_FRAMES:
-        raise ValueError(f"num_frames: expected an integer >= {MIN_FRAMES} (the walk's planned events need it), "
+        raise InputError(f"num_frames: expected an integer >= {MIN_FRAMES} (the walk's planned events need it), "
                          f"got {num_frames!r}")
     w, h = (int(v) for v in size)
     if w <= 0 or h <= 0 or w % 2 or h % 2:
-        raise ValueError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
+        raise InputError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
     if not (np.isfinite(fps) and fps > 0):
-        raise ValueError(f"fps: expected a positive number, got {fps!r}")
+        raise InputError(f"fps: expected a positive number, got {fps!r}")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / DEMO_STAMP
     params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..scene import DepthSpec, Frame
 from . import common as c
+from ..geometry import rigid_inverse
 
 
 class _SafeUnpickler(pickle.Unpickler):
@@ -82,8 +83,9 @@ def read_boxes_of(doc: dict, sample: dict, path: Path) -> c.BoxSet:
             raise c.AdapterError(f"{where}.instances[{i}].bbox_3d: expected positive sizes, got {b[3:6].tolist()}")
         label = names.get(int(inst.get("bbox_label_3d", -1)), f"class{inst.get('bbox_label_3d')}")
         objects.append(c.SceneObject(str(inst.get("bbox_id", i)), label, b[:3], b[3:6], c.euler_zxy(*b[6:9])))
-    return c.BoxSet(objects=tuple(objects), boxes_to_world=c.rigid_inverse(align),
-                    world="EmbodiedScan axis-aligned world", source=f"EmbodiedScan {path.name} {sample.get('sample_idx')}",
+    return c.BoxSet(objects=tuple(objects), boxes_to_world=rigid_inverse(align),
+                    world="EmbodiedScan axis-aligned world",
+                    source=f"EmbodiedScan {path.name} {sample.get('sample_idx')}",
                     alignments=(("EmbodiedScan axis_align_matrix (raw scan world -> axis-aligned world)", align),))
 
 

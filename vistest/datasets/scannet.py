@@ -31,6 +31,7 @@ import numpy as np
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
+from ..geometry import rigid_inverse
 
 DEFAULT_SKIP = frozenset({"wall", "floor", "ceiling"})
 CAPTURE_FPS = 30.0
@@ -125,7 +126,8 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
         mesh=str(mesh) if mesh.is_file() else None,
-        alignments=(("scannet axisAlignment (raw scan world -> axis-aligned world)", align),) if align is not None else (),
+        alignments=((("scannet axisAlignment (raw scan world -> axis-aligned world)", align),)
+                    if align is not None else ()),
         extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent"})
     boxes = native_boxes(path, scene_id, align, opts.get("skip_labels", DEFAULT_SKIP))
     return replace(capture, boxes=boxes)
@@ -169,7 +171,7 @@ def native_boxes(path: Path, scene_id: str, align: np.ndarray | None, skip: froz
         oid = str(g.get("objectId", g.get("id", i)))
         objects.append(c.aabb_object(oid, str(g["label"]), verts_box_world[mask]))
     world = "scannet axis-aligned world" if align is not None else "scannet raw scan world (no axisAlignment)"
-    return c.BoxSet(objects=tuple(objects), boxes_to_world=c.rigid_inverse(a), world=world,
+    return c.BoxSet(objects=tuple(objects), boxes_to_world=rigid_inverse(a), world=world,
                     source=f"ScanNet aggregation {agg_path.name} + {seg_path.name}")
 
 

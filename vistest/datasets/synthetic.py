@@ -1,36 +1,14 @@
 """Synthetic scenes for tests and benchmarks (seeded, no files needed).
 
-All poses are OpenCV camera-to-world (x right, y down, z forward); world +Z up.
+All poses are OpenCV camera-to-world (x right, y down, z forward); world +Z up
+(vistest.geometry).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..geometry import look_at, random_rotation
 from ..scene import FORMAT, Scene
-
-
-def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """OpenCV camera-to-world pose at ``eye`` looking at ``target`` (z forward, y down)."""
-    eye = np.asarray(eye, float)
-    z = np.asarray(target, float) - eye
-    z /= np.linalg.norm(z)
-    x = np.cross(z, up)
-    if np.linalg.norm(x) < 1e-9:  # looking straight up/down: any x orthogonal to z
-        x = np.cross(z, [1.0, 0.0, 0.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    pose = np.eye(4)
-    pose[:3, 0], pose[:3, 1], pose[:3, 2], pose[:3, 3] = x, y, z, eye
-    return pose
-
-
-def random_rotation(rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random proper rotation (det +1)."""
-    q = rng.normal(size=4)
-    a, b, c, d = q / np.linalg.norm(q)
-    return np.array([[a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
-                     [2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)],
-                     [2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d]])
 
 
 def random_box_scene(seed: int = 0, num_frames: int = 100, num_boxes: int = 30, image_size=(320, 240),

@@ -28,14 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from . import common as c
+from ..geometry import box_corners, translation
 
 AABB_TOL = 2e-3  # metres: min/max vs. the corners of the box as read
 
 
 def read_boxes(path: Path, capture: c.Capture | None, opts: dict) -> c.BoxSet:
     """The boxes of one scene (``scene`` option, default: the capture's scene id)."""
-    from ..scene import box_corners
-
     meta = c.read_json(path, "VSI-Bench meta info")
     scene = opts.get("scene") or (capture.scene_id if capture is not None else None)
     if scene is None:
@@ -80,7 +79,7 @@ def _box_world(dataset: str, capture: c.Capture | None, path: Path) -> tuple[np.
             raise c.AdapterError(f"{path}: ScanNet meta-info boxes are centred on the mean vertex of "
                                  f"sceneXXXX_XX_vh_clean_2.ply: import with the ScanNet scan folder that has it")
         mean = c.mesh_vertices(capture.mesh).mean(axis=0)
-        return (c.translation(mean), "VSI-Bench scannet: raw scan world minus the mean _vh_clean_2.ply vertex",
+        return (translation(mean), "VSI-Bench scannet: raw scan world minus the mean _vh_clean_2.ply vertex",
                 (f"VSI-Bench ScanNet boxes = raw scan world - mean vertex of _vh_clean_2.ply "
                  f"({np.round(mean, 4).tolist()}); inferred from the released files, not from released code",))
     if dataset in ("arkitscenes", "scannetpp"):

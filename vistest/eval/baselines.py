@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_atomic
 from ..errors import InputError
+from ..atomic import write_atomic
 from ..questions import ANSWER_MCQ, option_letter
 from .answers import python_float
 from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type, load_run_dir

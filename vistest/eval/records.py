@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import layout
 from ..budget.sampling import budget_label, parse_budget
 from ..budget.truth import STATUSES, UNANSWERABLE
 from ..errors import InputError
@@ -41,9 +42,8 @@ from .answers import ground_truth_number, option_letters
 
 REAL_VARIANT = "budget"
 DUMMY_PREFIX = "dummy"
-DUMMY_GT_FILE = "dummy_gt.jsonl"
+DUMMY_GT_FILE = layout.DUMMY_GT
 
-_BUDGET_FILE_RE = re.compile(r"^(\d+|all)_frame\.jsonl$")
 _TASK_FROM_LOG_RE = re.compile(r"_samples_(?P<task>.+)\.jsonl$")
 _TASK_BUDGET_RE = re.compile(r"(?:^|_)(\d+|all)_frame(?:_|$)")
 # VSI-Bench size template: "... longest dimension (length, width, or height) of the bed, measured in
@@ -296,12 +296,12 @@ def load_budget_file(path: str | os.PathLike) -> tuple[Truth, ...]:
     """The real-variant truths of one ``{budget}_frame.jsonl``; each record's ``num_frames``
     must match the file name."""
     path = Path(path)
-    m = _BUDGET_FILE_RE.match(path.name)
+    label = layout.budget_of_file(path.name)
     out = []
     for line, doc in iter_jsonl(_read_lines(path), str(path)):
         t = truth_from_record(doc, str(path), line, variant=REAL_VARIANT)
-        if m and t.budget != m.group(1):
-            raise _fail(t.where, "num_frames", f"expected {budget_json(m.group(1))!r} (the file is {path.name}), "
+        if label and t.budget != label:
+            raise _fail(t.where, "num_frames", f"expected {budget_json(label)!r} (the file is {path.name}), "
                                                f"got {budget_json(t.budget)!r}")
         out.append(t)
     return tuple(out)
@@ -332,10 +332,10 @@ def budget_files(run_dir: str | os.PathLike) -> list[Path]:
     """``RUN_DIR/{budget}_frame.jsonl`` (or, when none, ``RUN_DIR/budget/{budget}_frame.jsonl``),
     in budget order."""
     run_dir = Path(run_dir)
-    for folder in (run_dir, run_dir / "budget"):
-        found = [p for p in folder.glob("*_frame.jsonl") if _BUDGET_FILE_RE.match(p.name)] if folder.is_dir() else []
+    for folder in (run_dir, run_dir / layout.BUDGET_DIR):
+        found = [p for p in folder.glob("*_frame.jsonl") if layout.budget_of_file(p.name)] if folder.is_dir() else []
         if found:
-            return sorted(found, key=lambda p: budget_sort_key(_BUDGET_FILE_RE.match(p.name).group(1)))
+            return sorted(found, key=lambda p: budget_sort_key(layout.budget_of_file(p.name)))
     return []
 
 
@@ -347,7 +347,7 @@ def load_run_dir(run_dir: str | os.PathLike) -> RunTruth:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ScoreError(f"{run_dir}: run directory: not a folder")
-    scenes = sorted(p for p in (run_dir / "scenes").glob("*") if p.is_dir() and budget_files(p))
+    scenes = sorted(p for p in (run_dir / layout.SCENES_DIR).glob("*") if p.is_dir() and budget_files(p))
     if scenes and not budget_files(run_dir):
         parts = [load_run_dir(p) for p in scenes]
         truths = [t for part in parts for t in part.truths]

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import layout
 from ..atomic import atomic_path, write_atomic
 from ..questions import QUESTION_TYPES
 from .answers import MRA_THRESHOLDS, Protocol
@@ -339,7 +340,7 @@ def run_score(prediction_paths: Sequence[str | os.PathLike], run_dir: str | os.P
               seed: int = 0) -> tuple[Report, dict[str, Path]]:
     """``vistest score``: load, score, write (default OUT: ``RUN_DIR/score``). Files of an
     earlier report under OUT are not read as predictions when a folder is given."""
-    out = Path(outdir) if outdir else Path(run_dir) / "score"
+    out = Path(outdir) if outdir else layout.score_dir(run_dir)
     truth = load_run_dir(run_dir)
     files = [f for f in prediction_files(prediction_paths) if out.resolve() not in f.resolve().parents]
     preds = [p for f in files for p in load_predictions(f)]

@@ -23,7 +23,10 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from .. import layout
 from ..atomic import write_atomic
+from ..errors import InputError
+from ..videos.manifest import read_manifest
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
@@ -52,11 +55,8 @@ def _visible_files(folder: Path) -> list[Path]:
 
 
 def _manifest(run_dir: Path) -> list[dict]:
-    path = run_dir / "manifest.jsonl"
-    if not path.is_file():
+    if not layout.manifest_path(run_dir).is_file():
         return []
-    from ..pipeline import read_manifest
-
     return read_manifest(run_dir)
 
 
@@ -85,13 +85,13 @@ def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None, title: str | None = None) -> str:
+def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None = None,
+               title: str | None = None) -> str:
     """The page for ``run_dir`` (see the module docstring); ``sheets_dir`` defaults to ``RUN_DIR/sheets``."""
     run_dir = Path(run_dir).resolve()
-    sheets_dir = (run_dir / "sheets") if sheets_dir is None else Path(sheets_dir).resolve()
+    sheets_dir = layout.sheets_dir(run_dir) if sheets_dir is None else Path(sheets_dir).resolve()
     recs = _manifest(run_dir)
-    scene_ids = sorted({r["scene_id"] for r in recs} |
-                       {p.name for p in (run_dir / "scenes").glob("*") if p.is_dir() and not p.name.startswith(".")})
+    scene_ids = sorted({r["scene_id"] for r in recs} | {p.name for p in layout.scene_dirs(run_dir)})
     # named by its scenes, not its folder: the same run gives the same page wherever it lives
     title = title or "vistest run: " + (", ".join(scene_ids) or run_dir.name)
     parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
@@ -104,7 +104,7 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
                                                  for s in scene_ids) + "</p>")
     for sid in scene_ids:
         parts.append(f'<h2 id="scene-{html.escape(quote(sid))}">{html.escape(sid)}</h2>')
-        files = _visible_files(run_dir / "scenes" / sid)
+        files = _visible_files(layout.scene_dir(run_dir, sid))
         pics = [f for f in files if f.suffix.lower() == ".png"]
         others = [f for f in files if f.suffix.lower() != ".png"]
         if pics:
@@ -118,7 +118,7 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
         if mine:
             parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir))
     top = [p for p in sorted(run_dir.iterdir()) if p.is_file() and not p.name.startswith(".")
-           and p.name != "index.html"]
+           and p.name != layout.INDEX_HTML]
     if top:
         parts.append("<h2>Run folder</h2><ul>" + "".join(f"<li>{_link(p, run_dir)}</li>" for p in top) + "</ul>")
     parts.append("</body></html>\n")
@@ -130,8 +130,8 @@ def write_index(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None
     """Write ``RUN_DIR/index.html`` atomically; returns its path."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ValueError(f"{run_dir}: not a folder; expected the output folder of 'vistest run'")
-    path = run_dir / "index.html"
+        raise InputError(f"{run_dir}: not a folder; expected the output folder of 'vistest run'")
+    path = run_dir / layout.INDEX_HTML
     write_atomic(path, index_html(run_dir, sheets_dir, title))
     return path
 

@@ -35,16 +35,17 @@ import numpy as np
 from numba import njit
 
 from ..visibility import raster
+from . import OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH
 from ..atomic import write_atomic
-from ..scene import Frame, Scene, box_corners
-from ..visibility.table import DEFAULT_NEAR, Visibility
+from ..errors import InputError
+from ..geometry import box_corners, rigid_inverse
+from ..scene import Frame, Scene
+from ..visibility.table import DEFAULT_NEAR, DEFAULT_OCCLUSION, Visibility
 
 FILL_ALPHA = 0.30  # opacity of the visible-region fill
 CANVAS_GREY = 96  # background of scenes without a video
 INVALID_RGB = (230, 40, 40)
-DEFAULT_SHEET_FRAMES = 16  # frames of a --png contact sheet when --frames is not given
-DEFAULT_TILE_WIDTH = 320  # pixels
-DEFAULT_COLUMNS = 4
+DEFAULT_SHEET_FRAMES, DEFAULT_COLUMNS, DEFAULT_TILE_WIDTH = OVERLAY_SHEET_FRAMES, OVERLAY_COLUMNS, OVERLAY_TILE_WIDTH
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,7 +63,7 @@ def _project_boxes(corners, r, t, fx, fy, cx, cy, near, cu, cv, eu, ev):
         cv[o, :] = np.nan
         eu[o, :] = np.nan
         ev[o, :] = np.nan
-        if raster._camera_corners(corners[o], r, t, near, pc) > 0:
+        if raster.camera_corners(corners[o], r, t, near, pc) > 0:
             raster.clip_project_box(pc, near, fx, fy, cx, cy, cu[o], cv[o], eu[o], ev[o], px, py)
 
 
@@ -106,10 +107,10 @@ class BoxProjection:
 
 
 def _convex_hull(pts: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of (n, 2) points, via the engine's :func:`raster._hull`."""
+    """Convex hull (counter-clockwise) of (n, 2) points, via the engine's :func:`raster.convex_hull`."""
     n = len(pts)
     hx, hy = np.empty(max(n + 1, 4)), np.empty(max(n + 1, 4))
-    m = raster._hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
+    m = raster.convex_hull(np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), n, hx, hy)
     return np.stack([hx[:m], hy[:m]], axis=1)
 
 
@@ -123,9 +124,8 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
     if corners is None:
         corners = world_corners(scene)
     k = scene.intrinsics_for(frame)
-    rot = frame.camera_to_world[:3, :3]
-    r = np.ascontiguousarray(rot.T)
-    t = -rot.T @ frame.camera_to_world[:3, 3]
+    w2c = rigid_inverse(frame.camera_to_world)
+    r, t = np.ascontiguousarray(w2c[:3, :3]), w2c[:3, 3]
     no = len(corners)
     cu, cv, eu, ev = np.empty((no, 8)), np.empty((no, 8)), np.empty((no, 12)), np.empty((no, 12))
     _project_boxes(corners, r, t, k.fx, k.fy, k.cx, k.cy, float(near), cu, cv, eu, ev)
@@ -164,7 +164,7 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
                  corners: np.ndarray | None = None) -> np.ndarray:
     """(len(frames), hs, ws) int64: the index of the box visible at each working-grid sample
     (boxes hide each other; -1 = none; all -1 for invalid frames), from the engine's kernel."""
-    from ..visibility.table import _cameras
+    from ..visibility.table import frame_cameras
 
     ws, hs = working_size
     w, h = scene.image_size
@@ -175,7 +175,7 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
     labels = np.full((n, hs * ws), -1, np.int64)
     if n == 0 or no == 0:
         return labels.reshape(n, hs, ws)
-    w2c, kin = _cameras(scene, frames)
+    w2c, kin = frame_cameras(scene, frames)
     valid = np.array([f.valid for f in frames], bool)
     proj, vis, bbox = np.empty((n, no)), np.empty((n, no)), np.empty((n, no, 4))
     raster.visibility_kernel(w2c, kin, valid, corners, np.ascontiguousarray(rots), w, h, ws, hs, float(near), True,
@@ -390,13 +390,13 @@ def parse_frames(spec: str, num_frames: int, option: str = "--frames") -> tuple[
             if st < 1 or hi < lo:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{option}: expected frame numbers and ranges such as 0,10,20-30,100-200:10, "
+            raise InputError(f"{option}: expected frame numbers and ranges such as 0,10,20-30,100-200:10, "
                              f"got {part!r}") from None
         if lo < 0 or hi >= num_frames:
-            raise ValueError(f"{option}: {part!r} is outside the video's decoded frames 0-{num_frames - 1}")
+            raise InputError(f"{option}: {part!r} is outside the video's decoded frames 0-{num_frames - 1}")
         out.update(range(lo, hi + 1, st))
     if not out:
-        raise ValueError(f"{option}: expected at least one frame number, got {spec!r}")
+        raise InputError(f"{option}: expected at least one frame number, got {spec!r}")
     return tuple(sorted(out))
 
 
@@ -407,7 +407,7 @@ def parse_objects(spec: str | None, scene: Scene, option: str = "--objects") -> 
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [s for s in wanted if not any(s in (o.id, o.label) for o in scene.objects)]
     if not wanted or unknown:
-        raise ValueError(f"{option}: expected object ids or labels of scene {scene.scene_id!r} (ids "
+        raise InputError(f"{option}: expected object ids or labels of scene {scene.scene_id!r} (ids "
                          f"{', '.join(scene.object_ids[:12])}{' ...' if len(scene.objects) > 12 else ''}), "
                          f"got {', '.join(unknown) if unknown else repr(spec)}")
     return tuple(i for i, o in enumerate(scene.objects) if o.id in wanted or o.label in wanted)
@@ -431,14 +431,14 @@ class SceneOverlay:
         col = {oid: c for c, oid in enumerate(ids)}
         missing = [o.id for o in scene.objects if o.id not in col]
         if missing:
-            raise ValueError(f"{source}: object_ids: no column for scene object(s) {missing[:8]} of scene "
+            raise InputError(f"{source}: object_ids: no column for scene object(s) {missing[:8]} of scene "
                              f"{scene.scene_id!r} (stale visibility file?)")
         self.cols = np.array([col[scene.objects[o].id] for o in self.objects], np.int64)
         self.rows = {int(f): r for r, f in enumerate(np.asarray(vis.frame_index).tolist())}
         self.vis = vis
         self.near = float(vis.params.get("near", DEFAULT_NEAR))
         if "working_size" not in vis.params:
-            raise ValueError(f"{source}: params: working_size missing; expected a table from compute_visibility "
+            raise InputError(f"{source}: params: working_size missing; expected a table from compute_visibility "
                              f"(vistest visibility / vistest run)")
         self.working_size = tuple(int(v) for v in vis.params["working_size"])
         self.corners = world_corners(scene)
@@ -643,14 +643,14 @@ def default_sheet_frames(num_frames: int, count: int = DEFAULT_SHEET_FRAMES) -> 
 
 
 def make_overlay(scene_json: str | os.PathLike, out: str | os.PathLike, png: bool = False, objects: str | None = None,
-                 frames: str | None = None, visibility_npz: str | None = None, occlusion: str = "boxes",
+                 frames: str | None = None, visibility_npz: str | None = None, occlusion: str = DEFAULT_OCCLUSION,
                  columns: int = DEFAULT_COLUMNS, tile_width: int = DEFAULT_TILE_WIDTH, scale_intrinsics: bool = False,
                  progress: bool = False) -> tuple[int, ...]:
     """``vistest overlay``: the overlay video of ``frames`` (default: all) or, with ``png``,
     a contact sheet of them (default: :data:`DEFAULT_SHEET_FRAMES` spread uniformly),
     written atomically to ``out``. Returns the frames drawn. Errors name file and field."""
     if png and (columns < 1 or tile_width < 16):
-        raise ValueError(f"--columns/--tile-width: expected >= 1 column and >= 16 pixels, got {columns}, {tile_width}")
+        raise InputError(f"--columns/--tile-width: expected >= 1 column and >= 16 pixels, got {columns}, {tile_width}")
     scene, size = load_scene_video(scene_json, scale_intrinsics)
     drawn = parse_objects(objects, scene)
     n = scene.num_frames
@@ -659,15 +659,12 @@ def make_overlay(scene_json: str | os.PathLike, out: str | os.PathLike, png: boo
     else:
         chosen = default_sheet_frames(n) if png else tuple(range(n))
     if visibility_npz:
-        try:
-            vis = Visibility.load(visibility_npz)
-        except (OSError, KeyError) as e:
-            raise ValueError(f"{visibility_npz}: cannot read visibility ({e})") from None
+        vis = Visibility.load(visibility_npz)
     else:
         from ..visibility.table import compute_visibility
 
         vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
-    ov = SceneOverlay(scene, vis, drawn, visibility_npz or str(scene_json))
+    ov = SceneOverlay(scene, vis, drawn, vis.source)
     if png:
         title = f"{scene.scene_id}: {len(chosen)} of {n} frames, boxes from {Path(scene_json).name}"
         write_png(out, overlay_sheet(ov, chosen, size, columns, tile_width, title, progress))

@@ -23,14 +23,15 @@ from typing import Sequence
 
 import numpy as np
 
+from . import SHEET_COLUMNS, SHEET_MAX_FRAMES, SHEET_TILE_WIDTH
 from .overlay import contact_sheet, tile, write_png
-from ..pipeline import read_manifest
+from .. import layout
+from ..errors import InputError
+from ..videos.manifest import read_manifest
 
 MATCH_PSNR = 30.0  # dB: a frame matches what the manifest says when at least this close (H.264, crf 18)
 BLACK_MAX = 24  # RGB value a decoded "black" pixel stays under (video black is Y 16)
-DEFAULT_MAX_FRAMES = 48
-DEFAULT_TILE_WIDTH = 160
-DEFAULT_COLUMNS = 8
+DEFAULT_MAX_FRAMES, DEFAULT_COLUMNS, DEFAULT_TILE_WIDTH = SHEET_MAX_FRAMES, SHEET_COLUMNS, SHEET_TILE_WIDTH
 OK_RGB, DIFF_RGB = (120, 220, 120), (255, 90, 90)
 
 
@@ -89,7 +90,7 @@ def _plan(rec: dict, manifest: Path, max_frames: int) -> tuple[tuple[int, ...], 
     n = int(rec["num_frames"])
     src_frames = [int(f) for f in rec["source_frames"]]
     if len(src_frames) != n:
-        raise ValueError(f"{manifest}: {rec['path']}: source_frames: expected num_frames = {n} entries, "
+        raise InputError(f"{manifest}: {rec['path']}: source_frames: expected num_frames = {n} entries, "
                          f"got {len(src_frames)}")
     masks: dict[int, list] = {}
     for m in rec.get("masks", []):
@@ -120,7 +121,7 @@ def variant_sheet(run_dir: Path, rec: dict, max_frames: int = DEFAULT_MAX_FRAMES
     ``sources``: tiles of the source frames (:func:`source_tiles`), read here when None."""
     from ..videos.ffmpeg import read_frames
 
-    positions, src_frames, black, masks = _plan(rec, run_dir / "manifest.jsonl", max_frames)
+    positions, src_frames, black, masks = _plan(rec, layout.manifest_path(run_dir), max_frames)
     if sources is None:
         wanted = sorted({src_frames[p] for p in positions if src_frames[p] not in black})
         sources = source_tiles(rec.get("source"), wanted, tile_width, tuple(rec["size"]))
@@ -156,15 +157,15 @@ def write_sheets(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike, scen
 
     run_dir = Path(run_dir)
     if max_frames < 1 or tile_width < 16 or columns < 1:
-        raise ValueError(f"--max-frames/--tile-width/--columns: expected >= 1, >= 16, >= 1, got {max_frames}, "
+        raise InputError(f"--max-frames/--tile-width/--columns: expected >= 1, >= 16, >= 1, got {max_frames}, "
                          f"{tile_width}, {columns}")
     recs = [r for r in read_manifest(run_dir) if scene_id is None or r["scene_id"] == scene_id]
+    manifest = layout.manifest_path(run_dir)
     if not recs:
-        raise ValueError(f"{run_dir / 'manifest.jsonl'}: no video" + (f" of scene {scene_id!r}" if scene_id else ""))
-    manifest = run_dir / "manifest.jsonl"
+        raise InputError(f"{manifest}: no video" + (f" of scene {scene_id!r}" if scene_id else ""))
     for rec in recs:
         if not (run_dir / rec["path"]).is_file():
-            raise ValueError(f"{manifest}: {rec['path']}: listed but not found at {run_dir / rec['path']}")
+            raise InputError(f"{manifest}: {rec['path']}: listed but not found at {run_dir / rec['path']}")
     by_source: dict[tuple, list[dict]] = {}
     for rec in recs:
         by_source.setdefault((rec.get("source"), tuple(rec["size"])), []).append(rec)

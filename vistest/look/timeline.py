@@ -30,14 +30,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
-from ..budget.truth import FrameSelection, budget_truth
+from ..budget.truth import DEFAULT_SEEN_THRESHOLD, FrameSelection, budget_truth
 from ..questions import Question
-from ..budget.sampling import Budget
+from ..budget.sampling import DEFAULT_PROFILE, Budget
 from ..scene import Scene
 from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD, EvidenceTable, evidence_objects
-from ..visibility.table import Visibility
+from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
-DEFAULT_SEEN_THRESHOLD = 0.05  # the budget stage's default (vistest budget --seen-threshold)
 BELOW = 0.15  # share of the colour scale given to (0, seen threshold]
 PALE = (np.array([0.90, 0.93, 0.97]), np.array([0.62, 0.71, 0.82]))  # colours of 0+ and of the threshold
 UNKNOWN_RGB = (0.78, 0.78, 0.78)
@@ -85,14 +84,14 @@ class Timeline:
 
 
 def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (), budgets: Sequence[Budget] = (),
-                   profile: str = "uniform", profile_options: Mapping[str, Any] | None = None,
+                   profile: str = DEFAULT_PROFILE, profile_options: Mapping[str, Any] | None = None,
                    seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
                    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
                    unknown_as_evidence: bool = True) -> Timeline:
     """The timeline of ``scene``: ``vis`` its visibility; ``budgets``/``profile``/
     ``profile_options`` as for :func:`vistest.budget.truth.budget_truth` (which selects the frames);
-    ``evidence_threshold``/``unknown_as_evidence`` as for the dummy videos. Raises ValueError
-    (naming the field) on inconsistent inputs."""
+    ``evidence_threshold``/``unknown_as_evidence`` as for the dummy videos. Raises InputError
+    (naming the file and the field) on inconsistent inputs."""
     n = scene.num_frames
     table = EvidenceTable(vis, n, evidence_threshold)
     cols = table.columns(scene.object_ids)
@@ -282,9 +281,9 @@ def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Pat
 
 
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
-                  budgets: Sequence[Budget] = (), profile: str = "uniform",
+                  budgets: Sequence[Budget] = (), profile: str = DEFAULT_PROFILE,
                   profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
-                  occlusion: str = "boxes", seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                  occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,
                   progress: bool = False) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
@@ -295,20 +294,10 @@ def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questio
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene) if questions_jsonl else ()
     if visibility_npz:
-        try:
-            vis = Visibility.load(visibility_npz)
-        except (OSError, KeyError) as e:
-            raise ValueError(f"{visibility_npz}: cannot read visibility ({e})") from None
-        source = visibility_npz
+        vis = Visibility.load(visibility_npz)
     else:
         vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
-        source = str(scene_json)
-    try:
-        tl = build_timeline(scene, vis, questions, budgets, profile, profile_options, seen_threshold,
-                            evidence_threshold, unknown_as_evidence)
-    except ValueError as e:
-        msg = str(e)
-        raise ValueError(msg if questions_jsonl and msg.startswith(str(Path(questions_jsonl))) else
-                         f"{source}: {msg}") from None
+    tl = build_timeline(scene, vis, questions, budgets, profile, profile_options, seen_threshold,
+                        evidence_threshold, unknown_as_evidence)
     write_timeline(out, tl)
     return tl

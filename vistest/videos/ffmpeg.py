@@ -37,6 +37,7 @@ import ffmpeg  # ffmpeg-python: builds the command lines
 import numpy as np
 
 from ..atomic import temp_path_for
+from ..errors import InputError
 
 __all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
            "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS"]
@@ -47,8 +48,17 @@ X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium"
 PIPE_SIZE = 1 << 20  # bytes: pipe buffer asked of the kernel (Linux's default maximum), fewer context switches
 
 
-class VideoError(RuntimeError):
-    """ffmpeg failed; the message names the file and ends with ffmpeg's own error lines."""
+class VideoError(InputError):
+    """A video vistest cannot use: bad input, reported as ``Error: ...`` (exit status 2).
+
+    Raised when a video is missing, corrupt, truncated or not decodable (ffmpeg fails on
+    it, or it decodes to other frames than asked for or than the scene describes), or when
+    the ffmpeg binary (``$VISTEST_FFMPEG``, ``--ffmpeg``) cannot be started or fails while
+    writing. Each cause lies outside vistest's code (the file, the scene, the ffmpeg
+    installation, the disk) and is named in the message: the file, then ffmpeg's own last
+    error lines. Wrong arguments from a caller (sizes, pixel formats, frame order) are
+    ValueError instead: those are bugs.
+    """
 
 
 def ffmpeg_exe() -> str:
@@ -61,7 +71,7 @@ def ffmpeg_exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def _rate(fps: float) -> str:
+def frame_rate(fps: float) -> str:
     """``fps`` as the exact rational ffmpeg expects, e.g. 29.97 -> '30000/1001', 30.0 -> '30'."""
     if isinstance(fps, bool) or not (isinstance(fps, (int, float, np.floating)) and np.isfinite(fps) and fps > 0):
         raise ValueError(f"fps: expected a positive finite number, got {fps!r}")
@@ -186,11 +196,11 @@ def probe(path: str | os.PathLike, count: bool = False) -> VideoInfo:
 
     ``count``: also decode the whole video to count its frames (``num_frames``); the
     header's ``frames_estimate`` is a claim that variable frame rates, edit lists and
-    broken muxers make wrong. Raises FileNotFoundError or VideoError naming the file.
+    broken muxers make wrong. Raises VideoError naming the file.
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: video file not found")
+        raise VideoError(f"{path}: video file not found")
     try:
         res = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
@@ -259,7 +269,7 @@ class FrameReader:
 
     def __enter__(self) -> "FrameReader":
         if not self.path.is_file():
-            raise FileNotFoundError(f"{self.path}: video file not found")
+            raise VideoError(f"{self.path}: video file not found")
         self._err = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._err, bufsize=0,
@@ -389,7 +399,7 @@ class VideoWriter:
                  verify: bool = True):
         self.path = Path(path)
         self.fps = float(fps)
-        self.rate = _rate(fps)
+        self.rate = frame_rate(fps)
         try:
             w, h = (int(v) for v in size)
         except (TypeError, ValueError):
@@ -568,7 +578,7 @@ def count_frames(path: str | os.PathLike) -> int:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: video file not found")
+        raise VideoError(f"{path}: video file not found")
     stream = ffmpeg.output(ffmpeg.input(str(path)), "-", format="null", map="0:v:0", fps_mode="passthrough")
     args = _command(stream, "-nostats", "-progress", "pipe:1")
     try:

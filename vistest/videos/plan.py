@@ -48,10 +48,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..budget.truth import CHANGED, UNANSWERABLE, FrameSelection, count_like
+from ..errors import InputError
 from ..questions import RULE_COUNTING, Question
-from ..budget.sampling import ALL, PROFILES, Budget, budget_label, select_frames
+from ..budget.sampling import ALL, PROFILES, Budget, select_frames
+from ..layout import budget_video_path, dummy_video_path
 from ..scene import Scene
-from .ffmpeg import X264_PRESETS, _rate
+from .ffmpeg import X264_PRESETS, frame_rate
 from ..visibility.table import Visibility
 
 KEY_FORMAT = "vistest.variant/1"
@@ -80,9 +82,9 @@ class EncoderSettings:
 
     def __post_init__(self):
         if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
-            raise ValueError(f"crf: expected an integer in 0..51 (libx264), got {self.crf!r}")
+            raise InputError(f"crf: expected an integer in 0..51 (libx264), got {self.crf!r}")
         if self.preset not in X264_PRESETS:
-            raise ValueError(f"preset: expected one of {', '.join(X264_PRESETS)}, got {self.preset!r}")
+            raise InputError(f"preset: expected one of {', '.join(X264_PRESETS)}, got {self.preset!r}")
 
     def to_json(self) -> dict:
         return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.preset}
@@ -277,29 +279,18 @@ def content_key(recipe: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def check_scene_id(scene_id: str) -> str:
-    """``scene_id`` if it can name files (letters, digits, ``._-``, not starting with ``.``)."""
+def check_scene_id(scene_id: str, source: str = "scene") -> str:
+    """``scene_id`` if it can name files (letters, digits, ``._-``, not starting with ``.``);
+    InputError naming ``source`` (the scene file) otherwise."""
     if not _SAFE_ID.fullmatch(scene_id):
-        raise ValueError(f"scene_id: {scene_id!r} cannot name video files; expected letters, digits, '.', '_' "
-                         f"or '-', not starting with '.'")
+        raise InputError(f"{source}: scene_id: {scene_id!r} cannot name video files; expected letters, digits, "
+                         f"'.', '_' or '-', not starting with '.'")
     return scene_id
-
-
-def budget_video_path(scene_id: str, budget: Budget) -> str:
-    """``{n}_frame/{scene_id}.mp4`` (``all_frame`` for all frames): the ReVSI release layout."""
-    return f"{budget_label(budget)}_frame/{scene_id}.mp4"
-
-
-def dummy_video_path(scene_id: str, mode: str, key: str) -> str:
-    """``dummy_{mode}/{scene_id}/{key[:16]}.mp4``; ``dummy_allblack/{scene_id}.mp4`` for allblack."""
-    if mode == "allblack":
-        return f"dummy_allblack/{scene_id}.mp4"
-    return f"dummy_{mode}/{scene_id}/{key[:16]}.mp4"
 
 
 def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),
             mode=None, fill=None) -> dict:
-    return {"source": source_key, "size": list(size), "rate": _rate(fps), "frames": list(frames),
+    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
             "black": list(black), "masks": [[f, [list(r) for r in rs]] for f, rs in masks], "mode": mode,
             "fill": fill, "encoder": settings.to_json()}
 
@@ -318,7 +309,7 @@ def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | No
         try:
             idx = select_frames(name, num_frames, budget, fps=fps, **opts)
             out.append(ProfileTake(name, num_frames, tuple(int(i) for i in idx)))
-        except ValueError as e:
+        except InputError as e:  # this profile cannot sample the written video (e.g. too few frames)
             out.append(ProfileTake(name, num_frames, None, str(e)))
     return tuple(out)
 
@@ -330,7 +321,7 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
     (``all``: at ``source_fps``), with the profile takes and their warnings."""
     frames = tuple(int(i) for i in selection.frame_indices)
     if any(b < a for a, b in zip(frames, frames[1:])):
-        raise ValueError(f"{scene_id}: budget {selection.label}: profile {selection.profile!r} selected frames out "
+        raise InputError(f"{scene_id}: budget {selection.label}: profile {selection.profile!r} selected frames out "
                          f"of order ({list(frames)[:12]} ...); a budget video needs them in decode order")
     fps = source_fps if selection.budget == ALL else budget_fps
     takes = profile_takes(len(frames), selection.budget, fps, selection.profile, profile_options)
@@ -358,8 +349,9 @@ class EvidenceTable:
     frames (invalid pose or no row), ``bbox`` (N, O, 4), ``known`` (N,), columns by object id."""
 
     def __init__(self, vis: Visibility, num_frames: int, threshold: float):
+        self.source = vis.source
         if not 0.0 <= float(threshold) < 1.0:
-            raise ValueError(f"evidence_threshold: expected a fraction of the image area in [0, 1), got {threshold!r}")
+            raise InputError(f"evidence_threshold: expected a fraction of the image area in [0, 1), got {threshold!r}")
         fidx = np.asarray(vis.frame_index, dtype=np.int64)
         ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
         self.col = {oid: c for c, oid in enumerate(ids)}
@@ -375,10 +367,11 @@ class EvidenceTable:
         self.known = valid & np.isfinite(self.visible).all(axis=1)
 
     def columns(self, object_ids: Sequence[str]) -> list[int]:
-        """Column of each object id; ValueError naming the ids the table lacks."""
+        """Column of each object id; InputError naming the ids the table lacks."""
         missing = [o for o in object_ids if o not in self.col]
         if missing:
-            raise ValueError(f"visibility: no column for object(s) {missing} (stale visibility file?)")
+            raise InputError(f"{self.source}: object_ids: no column for object(s) {missing} (stale visibility "
+                             f"file?)")
         return [self.col[o] for o in object_ids]
 
     def evident(self, object_ids: Sequence[str]) -> np.ndarray:
@@ -448,7 +441,7 @@ def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int
         return everything, tuple(sorted(black)), tuple((f, rs) for f, rs in rects.items() if f not in black)
     if mode == "allblack":
         return everything, everything, ()
-    raise ValueError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {mode!r}")
+    raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {mode!r}")
 
 
 def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
@@ -460,9 +453,9 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     allblack dummy."""
     for m in modes:
         if m not in DUMMY_MODES:
-            raise ValueError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
+            raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
     if fill not in FILLS:
-        raise ValueError(f"fill: expected one of {', '.join(FILLS)}, got {fill!r}")
+        raise InputError(f"fill: expected one of {', '.join(FILLS)}, got {fill!r}")
     n = table.num_frames
     unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if unknown_as_evidence else ()
     groups: dict[str, dict] = {}  # key -> variant fields and served questions, in first-seen order
@@ -526,11 +519,11 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     ``scene.num_frames`` must be the decoded frame count (checked by the caller against
     the video). Other parameters: see the module docstring.
     """
-    check_scene_id(scene.scene_id)
+    check_scene_id(scene.scene_id, scene.source)
     if not (isinstance(budget_fps, (int, float)) and np.isfinite(budget_fps) and budget_fps > 0):
-        raise ValueError(f"budget_fps: expected a positive number of frames per second, got {budget_fps!r}")
+        raise InputError(f"budget_fps: expected a positive number of frames per second, got {budget_fps!r}")
     if isinstance(mask_margin, bool) or not isinstance(mask_margin, int) or mask_margin < 0:
-        raise ValueError(f"mask_margin: expected a non-negative number of pixels, got {mask_margin!r}")
+        raise InputError(f"mask_margin: expected a non-negative number of pixels, got {mask_margin!r}")
     n = scene.num_frames
     source_size = (int(size[0]), int(size[1]))
     size = (source_size[0] + source_size[0] % 2, source_size[1] + source_size[1] % 2)

@@ -44,7 +44,7 @@ MAXV = 64  # vertex capacity of the polygon work buffers (a clipped hull has <= 
 
 
 @njit(cache=True)
-def _hull(px, py, n, hx, hy):
+def convex_hull(px, py, n, hx, hy):
     """Convex hull (Andrew's monotone chain) of n points, counter-clockwise in (x, y).
 
     Writes the hull into hx, hy and returns its vertex count (collinear points dropped).
@@ -165,7 +165,7 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
 
 
 @njit(cache=True, inline="always")
-def _camera_corners(pw, r, t, near, pc):
+def camera_corners(pw, r, t, near, pc):
     """Camera coordinates of a box's 8 corners: pc[k] = r @ pw[k] + t (metres, OpenCV axes).
 
     pw: (8, 3) world corners; r, t: world-to-camera rotation (3, 3) and translation (3,).
@@ -225,7 +225,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
     box is in front of the plane and not rejected by the frustum test) and bb with the
     clipped silhouette bounds. Returns the area.
     """
-    nfront = _camera_corners(pw, r, t, near, pc)
+    nfront = camera_corners(pw, r, t, near, pc)
     if nfront == 0:
         return 0.0
     # frustum rejection: all corners outside one side plane (planes through the centre)
@@ -246,7 +246,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
         if out == 8:
             return 0.0
     n = clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py)
-    m = _hull(px, py, n, hx, hy)
+    m = convex_hull(px, py, n, hx, hy)
     if m < 3:
         return 0.0
     return _clip_rect_area(hx, hy, m, -0.5, -0.5, w - 0.5, h - 0.5, tx, ty, bb)
@@ -312,7 +312,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
         count += _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid)
     if not inside and ncap >= 3:
-        m = _hull(capx, capy, ncap, hx, hy)
+        m = convex_hull(capx, capy, ncap, hx, hy)
         if m >= 3:
             count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, zbuf, idb, oid)
     return count

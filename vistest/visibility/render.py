@@ -27,9 +27,10 @@ import numpy as np  # noqa: E402
 import pyrender  # noqa: E402
 import trimesh  # noqa: E402
 
-from ..scene import Intrinsics, boxes_contain  # noqa: E402
+from ..errors import InputError  # noqa: E402
+from ..geometry import CV_TO_GL, boxes_contain  # noqa: E402
+from ..scene import Intrinsics  # noqa: E402
 
-CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 ZFAR = 100.0
 
 
@@ -131,9 +132,12 @@ class MeshDepthRenderer(_Renderer):
 
     def __init__(self, mesh_path, width: int, height: int, near: float):
         super().__init__(width, height, near)
-        mesh = trimesh.load(str(mesh_path), force="mesh")
+        try:
+            mesh = trimesh.load(str(mesh_path), force="mesh")
+        except (OSError, ValueError) as e:
+            raise InputError(f"{mesh_path}: mesh: cannot read it ({e}); expected a triangle mesh file") from None
         if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
-            raise ValueError(f"{mesh_path}: mesh: expected a triangle mesh with at least one face")
+            raise InputError(f"{mesh_path}: mesh: expected a triangle mesh with at least one face")
         # A scan mesh is not closed: its back faces hide what is behind them too. pyrender's
         # depth pass always culls back faces, so add every face in both windings.
         flipped = mesh.copy()

@@ -30,8 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..atomic import atomic_path
+from ..errors import InputError
+from ..geometry import box_corners, rigid_inverse
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
+DEFAULT_OCCLUSION = "boxes"
+ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +46,8 @@ class Visibility:
     [0, 1], ``bbox`` (F, O, 4) pixel bounds, ``object_ids`` (O,) str, ``frame_index``
     (F,) int64 decoded video frame numbers, ``valid`` (F,) bool. Rows of invalid
     frames are NaN. ``params`` records how it was computed (occlusion, scale, near...).
+    ``source`` names where it came from in error messages (the .npz read, or the scene file
+    it was computed from); it is not saved.
     """
 
     scene_id: str
@@ -52,6 +58,7 @@ class Visibility:
     frame_index: np.ndarray
     valid: np.ndarray
     params: dict
+    source: str = "visibility"
 
     def save(self, path: str | os.PathLike) -> None:
         """Write an ``.npz`` atomically (temp file + rename)."""
@@ -63,16 +70,26 @@ class Visibility:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Visibility":
-        """Read a file written by :meth:`save`."""
+        """Read a file written by :meth:`save`; InputError naming the file when it cannot."""
         import ast
+        import zipfile
 
-        with np.load(path, allow_pickle=False) as z:
-            missing = {"projected", "visible", "bbox", "object_ids", "frame_index", "valid"} - set(z.files)
-            if missing:
-                raise ValueError(f"{path}: not a vistest visibility file (missing arrays: {sorted(missing)})")
-            return cls(scene_id=str(z["scene_id"]), projected=z["projected"], visible=z["visible"], bbox=z["bbox"],
-                       object_ids=z["object_ids"], frame_index=z["frame_index"], valid=z["valid"],
-                       params=dict(ast.literal_eval(str(z["params"]))))
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError, zipfile.BadZipFile) as e:
+            raise InputError(f"{path}: cannot read visibility ({e}); expected the .npz of 'vistest visibility'") \
+                from None
+        missing = sorted(set(ARRAYS) - set(arrays))
+        if missing:
+            raise InputError(f"{path}: not a vistest visibility file (missing arrays: {missing})")
+        try:
+            params = dict(ast.literal_eval(str(arrays["params"])))
+        except (ValueError, SyntaxError, TypeError) as e:
+            raise InputError(f"{path}: params: expected the parameters 'vistest visibility' records ({e})") from None
+        return cls(scene_id=str(arrays["scene_id"]), projected=arrays["projected"], visible=arrays["visible"],
+                   bbox=arrays["bbox"], object_ids=arrays["object_ids"], frame_index=arrays["frame_index"],
+                   valid=arrays["valid"], params=params, source=str(path))
 
     def to_csv(self) -> str:
         """Long-format CSV: one row per (frame, object)."""
@@ -103,8 +120,9 @@ def default_scale(image_size: tuple[int, int]) -> float:
     return min(1.0, WORK_SIZE / max(image_size))
 
 
-def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = None, near: float = DEFAULT_NEAR,
-                       depth_tol: float = DEFAULT_DEPTH_TOL, chunk: int = 256, progress: bool = False) -> Visibility:
+def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float | None = None,
+                       near: float = DEFAULT_NEAR, depth_tol: float = DEFAULT_DEPTH_TOL, chunk: int = 256,
+                       progress: bool = False) -> Visibility:
     """Frames x objects visibility of ``scene`` (see the module docstring for definitions).
 
     ``occlusion``: ``none`` (visible = projected), ``boxes`` (z-buffer of all boxes),
@@ -117,21 +135,21 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
     stays bounded; the progress bar advances per chunk).
     """
     from . import raster
-    from ..scene import box_corners
     from ..progress import progress_bar
 
     if occlusion not in OCCLUSION_MODES:
-        raise ValueError(f"occlusion: expected one of {', '.join(OCCLUSION_MODES)}, got {occlusion!r}")
+        raise InputError(f"occlusion: expected one of {', '.join(OCCLUSION_MODES)}, got {occlusion!r}")
     if scale is None:
         scale = default_scale(scene.image_size)
     if not (0.0 < scale <= 1.0):
-        raise ValueError(f"scale: expected 0 < scale <= 1, got {scale!r}")
+        raise InputError(f"scale: expected 0 < scale <= 1, got {scale!r}")
     if not (near > 0.0):
-        raise ValueError(f"near: expected a positive distance in metres, got {near!r}")
+        raise InputError(f"near: expected a positive distance in metres, got {near!r}")
     if occlusion == "mesh" and scene.mesh is None:
-        raise ValueError(f"occlusion 'mesh': scene {scene.scene_id!r} has no 'mesh' file")
+        raise InputError(f"{scene.source}: mesh: missing; expected a mesh file for occlusion 'mesh'")
     if occlusion == "depth" and not any(f.depth for f in scene.frames):
-        raise ValueError(f"occlusion 'depth': scene {scene.scene_id!r} has no frame with a 'depth' image")
+        raise InputError(f"{scene.source}: frames[].depth: no frame has a depth image; expected some for "
+                         f"occlusion 'depth'")
 
     w, h = scene.image_size
     ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
@@ -150,13 +168,14 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
         with progress_bar(nf, f"visibility {scene.scene_id}", enabled=progress) as bar:
             for s in range(0, nf, chunk):
                 frames = scene.frames[s:s + chunk]
-                w2c, kin = _cameras(scene, frames)
+                w2c, kin = frame_cameras(scene, frames)
                 depth = np.zeros((0, 0))
                 if occlusion == "depth":
-                    depth = _depth_samples(scene, frames, ws, hs)
+                    depth = depth_samples(scene, frames, ws, hs)
                 elif occlusion == "mesh":
-                    depth = np.stack([mesh_renderer.render(f.camera_to_world, scene.intrinsics_for(f).scaled(ws / w, hs / h))
-                                      .reshape(-1) if f.valid else np.zeros(ws * hs) for f in frames])
+                    depth = np.stack([mesh_renderer.render(f.camera_to_world,
+                                                           scene.intrinsics_for(f).scaled(ws / w, hs / h)).reshape(-1)
+                                      if f.valid else np.zeros(ws * hs) for f in frames])
                 raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
                                          occlusion != "none", depth, depth_tol,
                                          projected[s:s + chunk], visible[s:s + chunk], bbox[s:s + chunk])
@@ -168,24 +187,23 @@ def compute_visibility(scene, occlusion: str = "boxes", scale: float | None = No
                       object_ids=np.array(scene.object_ids, dtype=str),
                       frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid,
                       params={"occlusion": occlusion, "scale": float(scale), "near": float(near),
-                              "depth_tol": float(depth_tol), "working_size": [ws, hs]})
+                              "depth_tol": float(depth_tol), "working_size": [ws, hs]}, source=scene.source)
 
 
-def _cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
-    """World-to-camera (F, 3, 4) and native intrinsics (F, 4); zeros for invalid frames."""
+def frame_cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
+    """World-to-camera ``[R | t]`` (F, 3, 4) (OpenCV axes, metres) and native intrinsics
+    ``(fx, fy, cx, cy)`` (F, 4) of ``frames``; zeros for invalid frames."""
     w2c = np.zeros((len(frames), 3, 4))
     kin = np.zeros((len(frames), 4))
     for i, f in enumerate(frames):
         k = scene.intrinsics_for(f)
         kin[i] = (k.fx, k.fy, k.cx, k.cy)
         if f.valid:
-            r = f.camera_to_world[:3, :3]
-            w2c[i, :, :3] = r.T
-            w2c[i, :, 3] = -r.T @ f.camera_to_world[:3, 3]
+            w2c[i] = rigid_inverse(f.camera_to_world)[:3]
     return w2c, kin
 
 
-def _depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
+def depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
     """Per-frame depth (metres) at the working-grid samples, (F, hs*ws); 0 = missing.
 
     Each sample's colour ray is looked up in the depth image through the depth
@@ -202,11 +220,12 @@ def _depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
         path = scene.path(f.depth)
         img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
         if img is None or img.ndim != 2:
-            raise ValueError(f"{path}: frames[{f.index}].depth: expected a single-channel depth image")
+            raise InputError(f"{path}: frames[{f.index}].depth: expected a single-channel depth image")
         dh, dw = img.shape
         spec = scene.depth
         if spec is not None and spec.image_size is not None and spec.image_size != (dw, dh):
-            raise ValueError(f"{path}: depth image is {dw}x{dh}, scene depth.image_size says {spec.image_size}")
+            raise InputError(f"{path}: depth image is {dw}x{dh}, {scene.source} depth.image_size says "
+                             f"{spec.image_size}")
         kc = scene.intrinsics_for(f)
         kd = spec.camera if spec is not None and spec.camera is not None else kc.scaled(dw / w, dh / h)
         # working sample -> native pixel -> ray -> depth pixel

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ...errors import InputError
 from ... import __version__
 from ...atomic import temp_path_for, write_atomic
-from ...errors import InputError
 from ...videos.plan import file_key
 
 RECORD = "vistest_export.json"

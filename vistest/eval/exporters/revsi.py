@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ...progress import progress_bar
 from ...questions import QUESTION_TYPES
-from ...videos.plan import budget_video_path
+from ...layout import budget_video_path
 from .output import (
     LEFT_NO_REVSI_TYPE,
     LEFT_UNANSWERABLE,

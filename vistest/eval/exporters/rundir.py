@@ -30,13 +30,10 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ...errors import InputError
-from ...pipeline import MANIFEST
-from ...pipeline import read_manifest as read_manifest_records
+from ...layout import MANIFEST, SCENES_DIR, budget_video_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
-from ...videos.plan import budget_video_path
+from ...videos.manifest import read_manifest as read_manifest_records
 from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
-
-SCENES_DIR = "scenes"
 
 
 @dataclass(frozen=True)

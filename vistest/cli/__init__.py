@@ -1,0 +1,58 @@
+"""Command-line interface: ``vistest COMMAND``, one module per pipeline stage.
+
+* :mod:`.datasets`: ``demo-scene``, ``import``, ``audit`` (scenes in);
+* :mod:`.visibility`: ``visibility``;
+* :mod:`.budget`: ``frames``, ``budget`` (sampled frames, frame-budget ground truth);
+* :mod:`.videos`: ``videos``, ``run`` (budget and dummy videos; the whole pipeline of a scene);
+* :mod:`.look`: ``overlay``, ``timeline``, ``sheet``, ``index``;
+* :mod:`.eval`: ``score``, ``baseline``, ``export``;
+* :mod:`.options`: the options several commands share, each default defined once.
+
+The error contract (vistest.errors) is kept here, once, for every command: an
+:class:`~vistest.errors.InputError` (bad input: its message names the file, the field and
+what was expected) becomes ``Error: <message>`` on stderr and exit status 2; any other
+exception is a bug and keeps its traceback (exit status 1). ``vistest audit`` also exits 1
+when the scene fails the audit. Long work draws a progress bar on stderr unless ``--quiet``.
+"""
+from __future__ import annotations
+
+import click
+
+from ..errors import InputError
+from .budget import budget, frames
+from .datasets import audit_cmd, demo_scene, import_cmd
+from .eval import baseline, export_cmd, score
+from .look import index_cmd, overlay_cmd, sheet_cmd, timeline_cmd
+from .videos import run, videos
+from .visibility import visibility
+
+__all__ = ["main", "BadInput"]
+
+
+class BadInput(click.ClickException):
+    """An :class:`~vistest.errors.InputError` as click reports it: ``Error: <message>``, exit status 2."""
+
+    exit_code = 2
+
+
+class VistestGroup(click.Group):
+    """The command group; turns an InputError raised by any command, or while parsing its
+    options, into :class:`BadInput`. Nothing else is caught."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InputError as e:
+            raise BadInput(str(e)) from e
+
+
+@click.group(cls=VistestGroup)
+@click.version_option(package_name="vistest")
+def main() -> None:
+    """vistest: frame-aware ground truth for spatial-reasoning benchmarks."""
+
+
+for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run,
+             overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd):
+    main.add_command(_cmd)
+

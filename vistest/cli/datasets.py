@@ -1,0 +1,93 @@
+"""Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets) and ``audit``
+(vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
+from __future__ import annotations
+
+import click
+
+from ..errors import InputError
+from .options import key_value_option, output_option, quiet_option
+
+
+@click.command("demo-scene")
+@click.argument("outdir", type=click.Path(file_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--frames", "num_frames", type=int, default=300, show_default=True)
+@click.option("--size", default="640x480", show_default=True, help="WxH of the rendered video.")
+@click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
+@quiet_option()
+def demo_scene(outdir, seed, num_frames, size, force, quiet):
+    """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
+    from ..datasets.demo import make_demo_scene
+
+    try:
+        w, h = (int(x) for x in size.lower().split("x"))
+    except ValueError:
+        raise InputError(f"--size: expected WxH such as 640x480, got {size!r}") from None
+    click.echo(str(make_demo_scene(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)))
+
+
+def _import_epilog() -> str:
+    from ..datasets import ADAPTERS
+
+    return "\b\nDatasets (options: -O KEY=VALUE; see docs/adapters.md):\n" + "\n".join(
+        f"  {a.name}: {a.title}; PATH = {a.path_help}\n    options: {', '.join(o.name for o in a.options) or '-'}"
+        for a in ADAPTERS.values())
+
+
+@click.command("import", epilog=_import_epilog())
+@click.argument("dataset")
+@click.argument("path", type=click.Path())
+@output_option("Scene folder to write (scene.json, provenance.json).", folder=True)
+@click.option("--boxes", default=None,
+              help="native (default), none, or KIND:PATH such as vsibench:scannet_meta_info_val.json.")
+@click.option("--frames", default=None, help="For a box-only DATASET (vsibench): KIND:PATH of the frames.")
+@click.option("--video", default=None, type=click.Path(dir_okay=False), help="Video the frame indices refer to.")
+@key_value_option("Adapter option KEY=VALUE (repeatable).")
+@quiet_option("No progress bar and no summary.")
+def import_cmd(dataset, path, output, boxes, frames, video, options, quiet):
+    """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions."""
+    from ..datasets import import_scene
+    from ..scene import Scene
+
+    scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
+                              progress=not quiet)
+    scene = Scene.load(scene_path)
+    if not quiet:
+        n_valid = sum(f.valid for f in scene.frames)
+        click.echo(f"{scene.scene_id}: {len(scene.frames)} frames ({n_valid} valid), {len(scene.objects)} objects "
+                   f"-> {scene_path} (check it: vistest audit {scene_path})", err=True)
+    click.echo(str(scene_path))
+
+
+@click.command("audit")
+@click.argument("scene_json", type=click.Path(dir_okay=False))
+@click.option("--alignment", "alignments", multiple=True, type=click.Path(dir_okay=False),
+              help="Candidate alignment to test: ScanNet sceneXXXX_XX.txt, provenance.json, JSON 4x4 (repeatable).")
+@click.option("--no-provenance", is_flag=True, help="Ignore the alignments in provenance.json beside the scene.")
+@click.option("--evidence", type=click.Choice(["auto", "depth", "mesh"]), default="auto", show_default=True,
+              help="What to check against (auto: depth frames and mesh, whichever exist).")
+@click.option("--max-frames", type=click.IntRange(1), default=60, show_default=True,
+              help="Frames audited (evenly spaced).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the report as JSON.")
+@click.option("--objects", is_flag=True, help="Also print the per-object table.")
+@quiet_option("No progress bar and no report: the exit status only.")
+def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_path, objects, quiet):
+    """Check that SCENE_JSON's boxes, poses and intrinsics agree with its depth/mesh, and which
+    convention fix fits best. Exit status 0 = pass, 1 = fails the thresholds (docs/audit.md), 2 = bad input."""
+    from ..datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
+    from ..scene import Scene
+
+    scene = Scene.load(scene_json)
+    cands = [] if no_provenance else provenance_alignments(scene_json)
+    for a in alignments:
+        cands += load_alignments(a)
+    report = audit_scene(scene, alignments=cands, use_depth=evidence in ("auto", "depth"),
+                         use_mesh=evidence in ("auto", "mesh"), params=CheckParams(max_frames=max_frames),
+                         progress=not quiet)
+    if json_path:
+        write_report(report, json_path)
+    if not quiet:
+        click.echo(report.text(per_object=objects), nl=False)
+    if not report.passed:
+        click.get_current_context().exit(1)

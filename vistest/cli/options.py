@@ -1,0 +1,155 @@
+"""The options several commands share, each with its default, defined once.
+
+Every command spells a shared option the same way: ``-o/--output`` for what it writes,
+``--budgets`` for frame budgets, ``-p/--profile`` with ``-O/--option KEY=VALUE``,
+``--occlusion``, ``--visibility``, ``--seen-threshold``, ``--min-budget-room-route``,
+``--quiet``, ``-r/--run-dir``. Defaults come from the stage that owns them
+(vistest.budget.truth, vistest.budget.sampling, vistest.visibility.table).
+
+Spellings of vistest 0.1 that changed are kept for one release (until 0.2) as *hidden
+aliases*: accepted, not shown in ``--help`` (:class:`AliasOption`): :data:`OUTDIR_ALIAS`
+(``--outdir`` of budget, score, sheet, videos, run) and :data:`BUDGET_ALIASES`
+(``--budget``/``-n`` of timeline).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import click
+
+from ..budget.sampling import DEFAULT_PROFILE, PROFILES, budget_label, parse_budgets
+from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
+from ..errors import InputError
+from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_MODES
+
+DEFAULT_BUDGETS_TEXT = ",".join(budget_label(b) for b in DEFAULT_BUDGETS)  # "16,32,64,all"
+OUTDIR_ALIAS = ("--outdir",)  # -o/--output was -o/--outdir in budget, score, sheet, videos, run
+BUDGET_ALIASES = ("--budget", "-n")  # timeline --budgets was --budget/-n
+RUN_DIR_HELP = ("The output folder of 'vistest run' (every scene), or one scene's folder RUN_DIR/scenes/ID "
+                "(any folder of {n}_frame.jsonl files and dummy_gt.jsonl).")
+PROFILE_HELP = "Sampler profile: " + ", ".join(PROFILES) + "."
+PROFILE_OPTION_HELP = ("Profile option KEY=VALUE (repeatable), e.g. sample_fps=1 for llava-vid, "
+                       "fma=false for qwen-vl-utils; see docs/sampling.md.")
+
+Decorator = Callable[[Callable], Callable]
+
+
+class AliasOption(click.Option):
+    """A click option that also accepts ``hidden_aliases`` (old spellings): they parse like
+    the option's own names but are left out of ``--help`` and of error messages."""
+
+    def __init__(self, param_decls, hidden_aliases: tuple[str, ...] = (), **attrs):
+        super().__init__(list(param_decls) + list(hidden_aliases), **attrs)
+        self.hidden_aliases = tuple(hidden_aliases)
+
+    def _shown(self, method: Callable, ctx):
+        opts, self.opts = self.opts, [o for o in self.opts if o not in self.hidden_aliases]
+        try:
+            return method(ctx)
+        finally:
+            self.opts = opts
+
+    def get_help_record(self, ctx):
+        return self._shown(super().get_help_record, ctx)
+
+    def get_error_hint(self, ctx):
+        return self._shown(super().get_error_hint, ctx)
+
+
+def compose(*decorators: Decorator) -> Decorator:
+    """One decorator applying ``decorators`` so that --help lists them in the order given."""
+    def apply(f: Callable) -> Callable:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+    return apply
+
+
+# ---- parsing ---------------------------------------------------------------------------
+def parse_key_value(text: str, option: str = "--option") -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as JSON when it parses (``2.5``, ``true``), else a string;
+    dashes in KEY become underscores."""
+    if "=" not in text:
+        raise InputError(f"{option}: expected KEY=VALUE, got {text!r}")
+    key, raw = text.split("=", 1)
+    key = key.strip().replace("-", "_")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def _key_values(ctx, param, items) -> dict[str, Any]:
+    return dict(parse_key_value(t) for t in items or ())
+
+
+def _budgets(ctx, param, text) -> tuple:
+    return () if text is None else parse_budgets(text, "--budgets")
+
+
+# ---- the shared options ----------------------------------------------------------------
+def output_option(help: str, folder: bool = False, required: bool = True, aliases: tuple[str, ...] = ()
+                  ) -> Decorator:
+    """``-o/--output``: the file (or ``folder``) a command writes; ``aliases``: old spellings."""
+    return click.option("-o", "--output", cls=AliasOption, hidden_aliases=aliases, required=required, help=help,
+                        type=click.Path(file_okay=not folder, dir_okay=folder))
+
+
+def run_dir_option(help: str = RUN_DIR_HELP) -> Decorator:
+    """``-r/--run-dir``: the folder of ground truth a scoring command reads."""
+    return click.option("-r", "--run-dir", required=True, type=click.Path(file_okay=False), help=help)
+
+
+def budgets_option(default: str | None = DEFAULT_BUDGETS_TEXT, help: str | None = None,
+                   aliases: tuple[str, ...] = ()) -> Decorator:
+    """``--budgets 16,32,64,all``, parsed into a tuple of budgets (``()`` when no default)."""
+    return click.option("--budgets", cls=AliasOption, hidden_aliases=aliases, default=default,
+                        show_default=default is not None, callback=_budgets,
+                        help=help or "Comma-separated frame budgets (positive integers and/or 'all').")
+
+
+def profile_options(help_extra: str = "") -> Decorator:
+    """``-p/--profile`` (default :data:`vistest.budget.sampling.DEFAULT_PROFILE`) and
+    ``-O/--option KEY=VALUE`` (repeatable; parsed into the dict ``options``)."""
+    return compose(
+        click.option("--profile", "-p", default=DEFAULT_PROFILE, show_default=True, type=click.Choice(list(PROFILES)),
+                     help=PROFILE_HELP + (" " + help_extra if help_extra else "")),
+        key_value_option(PROFILE_OPTION_HELP))
+
+
+def key_value_option(help: str) -> Decorator:
+    """``-O/--option KEY=VALUE`` (repeatable), parsed into the dict ``options``."""
+    return click.option("--option", "-O", "options", multiple=True, callback=_key_values, help=help)
+
+
+def occlusion_option(help: str = "Occlusion mode when visibility is computed.") -> Decorator:
+    """``--occlusion`` (choices :data:`vistest.visibility.table.OCCLUSION_MODES`)."""
+    return click.option("--occlusion", type=click.Choice(list(OCCLUSION_MODES)), default=DEFAULT_OCCLUSION,
+                        show_default=True, help=help)
+
+
+def visibility_option(help: str = "Visibility .npz from 'vistest visibility' (default: computed now).") -> Decorator:
+    """``--visibility VIS.npz``: a precomputed visibility table (``visibility_npz``)."""
+    return click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None, help=help)
+
+
+def seen_threshold_option(prefix: str = "") -> Decorator:
+    """``--seen-threshold`` (default :data:`vistest.budget.truth.DEFAULT_SEEN_THRESHOLD`)."""
+    return click.option("--seen-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
+                        default=DEFAULT_SEEN_THRESHOLD, show_default=True,
+                        help=prefix + "An object is seen in a frame when its visible fraction of the image exceeds "
+                                      "this.")
+
+
+def min_budget_room_route_option(prefix: str = "") -> Decorator:
+    """``--min-budget-room-route`` (default :data:`vistest.budget.truth.DEFAULT_MIN_BUDGET_ROOM_ROUTE`)."""
+    return click.option("--min-budget-room-route", type=click.IntRange(1), default=DEFAULT_MIN_BUDGET_ROOM_ROUTE,
+                        show_default=True,
+                        help=prefix + "Smallest budget at which room size and route planning are answerable.")
+
+
+def quiet_option(help: str = "No progress bar.") -> Decorator:
+    """``--quiet``: no progress bar on stderr (and, where ``help`` says so, no summary)."""
+    return click.option("--quiet", is_flag=True, help=help)

@@ -1,0 +1,148 @@
+"""Commands of the video stage: ``videos`` (budget and dummy videos) and ``run`` (the whole
+pipeline of a scene; vistest.pipeline, vistest.videos, docs/videos.md)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+from ..videos.ffmpeg import X264_PRESETS
+from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN, DUMMY_MODES,
+                           EncoderSettings, FILLS)
+from ..videos.write import DEFAULT_MAX_MEMORY_MB
+from .options import (OUTDIR_ALIAS, budgets_option, compose, min_budget_room_route_option, occlusion_option,
+                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option)
+
+_DEFAULT_SETTINGS = EncoderSettings()
+
+
+def _dummy_modes(ctx, param, text: str) -> tuple[str, ...]:
+    modes = tuple(m for m in (s.strip() for s in text.split(",")) if m and m != "none")
+    bad = [m for m in modes if m not in DUMMY_MODES]
+    if bad:
+        raise InputError(f"--dummy: expected modes from {', '.join(DUMMY_MODES)} (or 'none'), got {bad[0]!r}")
+    return modes
+
+
+video_options = compose(
+    output_option("Output folder, a run folder shared by scenes ({n}_frame/, dummy_*/, scenes/, manifest.jsonl; "
+                  "see vistest/layout.py).", folder=True, aliases=OUTDIR_ALIAS),
+    budgets_option(),
+    profile_options("Its selections are what the budget videos hold."),
+    click.option("--dummy", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
+                 help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
+    click.option("--fill", type=click.Choice(list(FILLS)), default=FILLS[0], show_default=True,
+                 help="How mask dummies fill the evidence objects' boxes."),
+    click.option("--evidence-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
+                 default=DEFAULT_EVIDENCE_THRESHOLD, show_default=True,
+                 help="A frame carries evidence when a referenced object's visible fraction of the image exceeds this "
+                      "(0: any visible part)."),
+    click.option("--mask-margin", type=click.IntRange(0), default=DEFAULT_MASK_MARGIN, show_default=True,
+                 help="Pixels added around each masked box."),
+    click.option("--budget-fps", type=click.FloatRange(0.0, min_open=True), default=DEFAULT_BUDGET_FPS,
+                 show_default=True,
+                 help="Frame rate of the n-frame budget videos (1: fps-based samplers take every frame)."),
+    click.option("--keep-unknown-frames", is_flag=True,
+                 help="Dummies keep frames without a valid pose (default: treated as evidence)."),
+    click.option("--crf", type=click.IntRange(0, 51), default=_DEFAULT_SETTINGS.crf, show_default=True,
+                 help="libx264 quality."),
+    click.option("--preset", type=click.Choice(list(X264_PRESETS)), default=_DEFAULT_SETTINGS.preset,
+                 show_default=True, help="libx264 preset."),
+    click.option("--ffmpeg", "ffmpeg_path", type=click.Path(dir_okay=False), default=None,
+                 help="ffmpeg binary (default: $VISTEST_FFMPEG, else the imageio-ffmpeg one)."),
+    click.option("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_MB, show_default=True,
+                 help="MB the writer's processes may use (sets encoders per decode pass and threads)."),
+    click.option("--jobs", type=click.IntRange(1), default=None, help="Encoders per decode pass (default: auto)."),
+    click.option("--threads", type=click.IntRange(1), default=None,
+                 help="libx264 threads per encoder (default: auto)."),
+    click.option("--scale-intrinsics", is_flag=True,
+                 help="Accept a video whose size differs from image_size: scale the intrinsics to it."),
+    visibility_option(),
+    occlusion_option(),
+    seen_threshold_option("Budget GT: "),
+    min_budget_room_route_option("Budget GT: "),
+    quiet_option("No progress bar and no summary."),
+)
+
+
+def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stamp: str | None = None) -> None:
+    """Shared body of `videos` (full=False) and `run` (full=True)."""
+    from ..pipeline import VideoOptions, run_scene, write_stamp
+    from ..questions import load_questions
+    from ..scene import Scene
+    from ..videos.write import signals_as_exit
+    from ..visibility.table import Visibility
+
+    if kw["ffmpeg_path"]:
+        os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
+    quiet, outdir = kw["quiet"], kw["output"]
+    opts = VideoOptions(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
+                        dummy_modes=kw["dummy"], fill=kw["fill"], evidence_threshold=kw["evidence_threshold"],
+                        mask_margin=kw["mask_margin"], budget_fps=kw["budget_fps"],
+                        unknown_as_evidence=not kw["keep_unknown_frames"],
+                        settings=EncoderSettings(kw["crf"], kw["preset"]), seen_threshold=kw["seen_threshold"],
+                        min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
+                        jobs=kw["jobs"], threads=kw["threads"])
+    scene = Scene.load(scene_json)
+    questions = load_questions(questions_jsonl, scene=scene)
+    vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
+    with signals_as_exit():
+        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=kw["occlusion"],
+                        scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
+                        scene=scene)
+    if full:
+        from ..look.index import write_index
+
+        # the run folder's page; `vistest sheet` rewrites it with contact sheets, and every
+        # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
+        write_index(outdir)
+    if stamp:
+        inputs = [scene_json, questions_jsonl, str(scene.path(scene.video))]
+        write_stamp(stamp, inputs, res.outputs(outdir), {"scene_id": scene.scene_id, "videos": len(res.plan.variants)})
+    if not quiet:
+        _video_summary(res, outdir)
+
+
+def _video_summary(res, outdir: str) -> None:
+    """The budget GT table (``run``) on stdout; what was written, where, and every warning, on stderr."""
+    from ..budget.truth import summary_table
+    from ..layout import manifest_path
+
+    r, plan = res.report, res.plan
+    if res.truth is not None:
+        click.echo(summary_table(res.truth), nl=False)
+    click.echo(f"{plan.scene_id}: {len(r.written)} videos written, {len(r.skipped)} up to date, "
+               f"{r.passes} decode pass(es), {r.seconds:.1f} s ({r.resources.jobs} encoder(s) x "
+               f"{r.resources.threads} thread(s), ~{r.resources.estimate_mb:.0f} MB modelled)", err=True)
+    for w in plan.warnings:
+        click.echo(f"  warning: {w}", err=True)
+    for v in sorted(plan.variants, key=lambda v: v.path):
+        for w in v.warnings:
+            click.echo(f"  {v.path}: {w}", err=True)
+    for f in res.files:
+        click.echo(f"  wrote {f}", err=True)
+    click.echo(f"  manifest: {manifest_path(outdir)}", err=True)
+
+
+@click.command("videos")
+@click.argument("scene_json", type=click.Path(dir_okay=False))
+@click.argument("questions_jsonl", type=click.Path(dir_okay=False))
+@video_options
+def videos(scene_json: str, questions_jsonl: str, **kw) -> None:
+    """Budget videos ({n}_frame/SCENE.mp4) and dummy videos with the evidence of each
+    question removed, their ground truth (scenes/SCENE/dummy_gt.jsonl) and manifest.jsonl."""
+    _video_run(scene_json, questions_jsonl, kw, full=False)
+
+
+@click.command("run")
+@click.argument("scene_json", type=click.Path(dir_okay=False))
+@click.argument("questions_jsonl", type=click.Path(dir_okay=False))
+@video_options
+@click.option("--stamp", type=click.Path(dir_okay=False), default=None,
+              help="For make: on success write STAMP and STAMP.d (its inputs and outputs as dependencies).")
+def run(scene_json: str, questions_jsonl: str, stamp: str | None, **kw) -> None:
+    """The whole pipeline of one scene: visibility -> frame-budget GT -> budget videos ->
+    dummy videos -> manifest, into OUTPUT, a run folder (see docs/videos.md for the layout)."""
+    _video_run(scene_json, questions_jsonl, kw, full=True, stamp=stamp)

@@ -1,0 +1,36 @@
+"""The visibility stage's command: ``visibility`` (vistest.visibility, docs/visibility.md)."""
+from __future__ import annotations
+
+import click
+
+from ..visibility.table import DEFAULT_DEPTH_TOL, DEFAULT_NEAR
+from .options import occlusion_option, output_option, quiet_option
+
+
+@click.command("visibility")
+@click.argument("scene_json", type=click.Path(dir_okay=False))
+@output_option("Output .npz.")
+@occlusion_option("What can hide a box.")
+@click.option("--scale", type=float, default=None,
+              help="Working resolution / native (default: a 160-sample grid on the longer side).")
+@click.option("--near", type=float, default=DEFAULT_NEAR, show_default=True, help="Near plane in metres.")
+@click.option("--depth-tol", type=float, default=DEFAULT_DEPTH_TOL, show_default=True,
+              help="Depth tolerance in metres (occlusion depth and mesh).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write a long CSV.")
+@quiet_option()
+def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, quiet):
+    """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
+    from ..atomic import write_atomic
+    from ..scene import Scene
+    from ..visibility.table import compute_visibility
+
+    scene = Scene.load(scene_json)
+    vis = compute_visibility(scene, occlusion=occlusion, scale=scale, near=near, depth_tol=depth_tol,
+                             progress=not quiet)
+    vis.save(output)
+    if csv_path:
+        write_atomic(csv_path, vis.to_csv())
+    if not quiet:
+        n_valid = int(vis.valid.sum())
+        click.echo(f"{scene.scene_id}: {len(vis.frame_index)} frames ({n_valid} valid) x {len(vis.object_ids)} "
+                   f"objects, occlusion={occlusion} -> {output}" + (f", {csv_path}" if csv_path else ""), err=True)

@@ -1,0 +1,108 @@
+"""The run folder: every file and folder name vistest reads or writes there, defined once.
+
+A *run folder* (``RUN_DIR``) is the output folder of ``vistest run`` (and ``vistest
+videos``); any number of scenes share one. Everything later stages read from it (``vistest
+score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
+
+    RUN_DIR/
+      manifest.jsonl                        MANIFEST: every video of every scene (docs/videos.md)
+      .manifest.lock                        MANIFEST_LOCK: the lock manifest updates hold
+      index.html                            INDEX_HTML: the page linking everything (vistest index)
+      sheets/{video path without .mp4}.png  SHEETS_DIR: contact sheets (vistest sheet)
+      {n}_frame/{scene_id}.mp4              budget_video_path(): budget videos; all_frame/ every frame
+      dummy_{mode}/{scene_id}/{key16}.mp4   dummy_video_path(): dummies, named by their content key
+      dummy_allblack/{scene_id}.mp4         dummy_video_path() of mode allblack
+      .vistest/{scene}.done(.d)             STAMPS_DIR: make stamps (bin/vistest-scene)
+      scenes/{scene_id}/                    scene_dir(): one scene's ground truth
+        visibility.npz                      VISIBILITY: the visibility table, reused while valid
+        {n}_frame.jsonl                     budget_file_name(): frame-budget ground truth
+        dummy_gt.jsonl                      DUMMY_GT: the ground truth of every dummy
+        score/                              score_dir(): default output of vistest score
+
+A *scene folder* ``RUN_DIR/scenes/{scene_id}`` holds one scene's ground truth on its own; the
+``-r/--run-dir`` of ``vistest score`` and ``baseline`` accepts it as well as the whole run
+folder. Video paths in the manifest and the ground truth are relative to ``RUN_DIR`` and
+'/'-separated (the functions below return them as ``str``); folder helpers return ``Path``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .budget.sampling import Budget, budget_label
+
+MANIFEST = "manifest.jsonl"
+MANIFEST_LOCK = ".manifest.lock"
+INDEX_HTML = "index.html"
+SHEETS_DIR = "sheets"
+SCENES_DIR = "scenes"
+STAMPS_DIR = ".vistest"
+VISIBILITY = "visibility.npz"
+DUMMY_GT = "dummy_gt.jsonl"
+SCORE_DIR = "score"
+BUDGET_DIR = "budget"  # RUN_DIR/budget/{n}_frame.jsonl: read by vistest score when RUN_DIR has no budget file
+DUMMY_KEY_CHARS = 16  # hex digits of a dummy's content key in its file name
+ALLBLACK = "allblack"  # the dummy mode with one video per scene (no key in its name)
+
+_BUDGET_FILE = re.compile(r"^(\d+|all)_frame\.jsonl$")
+_DUMMY_FILE = re.compile(rf"[0-9a-f]{{{DUMMY_KEY_CHARS}}}\.mp4")
+
+
+def budget_video_path(scene_id: str, budget: Budget) -> str:
+    """``{n}_frame/{scene_id}.mp4`` (``all_frame`` for all frames): the ReVSI release layout."""
+    return f"{budget_label(budget)}_frame/{scene_id}.mp4"
+
+
+def dummy_video_path(scene_id: str, mode: str, key: str) -> str:
+    """``dummy_{mode}/{scene_id}/{key[:16]}.mp4``; ``dummy_allblack/{scene_id}.mp4`` for allblack."""
+    if mode == ALLBLACK:
+        return f"dummy_{ALLBLACK}/{scene_id}.mp4"
+    return f"dummy_{mode}/{scene_id}/{key[:DUMMY_KEY_CHARS]}.mp4"
+
+
+def is_dummy_file(name: str) -> bool:
+    """Is ``name`` the file name of a content-keyed dummy (``{key16}.mp4``)?"""
+    return _DUMMY_FILE.fullmatch(name) is not None
+
+
+def dummy_scene_dirs(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
+    """The existing ``RUN_DIR/dummy_{mode}/{scene_id}/`` folders (every mode but allblack)."""
+    return sorted(d for d in Path(run_dir).glob(f"dummy_*/{scene_id}") if d.is_dir())
+
+
+def budget_file_name(budget: Budget) -> str:
+    """``{n}_frame.jsonl`` (the ReVSI subset name: ``16_frame``, ``all_frame``)."""
+    return f"{budget_label(budget)}_frame.jsonl"
+
+
+def budget_of_file(name: str) -> str | None:
+    """The budget label (``"16"``, ``"all"``) of a ``{n}_frame.jsonl`` file name, else None."""
+    m = _BUDGET_FILE.match(name)
+    return m.group(1) if m else None
+
+
+def scene_dir(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/scenes/{scene_id}``."""
+    return Path(run_dir) / SCENES_DIR / scene_id
+
+
+def scene_dirs(run_dir: str | os.PathLike) -> list[Path]:
+    """Every ``RUN_DIR/scenes/*/`` folder (sorted; hidden ones left out)."""
+    root = Path(run_dir) / SCENES_DIR
+    return sorted(p for p in root.glob("*") if p.is_dir() and not p.name.startswith("."))
+
+
+def manifest_path(run_dir: str | os.PathLike) -> Path:
+    """``RUN_DIR/manifest.jsonl``."""
+    return Path(run_dir) / MANIFEST
+
+
+def sheets_dir(run_dir: str | os.PathLike) -> Path:
+    """``RUN_DIR/sheets``: default folder of ``vistest sheet``."""
+    return Path(run_dir) / SHEETS_DIR
+
+
+def score_dir(run_dir: str | os.PathLike) -> Path:
+    """``RUN_DIR/score``: default output folder of ``vistest score -r RUN_DIR``."""
+    return Path(run_dir) / SCORE_DIR
