@@ -625,5 +625,93 @@ def export_cmd(fmt, run_dir, output, link, protocol, name, quiet):
         click.echo(f"wrote {res.out / 'vistest_export.json'}", err=True)
 
 
+# ---- generate questions from scene ground truth (vistest/generate, docs/generate.md) --------
+@main.command("generate")
+@click.argument("scene_jsons", metavar="SCENE_JSON...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Questions JSONL (one scene), or a folder of {scene_id}.jsonl (several scenes, or a folder given).")
+@click.option("--visibility", "visibility_npz", multiple=True, type=click.Path(dir_okay=False),
+              help="Visibility .npz of a scene from 'vistest visibility' (repeatable, matched by scene id; "
+                   "default: computed now, box occlusion).")
+@click.option("--types", default="revsi", show_default=True,
+              help="Question types: 'revsi' (ReVSI's twelve), 'all' (also appearance order and numeric options), "
+                   "or a comma-separated list.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
+@click.option("--answerable-at", default="all", show_default=True,
+              help="Keep a question only when the budget stage keeps its answer at these budgets (comma-separated; "
+                   "'all' is always checked).")
+@click.option("--profile", "-p", default="uniform", show_default=True, type=click.Choice(list(PROFILES)),
+              help="Sampler profile of the budget stage.")
+@click.option("--seen-threshold", type=float, default=0.05, show_default=True,
+              help="An object is seen in a frame when its visible fraction of the image exceeds this.")
+@click.option("--rule", "rule_items", multiple=True, metavar="FAMILY.PARAM=VALUE",
+              help="Override a rule (repeatable), e.g. abs_distance.min_distance_m=0.2; see docs/generate.md.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write report.json and report.md into this folder.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no report on the terminal.")
+def generate_cmd(scene_jsons, output, visibility_npz, types, seed, answerable_at, profile, seen_threshold, rule_items,
+                 report_dir, quiet):
+    """Generate ReVSI / VSI-Bench questions from the ground truth of SCENE_JSON(s), balanced over the
+    set, answerable in the video; write them as vistest question JSONL and report the answer
+    distributions, the blind baselines against chance and the answerability per frame budget."""
+    import dataclasses
+
+    from .errors import InputError as BadInput
+    from .generate import Rules, SceneInput, generate, parse_types, write_questions
+    from .visibility.table import Visibility
+
+    try:
+        budgets = ["all"] + [b for b in (x.strip() for x in answerable_at.split(",")) if b and b != "all"]
+        for b in budgets:
+            parse_budget(b, "--answerable-at")
+        rules = Rules()
+        rules = dataclasses.replace(rules, frames=dataclasses.replace(
+            rules.frames, answerable_at=tuple(budgets), profile=profile, seen_threshold=seen_threshold))
+        rules = rules.with_overrides(rule_items)
+        qtypes = parse_types(types)
+        scenes = [Scene.load(p) for p in scene_jsons]
+    except (BadInput, ValueError) as e:
+        _fail(str(e))
+    tables = {}
+    for path in visibility_npz:
+        try:
+            vis = Visibility.load(path)
+        except (OSError, ValueError, KeyError) as e:
+            _fail(f"{path}: cannot read visibility ({e})")
+        if vis.scene_id in tables:
+            _fail(f"{path}: scene_id: a second visibility table for scene {vis.scene_id!r}")
+        tables[vis.scene_id] = (vis, path)
+    known = {s.scene_id for s in scenes}
+    for sid, (_, path) in tables.items():
+        if sid not in known:
+            _fail(f"{path}: scene_id: {sid!r} is none of the scenes given ({', '.join(sorted(known))})")
+    inputs = []
+    for sc, path in zip(scenes, scene_jsons):
+        if sc.scene_id in tables:
+            vis, src = tables[sc.scene_id]
+        else:
+            from .visibility.table import compute_visibility
+
+            try:
+                vis, src = compute_visibility(sc, progress=not quiet), f"{path} (visibility computed)"
+            except ValueError as e:
+                _fail(f"{path}: {e}")
+        inputs.append(SceneInput(sc, vis, str(src)))
+    try:
+        gen = generate(inputs, qtypes, rules, seed=seed, progress=not quiet)
+    except BadInput as e:
+        _fail(str(e))
+    folder = len(scenes) > 1 or Path(output).is_dir() or str(output).endswith(("/", "\\"))
+    paths = write_questions(gen, output, folder)
+    if report_dir is not None:
+        write_atomic(Path(report_dir) / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
+        write_atomic(Path(report_dir) / "report.md", gen.report.markdown())
+    if not quiet:
+        click.echo(gen.report.text(), nl=False)
+        click.echo(f"wrote {gen.report.n_questions} questions: " + ", ".join(str(p) for p in paths[:4])
+                   + (f" ... ({len(paths)} files)" if len(paths) > 4 else "")
+                   + (f"; report: {report_dir}" if report_dir else ""), err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
