@@ -91,13 +91,13 @@ ROOM_CATALOG = (
 def random_room_scene(seed: int = 0, num_frames: int = 160, image_size=(160, 120), fps: float = 10.0) -> Scene:
     """A furnished rectangular room (labelled, upright furniture boxes that do not overlap) and a
     camera that walks a loop inside it, turning to look around; for tests of the question
-    generator. ``room`` has ``size_m2`` and its ``polygon`` (floor outline, ``area_type``
-    ``all_room``). Labels come from :data:`ROOM_CATALOG`, 1 to the catalogue's most instances
+    generator. ``room`` has ``size_m2`` and its ``polygon`` (floor outline; ``area_type``
+    ``single_room`` for odd seeds, ``all_room`` for even ones). Labels come from :data:`ROOM_CATALOG`, 1 to the catalogue's most instances
     each (one for half of the labels), sizes uniform in the catalogue's ranges; about 16 of the 40
     labels per room.
     """
     rng = np.random.default_rng(seed)
-    w, d, height = float(rng.uniform(3.5, 7.5)), float(rng.uniform(3.0, 6.0)), 2.6
+    w, d, height = float(rng.uniform(3.0, 10.0)), float(rng.uniform(3.0, 7.0)), 2.6
     placed: list[tuple[str, np.ndarray, np.ndarray, float]] = []  # label, centre, size, yaw (radians)
 
     def footprint(c, s, yaw):
@@ -145,6 +145,6 @@ def random_room_scene(seed: int = 0, num_frames: int = 160, image_size=(160, 120
     doc = {"format": FORMAT, "scene_id": f"room{seed}", "fps": fps, "image_size": [iw, ih],
            "camera": {"fx": 0.85 * iw, "fy": 0.85 * iw, "cx": (iw - 1) / 2, "cy": (ih - 1) / 2},
            "room": {"size_m2": w * d, "polygon": [[0.0, 0.0], [w, 0.0], [w, d], [0.0, d]], "height_m": height,
-                    "area_type": "all_room"},
+                    "area_type": "single_room" if seed % 2 else "all_room"},
            "frames": frames, "objects": objects}
     return Scene.from_dict(doc)

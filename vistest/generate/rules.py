@@ -217,6 +217,9 @@ class BalanceRules:
     max_prune_fraction: float = param(0.8, "never prune more than this share of a type's questions", VISTEST)
     prune_step: float = param(0.02, "share of a type's questions pruned per round (at least one)", VISTEST)
     min_questions: int = param(8, "types with fewer questions are not pruned", VISTEST)
+    min_judged: int = param(20, "the report judges a type's blind baselines against chance only from this many "
+                                "questions on (the standard error of a mean MRA is about 0.3/sqrt(n): 7 points at "
+                                "20); the pooled 'overall' row is always judged", VISTEST)
     pool_per_scene: int = param(40, "candidates kept per scene and type before the budget check, drawn at random "
                                     "(bounds the work on scenes with thousands of object triples; 0: all)", VISTEST)
 
