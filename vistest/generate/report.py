@@ -347,6 +347,9 @@ def build_report(questions: Mapping[str, Sequence[dict]], placed, funnel: Mappin
                                                key=lambda p: p.candidate.key)):
             if p.rank is not None:
                 ranks[r["id"]] = p.rank
+    if len(questions) < 10:
+        notes = [*notes, f"{len(questions)} scene(s): the targets are properties of a set; over a few scenes most "
+                         f"types have too few questions to meet them (generate over many scenes, docs/generate.md)"]
     dists = distributions(records, ranks) if records else []
     blind = blind_cells(records) if records else ()
     rank = rank_attack_result(records, seed=seed) if records else None
