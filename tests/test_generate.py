@@ -17,7 +17,6 @@ from collections import Counter
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy.spatial import cKDTree
 from test_generate_geometry import box_surface
 
 from vistest.budget.truth import KEPT, budget_truth
@@ -290,6 +289,14 @@ def test_distance_filters_remove_what_they_should(facts):
     assert min(margins(loose_c)) < 0.15 <= min(margins(strict_c))
     assert min(min(v for _, v in c.detail) for c in loose_c) < 0.15 <= min(
         min(v for _, v in c.detail) for c in strict_c)
+    # ReVSI code's gap between every two options (off by default)
+    gapped = _all(facts, lambda f, g: distance.rel_candidates(
+        f, dataclasses.replace(rel, min_option_gap_m=0.3), distance.REL_TYPES, g))
+
+    def min_gap(cs):
+        return min(float(np.diff(sorted(v for _, v in c.detail)).min()) for c in cs)
+
+    assert gapped and min_gap(gapped) > 0.3 >= min_gap(strict_c)
 
 
 def test_direction_filters_remove_what_they_should(facts):
@@ -340,6 +347,10 @@ def test_appearance_gap_counting_and_size_filters(facts):
         assert all(f.all_seen(lab) for lab in c.category)
     unseen = {(f.scene_id, lab) for f in facts for lab in f.by_label if not f.all_seen(lab)}
     assert unseen and not any((c.scene_id, lab) in unseen for c in cs for lab in c.category)
+    assert any("chair" in c.category for c in cs)
+    no_chairs = _all(facts, lambda f, g: counting.candidates(
+        f, dataclasses.replace(rules.counting, exclude_labels=("Chair",)), counting.TYPES, g))
+    assert no_chairs and not any("chair" in c.category for c in no_chairs)  # exclusions: case-insensitive
     # size: labels unique and not excluded ('bed' is in ReVSI's list)
     sizes = _all(facts, lambda f, g: size.candidates(f, rules.size, size.TYPE, g))
     assert "bed" not in {c.label for c in sizes}

@@ -35,6 +35,7 @@ import numpy as np
 from . import blind
 from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record
 from .rules import BalanceRules, NumericMcqRules, Rules
+from .templates import LETTERS
 
 COUNTING_TYPES = ("object_counting_single", "object_counting_multiple")
 DIRECTION_PREFIX = "object_rel_direction_"
@@ -137,9 +138,7 @@ def numeric_options(value: float, rank: int, rules: NumericMcqRules) -> list[flo
 
 
 def place_options(cands: list[Candidate], mcq: NumericMcqRules, rng: np.random.Generator) -> list[Placed]:
-    """Options and letters for one type (module docstring, step 3)."""
-    from .templates import LETTERS
-
+    """Options and letters for one type (module docstring, step 4)."""
     if not cands:
         return []
     c0 = cands[0]

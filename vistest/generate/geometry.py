@@ -11,7 +11,7 @@ axes. Boxes are solids: two boxes that intersect or touch are at distance 0.
   vertex and a face, or two edges).
 * :func:`footprint`: a box's outline on the floor plane (convex hull of its corners' XY).
 * :func:`polygon_distance`: closest-point distance between two convex polygons (0 when they
-  overlap). :func:`polygon_area`: shoelace area.
+  overlap). :func:`polygon_area`: shoelace area (vistest.scene's).
 * :func:`ccw_angle_deg`: the angle, in degrees in [0, 360), from a facing direction to a
   target direction in the floor plane, counter-clockwise seen from above (+Z), so 90 is
   to the left and 270 to the right (ReVSI's ``_calculate_angle`` convention).
@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scene import box_corners, polygon_area  # noqa: F401  (polygon_area: part of this module's API)
+from ..scene import box_corners, polygon_area
+
+__all__ = ["EDGES", "corners", "point_box_distance", "segments_enter_box", "segment_distances", "boxes_intersect",
+           "box_distance", "convex_hull_2d", "footprint", "polygon_area", "polygon_distance", "ccw_angle_deg"]
 
 # corner pairs that differ in exactly one bit of the corner index: the 12 edges of a box
 EDGES = np.array([(k, k | (1 << b)) for k in range(8) for b in range(3) if not k & (1 << b)], dtype=np.int64)

@@ -330,10 +330,12 @@ def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, 
                                                                    kv[0][1]))]
 
 
-def build_report(questions: Mapping[str, Sequence[dict]], placed, funnel: Mapping[str, Mapping[str, int]],
-                 removals, notes: Sequence[str], scenes: Mapping[str, tuple], types: tuple[str, ...], rules: Rules,
-                 seed: int) -> GenerateReport:
-    """The report of one generation (see GenerateReport)."""
+def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, int],
+                 funnel: Mapping[str, Mapping[str, int]], removals, notes: Sequence[str],
+                 scenes: Mapping[str, tuple], types: tuple[str, ...], rules: Rules, seed: int) -> GenerateReport:
+    """The report of one generation (see GenerateReport). ``ranks``: the answer's rank among the
+    numeric options, by question id; ``funnel``: counts per type and step; ``removals``:
+    vistest.generate.balance.Removal; ``scenes``: scene id -> (scene, visibility)."""
     records = [r for sid in sorted(questions) for r in questions[sid]]
     final = Counter(r["question_type"] for r in records)
     removed: dict[str, list[tuple[str, int]]] = defaultdict(list)
@@ -341,12 +343,6 @@ def build_report(questions: Mapping[str, Sequence[dict]], placed, funnel: Mappin
         removed[rm.question_type].append((rm.step, rm.n))
     fun = tuple(Funnel(t, f["found"], f["pooled"], f["answerable"], final.get(t, 0), tuple(removed.get(t, ())))
                 for t, f in sorted(funnel.items()))
-    ranks = {}
-    for sid in sorted(questions):
-        for r, p in zip(questions[sid], sorted((p for p in placed if p.candidate.scene_id == sid),
-                                               key=lambda p: p.candidate.key)):
-            if p.rank is not None:
-                ranks[r["id"]] = p.rank
     if len(questions) < 10:
         notes = [*notes, f"{len(questions)} scene(s): the targets are properties of a set; over a few scenes most "
                          f"types have too few questions to meet them (generate over many scenes, docs/generate.md)"]

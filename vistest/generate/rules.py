@@ -321,9 +321,10 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
             return str(value)
     elif isinstance(default, tuple):
         if isinstance(value, list):
-            return tuple(tuple(v) if isinstance(v, list) else (str(v) if isinstance(v, int) and default
-                                                                and isinstance(default[0], str) else v)
-                         for v in value)
+            items = [tuple(v) if isinstance(v, list) else v for v in value]
+            if default and isinstance(default[0], str):  # a list of labels or budgets: ["all", 32]
+                items = [str(v) for v in items]
+            return tuple(items)
     raise InputError(f"{where}: expected a value like {json.dumps(_jsonable(default))}, got {value!r}")
 
 

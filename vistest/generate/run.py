@@ -30,8 +30,7 @@ from ..scene import Scene
 from ..visibility.table import Visibility
 from . import appearance, counting, direction, distance, room, size
 from .balance import Placed, balance
-from .candidates import (DEFAULT_TYPES, GENERATED_TYPES, NUMERIC_MCQ_TYPES, Candidate, letter_options, scene_rng,
-                         to_record)
+from .candidates import DEFAULT_TYPES, GENERATED_TYPES, NUMERIC_MCQ_TYPES, Candidate, scene_rng, to_record
 from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
@@ -153,26 +152,30 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
             pool.extend(ok)
             bar.update(1)
     placed, removals, notes = balance(pool, rules, np.random.default_rng(seed))
-    questions = assign_ids(placed, by_id)
-    report = build_report(questions, placed, {k: dict(v) for k, v in funnel.items()}, removals, notes,
+    questions, ranks = assign_ids(placed, by_id)
+    report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
                           {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)
     return Generated(questions, report)
 
 
-def assign_ids(placed: Sequence[Placed], scenes: Mapping[str, SceneInput]) -> dict[str, tuple[dict, ...]]:
-    """Question records per scene, ids ``{scene_id}-{n:04d}`` in key order; each scene's records are
-    validated as vistest questions (a failure here is a bug)."""
+def assign_ids(placed: Sequence[Placed], scenes: Mapping[str, SceneInput]
+               ) -> tuple[dict[str, tuple[dict, ...]], dict[str, int]]:
+    """Question records per scene, ids ``{scene_id}-{n:04d}`` in key order, and the answer's rank
+    among the numeric options by id. Each scene's records are validated as vistest questions (a
+    failure here is a bug)."""
     per: dict[str, list[Placed]] = defaultdict(list)
     for p in placed:
         per[p.candidate.scene_id].append(p)
-    out = {}
+    out, ranks = {}, {}
     for sid in sorted(scenes):
         recs = []
         for n, p in enumerate(sorted(per.get(sid, []), key=lambda p: p.candidate.key), start=1):
             recs.append(to_record(p.candidate, f"{sid}-{n:04d}", list(p.options) if p.options else None, p.letter))
+            if p.rank is not None:
+                ranks[recs[-1]["id"]] = p.rank
         parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scenes[sid].scene)
         out[sid] = tuple(recs)
-    return out
+    return out, ranks
 
 
 def questions_jsonl(records: Sequence[dict]) -> str:
