@@ -38,7 +38,7 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest export jsonl $(DEMO_OUT)/run -o $(DEMO_OUT)/export/jsonl --quiet
 	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
 	$(VENV)/bin/vistest generate $(DEMO_SCENE) --visibility $(DEMO_VIS) --types all -o $(DEMO_GEN)/questions.jsonl \
-		--report $(DEMO_GEN)
+		--report $(DEMO_GEN) --rule 'abs_distance.skip_probability=[]'
 	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_GEN)/questions.jsonl -o $(DEMO_GEN_RUN) --budgets 16,32,64,all \
 		--profile uniform --visibility $(DEMO_VIS) --dummy drop --quiet
 	$(VENV)/bin/vistest baseline -r $(DEMO_GEN_RUN) -o $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl
