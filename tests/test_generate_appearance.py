@@ -16,7 +16,7 @@ from vistest.visibility.table import compute_visibility
 def test_appearance_orders_match_a_pyrender_render(seed):
     from vistest.visibility.render import BoxSegRenderer
 
-    scene = random_room_scene(seed, num_frames=80)
+    scene = random_room_scene(seed, num_frames=120)
     w, h = scene.image_size
     rules = Rules().with_overrides(["appearance.max_per_scene=0"])
     gen = generate([SceneInput(scene, compute_visibility(scene))], ("obj_appearance_order",), rules, seed=0)
