@@ -7,6 +7,8 @@ DEMO_OUT ?= demo-out
 DEMO_SCENE := $(DEMO_OUT)/scene/scene.json
 DEMO_RUN_SCENE := $(DEMO_OUT)/run/scenes/demo-seed0
 DEMO_VIS := $(DEMO_RUN_SCENE)/visibility.npz
+DEMO_GEN := $(DEMO_OUT)/generated
+DEMO_GEN_RUN := $(DEMO_OUT)/run-generated
 export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: demo test lint bench bench-videos setup clean variants
@@ -35,6 +37,13 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest export vlmevalkit $(DEMO_OUT)/run -o $(DEMO_OUT)/export/vlmevalkit --quiet
 	$(VENV)/bin/vistest export jsonl $(DEMO_OUT)/run -o $(DEMO_OUT)/export/jsonl --quiet
 	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
+	$(VENV)/bin/vistest generate $(DEMO_SCENE) --visibility $(DEMO_VIS) --types all -o $(DEMO_GEN)/questions.jsonl \
+		--report $(DEMO_GEN) --rule 'abs_distance.skip_probability=[]'
+	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_GEN)/questions.jsonl -o $(DEMO_GEN_RUN) --budgets 16,32,64,all \
+		--profile uniform --visibility $(DEMO_VIS) --dummy drop --quiet
+	$(VENV)/bin/vistest baseline -r $(DEMO_GEN_RUN) -o $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl
+	$(VENV)/bin/vistest score $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl -r $(DEMO_GEN_RUN) --protocol revsi \
+		-o $(DEMO_GEN_RUN)/score --quiet
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -49,6 +58,8 @@ demo: $(STAMP)
 	@echo "  blind score:   $(abspath $(DEMO_RUN_SCENE))/score/report.md (most-frequent-answer baseline)"
 	@echo "  exports:       $(abspath $(DEMO_OUT))/export/{revsi,lmms-eval-task,vlmevalkit,jsonl}/ (docs/export.md)"
 	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
+	@echo "  generated:     $(abspath $(DEMO_GEN))/questions.jsonl and report.md (vistest generate, docs/generate.md)"
+	@echo "  its pipeline:  $(abspath $(DEMO_GEN_RUN))/ (budget GT, videos, drop dummies, score/report.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

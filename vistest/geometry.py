@@ -115,3 +115,9 @@ def boxes_contain(point: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rot
     """(O,) bool: is ``point`` (3,) strictly inside each box (centers (O,3), sizes, rots (O,3,3))."""
     local = np.einsum("odk,od->ok", rots, np.asarray(point, float) - centers)
     return (np.abs(local) < np.asarray(sizes) / 2.0).all(axis=1)
+
+
+def polygon_area(points: np.ndarray) -> float:
+    """Area (m^2) of a simple polygon (N, 2) in the floor plane (shoelace formula; either orientation)."""
+    p = np.asarray(points, float)
+    return float(abs(np.dot(p[:, 0], np.roll(p[:, 1], -1)) - np.dot(p[:, 1], np.roll(p[:, 0], -1))) / 2.0)

@@ -61,7 +61,7 @@ class QuestionType:
 
 
 def _types() -> dict[str, QuestionType]:
-    vsi, revsi, both = ("VSI-Bench",), ("ReVSI",), ("VSI-Bench", "ReVSI")
+    vsi, revsi, both, gen = ("VSI-Bench",), ("ReVSI",), ("VSI-Bench", "ReVSI"), ("vistest",)
     mcq, num = ANSWER_MCQ, ANSWER_NUMBER
     obj, cat = ("objects",), ("category",)
     specs = [
@@ -87,6 +87,10 @@ def _types() -> dict[str, QuestionType]:
         QuestionType("object_rel_distance_farthest", revsi, mcq, RULE_OBJECTS, 2, obj),
         QuestionType("room_size_estimation_single", revsi, num, RULE_MIN_BUDGET),
         QuestionType("room_size_estimation_multiple", revsi, num, RULE_MIN_BUDGET),
+        # vistest generate: numeric questions asked with numeric options (docs/generate.md)
+        QuestionType("object_size_estimation_mcq", gen, mcq, RULE_OBJECTS, 1, obj),
+        QuestionType("object_abs_distance_mcq", gen, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("room_size_estimation_mcq", gen, mcq, RULE_MIN_BUDGET),
     ]
     return {t.name: t for t in specs}
 

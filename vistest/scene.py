@@ -29,9 +29,11 @@ import numpy as np
 
 from .atomic import write_atomic
 from .errors import InputError
-from .geometry import box_corners
+from .geometry import box_corners, polygon_area
 
 FORMAT = "vistest.scene/1"
+ROOM_AREA_TYPES = ("all_room", "single_room")  # what room.size_m2 / room.polygon cover (ReVSI's scene_area_type)
+ROOM_AREA_TOL = 0.01  # relative: room.size_m2 must agree with the area of room.polygon
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
 
 
@@ -148,6 +150,15 @@ class Scene:
     @property
     def object_ids(self) -> tuple[str, ...]:
         return tuple(o.id for o in self.objects)
+
+    @property
+    def room_area_m2(self) -> float | None:
+        """Floor area of ``room`` in m^2: the area of ``room.polygon``, else ``room.size_m2``, else None."""
+        if not self.room:
+            return None
+        if self.room.get("polygon") is not None:
+            return polygon_area(np.asarray(self.room["polygon"], float))
+        return float(self.room["size_m2"]) if self.room.get("size_m2") is not None else None
 
     def intrinsics_for(self, frame: Frame) -> Intrinsics:
         """The frame's own intrinsics, else the scene camera."""
@@ -332,14 +343,37 @@ class _Parser:
         mesh = self.file(doc["mesh"], "mesh") if doc.get("mesh") is not None else None
         depth = self.depth_spec(doc["depth"]) if doc.get("depth") is not None else None
         b2w = self.rigid(doc["boxes_to_world"], "boxes_to_world") if doc.get("boxes_to_world") is not None else None
-        room = doc.get("room")
-        if room is not None and not isinstance(room, dict):
-            raise self.fail("room", f"expected an object, got {room!r}")
+        room = self.room(doc["room"]) if doc.get("room") is not None else None
         frames = self.frames(doc["frames"], fps)
         objects = self.objects(doc["objects"])
         return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
                      objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
                      video=video, mesh=mesh, depth=depth, room=room, root=self.root, source=self.source)
+
+    def room(self, v: Any) -> dict:
+        """The optional room record: known keys are checked, others kept verbatim."""
+        if not isinstance(v, dict):
+            raise self.fail("room", f"expected an object, got {v!r}")
+        if v.get("size_m2") is not None:
+            self.number(v["size_m2"], "room.size_m2", positive=True)
+        if v.get("height_m") is not None:
+            self.number(v["height_m"], "room.height_m", positive=True)
+        if v.get("center") is not None:
+            self.array(v["center"], "room.center", (3,))
+        if v.get("area_type") is not None and v["area_type"] not in ROOM_AREA_TYPES:
+            raise self.fail("room.area_type", f"expected one of {', '.join(ROOM_AREA_TYPES)}, got {v['area_type']!r}")
+        if v.get("polygon") is not None:
+            poly = v["polygon"]
+            if not isinstance(poly, list) or len(poly) < 3:
+                raise self.fail("room.polygon", f"expected a list of at least 3 [x, y] points (metres), got {poly!r}")
+            pts = self.array(poly, "room.polygon", (len(poly), 2))
+            area = polygon_area(pts)
+            if area <= 0.0:
+                raise self.fail("room.polygon", f"expected a floor outline with a positive area, got area {area:g}")
+            if v.get("size_m2") is not None and abs(area - float(v["size_m2"])) > ROOM_AREA_TOL * area:
+                raise self.fail("room.size_m2", f"{v['size_m2']} m^2 disagrees with the area of room.polygon "
+                                                f"({area:.3f} m^2, tolerance {ROOM_AREA_TOL:.0%}); give one of them")
+        return v
 
     def depth_spec(self, v: Any) -> DepthSpec:
         if not isinstance(v, dict):

@@ -165,8 +165,9 @@ class Prediction(_Keyed):
 
 
 def is_size_type(question_type: str) -> bool:
-    """Object size questions (VSI-Bench and ReVSI ``object_size_estimation``)."""
-    return question_type.startswith("object_size")
+    """Object size questions with a numeric answer (VSI-Bench and ReVSI ``object_size_estimation``;
+    not vistest's multiple-choice ``object_size_estimation_mcq``)."""
+    return question_type.startswith("object_size") and QUESTION_TYPES[question_type].answer != ANSWER_MCQ
 
 
 def budget_sort_key(label: str) -> tuple:
