@@ -193,15 +193,24 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
         click.echo("wrote " + ", ".join(str(Path(p)) for p in paths), err=True)
 
 
-# ---- scoring and blind baselines (vistest/eval/: report.py, baselines.py; docs/scoring.md) ----
+# ---- scoring and blind baselines (vistest/eval/: report.py, baselines.py, learned.py; docs/scoring.md) ----
 def _score_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from .eval.baselines import BLIND_MODELS
+    from .eval.baselines import BLIND_MODELS, LEARNED
     from .eval.metrics import PROTOCOL_CHOICES
 
-    return PROTOCOL_CHOICES, BLIND_MODELS
+    return PROTOCOL_CHOICES, BLIND_MODELS + (LEARNED,)
+
+
+def _holdout_choices() -> tuple[str, ...]:
+    from .eval.baselines import HOLDOUT_CHOICES
+
+    return HOLDOUT_CHOICES
 
 
 _RUN_DIR_HELP = "Folder with the {budget}_frame.jsonl of 'vistest budget' (and optionally dummy_gt.jsonl)."
+_HOLDOUT_HELP = ("How the blind baselines are held out: auto/scene = leave-one-scene-out (k-fold by scene beyond 10 "
+                 "scenes; one scene: by question group, with a warning), question = by question group, in-sample = "
+                 "fitted on the rows they answer.")
 
 
 @main.command("score")
@@ -212,15 +221,25 @@ _RUN_DIR_HELP = "Folder with the {budget}_frame.jsonl of 'vistest budget' (and o
 @click.option("--protocol", type=click.Choice(_score_choices()[0]), default="auto", show_default=True,
               help="lmms-eval parsing and aggregation rules (auto: from the question types).")
 @click.option("--splits", type=click.IntRange(1), default=200, show_default=True, help="Held-out rank-attack splits.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the held-out splits.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the held-out splits and k folds.")
+@click.option("--holdout", type=click.Choice(_holdout_choices()), default="auto", show_default=True,
+              help=_HOLDOUT_HELP)
+@click.option("--folds", type=click.IntRange(2), default=5, show_default=True,
+              help="Folds when there are too many scenes (or question groups) to leave one out.")
+@click.option("--learned/--no-learned", default=True, show_default=True,
+              help="Fit the learned blind model and report the blind score before and after bias pruning.")
+@click.option("--prune-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Bias score above which pruning removes a question group.")
 @click.option("--quiet", is_flag=True, help="No table on the terminal.")
-def score(predictions, run_dir, outdir, protocol, splits, seed, quiet):
+def score(predictions, run_dir, outdir, protocol, splits, seed, holdout, folds, learned, prune_threshold, quiet):
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
-    against RUN_DIR: accuracy / MRA per budget and type, hallucination, blind baselines."""
+    against RUN_DIR: accuracy / MRA per budget and type, hallucination and abstention, the
+    stress tests of reformulated questions, blind baselines (held out by scene)."""
     from .eval.report import render_text, run_score
 
     try:
-        report, written = run_score(predictions, run_dir, outdir, protocol, splits, seed)
+        report, written = run_score(predictions, run_dir, outdir, protocol, splits, seed, holdout, folds, learned,
+                                    prune_threshold)
     except ValueError as e:
         _fail(str(e))
     if not quiet:
@@ -232,16 +251,55 @@ def score(predictions, run_dir, outdir, protocol, splits, seed, quiet):
 @click.option("-r", "--run-dir", required=True, type=click.Path(file_okay=False), help=_RUN_DIR_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output predictions .jsonl.")
 @click.option("--model", type=click.Choice(_score_choices()[1]), default="most-frequent", show_default=True,
-              help="Blind model: most-frequent answer, or category-mean size prior on size questions.")
-def baseline(run_dir, output, model):
-    """Write a blind model's predictions for RUN_DIR as plain JSONL (score it with 'vistest score')."""
-    from .eval.baselines import write_baseline
+              help="Blind model: most-frequent answer, category-mean size prior on size questions, or the learned "
+                   "model over the question text and options.")
+@click.option("--holdout", type=click.Choice(_holdout_choices()), default="auto", show_default=True,
+              help=_HOLDOUT_HELP)
+@click.option("--folds", type=click.IntRange(2), default=5, show_default=True,
+              help="Folds when there are too many scenes (or question groups) to leave one out.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the k-fold assignment.")
+@click.option("--prune", "prune_out", type=click.Path(dir_okay=False), default=None,
+              help="With --model learned: write the questions left after bias pruning (question JSONL).")
+@click.option("--prune-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Bias score above which pruning removes a question group.")
+@click.option("--prune-rounds", type=click.IntRange(1), default=5, show_default=True,
+              help="Most fit-and-prune rounds.")
+def baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds):
+    """Write a blind model's held-out predictions for RUN_DIR as plain JSONL (score it with
+    'vistest score'); with --prune, the question set without the most guessable questions."""
+    from .eval.learned import write_baseline
 
     try:
-        n = write_baseline(run_dir, output, model)
+        res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
     except ValueError as e:
         _fail(str(e))
-    click.echo(f"{model}: {n} predictions -> {output}", err=True)
+    click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
+    if res.folds.warning:
+        click.echo(f"  warning: {res.folds.warning}", err=True)
+    if res.pruning is not None:
+        pr = res.pruning
+        click.echo(f"  pruning: removed {len(pr.removed)} of {pr.n_groups} question groups with bias > "
+                   f"{pr.threshold:g} ({pr.rounds} round(s)) -> {prune_out}", err=True)
+
+
+@main.command("reformulate")
+@click.argument("questions_jsonl", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output questions .jsonl.")
+@click.option("--variants", default="circular,nota-add,nota-replace,open,abstain", show_default=True,
+              help="Comma-separated reformulations to add to each question (docs/questions-format.md).")
+@click.option("--quiet", is_flag=True, help="No summary.")
+def reformulate_cmd(questions_jsonl, output, variants, quiet):
+    """Reformulate QUESTIONS_JSONL: each question followed by its circular, none-of-these, open and
+    abstain variants, linked by group_id, as question JSONL for 'vistest run'."""
+    from .reformulate import parse_variants, write_reformulated
+
+    try:
+        res = write_reformulated(questions_jsonl, output, parse_variants(variants))
+    except ValueError as e:
+        _fail(str(e))
+    if not quiet:
+        click.echo(res.summary(), nl=False, err=True)
+        click.echo(f"wrote {len(res.records)} questions -> {output}", err=True)
 
 
 # ---- dataset import and frame-convention audit (vistest/datasets, vistest/datasets/audit.py) -----

@@ -34,6 +34,7 @@ from ...pipeline import MANIFEST
 from ...pipeline import read_manifest as read_manifest_records
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ...videos.plan import budget_video_path
+from ..answers import is_abstain_answer
 from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 
 SCENES_DIR = "scenes"
@@ -96,6 +97,13 @@ class ExportRow:
     @property
     def is_counting(self) -> bool:
         return QUESTION_TYPES[self.question_type].rule == RULE_COUNTING
+
+    @property
+    def vistest_scored(self) -> bool:
+        """A reformulated row only vistest's rules score (the lmms-eval-task export): an open
+        answer (``answer_kind``), or the abstention phrase as a number's answer (the revsi and
+        VLMEvalKit readers would call ``float()`` on it)."""
+        return self.record.get("answer_kind") is not None or (not self.is_mcq and is_abstain_answer(self.ground_truth))
 
     @property
     def where(self) -> str:
