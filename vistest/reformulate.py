@@ -131,8 +131,8 @@ def _row(base: Mapping[str, Any], q: Question, variant: str, **fields: Any) -> d
 
 
 def reformulate_question(q: Question, variants: Sequence[str] = VARIANTS) -> Group:
-    """The group of one base question (module docstring). A question that is itself a
-    reformulation raises QuestionError."""
+    """The group of one base question (module docstring), variants in :data:`VARIANTS` order.
+    A question that is itself a reformulation raises QuestionError."""
     if q.reformulation != BASE or q.record.get("group_id") not in (None, q.record["id"]):
         raise QuestionError(f"{q.where}: reformulation: the question is already a reformulation "
                             f"({q.reformulation!r} of group {q.group_id!r}); reformulate the base questions")
@@ -143,7 +143,7 @@ def reformulate_question(q: Question, variants: Sequence[str] = VARIANTS) -> Gro
     texts, correct, why = _options_texts(q) if mcq else (None, None, SKIP_NUMBER)
     if texts is not None and any(is_special_option(t) for t in texts):
         texts, why = None, SKIP_HAS_SPECIAL
-    for variant in variants:
+    for variant in (v for v in VARIANTS if v in variants):
         if variant == ABSTAIN and not mcq:
             rows.append(_row(base, q, ABSTAIN, question=f"{q.question.rstrip()} {ABSTAIN_INSTRUCTION}",
                              accepts_abstention=True))

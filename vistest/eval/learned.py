@@ -139,40 +139,7 @@ class Answer:
     bias: float | None
 
 
-def _fit_mcq(train: Sequence[Truth]) -> Callable[[Truth], Answer]:
-    """The pairwise logistic regression over options (module docstring)."""
-    from sklearn.feature_extraction import DictVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    rows = [t for t in train if t.scorable and t.kind == ANSWER_MCQ and t.options]
-    feats, labels = [], []
-    for t in rows:
-        gt = str(t.ground_truth).strip().upper()
-        for o, f in zip(t.options, option_features(t)):
-            feats.append(f)
-            labels.append(int(option_letter(o)[0] == gt))
-    model = vec = None
-    if len(set(labels)) == 2:
-        vec = DictVectorizer()
-        model = LogisticRegression(C=1.0, solver="liblinear", random_state=0, max_iter=1000)
-        model.fit(int32(vec.fit_transform(feats)), labels)
-
-    def answer(t: Truth) -> Answer:
-        if not t.options:
-            return Answer("", None)
-        letters = [option_letter(o)[0] or o for o in t.options]
-        if model is None:
-            p = np.full(len(letters), 1.0 / len(letters))
-        else:
-            p = model.predict_proba(int32(vec.transform(option_features(t))))[:, 1]
-            p = p / p.sum()
-        gt = str(t.ground_truth).strip().upper()
-        bias = None
-        if t.scorable:
-            chance = 1.0 / len(letters)
-            bias = (float(p[letters.index(gt)]) - chance) / (1.0 - chance) if gt in letters else -chance / (1 - chance)
-        return Answer(letters[int(np.argmax(p))], bias)
-    return answer
+Model = Callable[[Sequence[Truth]], list[Answer]]  # answers a batch of rows, in order
 
 
 def int32(x: Any) -> Any:
@@ -183,45 +150,94 @@ def int32(x: Any) -> Any:
     return x
 
 
-def _question_matrix(train: Sequence[Truth]):
+def _mcq_bias(t: Truth, letters: Sequence[str], p: np.ndarray) -> float | None:
+    """``(p_correct - 1/k) / (1 - 1/k)`` for a scorable row (module docstring), else None."""
+    if not t.scorable:
+        return None
+    chance = 1.0 / len(letters)
+    gt = str(t.ground_truth).strip().upper()
+    return ((float(p[letters.index(gt)]) if gt in letters else 0.0) - chance) / (1.0 - chance)
+
+
+def _fit_mcq(train: Sequence[Truth]) -> Model:
+    """The pairwise logistic regression over options (module docstring)."""
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    feats, labels = [], []
+    for t in train:
+        if t.scorable and t.kind == ANSWER_MCQ and t.options:
+            gt = str(t.ground_truth).strip().upper()
+            feats += option_features(t)
+            labels += [int(option_letter(o)[0] == gt) for o in t.options]
+    model = vec = None
+    if len(set(labels)) == 2:
+        vec = DictVectorizer()
+        model = LogisticRegression(C=1.0, solver="liblinear", random_state=0, max_iter=1000)
+        model.fit(int32(vec.fit_transform(feats)), labels)
+
+    def answer(rows: Sequence[Truth]) -> list[Answer]:
+        asked = [t for t in rows if t.options]
+        probs = iter(())
+        if model is not None and asked:
+            probs = iter(model.predict_proba(int32(vec.transform([f for t in asked for f in option_features(t)])))[:, 1])
+        out = []
+        for t in rows:
+            if not t.options:
+                out.append(Answer("", None))
+                continue
+            letters = [option_letter(o)[0] or o for o in t.options]
+            p = np.array([next(probs) for _ in letters]) if model is not None else np.ones(len(letters))
+            p = p / p.sum()
+            out.append(Answer(letters[int(np.argmax(p))], _mcq_bias(t, letters, p)))
+        return out
+    return answer
+
+
+def _question_matrix(rows: Sequence[Truth], vec: Any = None) -> tuple[Any, Any]:
+    """(vectoriser, matrix) of the rows' question features; a new vectoriser when none is given."""
     from sklearn.feature_extraction import DictVectorizer
 
-    vec = DictVectorizer()
-    return vec, vec.fit_transform([question_features(t) for t in train])
+    feats = [question_features(t) for t in rows]
+    if vec is None:
+        vec = DictVectorizer()
+        return vec, vec.fit_transform(feats)
+    return vec, vec.transform(feats)
 
 
-def _fit_number(train: Sequence[Truth]) -> Callable[[Truth], Answer]:
+def _fit_number(train: Sequence[Truth]) -> Model:
     """Ridge regression of log1p(answer) on the question (module docstring)."""
     from sklearn.linear_model import Ridge
 
     rows = [t for t in train if t.scorable and python_float(t.ground_truth) is not None]
     y = np.array([python_float(t.ground_truth) for t in rows])
+    model = vec = None
     if len(rows) >= MIN_REGRESSION_ROWS:
         vec, x = _question_matrix(rows)
         model = Ridge(alpha=1.0).fit(x, np.log1p(np.maximum(y, 0.0)))
+    median = float(np.median(y)) if len(y) else None
 
-        def value(t: Truth) -> float:
-            return float(np.expm1(model.predict(vec.transform([question_features(t)]))[0]))
-    else:
-        median = float(np.median(y)) if len(y) else None
-
-        def value(t: Truth) -> float | None:
-            return median
-
-    def answer(t: Truth) -> Answer:
-        v = value(t)
-        if v is None:
-            return Answer("", 0.0 if t.scorable else None)
-        v = max(v, 0.0)
-        if t.is_counting:
-            v = float(round(v))
-        gt = python_float(t.ground_truth) if t.scorable else None
-        bias = None if not t.scorable else 0.0 if not gt else mean_relative_accuracy(v, gt)
-        return Answer(format_number(v), bias)
+    def answer(batch: Sequence[Truth]) -> list[Answer]:
+        if model is not None:
+            values: list[float | None] = list(np.expm1(model.predict(_question_matrix(batch, vec)[1])))
+        else:
+            values = [median] * len(batch)
+        out = []
+        for t, v in zip(batch, values):
+            if v is None:
+                out.append(Answer("", 0.0 if t.scorable else None))
+                continue
+            v = max(float(v), 0.0)
+            if t.is_counting:
+                v = float(round(v))
+            gt = python_float(t.ground_truth) if t.scorable else None
+            bias = None if not t.scorable else 0.0 if not gt else mean_relative_accuracy(v, gt)
+            out.append(Answer(format_number(v), bias))
+        return out
     return answer
 
 
-def _fit_text(train: Sequence[Truth]) -> Callable[[Truth], Answer]:
+def _fit_text(train: Sequence[Truth]) -> Model:
     """A logistic regression over the training answers (module docstring)."""
     from sklearn.linear_model import LogisticRegression
 
@@ -233,35 +249,39 @@ def _fit_text(train: Sequence[Truth]) -> Callable[[Truth], Answer]:
         vec, x = _question_matrix(rows)
         model = LogisticRegression(C=1.0, max_iter=1000).fit(x, labels)
 
-    def answer(t: Truth) -> Answer:
+    def answer(batch: Sequence[Truth]) -> list[Answer]:
         if not labels:
-            return Answer("", 0.0 if t.scorable else None)
+            return [Answer("", 0.0 if t.scorable else None) for t in batch]
         if model is None:
-            probs = {labels[0]: 1.0}
+            probs = [{labels[0]: 1.0} for _ in batch]
         else:
-            probs = dict(zip(model.classes_, model.predict_proba(vec.transform([question_features(t)]))[0]))
-        best = min(probs, key=lambda c: (-probs[c], c))
-        bias = float(probs.get(normalize_text(t.ground_truth), 0.0)) if t.scorable else None
-        return Answer(names[best], bias)
+            probs = [dict(zip(model.classes_, p)) for p in model.predict_proba(_question_matrix(batch, vec)[1])]
+        out = []
+        for t, pr in zip(batch, probs):
+            best = min(pr, key=lambda c: (-pr[c], c))
+            out.append(Answer(names[best], float(pr.get(normalize_text(t.ground_truth), 0.0)) if t.scorable else None))
+        return out
     return answer
 
 
-def _fit(train: Sequence[Truth]) -> Callable[[Truth], Answer]:
-    """One answer function for every row: MCQ, per-type numbers and texts."""
+def _fit(train: Sequence[Truth]) -> Model:
+    """One model for every row: MCQ, and numbers and texts per (answer kind, question type)."""
     mcq = _fit_mcq(train)
-    per_type: dict[tuple[str, str], Callable[[Truth], Answer]] = {}
     groups: dict[tuple[str, str], list[Truth]] = defaultdict(list)
     for t in train:
         if t.kind != ANSWER_MCQ:
             groups[(t.kind, t.question_type)].append(t)
 
-    def answer(t: Truth) -> Answer:
-        if t.kind == ANSWER_MCQ:
-            return mcq(t)
-        key = (t.kind, t.question_type)
-        if key not in per_type:
-            per_type[key] = (_fit_text if t.kind == ANSWER_TEXT else _fit_number)(groups.get(key, []))
-        return per_type[key](t)
+    def answer(rows: Sequence[Truth]) -> list[Answer]:
+        by: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, t in enumerate(rows):
+            by[("mcq", "") if t.kind == ANSWER_MCQ else (t.kind, t.question_type)].append(i)
+        out: list[Answer | None] = [None] * len(rows)
+        for key, idx in by.items():
+            fit = mcq if key[0] == "mcq" else (_fit_text if key[0] == ANSWER_TEXT else _fit_number)(groups.get(key, []))
+            for i, a in zip(idx, fit([rows[i] for i in idx])):
+                out[i] = a
+        return out
     return answer
 
 
@@ -291,9 +311,7 @@ def fit_learned(truths: Sequence[Truth], folds: Folds) -> LearnedBlind:
     """Answer every row with the model fitted on the other folds (module docstring)."""
     answers: dict[tuple[str, str, str], Answer] = {}
     for train, rows in folds.split(truths):
-        answer = _fit([t for t in train if t.scorable])
-        for t in rows:
-            answers[t.key] = answer(t)
+        answers.update(zip((t.key for t in rows), _fit([t for t in train if t.scorable])(rows)))
     preds = tuple(Prediction(t.id, t.variant, t.budget, answers[t.key].text, f"{BASELINE_SOURCE} {LEARNED}", i)
                   for i, t in enumerate(truths, start=1))
     return LearnedBlind(folds, preds, {k: a.bias for k, a in answers.items() if a.bias is not None})

@@ -568,8 +568,9 @@ def plot_stress(report: Report, path: Path) -> bool:
     ax1.legend(fontsize=7)
     letters = sorted({c.letter for c in report.positions})
     acc = [_weighted([c for c in report.positions if c.letter == x], lambda c: c.accuracy) for x in letters]
-    picked = [sum(c.picked * c.n for c in report.positions if c.letter == x) for x in letters]
-    total = sum(c.n for c in report.positions) or 1
+    rows_at = {b: sum(c.n for c in report.positions if c.budget == b) for b in budgets}  # position rows per budget
+    picked = [sum(c.picked * rows_at[c.budget] for c in report.positions if c.letter == x) for x in letters]
+    total = sum(rows_at.values()) or 1
     ax2.bar([i - 0.2 for i in range(len(letters))], acc, 0.4, label="accuracy where it is correct", color="tab:blue")
     ax2.bar([i + 0.2 for i in range(len(letters))], [x / total for x in picked], 0.4, label="fraction answered with it",
             color="tab:orange")

@@ -128,9 +128,11 @@ def template_yaml(protocol: Protocol, run: RunData) -> str:
 LOWER_IS_BETTER = frozenset({"hallucination_rate", "original_gt_score", "nota_replace_drop", "open_mcq_gap"})
 
 
-def _metric(name: str) -> list[str]:
+def _metric(name: str, dummy: bool) -> list[str]:
+    """A metric_list entry; abstaining is better on dummies and worse on the real videos."""
+    better = dummy if name == "abstention_rate" else name not in LOWER_IS_BETTER
     return [f"  - metric: {name}", f"    aggregation: !function utils.aggregate_{name}",
-            f"    higher_is_better: {'false' if name in LOWER_IS_BETTER else 'true'}"]
+            f"    higher_is_better: {'true' if better else 'false'}"]
 
 
 def task_metrics(rows: list[ExportRow], dummy: bool) -> list[str]:
@@ -156,11 +158,11 @@ def task_metrics(rows: list[ExportRow], dummy: bool) -> list[str]:
     return out + [f"accuracy_correct_{x}" for x in sorted(letters)]
 
 
-def task_yaml(task: str, data_path: Path, metrics: list[str]) -> str:
+def task_yaml(task: str, data_path: Path, metrics: list[str], dummy: bool) -> str:
     """One task: its data file (absolute) and metrics."""
     return "\n".join([f"task: {json.dumps(task)}", "include: _default_template_yaml", "dataset_kwargs:",
                       "  data_files:", f"    test: {json.dumps(str(data_path))}", "metric_list:",
-                      *[line for m in metrics for line in _metric(m)], ""])
+                      *[line for m in metrics for line in _metric(m, dummy)], ""])
 
 
 def group_yaml(group: str, tasks: list[str], budget: str) -> str:
@@ -232,7 +234,7 @@ def write(run: RunData, out: str | Path, protocol: str = "auto", name: str = "vi
             continue
         metrics = task_metrics(rows, dummy)
         data = folder.text(f"data/{task}.jsonl", jsonl_text(task_record(run, r, metrics) for r in rows))
-        folder.text(f"{task}.yaml", task_yaml(task, data, metrics))
+        folder.text(f"{task}.yaml", task_yaml(task, data, metrics, dummy))
         parts.append(Part(task, f"data/{task}.jsonl", len(rows)))
         groups.setdefault(b, []).append(task)
     for b, members in groups.items():
