@@ -49,6 +49,7 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest baseline -r $(DEMO_STRESS_SCENE) -o $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl
 	$(VENV)/bin/vistest score $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_STRESS_SCENE) \
 		-o $(DEMO_STRESS_SCENE)/score
+	$(VENV)/bin/vistest index $(DEMO_STRESS) > /dev/null
 	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_STRESS) -o $(DEMO_OUT)/export/stress-lmms-eval-task --quiet
 	@echo
 	@echo "Demo outputs:"
@@ -64,7 +65,8 @@ demo: $(STAMP)
 	@echo "  blind score:   $(abspath $(DEMO_RUN_SCENE))/score/report.md (most-frequent-answer baseline)"
 	@echo "  exports:       $(abspath $(DEMO_OUT))/export/{revsi,lmms-eval-task,vlmevalkit,jsonl}/ (docs/export.md)"
 	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
-	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl)"
+	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl;"
+	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

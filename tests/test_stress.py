@@ -28,6 +28,7 @@ from vistest.eval.baselines import (
     MOST_FREQUENT,
     blind_predictions,
     holdout_folds,
+    rank_attack,
 )
 from vistest.eval.learned import fit_learned, prune, write_baseline
 from vistest.eval.metrics import ALL_TYPES
@@ -305,3 +306,23 @@ def test_baseline_cli_writes_held_out_predictions_bias_and_the_pruned_set(tmp_pa
     assert r.exit_code == 2 and "--prune: pruning ranks questions by the learned model's bias" in r.output
     res = write_baseline(tmp_path / "run", out, "most-frequent", holdout="in-sample")
     assert res.folds.in_sample and res.pruning is None
+
+
+def test_option_rank_attack_per_reformulation():
+    """Numeric options, the answer always the second smallest: the attack finds rank 2 on the
+    base and circular rows, and on nota-replace "None of these" (ranked last) is always right."""
+    rng = np.random.default_rng(5)
+    docs = []
+    for i in range(12):
+        values = sorted(rng.choice(np.arange(1, 100), size=4, replace=False) / 10)
+        order = list(rng.permutation(4))
+        docs.append({"id": f"q{i}", "scene_id": "s", "question_type": "object_rel_distance_closest", "question": "?",
+                     "options": [f"{'ABCD'[j]}. {values[order[j]]:g} m" for j in range(4)],
+                     "ground_truth": "ABCD"[order.index(1)], "objects": ["1", "2"]})
+    qs = parse_questions(reformulate(parse_questions([json.dumps(d) for d in docs]),
+                                     ("circular", "nota-replace")).jsonl().splitlines())
+    truths = [truth_from_record({**q.record, "num_frames": 16, "status": "kept"}, "t", 1) for q in qs]
+    cells = {c.reformulation: c for c in rank_attack(truths, splits=4).cells}
+    assert cells["base"].hits == (0, 12, 0, 0) and cells["circular"].hits == (0, 36, 0, 0)
+    assert cells["nota-replace"].best_rank == 3 and cells["nota-replace"].best_accuracy == 1.0
+    assert cells["nota-replace"].name == "object_rel_distance_closest [nota-replace]"

@@ -39,15 +39,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_atomic
 from ..errors import InputError
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from .answers import (
@@ -59,7 +56,7 @@ from .answers import (
     python_float,
     reformulation_order,
 )
-from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type, load_run_dir
+from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type
 from .tables import Table
 
 MOST_FREQUENT = "most-frequent"
