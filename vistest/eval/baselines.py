@@ -253,11 +253,14 @@ def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT, folds
                  for i, t in enumerate(truths, start=1))
 
 
-def predictions_jsonl(predictions: Sequence[Prediction], model: str) -> str:
-    """Plain prediction JSONL (``id``, ``variant``, ``budget``, ``prediction``, ``model``)."""
+def predictions_jsonl(predictions: Sequence[Prediction], model: str,
+                      extra: Mapping[tuple[str, str, str], Mapping] | None = None) -> str:
+    """Plain prediction JSONL (``id``, ``variant``, ``budget``, ``prediction``, ``model``, then
+    the fields ``extra`` gives the prediction's key, if any)."""
+    extra = extra or {}
     return "".join(json.dumps({"id": p.id, "variant": p.variant, "budget": budget_json(p.budget),
-                               "prediction": p.prediction, "model": model}, ensure_ascii=False) + "\n"
-                   for p in predictions)
+                               "prediction": p.prediction, "model": model, **extra.get(p.key, {})},
+                              ensure_ascii=False) + "\n" for p in predictions)
 
 
 # =======================================================================================

@@ -99,9 +99,10 @@ def option_features(t: Truth) -> list[dict[str, float]]:
     opts = list(t.options or ())
     k = len(opts)
     texts = [option_letter(o)[1] for o in opts]
-    values = [None if is_special_option(o) else option_number(x) for o, x in zip(opts, texts)]
-    numeric = [v for v in values if v is not None]
-    ranked = sorted(numeric)
+    special = [is_special_option(o) for o in opts]
+    values = [None if sp else option_number(x) for sp, x in zip(special, texts)]
+    content = [v for sp, v in zip(special, values) if not sp]
+    ranked = sorted(content) if len(content) > 1 and all(v is not None for v in content) else None
     qwords = sorted(set(words(t.question)))
     qnorm = f" {normalize_text(t.question)} "
     out = []
@@ -109,15 +110,15 @@ def option_features(t: Truth) -> list[dict[str, float]]:
         ows = sorted(set(words(text)))
         ctx = (f"type:{t.question_type}", f"ref:{t.reformulation}", f"k:{k}")
         f = {f"o:{w}": 1.0 for w in ows}
-        f.update({f"o:{w}|{c}": 1.0 for w in ows for c in ctx[:1]})
+        f.update({f"o:{w}|type:{t.question_type}": 1.0 for w in ows})
         f.update({f"pos:{i}": 1.0, f"last:{i == k - 1}": 1.0})
         f.update({f"pos:{i}|{c}": 1.0 for c in ctx})
         f.update({f"last:{i == k - 1}|{c}": 1.0 for c in ctx})
-        if is_special_option(o):
+        if special[i]:
             kind = normalize_text(text)
             f.update({f"special:{kind}": 1.0, f"special:{kind}|ref:{t.reformulation}": 1.0,
                       f"special:{kind}|type:{t.question_type}": 1.0})
-        if values[i] is not None and len(numeric) == len([v for v in values if v is not None]) > 1:
+        if ranked is not None and values[i] is not None:
             r = ranked.index(values[i])
             f.update({f"rank:{r}": 1.0, f"rankdesc:{len(ranked) - 1 - r}": 1.0,
                       f"rank:{r}|type:{t.question_type}": 1.0})
@@ -428,11 +429,7 @@ def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model:
             learned = pruning.before
         else:
             learned = fit_learned(truths, fs)
-        bias = learned.bias
-        text = "".join(json.dumps({**json.loads(line), **({"bias": bias[p.key]} if p.key in bias else {})},
-                                  ensure_ascii=False) + "\n"
-                       for p, line in zip(learned.predictions,
-                                          predictions_jsonl(learned.predictions, LEARNED).splitlines()))
+        text = predictions_jsonl(learned.predictions, LEARNED, {k: {"bias": b} for k, b in learned.bias.items()})
         n = len(learned.predictions)
     write_atomic(Path(output), text)
     files = [str(output)]
