@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..eval.baselines import MOST_FREQUENT, SIZE_PRIOR, blind_predictions, rank_attack
+from ..eval.baselines import IN_SAMPLE, MOST_FREQUENT, SIZE_PRIOR, blind_predictions, holdout_folds, rank_attack
 from ..eval.answers import MRA_THRESHOLDS, PROTOCOLS, score_answer
 from ..eval.records import Truth, truth_from_record
 from ..questions import ANSWER_MCQ
@@ -64,8 +64,10 @@ def chance_scores(rows: Sequence[Truth]) -> np.ndarray:
 
 
 def model_scores(rows: Sequence[Truth], model: str) -> np.ndarray:
-    """The blind model's score on each row (the model learns from ``rows`` themselves)."""
-    answer = {p.key: p.prediction for p in blind_predictions(rows, model)}
+    """The blind model's score on each row. The model learns *in sample*, from ``rows``
+    themselves (the strongest blind model of its family, so a set balanced against it is
+    balanced against the held-out one too; vistest score reports the held-out one)."""
+    answer = {p.key: p.prediction for p in blind_predictions(rows, model, holdout_folds(rows, IN_SAMPLE))}
     return np.array([score_answer(PROTOCOL, t.kind, answer[t.key], t.ground_truth) if t.key in answer else 0.0
                      for t in rows])
 

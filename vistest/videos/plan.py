@@ -25,7 +25,11 @@ says the object is absent from them.
 
 Dummy ground truth: counting -> 0 (``status`` changed, ``expectation`` "zero"); every other
 type -> ``unanswerable`` with ``expectation`` "abstain" (an answer is a prior-driven guess;
-the original answer is kept in ``original_ground_truth`` for scoring).
+the original answer is kept in ``original_ground_truth`` for scoring), unless the question
+offers an answer for that (reformulated questions: ``Question.unsupported_answer``, the
+"Cannot be determined from the video" option, else "None of these", or for numbers and
+texts that accept abstention that phrase): then that answer, ``status`` kept or changed
+against the original, ``unsupported`` true, ``expectation`` "abstain" or "none_of_these".
 
 Conventions: frame numbers are 0-based decoded frames of the source video; rectangles
 are ``(x0, y0, x1, y1)`` half-open pixel bounds in the written (even) frame size, with
@@ -47,8 +51,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..budget.truth import CHANGED, UNANSWERABLE, FrameSelection, count_like
+from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
+from ..eval.answers import none_letter
 from ..questions import RULE_COUNTING, Question
 from ..budget.sampling import ALL, PROFILES, Budget, select_frames
 from ..layout import budget_video_path, dummy_video_path
@@ -68,6 +73,7 @@ REASON_EVIDENCE_REMOVED = "evidence_removed"
 REASON_ALL_BLACK = "all_black"
 EXPECT_ZERO = "zero"        # the answer must be 0 (counting)
 EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-driven guess
+EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
 
 Rect = tuple[int, int, int, int]
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -185,9 +191,11 @@ class DummyTruth:
     """The ground truth one dummy video implies for one question.
 
     ``path``: the dummy video (None when no frame is left to write). ``ground_truth``: 0
-    (typed like the original) for counting, None otherwise. ``status``: ``changed`` or
+    (typed like the original) for counting, the offered answer of a reformulated question
+    (module docstring), None otherwise. ``status``: ``kept``, ``changed`` or
     ``unanswerable``; ``reason``: ``evidence_removed`` or ``all_black``; ``expectation``:
-    ``zero`` or ``abstain``. ``short_of_budgets``: budgets larger than the video's frame count.
+    ``zero``, ``abstain`` or ``none_of_these``. ``short_of_budgets``: budgets larger than the
+    video's frame count.
     """
 
     question: Question
@@ -225,6 +233,8 @@ class DummyTruth:
             "removed_objects": list(self.objects), "evidence_frames": list(self.evidence_frames),
             "warnings": list(self.warnings),
         })
+        if self.ground_truth is not None and self.expectation != EXPECT_ZERO:
+            rec["unsupported"] = True  # the answer the question offers where the frames support none
         return rec
 
 
@@ -420,11 +430,16 @@ def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect
 # dummies
 # ---------------------------------------------------------------------------------------
 def dummy_ground_truth(q: Question, mode: str) -> tuple[Any, str, str, str]:
-    """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode``."""
+    """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode`` (module docstring)."""
     reason = REASON_ALL_BLACK if mode == "allblack" else REASON_EVIDENCE_REMOVED
     if q.type.rule == RULE_COUNTING:
         return count_like(q.ground_truth, 0), CHANGED, reason, EXPECT_ZERO
-    return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
+    answer = q.unsupported_answer()
+    if answer is None:
+        return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
+    same = str(answer).strip().upper() == str(q.ground_truth).strip().upper()
+    expectation = EXPECT_NONE if answer == none_letter(q.options) else EXPECT_ABSTAIN
+    return answer, KEPT if same else CHANGED, reason, expectation
 
 
 def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int, tuple[Rect, ...]],
