@@ -324,7 +324,8 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
 def _video_options(cmd):
     """The options `videos` and `run` share (applied bottom-up, listed top-down in --help)."""
     from .videos.write import DEFAULT_MAX_MEMORY_MB
-    from .videos.plan import DEFAULT_BUDGET_FPS, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN, DUMMY_MODES, FILLS
+    from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
+                              DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
     from .videos.ffmpeg import X264_PRESETS
 
     opts = [
@@ -337,6 +338,14 @@ def _video_options(cmd):
         click.option("--option", "-O", "options", multiple=True, help=_OPTION_HELP),
         click.option("--dummy", default=",".join(DUMMY_MODES), show_default=True,
                      help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
+        click.option("--dummy-length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
+                     show_default=True,
+                     help="budget: each numeric budget's dummy holds the frames the profile takes from the "
+                          "full-length dummy (n frames at --budget-fps); full: one full-length dummy for every "
+                          "budget. The all budget always uses the full-length dummy."),
+        click.option("--dummy-budgets", default=None,
+                     help="Budgets to write dummies for (default: the numeric --budgets; add 'all' for "
+                          "full-length dummies, one long encode per question and mode)."),
         click.option("--fill", type=click.Choice(list(FILLS)), default="black", show_default=True,
                      help="How mask dummies fill the evidence objects' boxes."),
         click.option("--evidence-threshold", type=float, default=DEFAULT_EVIDENCE_THRESHOLD, show_default=True,
@@ -349,8 +358,10 @@ def _video_options(cmd):
         click.option("--keep-unknown-frames", is_flag=True,
                      help="Dummies keep frames without a valid pose (default: treated as evidence)."),
         click.option("--crf", type=click.IntRange(0, 51), default=18, show_default=True, help="libx264 quality."),
-        click.option("--preset", type=click.Choice(list(X264_PRESETS)), default="medium", show_default=True,
-                     help="libx264 preset."),
+        click.option("--preset", type=click.Choice(list(X264_PRESETS)), default=EncoderSettings.preset,
+                     show_default=True, help="libx264 preset of the full-length (long-GOP) videos."),
+        click.option("--intra-preset", type=click.Choice(list(X264_PRESETS)), default=EncoderSettings.intra_preset,
+                     show_default=True, help="libx264 preset of the all-intra n-frame videos (docs/videos.md)."),
         click.option("--ffmpeg", "ffmpeg_path", type=click.Path(dir_okay=False), default=None,
                      help="ffmpeg binary (default: $VISTEST_FFMPEG, else the imageio-ffmpeg one)."),
         click.option("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_MB, show_default=True,
@@ -398,7 +409,11 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
                             profile_options=_profile_options(kw["options"]), dummy_modes=modes, fill=kw["fill"],
                             evidence_threshold=kw["evidence_threshold"], mask_margin=kw["mask_margin"],
                             budget_fps=kw["budget_fps"], unknown_as_evidence=not kw["keep_unknown_frames"],
-                            settings=EncoderSettings(kw["crf"], kw["preset"]), seen_threshold=kw["seen_threshold"],
+                            dummy_length=kw["dummy_length"],
+                            dummy_budgets=parse_budgets(kw["dummy_budgets"], "--dummy-budgets")
+                            if kw["dummy_budgets"] else None,
+                            settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
+                            seen_threshold=kw["seen_threshold"],
                             min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
                             jobs=kw["jobs"], threads=kw["threads"])
         scene = Scene.load(scene_json)
@@ -438,8 +453,15 @@ def _video_summary(res, outdir: str) -> None:
     if res.truth is not None:
         click.echo(summary_table(res.truth), nl=False)
     click.echo(f"{plan.scene_id}: {len(r.written)} videos written, {len(r.skipped)} up to date, "
-               f"{r.passes} decode pass(es), {r.seconds:.1f} s ({r.resources.jobs} encoder(s) x "
-               f"{r.resources.threads} thread(s), ~{r.resources.estimate_mb:.0f} MB modelled)", err=True)
+               f"{r.passes} decode pass(es), {r.frames_encoded} frames encoded, {r.seconds:.1f} s "
+               f"({r.resources.jobs} encoder(s) x {r.resources.threads} thread(s), "
+               f"~{r.resources.estimate_mb:.0f} MB modelled)", err=True)
+    for v in plan.variants:
+        if v.kind == "budget" and not v.intra:
+            enc, note = r.encodings.get(v.path, (None, None))
+            how = ("stream copy of the source (frame-exact: frame count and per-frame hashes checked)"
+                   if enc == "stream-copy" else f"libx264 ({note or 'encoded'})")
+            click.echo(f"  {v.path}: {how}", err=True)
     for w in plan.warnings:
         click.echo(f"  warning: {w}", err=True)
     for v in sorted(plan.variants, key=lambda v: v.path):

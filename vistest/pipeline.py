@@ -3,8 +3,12 @@
 Output folder layout (``OUTDIR``, shared by any number of scenes; see docs/videos.md)::
 
     {n}_frame/{scene_id}.mp4            budget videos (ReVSI layout); all_frame/ holds every frame
-    dummy_{mode}/{scene_id}/{key}.mp4   dummy videos (drop, black, mask), named by content key
-    dummy_allblack/{scene_id}.mp4       every frame black
+    dummy_{mode}/{n}_frame/{scene_id}/{key}.mp4
+                                        budget dummies (drop, black, mask): what the sampler takes
+                                        at budget n from the full-length dummy, named by content key
+    dummy_{mode}/{scene_id}/{key}.mp4   full-length dummies (the all budget, --dummy-length full)
+    dummy_allblack/[{n}_frame/]{scene_id}.mp4
+                                        every frame black
     scenes/{scene_id}/visibility.npz    the visibility table (``vistest run``; reused while the
                                         scene, the video size and the occlusion mode are unchanged)
     scenes/{scene_id}/{n}_frame.jsonl   frame-budget ground truth (``vistest run``)
@@ -35,14 +39,15 @@ from .questions import Question
 from .budget.sampling import Budget
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
-from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
-                       EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key, manifest_records,
-                       plan_variants)
+from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
+                          DEFAULT_MASK_MARGIN, EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key,
+                          manifest_records, plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .visibility.table import Visibility
 
 MANIFEST = "manifest.jsonl"
 _DUMMY_NAME = re.compile(r"[0-9a-f]{16}\.mp4")
+_BUDGET_DIR = re.compile(r"(\d+|all)_frame")
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,10 @@ class VideoOptions:
     sampler profile whose selections the budget videos hold; ``dummy_modes``: subset of
     drop, black, mask, allblack; ``fill``: mask fill; ``evidence_threshold``: fraction of the
     image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
-    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``seen_threshold``
+    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``dummy_length``:
+    ``budget`` (numeric dummy budgets get n-frame budget dummies) or ``full``;
+    ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
+    ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
     ``jobs``, ``threads``: vistest.videos.write.plan_resources.
     """
@@ -67,6 +75,8 @@ class VideoOptions:
     mask_margin: int = DEFAULT_MASK_MARGIN
     budget_fps: float = DEFAULT_BUDGET_FPS
     unknown_as_evidence: bool = True
+    dummy_length: str = DEFAULT_DUMMY_LENGTH
+    dummy_budgets: tuple[Budget, ...] | None = None
     settings: EncoderSettings = EncoderSettings()
     seen_threshold: float = 0.05
     min_budget_room_route: int = 32
@@ -210,10 +220,13 @@ def update_manifest(outdir: str | os.PathLike, scene_id: str, records: Sequence[
 
 
 def prune_dummies(outdir: Path, plan: VariantPlan) -> list[Path]:
-    """Delete this scene's content-addressed dummy files that the plan no longer lists."""
+    """Delete this scene's content-addressed dummy files (full-length and budget dummies)
+    that the plan no longer lists."""
     keep = {outdir / v.path for v in plan.variants}
     gone = []
-    for d in outdir.glob(f"dummy_*/{plan.scene_id}"):
+    folders = list(outdir.glob(f"dummy_*/{plan.scene_id}"))
+    folders += [d for d in outdir.glob(f"dummy_*/*_frame/{plan.scene_id}") if _BUDGET_DIR.fullmatch(d.parent.name)]
+    for d in folders:
         if d.is_dir():
             for p in d.iterdir():
                 if _DUMMY_NAME.fullmatch(p.name) and p not in keep:
@@ -252,14 +265,15 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
                          size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
-                         unknown_as_evidence=opts.unknown_as_evidence, warnings=warnings)
+                         unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
+                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
     update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
                         progress=progress)
     dummy_path = outdir / "scenes" / scene.scene_id / "dummy_gt.jsonl"
     dummy_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
-    update_manifest(outdir, scene.scene_id, manifest_records(plan))
+    update_manifest(outdir, scene.scene_id, manifest_records(plan, report.encodings))
     prune_dummies(outdir, plan)
     return plan, report, dummy_path
 
