@@ -460,7 +460,7 @@ def _video_summary(res, outdir: str) -> None:
         if v.kind == "budget" and not v.intra:
             enc, note = r.encodings.get(v.path, (None, None))
             how = ("stream copy of the source (frame-exact: frame count and per-frame hashes checked)"
-                   if enc == "stream-copy" else f"libx264 ({note or 'encoded'})")
+                   if enc == "stream-copy" else f"encoded with libx264, not a stream copy: {note}")
             click.echo(f"  {v.path}: {how}", err=True)
     for w in plan.warnings:
         click.echo(f"  warning: {w}", err=True)

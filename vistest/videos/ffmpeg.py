@@ -115,7 +115,9 @@ class VideoInfo:
     ``round(duration * fps)``, the header's claim. ``num_frames``: the decoded frame count,
     only when counted (``probe(..., count=True)``), else None. ``metadata``: the container's
     global tags (vistest stores its content key in ``comment``). ``container``: ffmpeg's
-    demuxer names, e.g. ``"mov,mp4,m4a,3gp,3g2,mj2"`` or ``"avi"``.
+    demuxer names, e.g. ``"mov,mp4,m4a,3gp,3g2,mj2"`` or ``"avi"``. ``full_range``: the
+    frames use the full 0-255 range (``yuvj*`` or ``pc``: MJPEG, many phone videos), not
+    video range (16-235), which vistest's raw frames and outputs use.
     """
 
     path: str
@@ -129,6 +131,7 @@ class VideoInfo:
     rotation: float = 0.0
     metadata: Mapping[str, str] = field(default_factory=dict)
     container: str = ""
+    full_range: bool = False
 
 
 _INPUT_RE = re.compile(r"^Input #0, (.+), from '")
@@ -185,8 +188,9 @@ def parse_probe(path: str, stderr: str) -> VideoInfo:
     duration = int(dur.group(1)) * 3600 + int(dur.group(2)) * 60 + float(dur.group(3)) if dur else None
     estimate = int(round(duration * fps)) if duration is not None else None
     container = next((m.group(1) for m in map(_INPUT_RE.search, lines) if m), "")
+    full_range = pix_fmt.startswith("yuvj") or bool(re.search(r"\(pc[,)]", desc))
     return VideoInfo(str(path), (w, h), float(fps), codec, pix_fmt, duration, estimate, None, rot,
-                     _global_metadata(lines), container)
+                     _global_metadata(lines), container, full_range)
 
 
 def probe(path: str | os.PathLike, count: bool = False) -> VideoInfo:
@@ -239,14 +243,15 @@ class FrameReader:
     ``select``: decoded frame numbers to keep (None: all). ``threads``: decoder threads
     (None: ffmpeg's default). ``hash_path``: also write the per-frame hashes of every
     decoded frame (as decoded, before any padding) there, from the same decode
-    (:func:`decode_hashes`' format). Iterating yields one reused ``bytearray`` per frame (copy it
+    (:func:`decode_hashes`' format). ``full_range``: the source is full range (VideoInfo):
+    its frames are converted to video range, as every raw frame here is. Iterating yields one reused ``bytearray`` per frame (copy it
     to keep it); ``frames_read`` counts them. A short final frame, or ffmpeg failing, is a
     VideoError naming the file; leaving the ``with`` block early stops ffmpeg.
     """
 
     def __init__(self, path: str | os.PathLike, size: tuple[int, int], pix_fmt: str = "rgb24",
                  select: Iterable[int] | None = None, threads: int | None = None, pad_even: bool = False,
-                 hash_path: str | os.PathLike | None = None):
+                 hash_path: str | os.PathLike | None = None, full_range: bool = False):
         self.path = Path(path)
         w, h = size
         if pad_even:
@@ -258,6 +263,8 @@ class FrameReader:
         filters = []
         if select is not None:
             filters.append(f"select='{select_expr(select)}'")
+        if full_range:
+            filters.append("scale=in_range=full:out_range=limited")
         if pad_even and (size[0] % 2 or size[1] % 2):
             filters.append(f"pad={w}:{h}:0:0:black")
         in_opts = {"threads": threads} if threads else {}

@@ -323,7 +323,8 @@ class VariantPlan:
     written (W, H), the decoded size padded to even with black on the right/bottom;
     ``source_fps``: frames/s; ``num_frames``: decoded frames of the source.
     ``dummy_budgets``: the budgets dummies are written for; ``dummy_length``: ``budget`` or
-    ``full`` (what the numeric dummy budgets use)."""
+    ``full`` (what the numeric dummy budgets use); ``source_full_range``: the source's frames
+    are full range (converted to video range when decoded for encoding)."""
 
     scene_id: str
     source: str
@@ -341,6 +342,7 @@ class VariantPlan:
     warnings: tuple[str, ...] = ()
     dummy_budgets: tuple[Budget, ...] = ()
     dummy_length: str = DEFAULT_DUMMY_LENGTH
+    source_full_range: bool = False
 
     def variant(self, path: str) -> Variant:
         """The variant written to ``path`` (relative to the output folder)."""
@@ -773,10 +775,12 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     blocker = remux_note(source_info.codec, source_info.container, source_size) if source_info else \
         "the source was not probed"
     qids = tuple(q.id for q in questions)
-    variants = [budget_variant(scene.scene_id, sel, source_key, size, scene.fps, budget_fps, settings, qids,
+    full_range = bool(source_info and source_info.full_range)
+    pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
+    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, budget_fps, settings, qids,
                                profile_options, blocker) for sel in selections]
     table = EvidenceTable(visibility, n, evidence_threshold)
-    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, source_key, size, scene.fps, settings,
+    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, pixels, size, scene.fps, settings,
                                    dbudgets, fill, mask_margin, unknown_as_evidence, dummy_length, profile,
                                    profile_options, budget_fps)
     variants += dummies
@@ -795,7 +799,7 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
                              f"{size[0]}x{size[1]} (yuv420p needs even sizes)")
     return VariantPlan(scene.scene_id, str(Path(source).resolve()), source_key, source_size, size, float(scene.fps), n,
                        settings, float(budget_fps), float(evidence_threshold), budgets, tuple(variants), truths,
-                       tuple(plan_warnings), dbudgets, dummy_length)
+                       tuple(plan_warnings), dbudgets, dummy_length, full_range)
 
 
 # ---------------------------------------------------------------------------------------

@@ -458,7 +458,7 @@ class _Writer:
         if pool_writer is not None:
             feeds.append(_PoolFeed(pool, pool_writer))
         with FrameReader(plan.source, plan.source_size, "yuv420p", threads=self.res.decoder_threads,
-                         pad_even=True, hash_path=hashes) as reader:
+                         pad_even=True, hash_path=hashes, full_range=plan.source_full_range) as reader:
             for buf in reader:
                 i = reader.frames_read - 1
                 if i >= plan.num_frames:
@@ -565,7 +565,7 @@ class _Writer:
         tmp.unlink()
         with self._lock:
             self.temps.remove(tmp)
-        return f"encoded: {why}"
+        return why
 
     # ---- black-only and cleanup ------------------------------------------------------------
     def encode_sourceless(self, variants: Sequence[Variant]) -> None:
@@ -664,14 +664,10 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
             w.abort()
             raise
         w.cleanup()
-    for v in variants:
-        if v.path in done and v.remux_key is not None and done[v.path] == X264:
-            encodings[v.path] = (X264, "encoded: the stream copy was not frame-exact when this file was written")
-        elif v.path in done and v.remux_note and done[v.path] == X264:
-            encodings[v.path] = (X264, f"encoded: {v.remux_note}")
+    for v in variants:  # why an all_frame kept from an earlier run is not a stream copy
+        if encodings.get(v.path, (None,))[0] == X264 and v.kind == "budget":
+            encodings[v.path] = (X264, v.remux_note or "the stream copy was not frame-exact when this file was "
+                                                       "written")
     encodings.update(w.encodings)
-    for v in variants:
-        if v.path in encodings and encodings[v.path][0] == X264 and v.remux_note and encodings[v.path][1] is None:
-            encodings[v.path] = (X264, f"encoded: {v.remux_note}")
     return WriteReport(tuple(sorted(w.written)), tuple(sorted(done)), w.passes, round(time.perf_counter() - t0, 3),
                        res, encodings, w.frames_encoded)
