@@ -464,9 +464,13 @@ def _video_summary(res, outdir: str) -> None:
             click.echo(f"  {v.path}: {how}", err=True)
     for w in plan.warnings:
         click.echo(f"  warning: {w}", err=True)
+    same: dict[str, list[str]] = {}  # one line per distinct warning (e.g. InternVL's, on every n-frame video)
     for v in sorted(plan.variants, key=lambda v: v.path):
         for w in v.warnings:
-            click.echo(f"  {v.path}: {w}", err=True)
+            same.setdefault(w, []).append(v.path)
+    for w, paths in same.items():
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} videos ({paths[0]} ...)"
+        click.echo(f"  {where}: {w}", err=True)
     for f in res.files:
         click.echo(f"  wrote {f}", err=True)
     click.echo(f"  manifest: {out / 'manifest.jsonl'}", err=True)

@@ -472,7 +472,7 @@ class VideoWriter:
         container from it)."""
         if self.source is not None and self.source.num_frames < 1:
             raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
-        self._tmp = temp_path_for(self.path)
+        temp_path_for(self.path, lambda t: setattr(self, "_tmp", t))
         self._err = tempfile.TemporaryFile()  # a file, not a pipe: ffmpeg can never block on it
         stdin = subprocess.PIPE if self.source is None else subprocess.DEVNULL
         try:

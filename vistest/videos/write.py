@@ -375,6 +375,7 @@ class _Writer:
         self.encodings: dict[str, tuple[str, str | None]] = {}
         self.frames_encoded = 0
         self.passes = 0
+        self.aborted = False
         self._lock = threading.Lock()
 
     # ---- helpers ---------------------------------------------------------------------
@@ -385,10 +386,11 @@ class _Writer:
         return self.work_dir
 
     def temp(self, v: Variant) -> Path:
-        t = temp_path_for(self.outdir / v.path)
-        with self._lock:
-            self.temps.append(t)
-        return t
+        def register(t: Path) -> None:
+            with self._lock:
+                self.temps.append(t)
+
+        return temp_path_for(self.outdir / v.path, register)
 
     def place(self, tmp: Path, v: Variant, encoding: str, note: str | None = None) -> None:
         os.replace(tmp, self.outdir / v.path)
@@ -400,15 +402,23 @@ class _Writer:
     def run(self, args: list[str], what: str, stdout=subprocess.DEVNULL) -> bytes:
         """Run one ffmpeg command (killed on abort); VideoError naming ``what`` on failure."""
         err = tempfile.TemporaryFile()
-        try:
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=stdout, stderr=err)
-        except OSError as e:
-            err.close()
-            raise VideoError(f"{what}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
         with self._lock:
+            if self.aborted:
+                err.close()
+                raise VideoError(f"{what}: not started, the writer was stopped")
+            try:
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=stdout, stderr=err)
+            except OSError as e:
+                err.close()
+                raise VideoError(f"{what}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
             self.procs.append(proc)
         try:
-            out, _ = proc.communicate()
+            try:
+                out, _ = proc.communicate()
+            except BaseException:  # interrupted: stop ffmpeg before anyone removes its output
+                proc.kill()
+                proc.wait()
+                raise
             if proc.returncode != 0:
                 err.seek(0)
                 raise VideoError(f"{what}: ffmpeg failed (exit {proc.returncode}):\n{stderr_tail(err.read())}")
@@ -582,10 +592,12 @@ class _Writer:
             w.abort()
         self.live.clear()
         with self._lock:
+            self.aborted = True
             procs = list(self.procs)
         for p in procs:
             if p.poll() is None:
                 p.kill()
+            p.wait()
         for t in list(self.temps):
             if t.exists():
                 t.unlink()
