@@ -218,7 +218,7 @@ def plain_command(rec: dict, out: Path) -> list[str]:
     for (x0, y0, x1, y1), fr in boxes.items():
         filters.append(f"drawbox=x={x0}:y={y0}:w={x1 - x0}:h={y1 - y0}:color=black:t=fill:"
                        f"enable='{select_expr(fr)}'")
-    if rec["num_frames"] != len(range(max(rec["source_frames"]) + 1)) or rec["fps"] != FPS:
+    if rec["length"] == "budget" or rec["source_frames"] != list(range(len(rec["source_frames"]))):
         filters.append(f"select='{select_expr(rec['source_frames'])}',setpts=N/({rate}*TB)")
     vf = ["-vf", ",".join(filters)] if filters else []
     return ff + ["-i", rec["source"], *vf, "-r", rate, "-fps_mode", "cfr", *enc, str(out)]

@@ -41,13 +41,12 @@ from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
                           DEFAULT_MASK_MARGIN, EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key,
-                          manifest_records, plan_variants)
+                          is_budget_folder, manifest_records, plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .visibility.table import Visibility
 
 MANIFEST = "manifest.jsonl"
 _DUMMY_NAME = re.compile(r"[0-9a-f]{16}\.mp4")
-_BUDGET_DIR = re.compile(r"(\d+|all)_frame")
 
 
 @dataclass(frozen=True)
@@ -225,7 +224,7 @@ def prune_dummies(outdir: Path, plan: VariantPlan) -> list[Path]:
     keep = {outdir / v.path for v in plan.variants}
     gone = []
     folders = list(outdir.glob(f"dummy_*/{plan.scene_id}"))
-    folders += [d for d in outdir.glob(f"dummy_*/*_frame/{plan.scene_id}") if _BUDGET_DIR.fullmatch(d.parent.name)]
+    folders += [d for d in outdir.glob(f"dummy_*/*_frame/{plan.scene_id}") if is_budget_folder(d.parent.name)]
     for d in folders:
         if d.is_dir():
             for p in d.iterdir():

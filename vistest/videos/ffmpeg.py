@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import ffmpeg  # ffmpeg-python: builds the command lines
 import numpy as np
@@ -43,7 +43,7 @@ from ..atomic import temp_path_for
 
 __all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
            "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS", "FrameHashes",
-           "decode_hashes", "parse_frame_hashes", "remux_command", "mux_h264_command", "mp4_sample_count"]
+           "decode_hashes", "hash_command", "parse_frame_hashes", "remux_command", "mux_h264_command", "mp4_sample_count"]
 
 PIX_FMTS = ("rgb24", "yuv420p")
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
@@ -654,15 +654,20 @@ def parse_frame_hashes(text: str, where: str = "framehash") -> FrameHashes:
     return FrameHashes(tb, tuple(pts), tuple(dur), tuple(hashes))
 
 
+def hash_command(path: str | os.PathLike, threads: int | None = None) -> list[str]:
+    """ffmpeg arguments decoding ``path`` and writing its frame hashes to stdout (:func:`decode_hashes`)."""
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error"]
+    args += ["-threads", str(threads)] if threads else []
+    return args + ["-i", str(path), *HASH_ARGS, "-"]
+
+
 def decode_hashes(path: str | os.PathLike, threads: int | None = None) -> FrameHashes:
     """Decode the first video stream of ``path`` and hash every frame (passthrough: none
     dropped or duplicated), with its presentation time. VideoError naming the file on failure."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: video file not found")
-    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error"]
-    args += ["-threads", str(threads)] if threads else []
-    args += ["-i", str(path), *HASH_ARGS, "-"]
+    args = hash_command(path, threads)
     try:
         res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:

@@ -379,9 +379,14 @@ def check_scene_id(scene_id: str) -> str:
     if not _SAFE_ID.fullmatch(scene_id):
         raise ValueError(f"scene_id: {scene_id!r} cannot name video files; expected letters, digits, '.', '_' "
                          f"or '-', not starting with '.'")
-    if _BUDGET_DIR.fullmatch(scene_id):
+    if is_budget_folder(scene_id):
         raise ValueError(f"scene_id: {scene_id!r} is the name of a budget folder ({{n}}_frame); choose another id")
     return scene_id
+
+
+def is_budget_folder(name: str) -> bool:
+    """Whether ``name`` is a budget folder's name (``16_frame``, ``all_frame``)."""
+    return bool(_BUDGET_DIR.fullmatch(name))
 
 
 def budget_video_path(scene_id: str, budget: Budget) -> str:

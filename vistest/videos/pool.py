@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .plan import Rect, Variant
+from .plan import Variant
 
 BLACK = ("black",)
 PoolEntry = tuple  # ("black",) | ("frame", i) | ("mask", i, rects, fill)

@@ -57,9 +57,9 @@ from ..atomic import temp_path_for
 from ..progress import progress_bar
 from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
 from .pool import BLACK, PoolPlan, concat_list, file_access_units
-from .ffmpeg import (HASH_ARGS, BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, X264_PRESETS, stderr_tail,
-                     decode_hashes, ffmpeg_exe, mp4_sample_count, mux_h264_command, parse_frame_hashes,
-                     remux_command, probe)
+from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, X264_PRESETS, ffmpeg_exe,
+                     hash_command, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe, remux_command,
+                     stderr_tail)
 
 DEFAULT_MAX_MEMORY_MB = 500.0
 MUX_BATCH = 32         # n-frame videos muxed by one ffmpeg process
@@ -114,19 +114,20 @@ class Resources:
 
 def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int | None = None,
                    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB, jobs: int | None = None,
-                   threads: int | None = None) -> Resources:
+                   threads: int | None = None, decoders: int = 1) -> Resources:
     """Encoders at once (``jobs``) and threads per encoder, for at most ``encoders`` wanted.
 
     Most encoders first (every variant of a phase at once; each encoder gets ``cpus // jobs``
     threads, at least 1: more encoders than CPUs share them), then fewer threads, then fewer
-    encoders, until the modelled peak (Python + decoder + jobs encoders) is within
+    encoders, until the modelled peak (Python + ``decoders`` decoders (the pass's, and the
+    one checking all_frame's stream copy alongside it) + jobs encoders) is within
     ``max_memory_mb``. ``jobs``/``threads`` given explicitly are kept.
     Deterministic in its arguments, so a rerun encodes with the same threads (libx264's
     output depends on its thread count).
     """
     cpus = cpus or os.cpu_count() or 1
     dthreads = 1 if cpus <= 2 else 2
-    base = PYTHON_MB + decoder_memory_mb(size, dthreads)
+    base = PYTHON_MB + decoders * decoder_memory_mb(size, dthreads)
 
     def total(j: int, t: int) -> float:
         return base + j * encoder_memory_mb(size, preset, t)
@@ -557,7 +558,8 @@ class _Writer:
 
         def job() -> FrameHashes:
             self.run(args, f"{self.outdir / v.path} (stream copy of {self.plan.source})")
-            return parse_frame_hashes(self.run(_hash_args(tmp), f"{tmp} (decoding the stream copy)",
+            return parse_frame_hashes(self.run(hash_command(tmp, self.res.decoder_threads),
+                                               f"{tmp} (decoding the stream copy)",
                                                stdout=subprocess.PIPE).decode("ascii", "replace"), str(tmp))
 
         executor = ThreadPoolExecutor(max_workers=1)
@@ -567,12 +569,16 @@ class _Writer:
 
     def finish_remux(self, v: Variant, tmp: Path, future, source: FrameHashes) -> str | None:
         """Keep the stream copy when frame-exact (None), else remove it and say why."""
-        copy = future.result()
-        why = remux_check(source, copy, self.plan.source_fps, mp4_sample_count(self.plan.source))
+        try:
+            copy = future.result()
+        except VideoError as e:  # ffmpeg could not copy or decode the stream: encode instead
+            copy, why = None, f"the stream copy failed: {str(e).splitlines()[-1]}"
+        if copy is not None:
+            why = remux_check(source, copy, self.plan.source_fps, mp4_sample_count(self.plan.source))
         if why is None:
             self.place(tmp, v, STREAM_COPY)
             return None
-        tmp.unlink()
+        tmp.unlink(missing_ok=True)
         with self._lock:
             self.temps.remove(tmp)
         return why
@@ -610,10 +616,6 @@ class _Writer:
             self.work_dir = None
 
 
-def _hash_args(path: Path) -> list[str]:
-    return [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path), *HASH_ARGS, "-"]
-
-
 def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
                jobs: int | None = None, threads: int | None = None, cpus: int | None = None,
                progress: bool = True) -> WriteReport:
@@ -631,7 +633,9 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     has_pool = any(v.intra for v in variants)
     n_long = sum(1 for v in variants if is_long(v) and v.remux_key is None)
     slower = max(s.preset, s.intra_preset, key=X264_PRESETS.index) if has_pool else s.preset
-    res = plan_resources(plan.size, slower, max(1, n_long + has_pool), cpus, max_memory_mb, jobs, threads)
+    remuxable = any(v.remux_key is not None for v in variants)
+    res = plan_resources(plan.size, slower, max(1, n_long + has_pool), cpus, max_memory_mb, jobs, threads,
+                         decoders=1 + remuxable)
     done = up_to_date(outdir, variants)
     todo = [v for v in variants if v.path not in done]
     intra_todo = [v for v in todo if v.intra]
