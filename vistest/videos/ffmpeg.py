@@ -694,8 +694,9 @@ def mux_h264_command(jobs: Sequence[tuple[str | os.PathLike, str | os.PathLike, 
     ``concatf:`` list file, into MP4 files by stream copy at ``fps`` frames/s: ``jobs`` is
     (list file, output, metadata) per output."""
     args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
-    for lst, _, _ in jobs:
-        args += ["-f", "h264", "-framerate", _rate(fps), "-i", f"concatf:{Path(lst).resolve()}"]
+    for lst, _, _ in jobs:  # the parameter sets lead each stream: probing 4 KB finds them without decoding frames
+        args += ["-f", "h264", "-probesize", "4096", "-analyzeduration", "0", "-framerate", _rate(fps),
+                 "-i", f"concatf:{Path(lst).resolve()}"]
     for k, (_, out, meta) in enumerate(jobs):
         args += ["-map", f"{k}:v:0", "-c", "copy", "-map_metadata", "-1"]
         args += [a for key, val in sorted(meta.items()) for a in ("-metadata", f"{key}={val}")]
