@@ -39,6 +39,7 @@ How a scene's videos are written (docs/videos.md, "How the videos are written"):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -57,7 +58,7 @@ from ..atomic import temp_path_for
 from ..progress import progress_bar
 from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
 from .pool import BLACK, PoolPlan, concat_list, file_access_units
-from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, X264_PRESETS, ffmpeg_exe,
+from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, ffmpeg_exe,
                      hash_command, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe, remux_command,
                      stderr_tail)
 
@@ -94,9 +95,21 @@ def encoder_memory_mb(size: tuple[int, int], preset: str, threads: int) -> float
     return PROCESS_MB + _frame_mb(size) * t
 
 
+def intra_encoder_memory_mb(size: tuple[int, int], threads: int) -> float:
+    """Estimated peak RSS (MB) of the all-intra pool encoder (libx264 ``-g 1`` holds no
+    look-ahead: measured 95 / 99 MB at 1296x968 with 1 / 2 threads, any preset)."""
+    return PROCESS_MB + _frame_mb(size) * (36 + 4 * threads)
+
+
 def decoder_memory_mb(size: tuple[int, int], threads: int) -> float:
     """Estimated peak RSS (MB) of the ffmpeg decoder of a (W, H) H.264 source."""
     return PROCESS_MB + _frame_mb(size) * (20 + 6 * threads)
+
+
+def check_decoder_memory_mb(size: tuple[int, int], threads: int) -> float:
+    """Estimated peak RSS (MB) of the decoder hashing all_frame's stream copy (no raw output
+    queue: measured 46 MB at 1296x968, one thread)."""
+    return PROCESS_MB + _frame_mb(size) * (8 + 6 * threads)
 
 
 @dataclass(frozen=True)
@@ -114,25 +127,28 @@ class Resources:
 
 def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int | None = None,
                    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB, jobs: int | None = None,
-                   threads: int | None = None, decoders: int = 1) -> Resources:
-    """Encoders at once (``jobs``) and threads per encoder, for at most ``encoders`` wanted.
+                   threads: int | None = None, pool: bool = False) -> Resources:
+    """Encoders at once (``jobs``) and threads per encoder, for ``encoders`` long-GOP
+    encoders wanted plus, with ``pool``, the all-intra pool encoder (one of the first pass's jobs).
 
     Most encoders first (every variant of a phase at once; each encoder gets ``cpus // jobs``
     threads, at least 1: more encoders than CPUs share them), then fewer threads, then fewer
-    encoders, until the modelled peak (Python + ``decoders`` decoders (the pass's, and the
-    one checking all_frame's stream copy alongside it) + jobs encoders) is within
+    encoders, until the modelled peak (Python + decoder + jobs encoders) is within
     ``max_memory_mb``. ``jobs``/``threads`` given explicitly are kept.
     Deterministic in its arguments, so a rerun encodes with the same threads (libx264's
     output depends on its thread count).
     """
     cpus = cpus or os.cpu_count() or 1
     dthreads = 1 if cpus <= 2 else 2
-    base = PYTHON_MB + decoders * decoder_memory_mb(size, dthreads)
+    base = PYTHON_MB + decoder_memory_mb(size, dthreads)
 
     def total(j: int, t: int) -> float:
-        return base + j * encoder_memory_mb(size, preset, t)
+        per = encoder_memory_mb(size, preset, t) if encoders else intra_encoder_memory_mb(size, t)
+        if pool and encoders:
+            per = max(per, intra_encoder_memory_mb(size, t))
+        return base + j * per
 
-    job_options = [jobs] if jobs else list(range(max(1, encoders), 0, -1))
+    job_options = [jobs] if jobs else list(range(max(1, encoders + pool), 0, -1))
     for j in job_options:
         t_options = [threads] if threads else list(range(max(1, cpus // j), 0, -1))
         for t in t_options:
@@ -332,8 +348,8 @@ def is_long(v: Variant) -> bool:
 
 def plan_passes(long_: Sequence[Variant], jobs: int, pool: bool = False) -> list[list[Variant]]:
     """Full-length variants per decode pass, ``jobs`` encoders each; with ``pool`` the pool
-    encoder takes one of the first pass's places (at least one long variant still joins it)."""
-    first = max(1, jobs - 1) if pool else jobs
+    encoder takes one of the first pass's places (with ``jobs`` 1 it has the first pass alone)."""
+    first = jobs - 1 if pool else jobs
     passes = [list(long_[:first])] if (long_ or pool) else []
     passes += [list(long_[k:k + jobs]) for k in range(first, len(long_), jobs)]
     return passes
@@ -630,12 +646,13 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     outdir.mkdir(parents=True, exist_ok=True)
     variants = sorted(plan.variants, key=lambda v: v.path)
     s = plan.settings
-    has_pool = any(v.intra for v in variants)
     n_long = sum(1 for v in variants if is_long(v) and v.remux_key is None)
-    slower = max(s.preset, s.intra_preset, key=X264_PRESETS.index) if has_pool else s.preset
-    remuxable = any(v.remux_key is not None for v in variants)
-    res = plan_resources(plan.size, slower, max(1, n_long + has_pool), cpus, max_memory_mb, jobs, threads,
-                         decoders=1 + remuxable)
+    res = plan_resources(plan.size, s.preset, n_long, cpus, max_memory_mb, jobs, threads,
+                         pool=any(v.intra for v in variants))
+    check_mb = check_decoder_memory_mb(plan.size, res.decoder_threads)
+    alongside = res.estimate_mb + check_mb <= max_memory_mb  # check all_frame's stream copy during the pass
+    if alongside and any(v.remux_key is not None for v in variants):
+        res = dataclasses.replace(res, estimate_mb=round(res.estimate_mb + check_mb, 1))
     done = up_to_date(outdir, variants)
     todo = [v for v in variants if v.path not in done]
     intra_todo = [v for v in todo if v.intra]
@@ -653,7 +670,7 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     with progress_bar(total, f"videos {plan.scene_id}", enabled=progress and bool(todo)) as bar:
         w = _Writer(plan, outdir, res, bar)
         try:
-            remuxing = [(v, *w.start_remux(v)) for v in remux]
+            remuxing = [(v, *w.start_remux(v)) for v in remux] if alongside else []
             pool_writer = None
             for k, pv in enumerate(passes):
                 hashes = w.work() / "source.framehash" if k == 0 and remux else None
@@ -662,6 +679,8 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
                 if k == 0 and pool is not None:
                     w.write_pool(pool, intra_todo, pool_writer)
                 if hashes is not None:
+                    if not alongside:  # memory: the stream copy is checked after the pass
+                        remuxing = [(v, *w.start_remux(v)) for v in remux]
                     source = parse_frame_hashes(hashes.read_text(encoding="ascii"), str(plan.source))
                     fallback = []
                     for v, tmp, future in remuxing:
