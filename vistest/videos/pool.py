@@ -144,17 +144,19 @@ def access_units(data: bytes) -> list[AccessUnit]:
 def file_access_units(path: str | Path, chunk: int = 1 << 22) -> list[AccessUnit]:
     """:func:`access_units` of a file, read ``chunk`` bytes at a time (constant memory)."""
     nals: list[tuple[int, int, bool]] = []
+    keep, base, scanned = b"", 0, 0  # unscanned tail of the last read (from ``base``); its first ``scanned`` bytes were
     with open(path, "rb") as f:
-        keep, base = b"", 0  # keep: unscanned tail (from one byte before it) of the previous read
         while True:
             block = f.read(chunk)
             data = keep + block
-            first = 1 if base else 0  # byte 0 of a kept tail was scanned already (it is a 4-byte code's zero)
-            stop = len(data) if not block else max(first, len(data) - 4)
-            nals += _nals(data, base, first, stop)
+            stop = len(data) if not block else len(data) - 4  # a start code needs the 2 bytes after it
+            if stop > scanned:
+                nals += _nals(data, base, scanned, stop)
+                keep, base, scanned = data[stop - 1:], base + stop - 1, 1  # one scanned byte: a 4-byte code's zero
+            else:
+                keep = data
             if not block:
-                return _group(nals, base + len(data))
-            keep, base = data[stop - 1:], base + stop - 1
+                return _group(nals, base + len(keep))
 
 
 def concat_list(pool: Path, units: Sequence[AccessUnit], positions: Sequence[int]) -> str:
