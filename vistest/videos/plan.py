@@ -625,6 +625,36 @@ def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Se
     return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))
 
 
+def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
+                 settings: EncoderSettings, recipe: tuple, budget: Budget, full: bool, fps: float, budget_fps: float,
+                 profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
+    """The dummy video of one budget for a full-length ``recipe`` (frames, black, masks): the
+    full-length dummy itself (``full``), or the budget dummy the profile takes from it; with
+    the fields of its Variant (None when nothing is written)."""
+    frames, black, masks = recipe
+    length = LENGTH_FULL if full else LENGTH_BUDGET
+    if not frames:
+        return DummyVideo(budget, None, None, (), (), (), float(fps if full else budget_fps), length), None
+    if full:
+        vf, vb, vm, rate, timeline = frames, black, masks, float(fps), None
+        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
+        path = dummy_video_path(scene_id, mode, key)
+    else:
+        try:
+            positions = tuple(int(p) for p in select_frames(profile, len(frames), budget, fps=fps, **opts))
+        except ValueError as e:
+            return DummyVideo(budget, None, None, (), (), (), float(budget_fps), length,
+                              f"profile {profile} fails on the {len(frames)}-frame full-length dummy at budget "
+                              f"{budget_label(budget)} (as its evaluator would): {e}"), None
+        vf, vb, vm = budget_recipe(frames, black, masks, positions)
+        rate, timeline = float(budget_fps), (len(frames), positions)
+        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
+        path = dummy_video_path(scene_id, mode, key, budget)
+    video = DummyVideo(budget, path, key, vf, tuple(sorted(set(vb))), tuple(f for f, _ in vm), rate, length)
+    return video, {"mode": mode, "fill": fill, "frames": vf, "black": vb, "masks": vm, "key": key, "fps": rate,
+                   "full": full, "budget": None if full else budget, "timeline": timeline}
+
+
 def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
                  source_key: str, size: tuple[int, int], fps: float, settings: EncoderSettings,
                  budgets: Sequence[Budget], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
@@ -669,43 +699,23 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
             src = None if mode == "allblack" else source_key
             videos = []
             for b in budgets:
-                full = b == ALL or length == LENGTH_FULL
-                if not frames:
-                    videos.append(DummyVideo(b, None, None, (), (), (), float(fps if full else budget_fps),
-                                             LENGTH_FULL if full else LENGTH_BUDGET))
+                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, settings, (frames, black, masks),
+                                         b, b == ALL or length == LENGTH_FULL, fps, budget_fps, profile, opts)
+                videos.append(v)
+                if v.path is None:
                     continue
-                if full:
-                    vf, vb, vm, rate, positions = frames, black, masks, float(fps), None
-                    key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, mode_fill))
-                    path = dummy_video_path(scene.scene_id, mode, key)
-                else:
-                    try:
-                        positions = tuple(int(p) for p in select_frames(profile, len(frames), b, fps=fps, **opts))
-                    except ValueError as e:
-                        videos.append(DummyVideo(b, None, None, (), (), (), float(budget_fps), LENGTH_BUDGET,
-                                                 f"profile {profile} fails on the {len(frames)}-frame full-length "
-                                                 f"dummy at budget {budget_label(b)} (as its evaluator would): {e}"))
-                        continue
-                    vf, vb, vm = budget_recipe(frames, black, masks, positions)
-                    rate = float(budget_fps)
-                    key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, mode_fill, intra=True))
-                    path = dummy_video_path(scene.scene_id, mode, key, b)
-                shown = shown_evidence(table, removed, vf, vb, vm)
+                shown = shown_evidence(table, removed, fields["frames"], fields["black"], fields["masks"])
                 if shown:
-                    raise AssertionError(f"{scene.scene_id}: {q.id}: {mode} dummy {path} shows evidence in frames "
+                    raise AssertionError(f"{scene.scene_id}: {q.id}: {mode} dummy {v.path} shows evidence in frames "
                                          f"{list(shown)[:10]}")
-                g = groups.setdefault(path, {"mode": mode, "fill": mode_fill, "frames": vf, "black": vb, "masks": vm,
-                                             "key": key, "fps": rate, "full": full, "budget": None if full else b,
-                                             "timeline": None if full else (len(frames), positions), "budgets": [],
-                                             "questions": [], "objects": [], "evidence": set()})
+                g = groups.setdefault(v.path, {**fields, "budgets": [], "questions": [], "objects": [],
+                                               "evidence": set()})
                 if q.id not in g["questions"]:
                     g["questions"].append(q.id)
                 if b not in g["budgets"]:
                     g["budgets"].append(b)
                 g["objects"] += [o for o in removed if o not in g["objects"]]
                 g["evidence"].update(evidence if mode != "allblack" else ())
-                videos.append(DummyVideo(b, path, key, vf, tuple(sorted(set(vb))), tuple(f for f, _ in vm), rate,
-                                         LENGTH_FULL if full else LENGTH_BUDGET))
             gt, status, reason, expectation = dummy_ground_truth(q, mode)
             truths.append(DummyTruth(q, mode, mode_fill, gt, status, reason, expectation, removed,
                                      evidence if mode != "allblack" else (), len(frames), tuple(videos),
