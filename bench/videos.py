@@ -9,10 +9,11 @@ In one run, for
 it measures, each in a fresh output folder with the default options (so visibility, budget
 ground truth, budget videos, budget dummies of every mode, all_frame and the manifest):
 
-1. **decode**: one bare `ffmpeg -i SRC -f null -` of the source (wall time, median of 3);
+1. **decode**: one bare `ffmpeg -i SRC -f null -` of the source (wall time, median of 3, and
+   its CPU time: on a shared machine wall times move with the load, CPU times much less);
 2. **vistest**: `vistest run SCENE QUESTIONS -o OUT` in a child process: wall time, the frames
-   it encoded (its summary line), and the peak RSS of its whole process tree (Python, the
-   visibility worker, every ffmpeg), sampled every 20 ms from /proc;
+   it encoded (its summary line), the peak RSS of its whole process tree (Python, the
+   visibility worker, every ffmpeg), sampled every 20 ms from /proc, and its CPU time;
 3. **plain ffmpeg**: for every video of the manifest, the plain ffmpeg command writing the
    same file from the source (`select` for the frames, `drawbox` for black frames and masks,
    `-c copy` where vistest stream-copies, lavfi `color` for all-black videos; libx264 with
@@ -33,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -169,20 +171,29 @@ def synthetic_scene(folder: Path, size: tuple[int, int], frames: int, questions:
 # ---------------------------------------------------------------------------------------
 # the three measurements
 # ---------------------------------------------------------------------------------------
-def decode_seconds(source: Path, repeat: int = 3) -> list[float]:
-    out = []
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every reaped child process (and theirs) so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def decode_seconds(source: Path, repeat: int = 3) -> tuple[list[float], list[float]]:
+    """(wall seconds, CPU seconds) of each of ``repeat`` bare decodes."""
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), children_cpu()
         subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(source), "-f", "null", "-"], check=True)
-        out.append(time.perf_counter() - t0)
-    return out
+        wall.append(time.perf_counter() - t0)
+        cpu.append(children_cpu() - c0)
+    return wall, cpu
 
 
-def run_vistest(scene_json: Path, questions: Path, out: Path) -> tuple[float, float, int, str]:
-    """(seconds, peak RSS MB, frames encoded, summary line) of `vistest run` into a fresh ``out``."""
+def run_vistest(scene_json: Path, questions: Path, out: Path) -> tuple[float, float, int, str, float]:
+    """(seconds, peak RSS MB, frames encoded, summary line, CPU seconds of the whole tree) of
+    `vistest run` into a fresh ``out``."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "vistest.cli", "run", str(scene_json), str(questions), "-o", str(out)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "COLUMNS": "200"})
     mem = TreeMemory(proc.pid)
@@ -194,7 +205,7 @@ def run_vistest(scene_json: Path, questions: Path, out: Path) -> tuple[float, fl
         raise SystemExit(f"vistest run failed (exit {proc.returncode}):\n{err[-3000:]}")
     line = next((ln for ln in err.splitlines() if "videos written" in ln), "")
     m = re.search(r"(\d+) frames encoded", line)
-    return seconds, mem.peak_rss, int(m.group(1)) if m else -1, line.strip()
+    return seconds, mem.peak_rss, int(m.group(1)) if m else -1, line.strip(), children_cpu() - c0
 
 
 def plain_command(rec: dict, out: Path) -> list[str]:
@@ -264,18 +275,19 @@ def uptime() -> str:
 def bench_scene(name: str, scene_json: Path, questions: Path, work: Path, sample: int | None) -> dict:
     scene = Scene.load(scene_json)
     source = scene.path(scene.video)
-    dec = decode_seconds(source)
-    d = statistics.median(dec)
-    secs, rss, frames, line = run_vistest(scene_json, questions, work / f"{name}-run")
+    dec, dec_cpu = decode_seconds(source)
+    d, dc = statistics.median(dec), statistics.median(dec_cpu)
+    secs, rss, frames, line, cpu = run_vistest(scene_json, questions, work / f"{name}-run")
     records = [json.loads(ln) for ln in (work / f"{name}-run" / "manifest.jsonl").read_text().splitlines()]
     held = sum(r["num_frames"] for r in records)
     plain, ran, allc = run_plain(records, work / f"{name}-plain", sample)
     w, h = scene.image_size
     print(f"({name}) {w}x{h}, {scene.num_frames} frames, {sum(1 for _ in open(questions))} questions: "
           f"{len(records)} videos holding {held} frames", flush=True)
-    print(f"    decode (ffmpeg -i SRC -f null -): {d:.2f} s (runs: {', '.join(f'{x:.2f}' for x in dec)})")
+    print(f"    decode (ffmpeg -i SRC -f null -): {d:.2f} s (runs: {', '.join(f'{x:.2f}' for x in dec)}); "
+          f"CPU {dc:.2f} s")
     print(f"    vistest run: {secs:.1f} s = {secs / d:.1f}x the decode; {frames} frames encoded; "
-          f"peak RSS {rss:.0f} MB (whole tree)")
+          f"peak RSS {rss:.0f} MB (whole tree); CPU {cpu:.1f} s = {cpu / dc:.1f}x the decode's CPU")
     print(f"        {line}")
     extra = "" if ran == allc else f" (timed {ran} of {allc} commands, extrapolated per kind of video)"
     print(f"    plain ffmpeg commands writing the same {allc} files: {plain:.1f} s{extra}; "
@@ -307,7 +319,7 @@ def main() -> None:
             b = bench_scene("b", scene_json, qs, work, args.plain_sample)
             third = args.frames // 3
             scene_json3, qs3 = synthetic_scene(work / "synthetic-third", size, third, args.questions)
-            secs3, rss3, frames3, _ = run_vistest(scene_json3, qs3, work / "b-third-run")
+            secs3, rss3, frames3, _, _ = run_vistest(scene_json3, qs3, work / "b-third-run")
             print(f"    the same scene at {third} frames: vistest run {secs3:.1f} s, {frames3} frames encoded, "
                   f"peak RSS {rss3:.0f} MB")
             print(f"    targets: vistest <= 10x the decode ({b['vistest'] / b['decode']:.1f}x), <= 1.2x plain "
