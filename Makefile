@@ -66,7 +66,7 @@ demo: $(STAMP)
 	@echo "  visibility:    $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/visibility.npz"
 	@echo "  budget GT:     $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/{16,32,64,all}_frame.jsonl"
 	@echo "  budget videos: $(abspath $(DEMO_OUT))/run/{16,32,64,all}_frame/demo-seed0.mp4"
-	@echo "  dummy videos:  $(abspath $(DEMO_OUT))/run/dummy_{drop,black,mask}/demo-seed0/, dummy_allblack/demo-seed0.mp4"
+	@echo "  dummy videos:  $(abspath $(DEMO_OUT))/run/dummy_{drop,black,mask,allblack}/{16,32,64}_frame/ (budget dummies)"
 	@echo "  dummy GT:      $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/dummy_gt.jsonl"
 	@echo "  manifest:      $(abspath $(DEMO_OUT))/run/manifest.jsonl"
 	@echo "  overlay:       $(abspath $(DEMO_RUN_SCENE))/overlay.mp4 and overlay.png"

@@ -549,12 +549,12 @@ STRESS_RESPONSES = ("A", "B", "C", "D", "E", "None of these", CANNOT_DETERMINE, 
 @pytest.fixture(scope="module")
 def stress_run(tmp_path_factory):
     """The demo (320x240, 60 frames) with its questions reformulated, run at 16 frames and all,
-    with drop dummies."""
+    with drop dummies at both (a 16-frame budget dummy, the full-length one for all)."""
     base = tmp_path_factory.mktemp("stress")
     scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
     cli("run", scene, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
-        "--preset", "ultrafast", "--quiet")
+        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--quiet")
     return base / "run"
 
 
@@ -608,3 +608,33 @@ def test_lmms_eval_task_reproduces_vistest_score_on_a_reformulated_set(stress_ru
             cells[("dummy-drop", b)].abstention, cells[("dummy-drop", b)].hallucination)
     assert {"circular_accuracy", "nota_replace_drop", "open_mcq_gap", "abstain_accuracy"} <= set(
         aggregates["vistest_all_frame_real"])
+
+
+# ---------------------------------------------------------------------------------------
+# budget dummies (the default of vistest run): exports and score
+# ---------------------------------------------------------------------------------------
+def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, frames_of):
+    """A default run writes budget dummies: every dummy row of budget n is asked on the n-frame
+    video ``dummy_{mode}/{n}_frame/{scene}/...`` holding the frames the row lists (uniform: n of
+    them); the lmms-eval task's dummy rows point at those videos; `vistest score` scores the
+    run's dummies (every dummy row predicted by a blind baseline is paired and counted)."""
+    cli("export", "jsonl", run_dir, "-o", tmp_path / "jsonl", "--quiet")
+    rows = [r for r in read_jsonl(tmp_path / "jsonl" / "vistest.jsonl") if r["variant"] != "budget"]
+    assert rows and {r["budget"] for r in rows} == {16, 32, 64}  # no full-length (all) dummies by default
+    for r in rows:
+        assert r["video"] is not None and r["dummy_length"] == "budget"
+        mode = r["variant"].split("-", 1)[1]
+        assert r["video_relpath"].startswith(f"dummy_{mode}/{r['budget']}_frame/{r['scene_id']}")
+        assert frames_of(r["video"]) == r["video_frames"] == len(r["frame_indices"]) == r["budget"]
+    cli("export", "lmms-eval-task", run_dir, "-o", tmp_path / "task", "--quiet")
+    data = read_jsonl(tmp_path / "task" / "data" / "vistest_16_frame_dummy_drop.jsonl")
+    assert data and all("/dummy_drop/16_frame/" in d["video_path"] and frames_of(d["video_path"]) == 16
+                        for d in data)
+    scene_dir = run_dir / "scenes" / SCENE
+    preds = tmp_path / "preds.jsonl"
+    cli("baseline", "-r", scene_dir, "-o", preds)
+    cli("score", preds, "-r", scene_dir, "-o", tmp_path / "score", "--quiet")
+    report = json.loads((tmp_path / "score" / "report.json").read_text())
+    dummy_rows = [r for r in read_jsonl(scene_dir / "dummy_gt.jsonl")]
+    cells = [c for c in report["hallucination"] if c["variant"].startswith("dummy")]
+    assert cells and sum(c["n"] for c in cells) == len(dummy_rows)

@@ -24,9 +24,9 @@ from .budget.sampling import DEFAULT_PROFILE, Budget
 from .errors import InputError
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
-from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
-                       EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key, manifest_records,
-                       plan_variants)
+from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
+                          DEFAULT_MASK_MARGIN, EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key,
+                          manifest_records, plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .videos.manifest import prune_dummies, update_manifest
 from .visibility.table import DEFAULT_OCCLUSION, Visibility
@@ -40,7 +40,10 @@ class VideoOptions:
     sampler profile whose selections the budget videos hold; ``dummy_modes``: subset of
     drop, black, mask, allblack; ``fill``: mask fill; ``evidence_threshold``: fraction of the
     image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
-    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``seen_threshold``
+    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``dummy_length``:
+    ``budget`` (numeric dummy budgets get n-frame budget dummies) or ``full``;
+    ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
+    ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
     ``jobs``, ``threads``: vistest.videos.write.plan_resources.
     """
@@ -54,6 +57,8 @@ class VideoOptions:
     mask_margin: int = DEFAULT_MASK_MARGIN
     budget_fps: float = DEFAULT_BUDGET_FPS
     unknown_as_evidence: bool = True
+    dummy_length: str = DEFAULT_DUMMY_LENGTH
+    dummy_budgets: tuple[Budget, ...] | None = None
     settings: EncoderSettings = EncoderSettings()
     seen_threshold: float = DEFAULT_SEEN_THRESHOLD
     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE
@@ -181,14 +186,15 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
                          size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
-                         unknown_as_evidence=opts.unknown_as_evidence, warnings=warnings)
+                         unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
+                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
     update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
                         progress=progress)
     dummy_path = layout.scene_dir(outdir, scene.scene_id) / layout.DUMMY_GT
     dummy_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
-    update_manifest(outdir, scene.scene_id, manifest_records(plan))
+    update_manifest(outdir, scene.scene_id, manifest_records(plan, report.encodings))
     prune_dummies(outdir, plan)
     return plan, report, dummy_path
 

@@ -21,9 +21,11 @@ Written (``OUT``), for a name prefix P (``--name``, default ``vistest``)::
     data/{task}.jsonl               the rows of each task
     README.md, vistest_export.json
 
-One group per budget, because a dummy video holds the source's frame rate and length: the
-evaluator samples the budget's frames from it, so the model's frame count must be the
-budget (the real n-frame videos give every frame to any sampler taking n). Rows carry
+One group per budget, run with the model sampling the budget's frames: a budget video and a
+budget dummy (the default, ``vistest run --dummy-length budget``) hold exactly the frames the
+run's sampler takes at that budget, at a rate where every sampler taking n takes them all; a
+full-length dummy (the ``all`` budget, or ``--dummy-length full``) holds the source's rate and
+length, and the evaluator samples the budget's frames from it, as from the source. Rows carry
 vistest's ``id``, ``variant`` and ``num_frames``, and ``process_results`` logs the row, so
 ``vistest score LOGS -r RUN/scenes/{scene_id}`` reads the ``--log_samples`` output.
 
@@ -168,7 +170,8 @@ def task_yaml(task: str, data_path: Path, metrics: list[str], dummy: bool) -> st
 def group_yaml(group: str, tasks: list[str], budget: str) -> str:
     """The group of one budget, with the model frame count it needs."""
     frames = "its default number of frames" if budget == "all" else f"{budget} frames"
-    return "\n".join([f"# Run with the model sampling {frames} (dummy videos hold every source frame).",
+    return "\n".join([f"# Run with the model sampling {frames} (each video holds the frames of this budget, or the "
+                      f"whole timeline for the evaluator to sample).",
                       f"group: {json.dumps(group)}", "task:", *[f"  - {json.dumps(t)}" for t in tasks], ""])
 
 

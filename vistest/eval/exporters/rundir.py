@@ -3,7 +3,9 @@
 A run directory (docs/videos.md) holds, for any number of scenes::
 
     {n}_frame/{scene_id}.mp4            budget videos; all_frame/ every frame
-    dummy_{mode}/{scene_id}/{key}.mp4   dummy videos (allblack: dummy_allblack/{scene_id}.mp4)
+    dummy_{mode}/{n}_frame/{scene_id}/{key}.mp4
+                                        budget dummies (allblack: dummy_allblack/{n}_frame/{scene_id}.mp4)
+    dummy_{mode}/{scene_id}/{key}.mp4   full-length dummies (the all budget; --dummy-length full)
     scenes/{scene_id}/{n}_frame.jsonl   frame-budget ground truth (real videos)
     scenes/{scene_id}/dummy_gt.jsonl    ground truth of every dummy
     manifest.jsonl                      every video: frames, key, profile ...
