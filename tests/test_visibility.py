@@ -11,7 +11,7 @@ import trimesh
 
 from vistest.scene import Scene
 from vistest.datasets.synthetic import look_at, random_box_scene
-from vistest.visibility.table import Visibility, compute_visibility
+from vistest.visibility.table import Visibility, compute_visibility, containment
 from conftest import IDENTITY, make_scene, scene_doc
 
 W, H = 640, 480
@@ -111,13 +111,14 @@ def test_boxes_to_world_is_applied():
 
 def rel_errors(scene, vis, ref, check_projected=True):
     w, h = scene.image_size
+    contains = containment(*scene.world_boxes())
     ev, ep = [], []
     for fi, f in enumerate(scene.frames):
         if not f.valid:
             assert np.isnan(vis.visible[fi]).all() and np.isnan(vis.projected[fi]).all()
             continue
         k = scene.intrinsics_for(f)
-        ev.append(np.abs(ref.counts(f.camera_to_world, k) / (w * h) - vis.visible[fi]))
+        ev.append(np.abs(ref.counts(f.camera_to_world, k, contains) / (w * h) - vis.visible[fi]))
         if check_projected:
             for o in range(len(scene.objects)):
                 lab = ref.labels(f.camera_to_world, k, only=o)
@@ -241,3 +242,43 @@ def test_compiled_kernels_are_cached_on_disk(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert first.stdout.split() == ["0", "1"]  # compiled (and written to the cache)
     assert second.stdout.split() == ["1", "0"]  # loaded from the cache
+
+
+@pytest.mark.parametrize("z0, shown", [(3.4, True), (3.6, True), (3.8, False)])
+def test_boxes_mode_a_box_does_not_hide_what_it_contains(z0, shown):
+    # outer box z in [2, 4]; the inner box (0.5 m cube) starts at z0: share inside = (4 - z0) / 0.5
+    # (1.0, 0.8, 0.4); contained from 50%: then visible = projected, else hidden behind the outer's front face
+    s = make_scene([([0, 0, 3], [2, 2, 2]), ([0, 0, z0 + 0.25], [0.5, 0.5, 0.5])], [IDENTITY])
+    p, v, b = one(s, occlusion="boxes")
+    assert p[1] > 0.01
+    if shown:
+        assert v[1] == pytest.approx(p[1], abs=1e-12)
+        assert v[0] == pytest.approx(p[0], abs=1e-12)  # the container is not hidden by what it contains
+    else:
+        assert v[1] == 0 and np.isnan(b[1]).all()
+        assert v[0] == pytest.approx(p[0], abs=1e-12)
+
+
+def test_observed_depth_is_compared_with_the_box_entry_surface(tmp_path):
+    # a loose box z in [2, 4] (front face at 2); the object's surface inside it at z = 3: visible.
+    # Something 10 cm in front of the face (z = 1.9, beyond the 5 cm tolerance): hidden. 3 cm in
+    # front (z = 1.97): within the tolerance, visible. A second box in front hides nothing.
+    doc = scene_doc([([0, 0, 3], [1.0, 1.0, 2.0]), ([0, 0, 1.0], [1.0, 1.0, 0.2])], [IDENTITY] * 3,
+                    depth={"scale": 1000.0})
+    for i, z in enumerate((3.0, 1.9, 1.97)):
+        d = np.full((H, W), z)
+        d[:, 320:] = 0.8 if i == 0 else z  # right half: the front box's own surface
+        doc["frames"][i]["depth"] = write_depth(tmp_path, f"{i}.png", d)
+    v = compute_visibility(Scene.from_dict(doc, root=tmp_path), occlusion="depth")
+    p = v.projected[0, 0]
+    assert v.visible[0, 0] == pytest.approx(p / 2, abs=0.003)  # left half: the object; right: the front box's surface
+    assert v.visible[1, 0] == 0.0
+    assert v.visible[2, 0] == pytest.approx(p, abs=1e-12)
+
+
+def test_observed_depth_camera_inside_a_box_sees_it_everywhere(tmp_path):
+    # the camera inside a box: the ray enters it at the near plane, so nothing observed is in front
+    doc = scene_doc([([0, 0, 0], [4, 4, 4])], [IDENTITY], depth={"scale": 1000.0})
+    doc["frames"][0]["depth"] = write_depth(tmp_path, "0.png", np.full((H, W), 0.3))
+    v = compute_visibility(Scene.from_dict(doc, root=tmp_path), occlusion="depth")
+    assert v.visible[0, 0] == 1.0 and v.projected[0, 0] == 1.0
