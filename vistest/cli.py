@@ -44,8 +44,8 @@ def load_scene(path: str) -> Scene:
 @main.command()
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz.")
-@click.option("--occlusion", type=click.Choice(["none", "boxes", "depth", "mesh"]), default="boxes",
-              show_default=True, help="What can hide a box.")
+@click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
+              show_default=True, help="What can hide a box (auto: the scene's mesh, else its depth frames, else boxes).")
 @click.option("--scale", type=float, default=None,
               help="Working resolution / native (default: a 160-sample grid on the longer side).")
 @click.option("--near", type=float, default=None, help="Near plane in metres (default 0.001).")
@@ -54,10 +54,13 @@ def load_scene(path: str) -> Scene:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, quiet):
     """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
-    from .visibility.table import DEFAULT_DEPTH_TOL, DEFAULT_NEAR, compute_visibility
+    from .visibility.table import DEFAULT_DEPTH_TOL, DEFAULT_NEAR, choose_occlusion, compute_visibility
 
     scene = load_scene(scene_json)
     try:
+        occlusion, why = choose_occlusion(scene, occlusion)
+        if not quiet:
+            click.echo(f"occlusion: {occlusion} ({why})", err=True)
         vis = compute_visibility(scene, occlusion=occlusion, scale=scale,
                                  near=DEFAULT_NEAR if near is None else near,
                                  depth_tol=DEFAULT_DEPTH_TOL if depth_tol is None else depth_tol, progress=not quiet)
@@ -362,8 +365,9 @@ def _video_options(cmd):
                      help="Accept a video whose size differs from image_size: scale the intrinsics to it."),
         click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
                      help="Visibility .npz from 'vistest visibility' (default: computed now)."),
-        click.option("--occlusion", type=click.Choice(["none", "boxes", "depth", "mesh"]), default="boxes",
-                     show_default=True, help="Occlusion mode when visibility is computed."),
+        click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
+                     show_default=True, help="Occlusion mode when visibility is computed (auto: the scene's mesh, "
+                                             "else its depth frames, else boxes)."),
         click.option("--seen-threshold", type=float, default=0.05, show_default=True,
                      help="Budget GT: an object is seen when its visible fraction exceeds this."),
         click.option("--min-budget-room-route", type=int, default=32, show_default=True,
@@ -384,7 +388,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     from .videos.write import signals_as_exit
     from .videos.plan import DUMMY_MODES, EncoderSettings
     from .videos.ffmpeg import VideoError
-    from .visibility.table import Visibility
+    from .visibility.table import Visibility, choose_occlusion
 
     if kw["ffmpeg_path"]:
         os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
@@ -404,13 +408,18 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
         scene = Scene.load(scene_json)
         questions = load_questions(questions_jsonl, scene=scene)
         vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
+        occlusion = kw["occlusion"]
+        if vis is None:
+            occlusion, why = choose_occlusion(scene, occlusion)
+            if not quiet:
+                click.echo(f"occlusion: {occlusion} ({why})", err=True)
     except (OSError, KeyError) as e:
         _fail(f"{kw['visibility_npz']}: cannot read visibility ({e})")
     except ValueError as e:
         _fail(str(e))
     try:
         with signals_as_exit():
-            res = run_scene(scene_json, questions, kw["outdir"], opts, visibility=vis, occlusion=kw["occlusion"],
+            res = run_scene(scene_json, questions, kw["outdir"], opts, visibility=vis, occlusion=occlusion,
                             scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
                             scene=scene)
     except (ValueError, VideoError, OSError) as e:
@@ -483,8 +492,8 @@ def run(scene_json: str, questions_jsonl: str, stamp: str | None, **kw) -> None:
               help="Decoded frames, e.g. 0,10,20-30,100-200:10 (default: all; --png: 16 spread uniformly).")
 @click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
               help="Visibility .npz for the coverage labels (default: computed now).")
-@click.option("--occlusion", type=click.Choice(["none", "boxes", "depth", "mesh"]), default="boxes",
-              show_default=True, help="Occlusion mode when visibility is computed.")
+@click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
+              show_default=True, help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
 @click.option("--columns", type=int, default=4, show_default=True, help="--png: tiles per row.")
 @click.option("--tile-width", type=int, default=320, show_default=True, help="--png: tile width in pixels.")
 @click.option("--scale-intrinsics", is_flag=True, help="Accept a video whose size differs from image_size.")
@@ -517,8 +526,8 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
 @click.option("--option", "-O", "options", multiple=True, help=_OPTION_HELP)
 @click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
               help="Visibility .npz (default: computed now).")
-@click.option("--occlusion", type=click.Choice(["none", "boxes", "depth", "mesh"]), default="boxes",
-              show_default=True, help="Occlusion mode when visibility is computed.")
+@click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
+              show_default=True, help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
 @click.option("--seen-threshold", type=float, default=0.05, show_default=True,
               help="An object is seen when its visible fraction of the image exceeds this.")
 @click.option("--evidence-threshold", type=float, default=None,

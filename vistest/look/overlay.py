@@ -645,7 +645,7 @@ def default_sheet_frames(num_frames: int, count: int = DEFAULT_SHEET_FRAMES) -> 
 
 
 def make_overlay(scene_json: str | os.PathLike, out: str | os.PathLike, png: bool = False, objects: str | None = None,
-                 frames: str | None = None, visibility_npz: str | None = None, occlusion: str = "boxes",
+                 frames: str | None = None, visibility_npz: str | None = None, occlusion: str = "auto",
                  columns: int = DEFAULT_COLUMNS, tile_width: int = DEFAULT_TILE_WIDTH, scale_intrinsics: bool = False,
                  progress: bool = False) -> tuple[int, ...]:
     """``vistest overlay``: the overlay video of ``frames`` (default: all) or, with ``png``,

@@ -284,7 +284,7 @@ def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Pat
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
                   budgets: Sequence[Budget] = (), profile: str = "uniform",
                   profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
-                  occlusion: str = "boxes", seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                  occlusion: str = "auto", seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,
                   progress: bool = False) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
