@@ -15,11 +15,14 @@ Conventions (shared with :mod:`vistest.visibility.table`):
   xl <= j < xr, and likewise for rows, so faces that share an edge never both
   claim a sample on it.
 * The z-buffer holds inverse depth 1/z (0 = empty); a larger value is nearer. In
-  ``boxes`` occlusion it is a *k-buffer*: each sample keeps the ``kd`` nearest box
-  surfaces, nearest first, so that a box can show through the boxes that contain it
-  (``contains[a, b]``: box a does not hide box b). ``kd = 1 +`` the largest number of
-  containers of any box, which keeps every entry the rule can need: a box with more
-  than that many surfaces in front of it has a non-container in front.
+  ``boxes`` occlusion a box can show through the boxes that contain it (``contains[a,
+  b]``: box a does not hide box b). Boxes in no such pair go to a plain z-buffer; the
+  others ("involved") to a *k-buffer* that keeps, per sample, the ``kd`` nearest of their
+  surfaces, nearest first, ``kd = 1 +`` the largest number of containers of any box:
+  enough for the rule, since a box with more than that many surfaces in front of it has
+  a non-container in front. A sample shows the plain front box when it is nearer than
+  every involved surface; otherwise each involved entry nearer than the plain front
+  whose predecessors all contain it.
 * With observed geometry (a depth row per frame), boxes do not hide each other at all:
   a sample of a box's silhouette is visible unless the observed depth is nearer than
   the box's *entry* surface (where the ray enters the solid; the near plane when the
@@ -130,15 +133,16 @@ def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
 
 
 @njit(cache=True)
-def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, tol, see_all, vis, vb):
+def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, see_all, vis, vb):
     """Fill a convex polygon of box ``oid`` on the working grid, inverse depth a0 + aj*j + ai*i.
 
     Without observed depth (``drow`` empty) the polygon is inserted into the k-buffer
     (``zk``/``ik``, ``kd`` entries per sample, nearest first; see the module docstring).
-    With it (``drow``: the frame's observed z-depth per sample, metres, <= 0 missing),
-    each covered sample is tested at once: visible unless the observed depth is nearer
-    than the polygon by more than ``tol`` (always visible with ``see_all``); visible
-    samples are counted in ``vis[oid]`` and bound ``vb[oid]`` (j0, i0, j1, i1).
+    With it (``drow``: per sample, the least inverse depth still visible, ``1 / (d + tol)``
+    for observed z-depth d, 0 where the depth is missing), each covered sample is tested at
+    once: visible unless the observed depth is nearer than the polygon by more than the
+    tolerance (always visible with ``see_all``); visible samples are counted in
+    ``vis[oid]`` and bound ``vb[oid]`` (j0, i0, j1, i1).
     Returns the samples covered. Edges are evaluated with their endpoints in a canonical
     order so that two faces sharing an edge compute bit-identical span ends.
     """
@@ -172,14 +176,24 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, tol, see_all, 
         iz = a0 + ai * i
         count += j1 - j0 + 1
         if observed:
-            for j in range(j0, j1 + 1):
-                d = drow[row + j]
-                if see_all or d <= 0.0 or 1.0 / (iz + aj * j) <= d + tol:
-                    vis[oid] += 1
-                    vb[oid, 0] = min(vb[oid, 0], j)
-                    vb[oid, 1] = min(vb[oid, 1], i)
-                    vb[oid, 2] = max(vb[oid, 2], j)
-                    vb[oid, 3] = max(vb[oid, 3], i)
+            first = -1
+            last = -1
+            seen = 0
+            if see_all:
+                first, last, seen = j0, j1, j1 - j0 + 1
+            else:
+                for j in range(j0, j1 + 1):
+                    if iz + aj * j >= drow[row + j]:
+                        seen += 1
+                        last = j
+                        if first < 0:
+                            first = j
+            if seen:
+                vis[oid] += seen
+                vb[oid, 0] = min(vb[oid, 0], first)
+                vb[oid, 1] = min(vb[oid, 1], i)
+                vb[oid, 2] = max(vb[oid, 2], last)
+                vb[oid, 3] = max(vb[oid, 3], i)
             continue
         for j in range(j0, j1 + 1):
             z = iz + aj * j
@@ -284,7 +298,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
 
 
 @njit(cache=True)
-def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, drow, tol, vis, vb, us, vs, cu, cv,
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, drow, vis, vb, us, vs, cu, cv,
                 eu, ev, px, py, hx, hy, nrm, off):
     """Rasterise one box (camera-space corners pc) on the working grid; return its sample count.
 
@@ -345,12 +359,22 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, 
         aj = nx / (fxs * c)
         ai = ny / (fys * c)
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
-        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, tol, inside, vis, vb)
+        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, inside, vis, vb)
     if not inside and ncap >= 3:
         m = _hull(capx, capy, ncap, hx, hy)
         if m >= 3:
-            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, drow, tol, False, vis, vb)
+            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, drow, False, vis, vb)
     return count
+
+
+@njit(cache=True, inline="always")
+def _count(vis, vb, o, j, i):
+    """Sample (j, i) shows box o: count it and grow its bounds."""
+    vis[o] += 1
+    vb[o, 0] = min(vb[o, 0], j)
+    vb[o, 1] = min(vb[o, 1], i)
+    vb[o, 2] = max(vb[o, 2], j)
+    vb[o, 3] = max(vb[o, 3], i)
 
 
 @njit(cache=True)
@@ -395,7 +419,15 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
     use_depth = depth.shape[0] > 0
     use_contains = contains.shape[0] > 0
     kd = 1 if use_depth or not use_contains else kbuffer_depth(contains)
-    nbuf = ws * hs * kd if raster and not use_depth else 0
+    involved = np.zeros(no, np.bool_)
+    if use_contains and not use_depth:
+        for a in range(no):
+            for b in range(no):
+                if contains[a, b] and a != b:
+                    involved[a] = True
+                    involved[b] = True
+    nbuf = ws * hs if raster and not use_depth else 0
+    nkbuf = ws * hs * kd if raster and not use_depth and involved.any() else 0
     no_depth = np.zeros(0)
     for f in prange(nf):
         if not valid[f]:
@@ -433,9 +465,17 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         for o in range(no):
             vb[o, 0] = vb[o, 1] = np.inf
             vb[o, 2] = vb[o, 3] = -np.inf
-        zk = np.zeros(nbuf)
-        ik = np.full(nbuf, -1, np.int64)
-        drow = depth[f] if use_depth else no_depth
+        z0 = np.zeros(nbuf)  # plain z-buffer: boxes in no containment pair
+        i0 = np.full(nbuf, -1, np.int64)
+        zk = np.zeros(nkbuf)  # k-buffer: the others
+        ik = np.full(nkbuf, -1, np.int64)
+        drow = no_depth
+        if use_depth:  # least visible inverse depth per sample: 1 / (d + tol); 0 = missing depth, all visible
+            drow = np.zeros(ws * hs)
+            for k in range(ws * hs):
+                d = depth[f, k]
+                if d > 0.0:
+                    drow[k] = 1.0 / (d + depth_tol)
         area_img = float(w) * float(h)
         for o in range(no):
             area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
@@ -444,9 +484,12 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
             if area > 0.0:
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
-                if raster:
+                if raster and involved[o]:
                     sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, drow,
-                                         depth_tol, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                elif raster:
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, drow,
+                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
         if not raster:
             for o in range(no):
                 out_vis[f, o] = out_proj[f, o]
@@ -462,25 +505,28 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
             for i in range(hs):
                 for j in range(ws):
                     k = i * ws + j
+                    front = z0[k]
+                    if nkbuf == 0 or zk[k * kd] <= front:  # the plain front box, if any, is nearest
+                        o = i0[k]
+                        if o >= 0:
+                            _count(vis, vb, o, j, i)
+                            if out_labels is not None:
+                                out_labels[f, k] = o
+                        continue
                     base = k * kd
                     for e in range(kd):
                         o = ik[base + e]
-                        if o < 0:
-                            break
+                        if o < 0 or zk[base + e] <= front:
+                            break  # the rest is behind the plain front box
                         shown = True
                         for q in range(e):  # every surface in front must belong to a box containing o
                             if not contains[ik[base + q], o]:
                                 shown = False
                                 break
-                        if not shown:
-                            continue
-                        vis[o] += 1
-                        if out_labels is not None:
-                            out_labels[f, k] = o
-                        vb[o, 0] = min(vb[o, 0], j)
-                        vb[o, 1] = min(vb[o, 1], i)
-                        vb[o, 2] = max(vb[o, 2], j)
-                        vb[o, 3] = max(vb[o, 3], i)
+                        if shown:
+                            _count(vis, vb, o, j, i)
+                            if out_labels is not None:
+                                out_labels[f, k] = o
         for o in range(no):
             p = out_proj[f, o]
             if p <= 0.0:
