@@ -243,7 +243,7 @@ def box_inside_share(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, g
 
     Estimated on a ``grid``^3 lattice of cell centres in b (each face of a cuts at most
     one layer of cells wrongly: error <= 1/(2 grid) per cutting face, 1/16 by default).
-    Pairs whose bounding spheres do not meet are 0 without testing.
+    Pairs whose world-axis-aligned bounds do not overlap are 0 without testing.
     """
     centers, sizes, rots = (np.asarray(a, float) for a in (centers, sizes, rots))
     n = len(centers)
@@ -253,10 +253,11 @@ def box_inside_share(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, g
     g = (np.arange(grid) + 0.5) / grid - 0.5
     cell = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)  # (G, 3) in [-0.5, 0.5]
     pts = centers[:, None, :] + np.einsum("gk,bdk->bgd", cell, rots * sizes[:, None, :])  # (O, G, 3) world points
-    radius = np.linalg.norm(sizes, axis=1) / 2.0
+    extent = np.abs(rots) @ (sizes[:, :, None] / 2.0)  # (O, 3, 1): half extents of the world-axis bounds
+    lo, hi = centers - extent[..., 0], centers + extent[..., 0]
     half = sizes / 2.0
     for a in range(n):
-        near = np.linalg.norm(centers - centers[a], axis=1) < radius + radius[a]
+        near = ((lo < hi[a]) & (hi > lo[a])).all(axis=1)
         near[a] = False
         if not near.any():
             continue
