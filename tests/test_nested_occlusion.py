@@ -194,3 +194,28 @@ def test_dummy_drops_every_frame_where_the_nested_table_shows(room, tmp_path):
     assert kept == set(range(len(share))) - shows  # and nothing else is dropped
     assert count_frames(out / rec["path"]) == len(kept)
     assert res.truth is not None
+
+
+def test_cli_says_which_occlusion_it_used(room, tmp_path):
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+    from vistest.visibility.table import Visibility
+
+    scene, share = room
+    scene.save(scene.root / "with-depth.json")
+    path = str(scene.root / "with-depth.json")
+    r = CliRunner().invoke(main, ["visibility", path, "-o", str(tmp_path / "v.npz")])
+    assert r.exit_code == 0, r.output
+    assert "occlusion: mesh (the scene's mesh (mesh.ply) hides what is behind it)" in r.output
+    v = Visibility.load(tmp_path / "v.npz")
+    assert v.params["occlusion"] == "mesh" and np.abs(v.visible[:, 1] - share).max() <= 0.005
+    r = CliRunner().invoke(main, ["visibility", path, "-o", str(tmp_path / "d.npz"), "--occlusion", "depth"])
+    assert r.exit_code == 0 and "occlusion: depth (asked for)" in r.output
+    doc = scene.to_dict()
+    doc.pop("mesh")
+    (scene.root / "no-mesh.json").write_text(json.dumps(doc))
+    r = CliRunner().invoke(main, ["visibility", str(scene.root / "no-mesh.json"), "-o", str(tmp_path / "x.npz"),
+                                  "--occlusion", "mesh"])
+    assert r.exit_code == 2 and "has no 'mesh' file" in r.output
+    assert not (tmp_path / "x.npz").exists()

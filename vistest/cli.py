@@ -148,7 +148,7 @@ def frames(profile: str, budget: str, num_frames: int, fps: float | None, option
 @click.option("-o", "--outdir", required=True, type=click.Path(file_okay=False),
               help="Output folder for {budget}_frame.jsonl.")
 @click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
-              help="Visibility .npz from 'vistest visibility' (default: computed now, box occlusion).")
+              help="Visibility .npz from 'vistest visibility' (default: computed now, occlusion auto).")
 @click.option("--seen-threshold", type=float, default=0.05, show_default=True,
               help="An object is seen in a frame when its visible fraction of the image exceeds this.")
 @click.option("--min-budget-room-route", type=int, default=32, show_default=True,
@@ -176,10 +176,13 @@ def budget(scene_json: str, questions_jsonl: str, budgets: str, profile: str, op
         except (OSError, ValueError, KeyError) as e:
             _fail(f"{visibility_npz}: cannot read visibility ({e})")
     else:
-        from .visibility.table import compute_visibility  # lazy: numba compilation only when needed
+        from .visibility.table import choose_occlusion, compute_visibility  # lazy: numba compiles when needed
 
         try:
-            vis = compute_visibility(scene, progress=not quiet)
+            occlusion, why = choose_occlusion(scene)
+            if not quiet:
+                click.echo(f"occlusion: {occlusion} ({why})", err=True)
+            vis = compute_visibility(scene, occlusion=occlusion, progress=not quiet)
         except ValueError as e:
             _fail(f"{scene_json}: {e}")
     try:
