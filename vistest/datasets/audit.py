@@ -403,7 +403,7 @@ def surface_points(path, samples: int = 200_000) -> tuple[np.ndarray, np.ndarray
     except Exception as e:  # trimesh raises many types for bad files
         raise InputError(f"{path}: mesh: cannot read it ({e})") from None
     if isinstance(geom, trimesh.Scene):
-        geom = geom.dump(concatenate=True)
+        geom = geom.to_geometry() if hasattr(geom, "to_geometry") else geom.dump(concatenate=True)
     verts = np.asarray(getattr(geom, "vertices", np.zeros((0, 3))), float)
     if len(verts) == 0:
         raise InputError(f"{path}: mesh: expected a mesh or point cloud with vertices")
