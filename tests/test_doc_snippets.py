@@ -62,8 +62,9 @@ def doc_run(doc_demo, tmp_path_factory) -> Path:
     from vistest.cli import main
 
     out = tmp_path_factory.mktemp("doc-run") / "run"
-    res = CliRunner().invoke(main, ["run", str(doc_demo / "scene.json"), str(ROOT / "examples" / "demo-questions.jsonl"),
-                                    "-o", str(out), "--budgets", "16,all", "--preset", "ultrafast", "--quiet"])
+    questions = ROOT / "examples" / "demo-questions.jsonl"
+    res = CliRunner().invoke(main, ["run", str(doc_demo / "scene.json"), str(questions), "-o", str(out),
+                                    "--budgets", "16,all", "--preset", "ultrafast", "--quiet"])
     assert res.exit_code == 0, res.output
     return out
 

@@ -84,8 +84,8 @@ def write_scan(out: Path) -> Path:
     k = d["intrinsics"]
     w, h = cv2.imread(str(DATA / d["img_paths"][0])).shape[1::-1]
     sx, sy = DEPTH_SIZE[0] / w, DEPTH_SIZE[1] / h
-    k_depth = np.array([[k[0, 0] * sx, 0, (k[0, 2] + 0.5) * sx - 0.5, 0], [0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5, 0],
-                        [0, 0, 1, 0], [0, 0, 0, 1]])
+    k_depth = np.array([[k[0, 0] * sx, 0, (k[0, 2] + 0.5) * sx - 0.5, 0],
+                        [0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
     vert = np.load(INST / "scene0000_00_vert_all.npy").astype(float)
     raw = vert[:, :3] @ np.linalg.inv(align)[:3, :3].T + np.linalg.inv(align)[:3, 3]
     for n, pose, img in zip(FRAMES, d["extrinsics"], d["img_paths"]):
@@ -105,7 +105,8 @@ def write_scan(out: Path) -> Path:
     ins = np.load(INST / "scene0000_00_ins_label_all.npy")
     (scan / "scene0000_00_vh_clean_2.0.010000.segs.json").write_text(json.dumps({"segIndices": ins.tolist()}))
     idx = np.load(INST / "scene0000_00_bbox_idx.npy").astype(int)
-    groups = [{"objectId": int(i), "label": str(name), "segments": [int(i)]} for i, name in zip(idx, d["annos"]["name"])]
+    groups = [{"objectId": int(i), "label": str(name), "segments": [int(i)]}
+              for i, name in zip(idx, d["annos"]["name"])]
     (scan / "scene0000_00.aggregation.json").write_text(json.dumps({"sceneId": "scene0000_00", "segGroups": groups}))
     return scan
 

@@ -45,7 +45,8 @@ def load_scene(path: str) -> Scene:
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz.")
 @click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
-              show_default=True, help="What can hide a box (auto: the scene's mesh, else its depth frames, else boxes).")
+              show_default=True,
+              help="What can hide a box (auto: the scene's mesh, else its depth frames, else boxes).")
 @click.option("--scale", type=float, default=None,
               help="Working resolution / native (default: a 160-sample grid on the longer side).")
 @click.option("--near", type=float, default=None, help="Near plane in metres (default 0.001).")
@@ -496,7 +497,8 @@ def run(scene_json: str, questions_jsonl: str, stamp: str | None, **kw) -> None:
 @click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
               help="Visibility .npz for the coverage labels (default: computed now).")
 @click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
-              show_default=True, help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
+              show_default=True,
+              help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
 @click.option("--columns", type=int, default=4, show_default=True, help="--png: tiles per row.")
 @click.option("--tile-width", type=int, default=320, show_default=True, help="--png: tile width in pixels.")
 @click.option("--scale-intrinsics", is_flag=True, help="Accept a video whose size differs from image_size.")
@@ -530,7 +532,8 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
 @click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None,
               help="Visibility .npz (default: computed now).")
 @click.option("--occlusion", type=click.Choice(["auto", "none", "boxes", "depth", "mesh"]), default="auto",
-              show_default=True, help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
+              show_default=True,
+              help="Occlusion mode when visibility is computed (auto: mesh, else depth, else boxes).")
 @click.option("--seen-threshold", type=float, default=0.05, show_default=True,
               help="An object is seen when its visible fraction of the image exceeds this.")
 @click.option("--evidence-threshold", type=float, default=None,

@@ -47,11 +47,11 @@ no box is ever seen counts as fully contradicted); the lowest wins.
 **Verdict** (thresholds in :class:`Thresholds`, documented in docs/audit.md): the scene
 fails when, as given, the median ``surface_dist`` exceeds ``surface_dist_m``, or more
 than ``far_share`` of the boxes are farther than ``far_dist_m`` from every observed
-point, or more than ``contradicted_share`` of sightings are contradicted, or the median colour
-correlation is below ``colour_min``, or a hypothesis scores ``better_factor`` times better (with an absolute gain of at least
-``min_gain_m`` in surface distance or ``min_gain_share`` in contradicted share), or scores
-better with a colour correlation at least ``colour_min`` and ``min_gain_colour`` above the
-scene's.
+point, or more than ``contradicted_share`` of sightings are contradicted, or the median
+colour correlation is below ``colour_min``, or a hypothesis scores ``better_factor`` times
+better (with an absolute gain of at least ``min_gain_m`` in surface distance or
+``min_gain_share`` in contradicted share), or scores better with a colour correlation at
+least ``colour_min`` and ``min_gain_colour`` above the scene's.
 """
 from __future__ import annotations
 

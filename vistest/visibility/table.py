@@ -151,7 +151,8 @@ def choose_occlusion(scene, occlusion: str = "auto") -> tuple[str, str]:
     if has_depth:
         why = "" if scene.mesh is None else f"; its mesh {scene.mesh} is a point cloud"
         return "depth", f"the scene's depth frames hide what is behind them{why}"
-    why = "no mesh or depth frames" if scene.mesh is None else f"its mesh {scene.mesh} is a point cloud and no depth frames"
+    why = ("no mesh or depth frames" if scene.mesh is None
+           else f"its mesh {scene.mesh} is a point cloud and no depth frames")
     return "boxes", f"the scene has {why}: boxes hide each other (not what they contain)"
 
 
