@@ -17,6 +17,8 @@ alignment matrices exist for the scene (``vistest audit`` tests them as hypothes
 """
 from __future__ import annotations
 
+import builtins
+import collections
 import json
 import os
 import pickle
@@ -139,14 +141,14 @@ def _pickle_globals() -> dict:
         frombuffer = arr.__reduce_ex__(5)[0]
         scalar = np.float64(0).__reduce__()[0]
         table = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype, ("_codecs", "encode"): _latin1_encode,
-                 ("collections", "OrderedDict"): __import__("collections").OrderedDict}
+                 ("collections", "OrderedDict"): collections.OrderedDict}
         for core in ("numpy.core", "numpy._core"):
             table[(f"{core}.multiarray", "_reconstruct")] = reconstruct
             table[(f"{core}.multiarray", "scalar")] = scalar
             table[(f"{core}.numeric", "_frombuffer")] = frombuffer
         for name in ("list", "dict", "tuple", "set", "frozenset", "str", "int", "float", "bool", "bytes", "bytearray",
                      "complex"):
-            table[("builtins", name)] = getattr(__import__("builtins"), name)
+            table[("builtins", name)] = getattr(builtins, name)
         _PICKLE_GLOBALS.update(table)
     return _PICKLE_GLOBALS
 

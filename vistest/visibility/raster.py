@@ -133,15 +133,18 @@ def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
 
 
 @njit(cache=True)
-def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, see_all, vis, vb):
+def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, vis, vb):
     """Fill a convex polygon of box ``oid`` on the working grid, inverse depth a0 + aj*j + ai*i.
 
-    Without observed depth (``drow`` empty) the polygon is inserted into the k-buffer
-    (``zk``/``ik``, ``kd`` entries per sample, nearest first; see the module docstring).
-    With it (``drow``: per sample, the least inverse depth still visible, ``1 / (d + tol)``
-    for observed z-depth d, 0 where the depth is missing), each covered sample is tested at
-    once: visible unless the observed depth is nearer than the polygon by more than the
-    tolerance (always visible with ``see_all``); visible samples are counted in
+    Without observed depth (``drow`` empty) the polygon is inserted into the z-buffer
+    (``kd`` = 1: ``zk``/``ik`` span the grid) or the k-buffer (``kd`` entries per sample,
+    nearest first, over the rectangle ``kr`` = (j0, i0, width) of the grid that holds the
+    polygon; see the module docstring).
+    With it (``drow``: per sample ``d + tol`` for the frame's observed z-depth d in metres,
+    ``inf`` where the depth is missing), each covered sample is tested at once: visible
+    unless the observed depth is nearer than the polygon by more than ``tol``, i.e. when
+    ``z (d + tol) >= 1`` for the polygon's inverse depth z (no division; missing depth is
+    always visible, and so is everything with ``see_all``); visible samples are counted in
     ``vis[oid]`` and bound ``vb[oid]`` (j0, i0, j1, i1).
     Returns the samples covered. Edges are evaluated with their endpoints in a canonical
     order so that two faces sharing an edge compute bit-identical span ends.
@@ -176,18 +179,21 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, see_all, vis, 
         iz = a0 + ai * i
         count += j1 - j0 + 1
         if observed:
-            first = -1
-            last = -1
+            first = j1 + 1
+            last = j0 - 1
             seen = 0
             if see_all:
                 first, last, seen = j0, j1, j1 - j0 + 1
             else:
-                for j in range(j0, j1 + 1):
-                    if iz + aj * j >= drow[row + j]:
-                        seen += 1
-                        last = j
-                        if first < 0:
-                            first = j
+                for j in range(j0, j1 + 1):  # branch-free count (vectorises); the ends are found below
+                    seen += (iz + aj * j) * drow[row + j] >= 1.0
+                if seen:
+                    first = j0
+                    while (iz + aj * first) * drow[row + first] < 1.0:
+                        first += 1
+                    last = j1
+                    while (iz + aj * last) * drow[row + last] < 1.0:
+                        last -= 1
             if seen:
                 vis[oid] += seen
                 vb[oid, 0] = min(vb[oid, 0], first)
@@ -195,9 +201,16 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, see_all, vis, 
                 vb[oid, 2] = max(vb[oid, 2], last)
                 vb[oid, 3] = max(vb[oid, 3], i)
             continue
+        if kd == 1:  # a plain z-buffer
+            for j in range(j0, j1 + 1):
+                z = iz + aj * j
+                if z > zk[row + j]:
+                    zk[row + j] = z
+                    ik[row + j] = oid
+            continue
         for j in range(j0, j1 + 1):
             z = iz + aj * j
-            base = (row + j) * kd
+            base = ((i - kr[1]) * kr[2] + (j - kr[0])) * kd
             if z > zk[base + kd - 1]:
                 p = kd - 1
                 while p > 0 and zk[base + p - 1] < z:
@@ -298,7 +311,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
 
 
 @njit(cache=True)
-def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, drow, vis, vb, us, vs, cu, cv,
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, kr, drow, vis, vb, us, vs, cu, cv,
                 eu, ev, px, py, hx, hy, nrm, off):
     """Rasterise one box (camera-space corners pc) on the working grid; return its sample count.
 
@@ -359,11 +372,11 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, 
         aj = nx / (fxs * c)
         ai = ny / (fys * c)
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
-        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, drow, inside, vis, vb)
+        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, inside, vis, vb)
     if not inside and ncap >= 3:
         m = _hull(capx, capy, ncap, hx, hy)
         if m >= 3:
-            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, drow, False, vis, vb)
+            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, kr, drow, False, vis, vb)
     return count
 
 
@@ -467,15 +480,28 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
             vb[o, 2] = vb[o, 3] = -np.inf
         z0 = np.zeros(nbuf)  # plain z-buffer: boxes in no containment pair
         i0 = np.full(nbuf, -1, np.int64)
-        zk = np.zeros(nkbuf)  # k-buffer: the others
-        ik = np.full(nkbuf, -1, np.int64)
+        # the k-buffer (for the others) covers the working samples their silhouettes may reach in this
+        # frame (hull bounds plus one sample), and is not allocated when none of them is in view
+        kx0, ky0, kx1, ky1 = ws, hs, -1, -1
+        if nkbuf > 0:
+            for o in range(no):
+                if involved[o] and _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px,
+                                              py, hx, hy, tx, ty, bb) > 0.0:
+                    kx0 = min(kx0, max(int(math.floor((bb[0] + 0.5) * sx - 0.5)) - 1, 0))
+                    ky0 = min(ky0, max(int(math.floor((bb[1] + 0.5) * sy - 0.5)) - 1, 0))
+                    kx1 = max(kx1, min(int(math.ceil((bb[2] + 0.5) * sx - 0.5)) + 1, ws - 1))
+                    ky1 = max(ky1, min(int(math.ceil((bb[3] + 0.5) * sy - 0.5)) + 1, hs - 1))
+        kr = np.array([kx0, ky0, max(kx1 - kx0 + 1, 0)], np.int64)
+        nk = kr[2] * max(ky1 - ky0 + 1, 0) * kd
+        zk = np.zeros(nk)
+        ik = np.full(nk, -1, np.int64)
+        full = np.array([0, 0, ws], np.int64)
         drow = no_depth
-        if use_depth:  # least visible inverse depth per sample: 1 / (d + tol); 0 = missing depth, all visible
-            drow = np.zeros(ws * hs)
+        if use_depth:  # d + tol per sample, inf where the depth is missing (visible: z (d + tol) >= 1 for z > 0)
+            drow = np.empty(ws * hs)
             for k in range(ws * hs):
                 d = depth[f, k]
-                if d > 0.0:
-                    drow[k] = 1.0 / (d + depth_tol)
+                drow[k] = d + depth_tol if d > 0.0 else np.inf
         area_img = float(w) * float(h)
         for o in range(no):
             area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
@@ -485,10 +511,10 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
                 if raster and involved[o]:
-                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, drow,
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, kr, drow,
                                          vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
                 elif raster:
-                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, drow,
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, full, drow,
                                          vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
         if not raster:
             for o in range(no):
@@ -506,14 +532,15 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                 for j in range(ws):
                     k = i * ws + j
                     front = z0[k]
-                    if nkbuf == 0 or zk[k * kd] <= front:  # the plain front box, if any, is nearest
+                    inrect = nk > 0 and kx0 <= j <= kx1 and ky0 <= i <= ky1
+                    base = ((i - ky0) * kr[2] + (j - kx0)) * kd
+                    if not inrect or zk[base] <= front:  # the plain front box, if any, is nearest
                         o = i0[k]
                         if o >= 0:
                             _count(vis, vb, o, j, i)
                             if out_labels is not None:
                                 out_labels[f, k] = o
                         continue
-                    base = k * kd
                     for e in range(kd):
                         o = ik[base + e]
                         if o < 0 or zk[base + e] <= front:

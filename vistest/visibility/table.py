@@ -44,7 +44,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..atomic import atomic_path
-
 from ..errors import InputError
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
