@@ -9,7 +9,7 @@ DEMO_RUN_SCENE := $(DEMO_OUT)/run/scenes/demo-seed0
 DEMO_VIS := $(DEMO_RUN_SCENE)/visibility.npz
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test bench bench-videos setup clean variants
+.PHONY: demo test test-fast bench bench-videos setup clean variants
 
 setup: $(STAMP)
 
@@ -70,8 +70,17 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 
 -include $(wildcard $(OUT)/.vistest/*.done.d)
 
+# `make test`: the whole suite, as CI runs it, on every core (pytest-xdist, one test module per
+# worker at a time: module fixtures are built once; see tests/conftest.py). `make test-fast`: the same
+# without the tests marked slow. TEST_JOBS=0: in this process, no workers.
+TEST_JOBS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST)
+
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(PY) bench/visibility.py

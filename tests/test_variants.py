@@ -1,7 +1,8 @@
 """The video stage on the demo scene: budget videos and dummies, decoded and checked.
 
-One module-scoped run (320x240 demo, 300 frames, budgets 16/32/all, every dummy mode, crf 4
-so that decoded frames are within a grey level or two of the source). Every written video
+One module-scoped run (the session's 320x240 demo, 300 frames, ``demo_full`` in conftest.py;
+budgets 16/32/all, every dummy mode, crf 4 so that decoded frames are within a grey level or
+two of the source). Every written video
 is decoded. Dummies are render-checked: the demo boxes have flat colours (shaded, so a hue
 and a saturation), and a removed object's hue must not appear in any remaining frame.
 """
@@ -17,12 +18,13 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene, Visibility
 from vistest.budget.truth import budget_truth
-from vistest.datasets.demo import furniture, make_demo_scene
+from vistest.datasets.demo import furniture
 from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene, update_manifest
 from vistest.questions import load_questions
 from vistest.videos.write import (encoder_memory_mb, fill_rects, plan_passes, plan_resources, stored_key)
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, probe
+from conftest import scene_copy
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -38,9 +40,9 @@ def decode_rgb(path):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, demo_full):
     root = tmp_path_factory.mktemp("variants")
-    scene_json = make_demo_scene(root / "scene", size=(W, H), quiet=True)
+    scene_json = scene_copy(demo_full, root / "scene")  # tests write other scene documents beside it
     lines = (EXAMPLES / "demo-questions.jsonl").read_text().splitlines()
     extra = json.loads(lines[4])  # demo-5 (the bed) again under another id: must share its dummies
     extra["id"] = "demo-5b"
