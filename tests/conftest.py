@@ -39,6 +39,8 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.scene import FORMAT, Scene
 
+DEMO_SMALL = dict(seed=0, num_frames=60, size=(320, 240))  # make_demo_scene parameters
+DEMO_TINY = dict(seed=0, num_frames=40, size=(160, 120))
 IDENTITY = np.eye(4).tolist()
 CAM = {"fx": 500.0, "fy": 500.0, "cx": 319.5, "cy": 239.5}
 
@@ -119,20 +121,20 @@ def demo_full(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_small(tmp_path_factory) -> Path:
-    """The demo, seed 0, 60 frames at 320x240."""
+    """The demo, seed 0, 60 frames at 320x240 (``DEMO_SMALL``)."""
     from vistest.datasets.demo import make_demo_scene
 
-    return shared_dir(tmp_path_factory, "demo-small",
-                      lambda d: make_demo_scene(d, seed=0, num_frames=60, size=(320, 240), quiet=True)) / "scene.json"
+    folder = shared_dir(tmp_path_factory, "demo-small", lambda d: make_demo_scene(d, **DEMO_SMALL, quiet=True))
+    return folder / "scene.json"
 
 
 @pytest.fixture(scope="session")
 def demo_tiny(tmp_path_factory) -> Path:
-    """The demo, seed 0, 40 frames at 160x120."""
+    """The demo, seed 0, 40 frames at 160x120 (``DEMO_TINY``)."""
     from vistest.datasets.demo import make_demo_scene
 
-    return shared_dir(tmp_path_factory, "demo-tiny",
-                      lambda d: make_demo_scene(d, seed=0, num_frames=40, size=(160, 120), quiet=True)) / "scene.json"
+    folder = shared_dir(tmp_path_factory, "demo-tiny", lambda d: make_demo_scene(d, **DEMO_TINY, quiet=True))
+    return folder / "scene.json"
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 events (camera inside a box, a box straddling the camera plane), and its depth agrees
 with the geometry. Geometry here is recomputed from scene.json, independently of
 vistest.datasets.demo. The demo checked is the session's ``demo_small`` (conftest.py: seed 0,
-60 frames, 320x240); the determinism test renders it twice more."""
+60 frames, 320x240); the determinism test renders the smallest one (``demo_tiny``) again."""
 import hashlib
 import re
 import subprocess
@@ -15,6 +15,7 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is importe
 from vistest import Scene
 from vistest.datasets.demo import MIN_FRAMES, make_demo_scene
 from vistest.videos.ffmpeg import count_frames, ffmpeg_exe
+from conftest import DEMO_TINY
 
 N, W, H = 60, 320, 240
 
@@ -86,11 +87,13 @@ def test_video_decodes_to_every_frame(demo):
 
 
 # ---- determinism ---------------------------------------------------------------------------
-def test_same_seed_same_outputs_other_seed_differs(demo, tmp_path):
-    again = make_demo_scene(tmp_path / "again", seed=0, num_frames=N, size=(W, H), quiet=True)
+def test_same_seed_same_outputs_other_seed_differs(demo_tiny, tmp_path):
+    """The session's smallest demo (rendered by another process under xdist) rendered again."""
+    demo = demo_tiny
+    again = make_demo_scene(tmp_path / "again", **DEMO_TINY, quiet=True)
     assert again.read_bytes() == demo.read_bytes()
     assert digest(again.parent) == digest(demo.parent)
-    other = make_demo_scene(tmp_path / "other", seed=1, num_frames=N, size=(W, H), quiet=True)
+    other = make_demo_scene(tmp_path / "other", **{**DEMO_TINY, "seed": 1}, quiet=True)
     a, b = Scene.load(demo), Scene.load(other)
     assert other.read_bytes() != demo.read_bytes()
     assert [o.center.tolist() for o in a.objects] != [o.center.tolist() for o in b.objects]

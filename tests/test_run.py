@@ -1,9 +1,9 @@
 """`vistest run` / `vistest videos` from the command line, interrupted runs, and `make variants`.
 
-The session's smallest demo (160x120, 40 frames: ``demo_tiny`` in conftest.py) keeps this module
-quick. An interrupted run (SIGINT or
-SIGTERM sent to the process while it writes) must leave no temporary file and no manifest
-line, and a rerun must then produce exactly the bytes an uninterrupted run produces.
+The session's smallest demo (160x120, 40 frames: ``demo_tiny`` in conftest.py) keeps this
+module quick. An interrupted run (SIGINT or SIGTERM sent to the process while it writes) must
+leave no temporary file and no manifest line, and a rerun must then produce exactly the bytes
+an uninterrupted run produces.
 """
 import json
 import os

@@ -1,10 +1,10 @@
 """The video stage on the demo scene: budget videos and dummies, decoded and checked.
 
-One module-scoped run (the session's 320x240 demo, 300 frames, ``demo_full`` in conftest.py;
+One module-scoped run (the session's 320x240 demo, 300 frames: ``demo_full`` in conftest.py;
 budgets 16/32/all, every dummy mode, crf 4 so that decoded frames are within a grey level or
-two of the source). Every written video
-is decoded. Dummies are render-checked: the demo boxes have flat colours (shaded, so a hue
-and a saturation), and a removed object's hue must not appear in any remaining frame.
+two of the source). Every written video is decoded. Dummies are render-checked: the demo boxes
+have flat colours (shaded, so a hue and a saturation), and a removed object's hue must not
+appear in any remaining frame.
 """
 import colorsys
 import json
