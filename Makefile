@@ -71,10 +71,10 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 -include $(wildcard $(OUT)/.vistest/*.done.d)
 
 # `make test`: the whole suite, as CI runs it, on every core (pytest-xdist, one test module per
-# worker at a time: module fixtures are built once; see tests/conftest.py). `make test-fast`: the same
-# without the tests marked slow. TEST_JOBS=0: in this process, no workers.
+# worker at a time, longest modules first: see tests/conftest.py). `make test-fast`: the same without
+# the tests marked slow. TEST_JOBS=0: in this process, no workers.
 TEST_JOBS ?= auto
-PYTEST := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+PYTEST := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP)
 	$(PYTEST)

@@ -14,9 +14,10 @@ They are shared, so they are read-only: a test that writes beside scene.json tak
 :func:`scene_copy` first, and a test that changes a run folder copies it first
 (``shutil.copytree``) instead of running again.
 
-``make test`` runs ``pytest -n auto --dist loadfile``: each test module runs on one xdist
-worker, so a module-scoped fixture is built once; the session fixtures above are built once
-per run whichever workers use them.
+``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder``: each test module
+runs on one xdist worker, so a module-scoped fixture is built once, and the longest modules
+(``LONGEST_FIRST``) are handed out first; the session fixtures above are built once per run
+whichever workers use them.
 
 :func:`pytest_sessionstart` compiles the Numba kernels once before any test runs (and
 before xdist starts its workers), so that a fresh clone does not compile them in several
@@ -140,6 +141,14 @@ def demo_tiny(tmp_path_factory) -> Path:
 # ---------------------------------------------------------------------------------------
 # session hooks
 # ---------------------------------------------------------------------------------------
+# The longest modules (CPU time of `make test`), longest first. Under pytest-xdist `make test`
+# hands whole modules to the workers in collection order (--dist loadfile --no-loadscope-reorder),
+# so these go first and the workers finish together; the other modules follow in their usual
+# order. A stale list costs balance only, never correctness.
+LONGEST_FIRST = ("test_variants.py", "test_visibility.py", "test_run.py", "test_audit.py", "test_export.py",
+                 "test_demo.py", "test_index_html.py")
+
+
 def pytest_sessionstart(session):
     """Compile (cold cache) or load (warm cache) the Numba kernels in this process, before
     the tests and before pytest-xdist starts its workers (this hook runs first in the
@@ -155,3 +164,12 @@ def pytest_sessionstart(session):
     compute_visibility(scene)
     label_images(scene, scene.frames, (32, 24), 0.05)
     project_boxes(scene, scene.frames[0])
+
+
+def pytest_collection_modifyitems(config, items):
+    """In xdist workers: the modules of ``LONGEST_FIRST`` first, in that order (a stable sort,
+    so each module's tests keep their order and stay together)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
