@@ -13,7 +13,7 @@ DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test lint bench bench-videos setup clean variants
+.PHONY: demo test test-fast lint bench bench-videos setup clean variants
 
 setup: $(STAMP)
 
@@ -99,8 +99,17 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 
 -include $(wildcard $(OUT)/.vistest/*.done.d)
 
+# `make test`: the whole suite, as CI runs it, on every core (pytest-xdist, one test module per
+# worker at a time, longest modules first: see tests/conftest.py). `make test-fast`: the same without
+# the tests marked slow. TEST_JOBS=0: in this process, no workers.
+TEST_JOBS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST)
+
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow"
 
 # ruff, configured in pyproject.toml ([tool.ruff]): checks only, never rewrites
 lint: $(STAMP)

@@ -1,7 +1,38 @@
-"""Shared fixtures: tiny scenes written in the canonical format."""
+"""Shared fixtures: tiny scenes written in the canonical format, and the demo scenes rendered
+once per test session.
+
+Session fixtures (each a scene.json path; built once per ``pytest`` run, also under
+pytest-xdist: the first worker that needs one builds it under a file lock in the run's
+shared temporary folder, the others wait for it and reuse it):
+
+* ``demo_full``: ``vistest demo-scene --size 320x240`` through the CLI: seed 0, the whole
+  300-frame walk that ``examples/demo-questions.jsonl`` is written for (~14 s of CPU).
+* ``demo_small``: the demo at 320x240, 60 frames.
+* ``demo_tiny``: the demo at 160x120, 40 frames.
+
+They are shared, so they are read-only: a test that writes beside scene.json takes a
+:func:`scene_copy` first, and a test that changes a run folder copies it first
+(``shutil.copytree``) instead of running again.
+
+``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder``: each test module
+runs on one xdist worker, so a module-scoped fixture is built once, and the longest modules
+(``LONGEST_FIRST``) are handed out first; the session fixtures above are built once per run
+whichever workers use them.
+
+:func:`pytest_sessionstart` compiles the Numba kernels once before any test runs (and
+before xdist starts its workers), so that a fresh clone does not compile them in several
+processes at once; with a warm on-disk cache (``vistest/**/__pycache__/*.nbi``) it only
+loads them (about a second).
+"""
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +40,8 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.scene import FORMAT, Scene
 
+DEMO_SMALL = dict(seed=0, num_frames=60, size=(320, 240))  # make_demo_scene parameters
+DEMO_TINY = dict(seed=0, num_frames=40, size=(160, 120))
 IDENTITY = np.eye(4).tolist()
 CAM = {"fx": 500.0, "fy": 500.0, "cx": 319.5, "cy": 239.5}
 
@@ -31,3 +64,112 @@ def make_scene(boxes, poses, **kw) -> Scene:
 @pytest.fixture
 def scene_factory():
     return make_scene
+
+
+# ---------------------------------------------------------------------------------------
+# session-wide demo scenes
+# ---------------------------------------------------------------------------------------
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str, build) -> Path:
+    """``build(folder)`` once per test run, for every xdist worker; returns the folder.
+
+    The folder lies in the run's temporary root (shared by the workers: each worker's
+    basetemp is a subfolder of it). A lock file serialises the builders, and a ``.done``
+    marker written after ``build`` returns tells the later ones it is complete; a folder
+    left by a failed build is removed and built again.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    shared = root / "shared"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+def scene_copy(scene_json: Path, dest: Path) -> Path:
+    """A writable copy of a scene folder: its files copied, its subfolders (``depth/``)
+    linked. Returns the copy's scene.json. For tests that write beside a shared scene.json
+    (other scene documents whose relative paths must resolve)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in Path(scene_json).parent.iterdir():
+        if p.is_dir():
+            (dest / p.name).symlink_to(p.resolve(), target_is_directory=True)
+        else:
+            shutil.copy2(p, dest / p.name)
+    return dest / Path(scene_json).name
+
+
+@pytest.fixture(scope="session")
+def demo_full(tmp_path_factory) -> Path:
+    """The demo through ``vistest demo-scene``: seed 0, 300 frames, 320x240 (the example
+    questions are written for this walk; coverage fractions do not depend on the resolution)."""
+    def build(folder):
+        r = subprocess.run([sys.executable, "-m", "vistest.cli", "demo-scene", str(folder), "--size", "320x240",
+                            "--quiet"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == str(folder / "scene.json")
+
+    return shared_dir(tmp_path_factory, "demo-full", build) / "scene.json"
+
+
+@pytest.fixture(scope="session")
+def demo_small(tmp_path_factory) -> Path:
+    """The demo, seed 0, 60 frames at 320x240 (``DEMO_SMALL``)."""
+    from vistest.datasets.demo import make_demo_scene
+
+    folder = shared_dir(tmp_path_factory, "demo-small", lambda d: make_demo_scene(d, **DEMO_SMALL, quiet=True))
+    return folder / "scene.json"
+
+
+@pytest.fixture(scope="session")
+def demo_tiny(tmp_path_factory) -> Path:
+    """The demo, seed 0, 40 frames at 160x120 (``DEMO_TINY``)."""
+    from vistest.datasets.demo import make_demo_scene
+
+    folder = shared_dir(tmp_path_factory, "demo-tiny", lambda d: make_demo_scene(d, **DEMO_TINY, quiet=True))
+    return folder / "scene.json"
+
+
+# ---------------------------------------------------------------------------------------
+# session hooks
+# ---------------------------------------------------------------------------------------
+# The longest modules (CPU time of `make test`), longest first. Under pytest-xdist `make test`
+# hands whole modules to the workers in collection order (--dist loadfile --no-loadscope-reorder),
+# so these go first and the workers finish together; the other modules follow in their usual
+# order. A stale list costs balance only, never correctness.
+LONGEST_FIRST = ("test_variants.py", "test_visibility.py", "test_run.py", "test_audit.py", "test_export.py",
+                 "test_demo.py", "test_index_html.py")
+
+
+def pytest_sessionstart(session):
+    """Compile (cold cache) or load (warm cache) the Numba kernels in this process, before
+    the tests and before pytest-xdist starts its workers (this hook runs first in the
+    controller): a fresh clone then compiles each kernel once, not once per worker and per
+    CLI subprocess that starts before the cache is written."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from vistest.datasets.synthetic import random_box_scene
+    from vistest.look.overlay import label_images, project_boxes
+    from vistest.visibility.table import compute_visibility
+
+    scene = random_box_scene(seed=0, num_frames=2, num_boxes=2)
+    compute_visibility(scene)
+    label_images(scene, scene.frames, (32, 24), 0.05)
+    project_boxes(scene, scene.frames[0])
+
+
+def pytest_collection_modifyitems(config, items):
+    """In xdist workers: the modules of ``LONGEST_FIRST`` first, in that order (a stable sort,
+    so each module's tests keep their order and stay together)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from vistest.datasets.audit import CheckParams, audit_scene, hypotheses, load_alignments
 from vistest.cli import main
-from vistest.datasets.demo import make_demo_scene
 from vistest.geometry import rot_z
 from vistest.scene import Scene, SceneObject
+from conftest import scene_copy
 
 A = np.eye(4)
 A[:3, :3], A[:3, 3] = rot_z(25.0), [1.5, -2.0, 0.1]
@@ -27,9 +27,9 @@ ALIGN = [("axisAlignment", A)]
 
 
 @pytest.fixture(scope="module")
-def good(tmp_path_factory) -> Scene:
-    root = tmp_path_factory.mktemp("audit")
-    demo = Scene.load(make_demo_scene(root, num_frames=40, size=(160, 120), quiet=True))
+def good(tmp_path_factory, demo_tiny) -> Scene:
+    """The session's 40-frame 160x120 demo (a copy: the CLI test saves scene documents beside it)."""
+    demo = Scene.load(scene_copy(demo_tiny, tmp_path_factory.mktemp("audit")))
     objs = tuple(SceneObject(o.id, o.label, A[:3, :3] @ o.center + A[:3, 3], o.size, A[:3, :3] @ o.rotation)
                  for o in demo.objects)
     return replace(demo, objects=objs, boxes_to_world=np.linalg.inv(A))

@@ -16,11 +16,12 @@ def vistest(*args):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, demo_full):
+    """``scene/``: the session's ``vistest demo-scene --size 320x240`` (conftest.py: the
+    example questions are written for the default demo, seed 0, 300 frames; coverage
+    fractions do not depend on the resolution, so a smaller render answers the same way)."""
     out = tmp_path_factory.mktemp("demo")
-    # the example questions are written for the default demo (seed 0, 300 frames); coverage
-    # fractions do not depend on the resolution, so a smaller render answers the same way
-    vistest("demo-scene", out / "scene", "--size", "320x240", "--quiet")
+    (out / "scene").symlink_to(demo_full.parent, target_is_directory=True)
     vistest("visibility", out / "scene" / "scene.json", "-o", out / "vis.npz", "--quiet")
     return out
 

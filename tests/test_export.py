@@ -1,9 +1,10 @@
 """Exports: the ReVSI layout read exactly as lmms-eval's revsi task reads it, the lmms-eval task
 folder scoring as vistest score does, VLMEvalKit TSVs, JSONL rows; reruns, refusals, multi-scene.
 
-One run directory (module fixture): the demo scene at 320x240, 60 frames, with the demo
-questions, plus a copy of the scene under another scene_id (its questions' ids prefixed), so
-the run directory holds two scenes, as a shared ``vistest run`` output folder does.
+One run directory (module fixture): the session's demo scene at 320x240, 60 frames
+(``demo_small`` in conftest.py), with the demo questions, plus a copy of the scene under another
+scene_id (its questions' ids prefixed), so the run directory holds two scenes, as a shared
+``vistest run`` output folder does.
 """
 from __future__ import annotations
 
@@ -60,10 +61,10 @@ def read_jsonl(path):
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
+def run_dir(tmp_path_factory, demo_small):
     """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``)."""
     base = tmp_path_factory.mktemp("export")
-    scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
+    scene = demo_small  # NUM_FRAMES frames, 320x240
     run = base / "run"
     cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--quiet")
     copy = base / "copy"

@@ -1,8 +1,9 @@
 """`vistest run` / `vistest videos` from the command line, interrupted runs, and `make variants`.
 
-A small demo (160x120, 120 frames) keeps this module quick. An interrupted run (SIGINT or
-SIGTERM sent to the process while it writes) must leave no temporary file and no manifest
-line, and a rerun must then produce exactly the bytes an uninterrupted run produces.
+The session's smallest demo (160x120, 40 frames: ``demo_tiny`` in conftest.py) keeps this
+module quick. An interrupted run (SIGINT or SIGTERM sent to the process while it writes) must
+leave no temporary file and no manifest line, and a rerun must then produce exactly the bytes
+an uninterrupted run produces.
 """
 import json
 import os
@@ -18,8 +19,8 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility
-from vistest.datasets.demo import make_demo_scene
 from vistest.videos.write import stored_key
+from conftest import scene_copy
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,8 +36,8 @@ def cli(*args, check=True):
 
 
 @pytest.fixture(scope="module")
-def scene_json(tmp_path_factory):
-    return make_demo_scene(tmp_path_factory.mktemp("run") / "scene", num_frames=120, size=(160, 120), quiet=True)
+def scene_json(demo_tiny):
+    return demo_tiny
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_cli_errors_name_file_and_field(scene_json, tmp_path):
     assert r.returncode != 0 and "--dummy" in r.stderr and "blurry" in r.stderr
     doc = json.loads(Path(scene_json).read_text())
     doc["image_size"] = [320, 240]
-    bad = Path(scene_json).parent / "bad-size.json"
+    bad = scene_copy(scene_json, tmp_path / "scene").parent / "bad-size.json"  # its relative paths resolve
     bad.write_text(json.dumps(doc))
     r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, check=False)
     assert r.returncode != 0 and "bad-size.json says image_size [320, 240]" in r.stderr

@@ -1,12 +1,13 @@
 """The video stage on the demo scene: budget videos and dummies, decoded and checked.
 
-One module-scoped run (320x240 demo, 300 frames, budgets 16/32/all, every dummy mode written
-full-length for every budget, crf 4 so that decoded frames are within a grey level or two of
-the source). Every written video is decoded. Dummies are render-checked: the demo boxes have
-flat colours (shaded, so a hue and a saturation), and a removed object's hue must not appear
-in any remaining frame. Budget dummies (the default) are checked against that run's
-full-length dummies for every sampler profile; all_frame's stream copy against the source's
-decode, and the fallback to encoding for sources that cannot be stream-copied.
+One module-scoped run (the session's 320x240 demo, 300 frames: ``demo_full`` in conftest.py;
+budgets 16/32/all, every dummy mode written full-length for every budget, crf 4 so that decoded
+frames are within a grey level or two of the source). Every written video is decoded. Dummies are
+render-checked: the demo boxes have flat colours (shaded, so a hue and a saturation), and a
+removed object's hue must not appear in any remaining frame. Budget dummies (the default) are
+checked against that run's full-length dummies for every sampler profile; all_frame's stream
+copy against the source's decode, and the fallback to encoding for sources that cannot be
+stream-copied.
 """
 import colorsys
 import json
@@ -22,7 +23,7 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene, Visibility
 from vistest.budget.truth import budget_truth
-from vistest.datasets.demo import furniture, make_demo_scene
+from vistest.datasets.demo import furniture
 from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene
 from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
@@ -30,6 +31,7 @@ from vistest.videos.write import (encoder_memory_mb, fill_rects, is_long, plan_p
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames
+from conftest import scene_copy
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -51,9 +53,9 @@ def decode_rgb(path):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, demo_full):
     root = tmp_path_factory.mktemp("variants")
-    scene_json = make_demo_scene(root / "scene", size=(W, H), quiet=True)
+    scene_json = scene_copy(demo_full, root / "scene")  # tests write other scene documents beside it
     lines = (EXAMPLES / "demo-questions.jsonl").read_text().splitlines()
     extra = json.loads(lines[4])  # demo-5 (the bed) again under another id: must share its dummies
     extra["id"] = "demo-5b"

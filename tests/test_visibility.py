@@ -232,6 +232,7 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
     assert not (tmp_path / "bad.npz").exists()
 
 
+@pytest.mark.slow  # compiles the kernels cold in a fresh cache (~15 s of CPU)
 def test_compiled_kernels_are_cached_on_disk(tmp_path):
     """A second process loads the kernels from the on-disk cache instead of compiling."""
     code = ("import vistest; from vistest.datasets.synthetic import random_box_scene;"

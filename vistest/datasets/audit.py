@@ -605,8 +605,18 @@ def _observed_points(scene: Scene, ev: _Evidence, params: CheckParams) -> np.nda
     if not parts:
         return None
     pts = np.concatenate(parts)
-    _, keep = np.unique(np.floor(pts / params.voxel).astype(np.int64), axis=0, return_index=True)
-    return pts[np.sort(keep)]
+    return pts[_first_per_voxel(np.floor(pts / params.voxel).astype(np.int64))]
+
+
+def _first_per_voxel(cells: np.ndarray) -> np.ndarray:
+    """Sorted indices of the first row of each distinct row of ``cells`` (N, 3) int64: what
+    ``np.sort(np.unique(cells, axis=0, return_index=True)[1])`` gives, without sorting rows as
+    structured records (several times slower)."""
+    order = np.lexsort(cells.T[::-1])  # stable: equal rows keep their order, the first comes first
+    ordered = cells[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    return np.sort(order[first])
 
 
 # ---------------------------------------------------------------------------------------
