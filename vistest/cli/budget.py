@@ -9,7 +9,7 @@ import click
 
 from ..budget.sampling import parse_budget, select_frames
 from .options import (OUTDIR_ALIAS, budgets_option, min_budget_room_route_option, output_option, profile_options,
-                      quiet_option, seen_threshold_option, visibility_option)
+                      quiet_option, seen_threshold_option, visibility_option, warn)
 
 
 @click.command("frames")
@@ -44,6 +44,8 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
 
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
+    if not questions:
+        warn(f"{questions_jsonl}: no questions (the file holds no question line): the budget files hold no row")
     vis = Visibility.load(visibility_npz) if visibility_npz else compute_visibility(scene, progress=not quiet)
     truth = budget_truth(scene, vis, questions, budgets=budgets, profile=profile, seen_threshold=seen_threshold,
                          min_budget_room_route=min_budget_room_route, profile_options=options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import OUTDIR_ALIAS, compose, output_option, quiet_option, run_dir_option
+from .options import OUTDIR_ALIAS, compose, output_option, quiet_option, run_dir_option, warn
 
 
 def _protocols() -> list[str]:
@@ -70,8 +70,13 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
     against the ground truth of RUN_DIR: accuracy / MRA per budget and type, hallucination and
     abstention, the stress tests of reformulated questions, blind baselines (held out by scene)."""
+    from ..eval.records import ScoreError, prediction_files
     from ..eval.report import render_text, run_score
+    from ..jsonl import read_text
 
+    for f in prediction_files(predictions):
+        if not read_text(f, ScoreError, "predictions file").strip():
+            warn(f"{f}: no predictions (the file is empty): nothing of it is scored")
     report, written = run_score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned,
                                 prune_threshold)
     if not quiet:
