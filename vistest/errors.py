@@ -63,5 +63,7 @@ def output_error(path: str | os.PathLike, exc: OSError, what: str = "cannot writ
     extra = f" ({named})" if named and os.path.abspath(str(named)) != os.path.abspath(str(path)) else ""
     hint = {errno.ENOSPC: "; free some space or write elsewhere", errno.EDQUOT: "; the disk quota is exhausted",
             errno.EFBIG: "; the file size limit was reached (ulimit -f)",
-            errno.EACCES: "; the folder is not writable", errno.EROFS: "; the file system is read-only"}
+            errno.EACCES: "; permission denied", errno.EPERM: "; permission denied",
+            errno.EROFS: "; the file system is read-only", errno.EEXIST: "; a file is in the way (expected a folder)",
+            errno.ENOTDIR: "; a part of the path is a file, not a folder"}
     return OutputError(f"{path}: {what} ({exc.strerror or exc}){extra}{hint.get(exc.errno, '')}")

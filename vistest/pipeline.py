@@ -203,10 +203,21 @@ def run_options(opts: VideoOptions, questions: Sequence[Question], occlusion: st
                 scale_intrinsics: bool = False, with_budget_files: bool = True, visibility_given: bool = False
                 ) -> dict[str, Any]:
     """Everything besides the input files that a scene's outputs depend on, as the scene record
-    keeps it (vistest.videos.manifest.check_scene compares its key)."""
-    return {"video": dataclasses.asdict(opts), "questions_key": questions_key(questions), "occlusion": occlusion,
-            "scale_intrinsics": scale_intrinsics, "with_budget_files": with_budget_files,
-            "visibility": "given" if visibility_given else "computed"}
+    keeps it (vistest.videos.manifest.check_scene compares its key). Numbers are canonical (a
+    whole float is an int: ``--max-memory 500`` and ``max_memory_mb=500.0`` are one option)."""
+    def canonical(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): canonical(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [canonical(x) for x in v]
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    return canonical({"video": dataclasses.asdict(opts), "questions_key": questions_key(questions),
+                      "occlusion": occlusion, "scale_intrinsics": scale_intrinsics,
+                      "with_budget_files": with_budget_files,
+                      "visibility": "given" if visibility_given else "computed"})
 
 
 def scene_status(outdir: str | os.PathLike, scene_json: str | os.PathLike, questions_jsonl: str | os.PathLike,

@@ -37,6 +37,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
            visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, quiet: bool) -> None:
     """Frame-budget ground truth: write OUTPUT/{budget}_frame.jsonl for each budget and
     print kept / changed / unanswerable per budget and question type."""
+    from ..atomic import check_writable
     from ..budget.truth import budget_truth, summary_table, write_budget_files
     from ..questions import load_questions
     from ..scene import Scene
@@ -46,6 +47,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
     questions = load_questions(questions_jsonl, scene=scene)
     if not questions:
         warn(f"{questions_jsonl}: no questions (the file holds no question line): the budget files hold no row")
+    check_writable(output)
     vis = Visibility.load(visibility_npz) if visibility_npz else compute_visibility(scene, progress=not quiet)
     truth = budget_truth(scene, vis, questions, budgets=budgets, profile=profile, seen_threshold=seen_threshold,
                          min_budget_room_route=min_budget_room_route, profile_options=options)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
+from ..scene import check_scene_id, DepthSpec, Frame, Intrinsics, Scene, SceneObject
 
 PROVENANCE = "provenance.json"
 
@@ -335,8 +335,10 @@ def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
 
 def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None) -> Path:
     """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload) and
-    ``out_dir/provenance.json``; returns the scene path. Both writes are atomic."""
+    ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
+    that cannot name files (``-O scene=../x``) is refused before anything is written."""
     out_dir = Path(out_dir)
+    check_scene_id(capture.scene_id, f"{out_dir / 'scene.json'} (the id of {capture.source}; -O scene sets it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     scene = assemble(capture, boxes, out_dir, video=video)
     path = out_dir / "scene.json"

@@ -18,7 +18,10 @@ warnings. Rules:
 Videos are placed by :meth:`OutputFolder.video` as a hard link (default: no extra disk, and
 the export keeps the exact bytes its ground truth was made for even when a later ``vistest
 run`` replaces the run's file), a symbolic link (absolute target), or a copy; a hard link
-across file systems falls back to a copy, with a warning.
+across file systems falls back to a copy, with a warning. The run's videos are checked against
+their records before any is placed (vistest.eval.exporters.rundir.verify_videos), and a copy
+must have the size of its source before it is renamed into place; a full disk or a folder that
+cannot be written is an error naming the file.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ...errors import InputError
+from ...errors import InputError, OutputError, is_environment_error, output_error
 from ... import __version__
 from ...atomic import temp_path_for, write_atomic
 from ...videos.plan import file_key
@@ -193,11 +196,16 @@ class OutputFolder:
             tmp.unlink()
             if mode == "symlink":
                 os.symlink(src, tmp)
-            elif mode == "hard" and not self._hard_link(src, tmp):
+            elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
                 shutil.copyfile(src, tmp)
-            elif mode == "copy":
-                shutil.copyfile(src, tmp)
+                if tmp.stat().st_size != src.stat().st_size:
+                    raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the source "
+                                      f"{src.stat().st_size}; not keeping it")
             os.replace(tmp, dst)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(dst, e) from None
         finally:
             if tmp.is_symlink() or tmp.exists():
                 tmp.unlink()
