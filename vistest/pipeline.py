@@ -35,7 +35,7 @@ from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMM
 from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
 from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
                               remove_stale_files, update_manifest, write_scene_record)
-from .visibility.table import DEFAULT_OCCLUSION, Visibility
+from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
 from .workers import call_in_child
 
 
@@ -123,8 +123,9 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
 # ---------------------------------------------------------------------------------------
 def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) -> str:
     """What a cached visibility table depends on: scene.json's bytes, the (possibly scaled)
-    image size and the occlusion mode (default scale, near and depth tolerance)."""
-    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}"
+    image size, the occlusion mode (default scale, near and depth tolerance) and the version
+    of the occlusion rules (a table computed under older rules is never reused)."""
+    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
 
 
 def _visibility_worker(scene: Scene, occlusion: str, progress: bool, key: str) -> Visibility:
@@ -248,7 +249,9 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
-    ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
+    ``scenes/{id}/visibility.npz``) with ``occlusion`` (``auto``: the scene's mesh, else its
+    depth frames, else boxes; :func:`vistest.visibility.table.choose_occlusion`).
+    ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
     and manifest lines are written (``vistest videos``). ``questions_path``: the file the
     questions came from (recorded as an input). ``spool_dir``: the work folder's location
@@ -285,6 +288,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         scene_dir = layout.scene_dir(outdir, sid)
         cache = None  # the visibility file of the run: None (none), False (kept as it is), True (to write)
         if visibility is None:
+            occlusion, _ = choose_occlusion(scene, occlusion)
             if with_budget_files:
                 visibility, cache = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion,
                                                      progress)
