@@ -265,7 +265,8 @@ def test_kill9_at_several_points_then_rerun_leaves_nothing_and_matches_a_clean_r
             assert "Traceback" not in text and "BrokenPipe" not in text and "leaked" not in text, (point, text)
         if point in ("pool", "mux"):
             assert leftovers(out) + leftovers(spool), f"{point}: the kill left nothing to clean up"
-            assert not list(out.glob("*_frame/*.mp4")) and not (out / "manifest.jsonl").exists()  # nothing replaced
+            placed = [p for p in out.glob("*_frame/*.mp4") if not p.name.startswith(".")]  # staged: hidden names
+            assert not placed and not (out / "manifest.jsonl").exists()  # nothing replaced
         r = cli("run", scene_json, QUESTIONS, "-o", out, *FAST, "--spool-dir", spool)
         assert leftovers(out) == [] and leftovers(spool) == [], (point, leftovers(out) + leftovers(spool))
         assert state(out) == state(clean), point
@@ -349,7 +350,7 @@ def test_unwritable_output_folder_is_an_error(command, clean, scene_json, tmp_pa
             "import": ["import", "scannet", write_scannet_scan(tmp_path / "scans"), "-o", target, "--quiet"]}[command]
     r = invoke(*args)
     assert r.exit_code == 2, r.output
-    assert r.output.startswith(f"Error: {blocker}"), r.output
+    assert f"\nError: {blocker}" in "\n" + r.output, r.output  # (score warns of the empty predictions first)
     assert "a part of the path is a file" in r.output or "a file is in the way" in r.output, r.output
     if os.geteuid() != 0:  # a folder without write permission (root writes anyway)
         locked = tmp_path / "locked"
@@ -479,7 +480,7 @@ def test_import_refuses_a_scene_id_that_cannot_name_files(tmp_path):
     out = tmp_path / "scene"
     r = invoke("import", "scannet", write_scannet_scan(tmp_path / "scans"), "-o", out, "-O", "scene=../../x",
                "--quiet")
-    assert r.exit_code == 2 and f"{out / 'scene.json'}" in r.output and "scene_id: '../../x'" in r.output
+    assert r.exit_code == 2 and "option scene='../../x': scene_id: '../../x' cannot name files" in r.output, r.output
     assert not out.exists() and not (tmp_path / "x").exists()  # nothing written, nowhere
 
 

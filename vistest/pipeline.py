@@ -230,11 +230,14 @@ def scene_status(outdir: str | os.PathLike, scene_json: str | os.PathLike, quest
     (vistest.videos.manifest) lists every output as written (sizes always; sha256 when a
     modification time changed, or with ``verify``), the same scene.json, questions file and
     video (unchanged), and the same options and questions. Cheap: reads scene.json's
-    ``scene_id`` (no validation) and the questions (to key their content), then one ``stat``
-    per file. For batch drivers that skip finished scenes."""
+    ``scene_id`` (no validation; the whole scene only to resolve ``occlusion="auto"`` to the mode
+    a run records, vistest.visibility.table.choose_occlusion) and the questions (to key their
+    content), then one ``stat`` per file. For batch drivers that skip finished scenes."""
     path = Path(scene_json)
     doc = parse_json(read_text(path, InputError, "scene file"), str(path), InputError)
     scene_id = check_scene_id(doc.get("scene_id") if isinstance(doc, dict) else None, str(path))
+    if occlusion == "auto":
+        occlusion, _ = choose_occlusion(Scene.load(path), occlusion)
     questions = load_questions(questions_jsonl)
     options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files)
     return check_scene(outdir, scene_id, {"scene": path, "questions": questions_jsonl}, options, verify)
@@ -275,6 +278,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     check_writable(outdir)
     spool = spool_folder(outdir, spool_dir)
     sid = scene.scene_id
+    if visibility is None:
+        occlusion, _ = choose_occlusion(scene, occlusion)  # the record keeps the mode used, never "auto"
     options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files, visibility is not None)
     with SceneLock(outdir, sid, wait=wait, on_wait=on_wait):
         remove_stale_files(outdir, sid, spool)
@@ -288,7 +293,6 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         scene_dir = layout.scene_dir(outdir, sid)
         cache = None  # the visibility file of the run: None (none), False (kept as it is), True (to write)
         if visibility is None:
-            occlusion, _ = choose_occlusion(scene, occlusion)
             if with_budget_files:
                 visibility, cache = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion,
                                                      progress)

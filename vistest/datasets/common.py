@@ -30,7 +30,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..scene import check_scene_id, DepthSpec, Frame, Intrinsics, Scene, SceneObject
+from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneError, SceneObject, check_scene_id
 
 PROVENANCE = "provenance.json"
 
@@ -453,6 +453,16 @@ def text(v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise ValueError(f"expected a non-empty string, got {v!r}")
     return v
+
+
+def scene_id(v: Any) -> str:
+    """A scene id that can name files and folders (vistest.scene.check_scene_id): ``-O scene=../x``
+    is refused when the options are read, before anything is looked up or written."""
+    source = "option scene"
+    try:
+        return check_scene_id(text(v), source)
+    except SceneError as e:
+        raise ValueError(str(e).removeprefix(f"{source}: ")) from None
 
 
 def choice(*choices: str):

@@ -266,7 +266,7 @@ def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) ->
 
 ADAPTER_OPTIONS = (
     ("scene", "scan id (default: the prefix of the folder's *_vh_clean_2.ply / *.aggregation.json, else "
-              "the folder name)", c.text),
+              "the folder name)", c.scene_id),
     ("images", "which images the frames are: color (default, 1296x968, intrinsic_color) or depth "
                "(640x480, intrinsic_depth)", c.choice("color", "depth")),
     ("frame_step", "keep every N-th .sens frame; index = number // N (default 1)", c.positive_int),
