@@ -450,6 +450,19 @@ def test_non_utf8_input_names_file_line_and_column(scene_json, tmp_path):
     assert r.exit_code == 2 and f"Error: {q}:" in r.output and "not UTF-8 text (byte 0xe9" in r.output
 
 
+def test_non_utf8_predictions_and_dataset_files_name_the_file(clean, tmp_path):
+    pred = tmp_path / "p.jsonl"
+    pred.write_bytes(b'{"id": "demo-1", "budget": 16, "prediction": "3"}\n{"id": "demo-2", "prediction": "\xff"}\n')
+    r = invoke("score", pred, "-r", clean / "scenes" / SID, "-o", tmp_path / "s", "--quiet", "--no-learned")
+    assert r.exit_code == 2 and f"Error: {pred}:2: column " in r.output and "not UTF-8 text (byte 0xff" in r.output
+    scan = write_scannet_scan(tmp_path / "scans")
+    info = scan / "scene0000_00.txt"
+    info.write_bytes(info.read_bytes() + b"sceneType = caf\xe9\n")  # an adapter's text file (issue: a traceback)
+    r = invoke("import", "scannet", scan, "-o", tmp_path / "scene", "--quiet")
+    assert r.exit_code == 2 and f"Error: {info}:" in r.output and "not UTF-8 text (byte 0xe9" in r.output, r.output
+    assert not (tmp_path / "scene").exists()
+
+
 def test_scene_id_refusal_names_the_file(scene_json, tmp_path):
     doc = _scene_doc(scene_json)
     doc["scene_id"] = "../x"

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
+from ..jsonl import parse_json, read_text
 from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneError, SceneObject, check_scene_id
 
 PROVENANCE = "provenance.json"
@@ -93,12 +94,7 @@ class Capture:
 def read_json(path: str | os.PathLike, what: str) -> Any:
     """Parse a JSON file; errors name the file and what it should have been."""
     path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise AdapterError(f"{path}: cannot read {what} ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise AdapterError(f"{path}: {what}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    return parse_json(read_text(path, AdapterError, what), f"{path}: {what}", AdapterError)
 
 
 class _SafeUnpickler(pickle.Unpickler):

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
@@ -45,10 +46,7 @@ CAPTURE_FPS = 30.0
 
 def read_info(path: Path) -> dict[str, str]:
     """The ``sceneXXXX_XX.txt`` meta file as ``{key: value}`` (lines ``key = value``)."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise c.AdapterError(f"{path}: cannot read scan info ({e.strerror})") from None
+    lines = read_text(path, c.AdapterError, "scan info").splitlines()
     out = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
