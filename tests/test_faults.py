@@ -151,6 +151,32 @@ def test_export_verifies_the_videos_it_links(clean, tmp_path):
     assert r.exit_code == 2 and "sha256 differs" in r.output
 
 
+def test_export_killed_then_rerun_finishes_the_job(clean, tmp_path):
+    """kill -9 while a first export places its videos (deterministically: at the second video's
+    rename); the rerun must accept the folder, remove the temporary file and match a clean export."""
+    exp, ref = tmp_path / "revsi", tmp_path / "ref"
+    script = textwrap.dedent("""
+        import os, signal, sys
+        real, n = os.replace, [0]
+        def replace(src, dst):
+            n[0] += str(dst).endswith(".mp4")
+            if n[0] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(src, dst)
+        os.replace = replace
+        from vistest.cli import main
+        main(["export", "revsi", sys.argv[1], "-o", sys.argv[2], "--link", "copy", "--quiet"])
+    """)
+    r = subprocess.run([sys.executable, "-c", script, str(clean), str(exp)], capture_output=True, text=True)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert leftovers(exp) and json.loads((exp / "vistest_export.json").read_text())["complete"] is False
+    r = invoke("export", "revsi", clean, "-o", exp, "--link", "copy", "--quiet")
+    assert r.exit_code == 0, r.output  # issue-class: "folder is not empty and holds no vistest_export.json"
+    assert leftovers(exp) == []
+    assert invoke("export", "revsi", clean, "-o", ref, "--link", "copy", "--quiet").exit_code == 0
+    assert state(exp) == state(ref)
+
+
 # ---- two runs, one folder -----------------------------------------------------------------------
 def _read_until(proc: subprocess.Popen, text: str, timeout: float = 120.0) -> str:
     """stderr of ``proc`` until a line holds ``text`` (AssertionError on timeout or exit)."""
