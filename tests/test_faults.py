@@ -552,6 +552,24 @@ def test_temporary_names_say_who_made_them(tmp_path):
     assert tmp.exists()
 
 
+def test_commands_remove_what_killed_commands_left_in_their_output_folder(clean, scene_json, tmp_path):
+    from vistest.atomic import host_name
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    out = tmp_path / "score"
+    out.mkdir()
+    stale = out / f".report.0123abcd_{dead}_{host_name()}.tmp.json"  # as a kill -9 of 'vistest score' leaves it
+    alive = out / f".report.0123abcd_{os.getpid()}_{host_name()}.tmp.json"  # a running process's: kept
+    stale.write_text("{")
+    alive.write_text("{")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text('{"id": "demo-1", "budget": 16, "prediction": "3"}\n')
+    r = invoke("score", pred, "-r", clean / "scenes" / SID, "-o", out, "--quiet", "--no-learned")
+    assert r.exit_code == 0, r.output
+    assert not stale.exists() and alive.exists()
+
+
 def test_scene_status_is_cheap_and_trustworthy(clean, scene_json, tmp_path):
     out = copy_run(clean, tmp_path / "out")
     opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=10))

@@ -152,8 +152,10 @@ def ensure_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
 
 def check_writable(folder: str | os.PathLike, what: str = "output folder") -> Path:
     """Create ``folder`` if needed and check that a file can be created in it (by creating and
-    removing a temporary one); OutputError naming the folder otherwise."""
+    removing a temporary one); OutputError naming the folder otherwise. The temporary files that
+    ended processes of this host left in it (a killed command: :func:`remove_stale`) are removed."""
     folder = ensure_folder(folder, what)
+    remove_stale(folder)
     try:
         tmp = temp_path_for(folder / "write-test")
     except OSError as e:
