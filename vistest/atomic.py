@@ -1,53 +1,261 @@
-"""Atomic outputs: write to a temporary file in the destination folder, then rename.
+"""Atomic outputs, the names of temporary files, and records of what was written.
 
-A killed run therefore never leaves a half-written file under the final name; the
-temporary names start with ``.`` and end in ``.tmp<suffix>`` (the suffix is kept so
-tools that pick a format from it, such as ffmpeg or numpy, still do).
+* **Atomic writes.** An output is written to a temporary file in the destination folder, then
+  renamed onto its name: a killed run never leaves a half-written file under the final name.
+* **Temporary names say who made them**: ``.{stem}.{rand}_{pid}_{host}.tmp{suffix}`` (the
+  suffix is kept so tools that pick a format from it, such as ffmpeg or numpy, still do), and
+  work folders ``{prefix}{rand}_{pid}_{host}``. A later run recognises a stale one
+  (:func:`is_stale`: made on this host by a process that no longer runs, or covered by a lock
+  the caller holds) and removes it (:func:`remove_stale`). Names of older vistest versions
+  (``.{stem}.{rand}.tmp{suffix}``, no process) are stale only under such a lock.
+* **Errors name the path.** An OSError the environment causes while writing (a folder that is
+  not writable, a full disk, a file size limit: vistest.errors.ENVIRONMENT_ERRNOS) becomes an
+  :class:`~vistest.errors.OutputError` naming the destination (exit status 2), never a bare
+  ``[Errno 28] No space left on device``.
+* **Records** (:func:`file_record`, :func:`check_file`): a file's size, sha256 and
+  modification time when it was written; a file matches its record when its size is the
+  recorded one and, unless its modification time is the recorded one too, its sha256 is
+  (``verify`` always hashes).
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import secrets
+import shutil
+import socket
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Mapping
+
+from .errors import is_environment_error, output_error
+
+HASH_CHUNK = 1 << 20  # bytes read at a time when hashing a file
+_TAG = r"(?P<rand>[0-9a-f]{8})(?:_(?P<pid>\d+)_(?P<host>[A-Za-z0-9-]*))?"
+_TEMP_RE = re.compile(rf"^\.(?P<stem>.+)\.{_TAG}\.tmp(?P<suffix>\.[A-Za-z0-9]+)?$")
+_WORK_TAG_RE = re.compile(rf"^(?P<head>.*)\.{_TAG.replace('[0-9a-f]{8}', '[0-9a-z_]{8}')}$")
+
+
+# ---------------------------------------------------------------------------------------
+# who made a temporary name
+# ---------------------------------------------------------------------------------------
+def host_name() -> str:
+    """This machine's name as temporary names carry it (letters, digits and '-', at most 32)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32]
+
+
+def process_tag() -> str:
+    """``{rand}_{pid}_{host}``: 8 random hex digits, this process's id and :func:`host_name`."""
+    return f"{secrets.token_hex(4)}_{os.getpid()}_{host_name()}"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """What a temporary name says: ``stem`` (the destination's name without suffix, or the work
+    folder's prefix), ``pid`` and ``host`` (None in names of older versions)."""
+
+    stem: str
+    pid: int | None
+    host: str | None
+
+
+def parse_temp_name(name: str) -> Tag | None:
+    """The :class:`Tag` of a temporary file name (``.{stem}.{tag}.tmp{suffix}``), else None."""
+    m = _TEMP_RE.match(name)
+    if m is None:
+        return None
+    return Tag(m["stem"], int(m["pid"]) if m["pid"] else None, m["host"] if m["pid"] else None)
+
+
+def parse_work_name(name: str, prefix: str) -> Tag | None:
+    """The :class:`Tag` of a work folder ``{prefix}{head}.{tag}`` (``stem`` = head), else None.
+    Older versions named them ``{prefix}{head}.{8 random characters}``."""
+    if not name.startswith(prefix):
+        return None
+    m = _WORK_TAG_RE.match(name[len(prefix):])
+    if m is None:
+        return None
+    return Tag(m["head"], int(m["pid"]) if m["pid"] else None, m["host"] if m["pid"] else None)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (any user's)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(tag: Tag, locked: bool = False) -> bool:
+    """Whether the temporary file or work folder ``tag`` names is left over: ``locked`` (the
+    caller holds the lock that covers it: nobody else can be writing it) and not this
+    process's, or made on this host by a process that has ended. A name from another host, or
+    without a process (older versions), is stale only when ``locked``."""
+    mine = tag.pid == os.getpid() and tag.host == host_name()
+    if locked:
+        return not mine
+    return tag.pid is not None and tag.host == host_name() and not mine and not pid_alive(tag.pid)
+
+
+def remove_stale(folder: str | os.PathLike, stems: Iterable[str] | None = None, locked: bool = False,
+                 work_prefix: str | None = None) -> list[Path]:
+    """Remove the stale temporary files in ``folder`` (not below it; :func:`is_stale`): with
+    ``stems``, only those of files with these stems; with ``work_prefix``, also stale work
+    folders ``{work_prefix}{stem}.{tag}`` (of these stems, if given). Returns what was removed."""
+    folder = Path(folder)
+    want = None if stems is None else set(stems)
+    gone = []
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return gone
+    for e in entries:
+        tag = parse_temp_name(e.name)
+        is_dir = False
+        if tag is None and work_prefix is not None:
+            tag, is_dir = parse_work_name(e.name, work_prefix), True
+        if tag is None or (want is not None and tag.stem not in want) or not is_stale(tag, locked):
+            continue
+        path = Path(e.path)
+        if is_dir and e.is_dir(follow_symlinks=False):
+            shutil.rmtree(path, ignore_errors=True)
+        elif not is_dir:
+            path.unlink(missing_ok=True)
+        else:
+            continue
+        gone.append(path)
+    return gone
+
+
+# ---------------------------------------------------------------------------------------
+# atomic writes
+# ---------------------------------------------------------------------------------------
+def ensure_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """Create ``path`` (and its parents) if needed; OutputError naming it when the environment
+    refuses (a file in the way, not writable, read-only)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if not is_environment_error(e):
+            raise
+        raise output_error(path, e, f"cannot create the {what}") from None
+    return path
+
+
+def check_writable(folder: str | os.PathLike, what: str = "output folder") -> Path:
+    """Create ``folder`` if needed and check that a file can be created in it (by creating and
+    removing a temporary one); OutputError naming the folder otherwise. The temporary files that
+    ended processes of this host left in it (a killed command: :func:`remove_stale`) are removed."""
+    folder = ensure_folder(folder, what)
+    remove_stale(folder)
+    try:
+        tmp = temp_path_for(folder / "write-test")
+    except OSError as e:
+        if not is_environment_error(e):
+            raise
+        raise output_error(folder, e, f"cannot write into the {what}") from None
+    tmp.unlink(missing_ok=True)
+    return folder
 
 
 def temp_path_for(path: str | os.PathLike, register: Callable[[Path], None] | None = None) -> Path:
-    """Create (empty) and return a temporary file beside ``path``, with the same suffix.
+    """Create (empty) and return a temporary file beside ``path``, with the same suffix, named
+    ``.{stem}.{rand}_{pid}_{host}.tmp{suffix}`` (module docstring).
 
     ``register``: called with the temporary path just before the file is created, so that a
-    caller interrupted at any point (Ctrl-C) already knows what to remove."""
+    caller interrupted at any point (Ctrl-C) already knows what to remove. OutputError naming
+    ``path`` when the folder cannot be created or written."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(path.parent, "folder")
     while True:
-        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}"
+        tmp = path.parent / f".{path.stem}.{process_tag()}.tmp{path.suffix}"
         if register is not None:
             register(tmp)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode open() would give
         except FileExistsError:
             continue
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(path, e) from None
         os.close(fd)
         return tmp
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path to write; on success it replaces ``path``, else it is removed."""
+    """Yield a temporary path to write; on success it replaces ``path``, else it is removed.
+    An environment OSError raised in the block (disk full, ...) becomes an OutputError naming ``path``."""
     tmp = temp_path_for(path)
     try:
-        yield tmp
-        os.replace(tmp, path)
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(path, e) from None
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write text or bytes to ``path`` atomically."""
+    """Write text (UTF-8) or bytes to ``path`` atomically."""
     with atomic_path(path) as tmp:
         if isinstance(data, str):
-            tmp.write_text(data)
+            tmp.write_text(data, encoding="utf-8")
         else:
             tmp.write_bytes(data)
+
+
+# ---------------------------------------------------------------------------------------
+# records of written files
+# ---------------------------------------------------------------------------------------
+def sha256_file(path: str | os.PathLike, chunk: int = HASH_CHUNK) -> str:
+    """sha256 (hex) of a file's bytes, read in ``chunk``-byte pieces (constant memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def file_record(path: str | os.PathLike, known: Mapping | None = None) -> dict:
+    """``{"bytes", "sha256", "mtime_ns"}`` of a file. ``known``: an earlier record of it whose
+    sha256 is reused when the file still has its size and modification time (no hashing)."""
+    st = os.stat(path)
+    if known and known.get("bytes") == st.st_size and known.get("mtime_ns") == st.st_mtime_ns and known.get("sha256"):
+        sha = known["sha256"]
+    else:
+        sha = sha256_file(path)
+    return {"bytes": st.st_size, "sha256": sha, "mtime_ns": st.st_mtime_ns}
+
+
+def check_file(path: str | os.PathLike, record: Mapping, verify: bool = False) -> str | None:
+    """Why ``path`` does not match ``record`` (``bytes``, ``sha256``, optional ``mtime_ns``),
+    or None when it does: missing; another size (always checked); else, when ``verify`` or its
+    modification time is not the recorded one, another sha256."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    if st.st_size != record.get("bytes"):
+        return f"{st.st_size} bytes, {record.get('bytes')} were recorded"
+    if not verify and record.get("mtime_ns") is not None and record.get("mtime_ns") == st.st_mtime_ns:
+        return None
+    if sha256_file(path) != record.get("sha256"):
+        return "its sha256 differs from the recorded one"
+    return None

@@ -12,6 +12,7 @@ library callers that already catch ``ValueError`` keep working.
 """
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -36,3 +37,33 @@ class InputError(ValueError):
                 what += f", got {got!r}"
             message = ": ".join(parts + [what])
         super().__init__(message)
+
+
+# errno values that mean "the environment refuses the write" (a folder that cannot be written,
+# a full disk or quota, a file size limit, a path component that is a file), not a bug
+ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG,
+                                errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.EMLINK})
+
+
+class OutputError(InputError):
+    """An output cannot be written: the folder is not writable, the disk or quota is full, a
+    path component is a file. The message names the path and the reason; exit status 2 like
+    any InputError (the user fixes the folder or the disk, not vistest)."""
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an OSError the environment causes (:data:`ENVIRONMENT_ERRNOS`)."""
+    return isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS
+
+
+def output_error(path: str | os.PathLike, exc: OSError, what: str = "cannot write") -> OutputError:
+    """An :class:`OutputError` for ``exc`` raised while writing ``path``: ``PATH: cannot write
+    (No space left on device)``; the path the OS names, when it names another one, is added."""
+    named = getattr(exc, "filename", None)
+    extra = f" ({named})" if named and os.path.abspath(str(named)) != os.path.abspath(str(path)) else ""
+    hint = {errno.ENOSPC: "; free some space or write elsewhere", errno.EDQUOT: "; the disk quota is exhausted",
+            errno.EFBIG: "; the file size limit was reached (ulimit -f)",
+            errno.EACCES: "; permission denied", errno.EPERM: "; permission denied",
+            errno.EROFS: "; the file system is read-only", errno.EEXIST: "; a file is in the way (expected a folder)",
+            errno.ENOTDIR: "; a part of the path is a file, not a folder"}
+    return OutputError(f"{path}: {what} ({exc.strerror or exc}){extra}{hint.get(exc.errno, '')}")

@@ -18,6 +18,10 @@ score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
       dummy_allblack/[{n}_frame/]{scene_id}.mp4
                                             dummy_video_path() of mode allblack
       .vistest/{scene}.done(.d)             STAMPS_DIR: make stamps (bin/vistest-scene)
+      .vistest/locks/{scene_id}.lock        scene_lock_path(): held while a run writes the scene's files
+      .vistest/records/{scene_id}.json      scene_record_path(): size and sha256 of every file of the scene
+      .vistest-spool-{scene_id}.{tag}/      SPOOL_PREFIX: a run's work folder (the frame pool), by default
+                                            here; --spool-dir / $VISTEST_SPOOL put it elsewhere
       scenes/{scene_id}/                    scene_dir(): one scene's ground truth
         visibility.npz                      VISIBILITY: the visibility table, reused while valid
         {n}_frame.jsonl                     budget_file_name(): frame-budget ground truth
@@ -43,6 +47,10 @@ INDEX_HTML = "index.html"
 SHEETS_DIR = "sheets"
 SCENES_DIR = "scenes"
 STAMPS_DIR = ".vistest"
+STATE_DIR = STAMPS_DIR  # RUN_DIR/.vistest: make stamps, scene locks and records (not data: hidden)
+LOCKS_DIR = "locks"
+RECORDS_DIR = "records"
+SPOOL_PREFIX = ".vistest-spool-"  # + "{scene_id}.{rand}_{pid}_{host}" (vistest.atomic.process_tag)
 VISIBILITY = "visibility.npz"
 DUMMY_GT = "dummy_gt.jsonl"
 SCORE_DIR = "score"
@@ -109,6 +117,28 @@ def scene_dirs(run_dir: str | os.PathLike) -> list[Path]:
     """Every ``RUN_DIR/scenes/*/`` folder (sorted; hidden ones left out)."""
     root = Path(run_dir) / SCENES_DIR
     return sorted(p for p in root.glob("*") if p.is_dir() and not p.name.startswith("."))
+
+
+def scene_lock_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/.vistest/locks/{scene_id}.lock``: the lock of the scene's files (vistest.videos.manifest)."""
+    return Path(run_dir) / STATE_DIR / LOCKS_DIR / f"{scene_id}.lock"
+
+
+def scene_record_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/.vistest/records/{scene_id}.json``: the record of the scene's files (vistest.videos.manifest)."""
+    return Path(run_dir) / STATE_DIR / RECORDS_DIR / f"{scene_id}.json"
+
+
+def scene_video_dirs(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
+    """Every existing folder that may hold the scene's videos (or their temporary files): the
+    budget folders ``{n}_frame/``, the dummy folders of every mode and budget
+    (``dummy_allblack/[{n}_frame/]``) and :func:`dummy_scene_dirs`. Folders other scenes share
+    are included: only the scene's own names (``{scene_id}.mp4``) in them are its files."""
+    root = Path(run_dir)
+    found = [d for d in root.glob("*_frame") if d.is_dir() and is_budget_folder(d.name)]
+    found += [d for d in root.glob("dummy_*") if d.is_dir()]
+    found += [d for d in root.glob("dummy_*/*_frame") if d.is_dir() and is_budget_folder(d.name)]
+    return sorted(found) + dummy_scene_dirs(root, scene_id)
 
 
 def manifest_path(run_dir: str | os.PathLike) -> Path:

@@ -3,33 +3,40 @@
 The output folder (``OUTDIR``, a run folder shared by any number of scenes) is laid out as
 vistest.layout says: budget and dummy videos, ``scenes/{scene_id}/`` (the visibility table,
 reused while the scene, the video size and the occlusion mode are unchanged; the budget
-ground truth; the dummies' ground truth) and ``manifest.jsonl`` (vistest.videos.manifest).
+ground truth; the dummies' ground truth), ``manifest.jsonl`` and the scene's record and lock
+(vistest.videos.manifest). :func:`run_scene` checks its inputs before it writes anything and
+replaces the scene's outputs only once all are written (its docstring); :func:`scene_status`
+says, cheaply, whether a scene is complete and up to date.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import layout
-from .atomic import write_atomic
+from .atomic import check_writable, file_record, write_atomic
 from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
                            budget_truth, write_budget_files)
-from .questions import Question
+from .questions import Question, load_questions
 from .budget.sampling import DEFAULT_PROFILE, Budget
 from .errors import InputError
-from .scene import Scene
-from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
+from .jsonl import parse_json, read_text
+from .scene import Scene, check_scene_id
+from .videos.write import (DEFAULT_MAX_MEMORY_MB, WriteReport, commit_videos, discard_videos, spool_folder,
+                           write_plan)
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
-                          DEFAULT_MASK_MARGIN, EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key,
+                          DEFAULT_MASK_MARGIN, STREAM_COPY, EncoderSettings, VariantPlan, dummy_gt_jsonl, file_key,
                           manifest_records, plan_variants)
-from .videos.ffmpeg import VideoInfo, count_frames, probe
-from .videos.manifest import prune_dummies, update_manifest
+from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
+from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
+                              remove_stale_files, update_manifest, write_scene_record)
 from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
+from .workers import call_in_child
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,9 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
                 ) -> tuple[Scene, VideoInfo, list[str]]:
     """Probe the scene's video and check it against the scene: decoded size == ``image_size``
     (else an error, or with ``scale_intrinsics`` the scene scaled to the video), decoded frame
-    count == ``scene.num_frames`` (counted by decoding when the header's estimate differs;
-    otherwise checked exactly while the videos are written). Returns (scene, info, warnings).
+    count == ``scene.num_frames`` (counted by decoding when the header's estimate differs or an
+    MP4's boxes are not whole, as in a truncated file; otherwise checked exactly while the
+    videos are written, before any output is replaced). Returns (scene, info, warnings).
     """
     if scene.video is None:
         raise InputError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
@@ -99,7 +107,7 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
         warnings.append(f"intrinsics scaled from {scene.image_size[0]}x{scene.image_size[1]} to the video's "
                         f"{info.size[0]}x{info.size[1]}")
         scene = scale_scene(scene, info.size)
-    if info.frames_estimate != scene.num_frames:
+    if info.frames_estimate != scene.num_frames or (mp4_sample_count(path) is not None and not mp4_intact(path)):
         n = count_frames(path)
         if n != scene.num_frames:
             raise InputError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
@@ -120,41 +128,37 @@ def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) 
     return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
 
 
-def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, key: str) -> None:
-    """Compute and save a scene's visibility (in a child process: see :func:`isolated_visibility`)."""
+def _visibility_worker(scene: Scene, occlusion: str, progress: bool, key: str) -> Visibility:
+    """A scene's visibility with ``params["vistest_key"] = key`` (in a child process: see
+    :func:`isolated_visibility`)."""
     from .visibility.table import compute_visibility
 
     vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
-    vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    vis.save(path)
+    return dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
 
 
-def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = DEFAULT_OCCLUSION,
+def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSION,
                         progress: bool = True) -> Visibility:
-    """Compute the visibility (default parameters) in a spawned child process, save it to
-    ``path`` with ``params["vistest_key"] = key`` and load it here: the Numba engine's
-    compiled code (~120 MB) then never joins the video writer's process."""
-    import multiprocessing
-
-    with multiprocessing.get_context("spawn").Pool(1) as pool:  # leaving the block terminates the child
-        pool.apply(_visibility_worker, (scene, occlusion, progress, str(path), key))
-    return Visibility.load(path)
+    """Compute the visibility (default parameters, ``params["vistest_key"] = key``) in a spawned
+    child process (vistest.workers.call_in_child: it dies with this one), so that the Numba
+    engine's compiled code (~120 MB) never joins the video writer's process."""
+    return call_in_child(_visibility_worker, scene, occlusion, progress, key)
 
 
 def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = DEFAULT_OCCLUSION,
-                     progress: bool = True) -> Visibility:
-    """The scene's visibility: read from ``cache`` when its key matches, else computed
-    (default parameters, in a child process) and saved there atomically."""
+                     progress: bool = True) -> tuple[Visibility, bool]:
+    """The scene's visibility: read from ``cache`` when its key matches, else computed (default
+    parameters, in a child process). Returns (visibility, computed); a computed one is not
+    saved here: :func:`run_scene` writes it with the scene's other files."""
     key = visibility_key(scene_json, scene, occlusion)
     if cache.is_file():
         try:
             vis = Visibility.load(cache)
             if vis.params.get("vistest_key") == key:
-                return vis
+                return vis, False
         except InputError:  # unreadable: computed again and replaced
             pass
-    return isolated_visibility(scene, cache, key, occlusion, progress)
+    return isolated_visibility(scene, key, occlusion, progress), True
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,34 +180,75 @@ class SceneResult:
         return [Path(outdir) / v.path for v in self.plan.variants] + list(self.files)
 
 
-def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions: Sequence[Question],
-                truth: BudgetTruth, outdir: str | os.PathLike, opts: VideoOptions, warnings: Sequence[str] = (),
-                progress: bool = True) -> tuple[VariantPlan, WriteReport, Path]:
-    """Plan and write the scene's budget and dummy videos, its ``dummy_gt.jsonl`` and its
-    manifest lines. ``truth``: the budget GT whose selections the budget videos hold."""
-    outdir = Path(outdir)
-    source = scene.path(scene.video)
-    plan = plan_variants(scene, visibility, questions, truth.selections, source=source, source_key=file_key(source),
-                         size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
+def plan_scene_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions: Sequence[Question],
+                      truth: BudgetTruth, opts: VideoOptions, source_key: str, warnings: Sequence[str] = ()
+                      ) -> VariantPlan:
+    """The scene's budget and dummy videos (vistest.videos.plan.plan_variants with ``opts``);
+    ``truth``: the budget GT whose selections the budget videos hold; ``source_key``: the
+    sha256 of the source video."""
+    return plan_variants(scene, visibility, questions, truth.selections, source=scene.path(scene.video),
+                         source_key=source_key, size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
                          unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
                          dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
-    update_manifest(outdir, scene.scene_id, [])
-    report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
-                        progress=progress)
-    dummy_path = layout.scene_dir(outdir, scene.scene_id) / layout.DUMMY_GT
-    dummy_path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dummy_path, dummy_gt_jsonl(plan))
-    update_manifest(outdir, scene.scene_id, manifest_records(plan, report.encodings))
-    prune_dummies(outdir, plan)
-    return plan, report, dummy_path
+
+
+def questions_key(questions: Sequence[Question]) -> str:
+    """sha256 of the questions' records (canonical JSON): what the outputs depend on, whatever file held them."""
+    text = json.dumps([dict(q.record) for q in questions], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_options(opts: VideoOptions, questions: Sequence[Question], occlusion: str = DEFAULT_OCCLUSION,
+                scale_intrinsics: bool = False, with_budget_files: bool = True, visibility_given: bool = False
+                ) -> dict[str, Any]:
+    """Everything besides the input files that a scene's outputs depend on, as the scene record
+    keeps it (vistest.videos.manifest.check_scene compares its key). Numbers are canonical (a
+    whole float is an int: ``--max-memory 500`` and ``max_memory_mb=500.0`` are one option)."""
+    def canonical(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): canonical(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [canonical(x) for x in v]
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    return canonical({"video": dataclasses.asdict(opts), "questions_key": questions_key(questions),
+                      "occlusion": occlusion, "scale_intrinsics": scale_intrinsics,
+                      "with_budget_files": with_budget_files,
+                      "visibility": "given" if visibility_given else "computed"})
+
+
+def scene_status(outdir: str | os.PathLike, scene_json: str | os.PathLike, questions_jsonl: str | os.PathLike,
+                 opts: VideoOptions = VideoOptions(), *, occlusion: str = DEFAULT_OCCLUSION,
+                 scale_intrinsics: bool = False, with_budget_files: bool = True, verify: bool = False
+                 ) -> SceneStatus:
+    """Whether ``vistest run`` (``with_budget_files``; ``vistest videos`` without) of this scene
+    into ``outdir`` with these options would find everything done: the scene's record
+    (vistest.videos.manifest) lists every output as written (sizes always; sha256 when a
+    modification time changed, or with ``verify``), the same scene.json, questions file and
+    video (unchanged), and the same options and questions. Cheap: reads scene.json's
+    ``scene_id`` (no validation; the whole scene only to resolve ``occlusion="auto"`` to the mode
+    a run records, vistest.visibility.table.choose_occlusion) and the questions (to key their
+    content), then one ``stat`` per file. For batch drivers that skip finished scenes."""
+    path = Path(scene_json)
+    doc = parse_json(read_text(path, InputError, "scene file"), str(path), InputError)
+    scene_id = check_scene_id(doc.get("scene_id") if isinstance(doc, dict) else None, str(path))
+    if occlusion == "auto":
+        occlusion, _ = choose_occlusion(Scene.load(path), occlusion)
+    questions = load_questions(questions_jsonl)
+    options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files)
+    return check_scene(outdir, scene_id, {"scene": path, "questions": questions_jsonl}, options, verify)
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,
               opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None,
               occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
-              progress: bool = True, scene: Scene | None = None) -> SceneResult:
+              progress: bool = True, scene: Scene | None = None, questions_path: str | os.PathLike | None = None,
+              spool_dir: str | os.PathLike | None = None, verify: bool = False, wait: bool = True,
+              on_wait: Callable[[str], None] | None = None) -> SceneResult:
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
@@ -211,34 +256,99 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     depth frames, else boxes; :func:`vistest.visibility.table.choose_occlusion`).
     ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
-    and manifest lines are written (``vistest videos``). Raises InputError (VideoError for
-    the video) naming the file, the field and the expectation.
+    and manifest lines are written (``vistest videos``). ``questions_path``: the file the
+    questions came from (recorded as an input). ``spool_dir``: the work folder's location
+    (vistest.videos.write.spool_folder). ``verify``: hash every output a rerun would keep.
+    ``wait``/``on_wait``: what to do when another run holds the scene
+    (vistest.videos.manifest.SceneLock).
+
+    In order: the inputs are checked (scene id, the video against the scene, the output folder
+    writable); the scene's lock is taken and what killed runs left is removed; visibility,
+    budget GT and videos are computed and written aside (nothing replaced yet: a failure, an
+    interruption or a full disk leaves every previous output as it was); then the videos are
+    renamed into place, the visibility, budget GT, ``dummy_gt.jsonl``, the scene record and its
+    manifest lines written, and dummies no longer planned deleted (after the manifest stops
+    listing them). Raises InputError (VideoError for the video, OutputError for the disk)
+    naming the file, the field and the expectation.
     """
     outdir = Path(outdir)
     scene = Scene.load(scene_json) if scene is None else scene
     check_scene_id(scene.scene_id, scene.source)
     scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
-    scene_dir = layout.scene_dir(outdir, scene.scene_id)
-    files: list[Path] = []
+    check_writable(outdir)
+    spool = spool_folder(outdir, spool_dir)
+    sid = scene.scene_id
     if visibility is None:
-        occlusion, _ = choose_occlusion(scene, occlusion)
-        if with_budget_files:
-            visibility = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion, progress)
-            files.append(scene_dir / layout.VISIBILITY)
-        else:
-            with tempfile.TemporaryDirectory(prefix=".vistest-vis-", dir=outdir if outdir.is_dir() else None) as tmp:
-                visibility = isolated_visibility(scene, Path(tmp) / layout.VISIBILITY,
-                                                 visibility_key(scene_json, scene, occlusion), occlusion, progress)
-    truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
-                         seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
-                         profile_options=opts.profile_options)
-    if with_budget_files:
+        occlusion, _ = choose_occlusion(scene, occlusion)  # the record keeps the mode used, never "auto"
+    options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files, visibility is not None)
+    with SceneLock(outdir, sid, wait=wait, on_wait=on_wait):
+        remove_stale_files(outdir, sid, spool)
+        previous = read_scene_record(outdir, sid) or {}
+        before = previous.get("files", {})
+        known = previous.get("inputs", {})
+        inputs = {"scene": input_record(scene_json, known.get("scene")),
+                  "video": input_record(scene.path(scene.video), known.get("video"))}
+        if questions_path is not None:
+            inputs["questions"] = input_record(questions_path, known.get("questions"))
+        scene_dir = layout.scene_dir(outdir, sid)
+        cache = None  # the visibility file of the run: None (none), False (kept as it is), True (to write)
+        if visibility is None:
+            if with_budget_files:
+                visibility, cache = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion,
+                                                     progress)
+            else:
+                visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion), occlusion,
+                                                 progress)
+        truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
+                             seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
+                             profile_options=opts.profile_options)
+        plan = plan_scene_videos(scene, info, visibility, questions, truth, opts, inputs["video"]["sha256"], warnings)
+        report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
+                            progress=progress, records=before, verify=verify, spool_dir=spool, commit=False)
+        try:
+            files = commit_scene(outdir, plan, report, truth if with_budget_files else None,
+                                 None if cache is None else visibility if cache else False, before, inputs, options,
+                                 "run" if with_budget_files else "videos")
+        finally:
+            discard_videos(report)
+    return SceneResult(plan, report, truth if with_budget_files else None, tuple(files), tuple(plan.warnings))
+
+
+def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: BudgetTruth | None,
+                 visibility: Visibility | bool | None, before: Mapping[str, Mapping], inputs: Mapping[str, Mapping],
+                 options: Mapping[str, Any], command: str) -> list[Path]:
+    """Put a scene's outputs in place (the scene's lock held): the staged videos, the
+    ``visibility`` file (a Visibility: written; False: the cached file, kept; None: none), the
+    budget files of ``truth`` (None: none),
+    ``dummy_gt.jsonl``, the scene record, the manifest lines (with each video's size and
+    sha256), then delete the dummies the plan no longer lists. ``before``: the previous
+    record's files (hashes of unchanged files are reused). Returns the files besides videos."""
+    sid = plan.scene_id
+    scene_dir = layout.scene_dir(outdir, sid)
+    commit_videos(report, outdir)
+    files: list[Path] = []
+    if isinstance(visibility, Visibility):
+        visibility.save(scene_dir / layout.VISIBILITY)
+    if visibility is not None:
+        files.append(scene_dir / layout.VISIBILITY)
+    if truth is not None:
         files += write_budget_files(truth, scene_dir)
-    plan, report, dummy_path = make_videos(scene, info, visibility, questions, truth, outdir, opts, warnings,
-                                           progress)
+    dummy_path = scene_dir / layout.DUMMY_GT
+    write_atomic(dummy_path, dummy_gt_jsonl(plan))
     files.append(dummy_path)
-    return SceneResult(plan, report, truth if with_budget_files else None, tuple(files),
-                       tuple(plan.warnings))
+    records: dict[str, dict] = {}
+    for v in plan.variants:
+        key = v.remux_key if report.encodings.get(v.path, (None,))[0] == STREAM_COPY else v.key
+        records[v.path] = {**file_record(outdir / v.path, before.get(v.path)), "key": key}
+    for f in files:
+        rel = f.relative_to(outdir).as_posix()
+        records[rel] = file_record(f, before.get(rel))
+    write_scene_record(outdir, sid, records, inputs, options, command)
+    lines = [{**r, "bytes": records[r["path"]]["bytes"], "sha256": records[r["path"]]["sha256"]}
+             for r in manifest_records(plan, report.encodings)]
+    update_manifest(outdir, sid, lines)
+    prune_dummies(outdir, plan)
+    return files
 
 
 def _make_escape(path: str) -> str:

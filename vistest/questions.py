@@ -46,7 +46,7 @@ from .eval.answers import (
     normalize_text,
     split_option,
 )
-from .jsonl import iter_jsonl
+from .jsonl import iter_jsonl, read_text
 
 # the rule budget_truth applies to each type (see vistest/budget/truth.py)
 RULE_COUNTING = "counting"            # count instances of category seen in the selected frames
@@ -470,8 +470,5 @@ def parse_questions(lines: Iterable[str], source: str = "<questions>",
 def load_questions(path: str | os.PathLike, scene: Any | None = None) -> tuple[Question, ...]:
     """Load and validate a questions JSONL file (see :func:`parse_questions`)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise QuestionError(f"{path}: cannot read questions file ({e.strerror})") from None
+    text = read_text(path, QuestionError, "questions file")
     return parse_questions(text.splitlines(), source=str(path), scene=scene)

@@ -14,13 +14,17 @@ Conventions, stated once here and relied on everywhere:
 * ``Frame.index`` is the 0-based decoded frame number in ``video``.
 
 Everything is validated on load; a bad value raises :class:`SceneError` (a
-``ValueError``) naming the file, the field and what was expected.
+``ValueError``) naming the file, the field and what was expected. Numeric fields take JSON
+numbers only (not strings, not booleans); ``scene_id`` must be able to name files
+(:func:`check_scene_id`); a frame index is at most :data:`MAX_FRAME_INDEX`.
 """
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,15 +34,34 @@ import numpy as np
 from .atomic import write_atomic
 from .errors import InputError
 from .geometry import box_corners, polygon_area
+from .jsonl import parse_json, read_text
+from .layout import is_budget_folder
 
 FORMAT = "vistest.scene/1"
 ROOM_AREA_TYPES = ("all_room", "single_room")  # what room.size_m2 / room.polygon cover (ReVSI's scene_area_type)
 ROOM_AREA_TOL = 0.01  # relative: room.size_m2 must agree with the area of room.polygon
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
+# the largest decoded frame number a scene may give: 10 million frames, 3.9 days at 30 frames/s. Every
+# stage allocates per frame of the video (last index + 1), so an absurd index would allocate petabytes.
+MAX_FRAME_INDEX = 10_000_000 - 1
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class SceneError(InputError):
     """Invalid scene input: the message names the file, the field and the expectation."""
+
+
+def check_scene_id(scene_id: str, source: str = "scene") -> str:
+    """``scene_id`` if it can name files and folders of a run folder (letters, digits, ``._-``,
+    not starting with ``.``, and not a budget folder's name such as ``16_frame``); SceneError
+    naming ``source`` (the scene file, or where the id came from) otherwise."""
+    if not isinstance(scene_id, str) or not _SAFE_ID.fullmatch(scene_id):
+        raise SceneError(f"{source}: scene_id: {scene_id!r} cannot name files; expected letters, digits, '.', '_' "
+                         f"or '-', not starting with '.'")
+    if is_budget_folder(scene_id):
+        raise SceneError(f"{source}: scene_id: {scene_id!r} is the name of a budget folder ({{n}}_frame); "
+                         f"choose another id")
+    return scene_id
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -189,14 +212,7 @@ class Scene:
     def load(cls, path: str | os.PathLike) -> "Scene":
         """Load and validate ``scene.json``; raises SceneError naming file and field."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise SceneError(f"{path}: cannot read scene file ({e.strerror})") from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SceneError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        doc = parse_json(read_text(path, SceneError, "scene file"), str(path), SceneError)
         return cls.from_dict(doc, root=path.parent, source=str(path))
 
     @classmethod
@@ -242,13 +258,24 @@ class Scene:
         return doc
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write ``scene.json`` atomically (temp file + rename). Paths stay as given."""
+        """Write ``scene.json`` atomically (temp file + rename). Paths stay as given. SceneError
+        naming ``path`` (nothing written) when ``scene_id`` cannot name files (:func:`check_scene_id`)."""
+        check_scene_id(self.scene_id, str(path))
         write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
 
 # ---------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------
+def _short(v: Any, limit: int = 80) -> str:
+    """``repr(v)``, cut to ``limit`` characters (a bad field may be huge or deeply nested)."""
+    try:
+        text = repr(v)
+    except RecursionError:
+        text = f"<deeply nested {type(v).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class _Parser:
     """Validates a scene document field by field; every error names source and field."""
 
@@ -271,12 +298,18 @@ class _Parser:
         return x
 
     def array(self, v: Any, fld: str, shape: tuple[int, ...], allow_neg_inf: bool = False) -> np.ndarray:
+        """JSON numbers (nested lists) of ``shape``; strings and booleans are refused, not converted."""
         try:
-            a = np.array(v, dtype=np.float64)
+            o = np.array(v, dtype=object)
         except (TypeError, ValueError):
-            raise self.fail(fld, f"expected numbers of shape {list(shape)}, got {v!r}") from None
-        if a.shape != shape:
-            raise self.fail(fld, f"expected shape {list(shape)}, got {list(a.shape)} ({v!r})")
+            o = None
+        if o is None or o.shape != shape:
+            got = f"shape {list(o.shape)}" if o is not None else "a ragged list"
+            raise self.fail(fld, f"expected numbers of shape {list(shape)}, got {got} ({_short(v)})")
+        for i, x in zip(np.ndindex(shape), o.flat):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+                raise self.fail(f"{fld}{list(i)}", f"expected a number, got {_short(x)}")
+        a = o.astype(np.float64)
         bad = ~np.isfinite(a)
         if allow_neg_inf:
             bad &= ~np.isneginf(a)
@@ -340,7 +373,7 @@ class _Parser:
         for key in ("scene_id", "fps", "image_size", "camera", "frames", "objects"):
             if key not in doc:
                 raise self.fail(key, "missing required field")
-        scene_id = self.string(doc["scene_id"], "scene_id")
+        scene_id = check_scene_id(self.string(doc["scene_id"], "scene_id"), self.source)
         fps = self.number(doc["fps"], "fps", positive=True)
         image_size = self.size2(doc["image_size"], "image_size")
         camera = self.intrinsics(doc["camera"], "camera")
@@ -400,6 +433,9 @@ class _Parser:
             idx = f["index"]
             if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
                 raise self.fail(f"{fld}.index", f"expected a non-negative integer, got {idx!r}")
+            if idx > MAX_FRAME_INDEX:
+                raise self.fail(f"{fld}.index", f"expected a decoded frame number of the video, at most "
+                                                f"{MAX_FRAME_INDEX} (10 million frames), got {idx}")
             if out and idx == out[-1].index:
                 raise self.fail(f"{fld}.index", f"duplicated frame index {idx}")
             if out and idx < out[-1].index:

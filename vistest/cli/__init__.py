@@ -12,7 +12,9 @@
 
 The error contract (vistest.errors) is kept here, once, for every command: an
 :class:`~vistest.errors.InputError` (bad input: its message names the file, the field and
-what was expected) becomes ``Error: <message>`` on stderr and exit status 2; any other
+what was expected) becomes ``Error: <message>`` on stderr and exit status 2, and so does an
+OSError the environment causes on a path it names (a folder that is not writable, a full
+disk, a path component that is a file: vistest.errors.ENVIRONMENT_ERRNOS); any other
 exception is a bug and keeps its traceback (exit status 1). ``vistest audit`` also exits 1
 when the scene fails the audit. Long work draws a progress bar on stderr unless ``--quiet``.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import InputError
+from ..errors import InputError, is_environment_error, output_error
 from .budget import budget, frames
 from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
@@ -41,13 +43,18 @@ class BadInput(click.ClickException):
 
 class VistestGroup(click.Group):
     """The command group; turns an InputError raised by any command, or while parsing its
-    options, into :class:`BadInput`. Nothing else is caught."""
+    options, and an environment OSError naming its path, into :class:`BadInput`. Nothing
+    else is caught."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except InputError as e:
             raise BadInput(str(e)) from e
+        except OSError as e:
+            if not (is_environment_error(e) and e.filename):
+                raise
+            raise BadInput(str(output_error(e.filename, e, "cannot access"))) from e
 
 
 @click.group(cls=VistestGroup)

@@ -9,7 +9,7 @@ import click
 
 from ..budget.sampling import parse_budget, select_frames
 from .options import (OUTDIR_ALIAS, budgets_option, min_budget_room_route_option, output_option, profile_options,
-                      quiet_option, seen_threshold_option, visibility_option)
+                      quiet_option, seen_threshold_option, visibility_option, warn)
 
 
 @click.command("frames")
@@ -37,6 +37,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
            visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, quiet: bool) -> None:
     """Frame-budget ground truth: write OUTPUT/{budget}_frame.jsonl for each budget and
     print kept / changed / unanswerable per budget and question type."""
+    from ..atomic import check_writable
     from ..budget.truth import budget_truth, summary_table, write_budget_files
     from ..questions import load_questions
     from ..scene import Scene
@@ -44,6 +45,9 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
 
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
+    if not questions:
+        warn(f"{questions_jsonl}: no questions (the file holds no question line): the budget files hold no row")
+    check_writable(output)
     if visibility_npz:
         vis = Visibility.load(visibility_npz)
     else:

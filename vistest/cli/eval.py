@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import OUTDIR_ALIAS, compose, output_option, quiet_option, run_dir_option
+from .options import OUTDIR_ALIAS, compose, output_option, quiet_option, run_dir_option, warn
 
 
 def _protocols() -> list[str]:
@@ -70,8 +70,16 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
     against the ground truth of RUN_DIR: accuracy / MRA per budget and type, hallucination and
     abstention, the stress tests of reformulated questions, blind baselines (held out by scene)."""
+    from ..atomic import check_writable
+    from ..eval.records import ScoreError, prediction_files
+    from ..layout import score_dir
     from ..eval.report import render_text, run_score
+    from ..jsonl import read_text
 
+    for f in prediction_files(predictions):
+        if not read_text(f, ScoreError, "predictions file").strip():
+            warn(f"{f}: no predictions (the file is empty): nothing of it is scored")
+    check_writable(output or score_dir(run_dir))
     report, written = run_score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned,
                                 prune_threshold)
     if not quiet:
@@ -116,14 +124,16 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
 @click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
               help="lmms-eval-task: parsing and scoring rules (as vistest score).")
 @click.option("--name", default="vistest", show_default=True, help="lmms-eval-task: task name prefix.")
+@click.option("--verify", is_flag=True,
+              help="Hash every video against the manifest (default: its size, and its hash when its time changed).")
 @quiet_option("No progress and no summary.")
-def export_cmd(fmt, run_dir, output, link, protocol, name, quiet):
+def export_cmd(fmt, run_dir, output, link, protocol, name, verify, quiet):
     """Export RUN_DIR (the output folder of 'vistest run') as FORMAT: revsi (ReVSI release layout for
     lmms-eval's revsi task and VLMEvalKit), lmms-eval-task (--include_path folder, real and
     dummy videos), vlmevalkit (TSVs), jsonl (every row, absolute paths, provenance)."""
     from ..eval.exporters import ExportOptions, export
 
-    res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet))
+    res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet, verify=verify))
     if not quiet:
         click.echo(res.summary_text(), nl=False)
         click.echo(f"wrote {res.out / 'vistest_export.json'}", err=True)

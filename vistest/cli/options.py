@@ -66,6 +66,11 @@ def compose(*decorators: Decorator) -> Decorator:
     return apply
 
 
+def warn(message: str) -> None:
+    """One ``warning: ...`` line on stderr (shown with ``--quiet`` too)."""
+    click.echo(f"warning: {message}", err=True)
+
+
 # ---- parsing ---------------------------------------------------------------------------
 def parse_key_value(text: str, option: str = "--option") -> tuple[str, Any]:
     """``KEY=VALUE`` with VALUE read as JSON when it parses (``2.5``, ``true``), else a string;

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import output_option, quiet_option
+from .options import output_option, quiet_option, warn
 
 
 @click.command("reformulate")
@@ -18,6 +18,8 @@ def reformulate_cmd(questions_jsonl, output, variants, quiet):
     from ..reformulate import parse_variants, write_reformulated
 
     res = write_reformulated(questions_jsonl, output, parse_variants(variants))
+    if not res.records:
+        warn(f"{questions_jsonl}: no questions (the file holds no question line): {output} is empty")
     if not quiet:
         click.echo(res.summary(), nl=False, err=True)
         click.echo(f"wrote {len(res.records)} questions -> {output}", err=True)

@@ -11,10 +11,10 @@ from ..errors import InputError
 from ..videos.ffmpeg import X264_PRESETS
 from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
                            DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
-from ..videos.write import DEFAULT_MAX_MEMORY_MB
+from ..videos.write import DEFAULT_MAX_MEMORY_MB, SPOOL_ENV
 from ..budget.sampling import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, min_budget_room_route_option, occlusion_option,
-                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option)
+                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
 
 _DEFAULT_SETTINGS = EncoderSettings()
 
@@ -78,6 +78,16 @@ video_options = compose(
     occlusion_option(),
     seen_threshold_option("Budget GT: "),
     min_budget_room_route_option("Budget GT: "),
+    click.option("--spool-dir", type=click.Path(file_okay=False), default=None, envvar=SPOOL_ENV,
+                 show_envvar=True,
+                 help="Folder for the run's work folder (the frame pool; default: the output folder). Its free "
+                      "space is checked first."),
+    click.option("--verify", is_flag=True,
+                 help="Hash every existing output before keeping it (default: its size and time, and the hash "
+                      "only when its time changed)."),
+    click.option("--wait/--no-wait", default=True, show_default=True,
+                 help="When another run is writing this scene into the same folder: wait for it, or stop with an "
+                      "error."),
     quiet_option("No progress bar and no summary."),
 )
 
@@ -104,6 +114,9 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
                         jobs=kw["jobs"], threads=kw["threads"])
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
+    if not questions:
+        warn(f"{questions_jsonl}: no questions (the file holds no question line): only the budget videos are "
+             f"written, no ground truth and no dummies")
     vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
     occlusion = kw["occlusion"]
     if vis is None:
@@ -113,13 +126,16 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     with signals_as_exit():
         res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=occlusion,
                         scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
-                        scene=scene)
+                        scene=scene, questions_path=questions_jsonl, spool_dir=kw["spool_dir"], verify=kw["verify"],
+                        wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
     if full:
         from ..look.index import write_index
+        from ..videos.manifest import shared_lock
 
         # the run folder's page; `vistest sheet` rewrites it with contact sheets, and every
         # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
-        write_index(outdir)
+        with shared_lock(outdir):
+            write_index(outdir)
     if stamp:
         inputs = [scene_json, questions_jsonl, str(scene.path(scene.video))]
         write_stamp(stamp, inputs, res.outputs(outdir), {"scene_id": scene.scene_id, "videos": len(res.plan.variants)})

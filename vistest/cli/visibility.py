@@ -1,6 +1,8 @@
 """The visibility stage's command: ``visibility`` (vistest.visibility, docs/visibility.md)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..visibility.table import DEFAULT_DEPTH_TOL, DEFAULT_NEAR
@@ -20,11 +22,14 @@ from .options import occlusion_option, output_option, quiet_option
 @quiet_option()
 def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, quiet):
     """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
-    from ..atomic import write_atomic
+    from ..atomic import check_writable, write_atomic
     from ..scene import Scene
     from ..visibility.table import choose_occlusion, compute_visibility
 
     scene = Scene.load(scene_json)
+    for out in (output, csv_path):  # before the work: a folder that cannot take the output stops it now
+        if out:
+            check_writable(Path(out).parent)
     occlusion, why = choose_occlusion(scene, occlusion)
     if not quiet:
         click.echo(f"occlusion: {occlusion} ({why})", err=True)

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
@@ -59,10 +60,7 @@ def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
 
 def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Timestamps (T,) sorted, and camera-to-world poses (T, 4, 4)."""
-    try:
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    except OSError as e:
-        raise c.AdapterError(f"{path}: cannot read trajectory ({e.strerror})") from None
+    lines = [ln for ln in read_text(path, c.AdapterError, "trajectory").splitlines() if ln.strip()]
     if not lines:
         raise c.AdapterError(f"{path}: trajectory is empty")
     pairs = [traj_pose(ln, f"{path}: line {n}") for n, ln in enumerate(lines, 1)]
@@ -72,10 +70,11 @@ def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def read_pincam(path: Path) -> tuple[Intrinsics, tuple[int, int]]:
     """``width height fx fy cx cy`` -> (Intrinsics, (W, H))."""
+    text = read_text(path, c.AdapterError, ".pincam")
     try:
-        vals = [float(x) for x in path.read_text().split()]
-    except (OSError, ValueError) as e:
-        raise c.AdapterError(f"{path}: cannot read .pincam ({e})") from None
+        vals = [float(x) for x in text.split()]
+    except ValueError as e:
+        raise c.AdapterError(f"{path}: expected 6 numbers 'width height fx fy cx cy' ({e})") from None
     if len(vals) != 6:
         raise c.AdapterError(f"{path}: expected 6 numbers 'width height fx fy cx cy', got {len(vals)}")
     w, h, fx, fy, cx, cy = vals

@@ -65,6 +65,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..geometry import CV_TO_GL, rigid_inverse
+from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import Frame, Scene
 
@@ -328,10 +329,7 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
         if m.shape != (4, 4):
             raise AdapterError(f"{path}: expected a 4x4 matrix or a provenance.json, got shape {list(m.shape)}")
         return [(path.stem, m)]
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise AdapterError(f"{path}: cannot read alignment ({e.strerror})") from None
+    text = read_text(path, AdapterError, "alignment")
     if "axisAlignment" in text:
         m = scannet.axis_alignment(scannet.read_info(path), path)
         return [("axisAlignment", m)]

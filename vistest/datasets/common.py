@@ -30,7 +30,8 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
+from ..jsonl import parse_json, read_text
+from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneError, SceneObject, check_scene_id
 
 PROVENANCE = "provenance.json"
 
@@ -93,12 +94,7 @@ class Capture:
 def read_json(path: str | os.PathLike, what: str) -> Any:
     """Parse a JSON file; errors name the file and what it should have been."""
     path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise AdapterError(f"{path}: cannot read {what} ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise AdapterError(f"{path}: {what}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    return parse_json(read_text(path, AdapterError, what), f"{path}: {what}", AdapterError)
 
 
 class _SafeUnpickler(pickle.Unpickler):
@@ -404,8 +400,10 @@ def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
 
 def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None) -> Path:
     """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload) and
-    ``out_dir/provenance.json``; returns the scene path. Both writes are atomic."""
+    ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
+    that cannot name files (``-O scene=../x``) is refused before anything is written."""
     out_dir = Path(out_dir)
+    check_scene_id(capture.scene_id, f"{out_dir / 'scene.json'} (the id of {capture.source}; -O scene sets it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     scene = assemble(capture, boxes, out_dir, video=video)
     path = out_dir / "scene.json"
@@ -451,6 +449,16 @@ def text(v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise ValueError(f"expected a non-empty string, got {v!r}")
     return v
+
+
+def scene_id(v: Any) -> str:
+    """A scene id that can name files and folders (vistest.scene.check_scene_id): ``-O scene=../x``
+    is refused when the options are read, before anything is looked up or written."""
+    source = "option scene"
+    try:
+        return check_scene_id(text(v), source)
+    except SceneError as e:
+        raise ValueError(str(e).removeprefix(f"{source}: ")) from None
 
 
 def choice(*choices: str):

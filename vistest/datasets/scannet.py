@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
@@ -45,10 +46,7 @@ CAPTURE_FPS = 30.0
 
 def read_info(path: Path) -> dict[str, str]:
     """The ``sceneXXXX_XX.txt`` meta file as ``{key: value}`` (lines ``key = value``)."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise c.AdapterError(f"{path}: cannot read scan info ({e.strerror})") from None
+    lines = read_text(path, c.AdapterError, "scan info").splitlines()
     out = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -266,7 +264,7 @@ def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) ->
 
 ADAPTER_OPTIONS = (
     ("scene", "scan id (default: the prefix of the folder's *_vh_clean_2.ply / *.aggregation.json, else "
-              "the folder name)", c.text),
+              "the folder name)", c.scene_id),
     ("images", "which images the frames are: color (default, 1296x968, intrinsic_color) or depth "
                "(640x480, intrinsic_depth)", c.choice("color", "depth")),
     ("frame_step", "keep every N-th .sens frame; index = number // N (default 1)", c.positive_int),

@@ -119,7 +119,7 @@ def _adapter():
                  Option("fps", "frames per second of the video (default 60 / frame_step)", c.positive_float),
                  Option("image_size", "WxH of the video frames; intrinsics are scaled from 1920x1440", c.size_wh),
                  Option("pose_key", "pose field to read (default aligned_pose)", c.text),
-                 Option("scene", "scene id (default: the folder name)", c.text)),
+                 Option("scene", "scene id (default: the folder name)", c.scene_id)),
         read_capture=read_capture,
         read_boxes=lambda p, cap, o: read_annotation(p if p.suffix == ".json" else p / "scans" / "segments_anno.json"))
 

@@ -42,6 +42,7 @@ from ..budget.sampling import budget_label, parse_budget
 from ..budget.truth import STATUSES, UNANSWERABLE
 from ..errors import InputError
 from ..jsonl import iter_jsonl as _iter_jsonl
+from ..jsonl import read_text
 from ..questions import ANSWER_MCQ, ANSWER_NUMBER, ANSWER_TEXT, QUESTION_TYPES, RULE_COUNTING
 from .answers import BASE, REFORMULATIONS, abstain_letter, ground_truth_number, is_abstain_answer, option_letters
 
@@ -220,12 +221,7 @@ def budget_json(label: str) -> int | str:
 # reading
 # =======================================================================================
 def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise ScoreError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ScoreError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    return read_text(path, ScoreError, "file").splitlines()
 
 
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[tuple[int, dict]]:

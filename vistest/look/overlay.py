@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
-from numba import njit
 
 from ..visibility import raster
 from . import OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH
@@ -51,7 +50,7 @@ DEFAULT_SHEET_FRAMES, DEFAULT_COLUMNS, DEFAULT_TILE_WIDTH = OVERLAY_SHEET_FRAMES
 # ---------------------------------------------------------------------------------------
 # geometry: the engine's clipped projection
 # ---------------------------------------------------------------------------------------
-@njit(cache=True)
+@raster.njit_cached()
 def _project_boxes(corners, r, t, fx, fy, cx, cy, near, cu, cv, eu, ev):
     """For every box o (world corners (O, 8, 3)), fill cu/cv (O, 8) and eu/ev (O, 12) with
     :func:`vistest.visibility.raster.clip_project_box`'s pixel coordinates; NaN where undefined."""

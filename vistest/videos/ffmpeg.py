@@ -45,7 +45,7 @@ from ..errors import InputError
 __all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
            "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS", "FrameHashes",
            "decode_hashes", "hash_command", "parse_frame_hashes", "remux_command", "mux_h264_command",
-           "mp4_sample_count"]
+           "mp4_sample_count", "mp4_intact", "exit_text"]
 
 PIX_FMTS = ("rgb24", "yuv420p")
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
@@ -93,6 +93,21 @@ def _command(stream, *global_args: str) -> list[str]:
 def stderr_tail(data: bytes, lines: int = 15) -> str:
     """The last ``lines`` lines of ffmpeg's stderr, for error messages."""
     return "\n".join(data.decode("utf-8", "replace").strip().splitlines()[-lines:])
+
+
+def exit_text(rc: int) -> str:
+    """``exit 1``, or for a process ended by a signal ``killed by SIGXFSZ`` (with what that signal
+    usually means: a full disk makes ffmpeg exit 1 with "No space left on device" instead)."""
+    if rc >= 0:
+        return f"exit {rc}"
+    import signal
+
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        return f"killed by signal {-rc}"
+    why = {"SIGXFSZ": ": the file size limit (ulimit -f) was reached", "SIGKILL": " (out of memory, or killed)"}
+    return f"killed by {name}{why.get(name, '')}"
 
 
 def frame_bytes(size: tuple[int, int], pix_fmt: str) -> int:
@@ -324,7 +339,7 @@ class FrameReader:
         rc = self._proc.wait()
         if rc != 0:
             self._err.seek(0)
-            raise VideoError(f"{self.path}: ffmpeg could not decode the video (exit {rc}):\n"
+            raise VideoError(f"{self.path}: ffmpeg could not decode the video ({exit_text(rc)}):\n"
                              f"{stderr_tail(self._err.read())}")
 
     def __exit__(self, *exc) -> None:
@@ -523,7 +538,7 @@ class VideoWriter:
         except BrokenPipeError:
             self._proc.wait()
             raise VideoError(f"{self.path}: ffmpeg exited while receiving frame {self.frames_written} "
-                             f"(exit {self._proc.returncode}):\n{self._stderr()}") from None
+                             f"({exit_text(self._proc.returncode)}):\n{self._stderr()}") from None
         self.frames_written += 1
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -545,14 +560,21 @@ class VideoWriter:
             except BrokenPipeError:
                 pass
 
-    def finish(self) -> None:
+    @property
+    def temp_path(self) -> Path | None:
+        """The temporary file ffmpeg writes (beside ``path``), once started; None after :meth:`finish`."""
+        return self._tmp
+
+    def finish(self, place: bool = True) -> Path:
         """Close ffmpeg's input, wait for it, check it, verify the frame count, and move the
-        result into place. On failure the temporary file stays until :meth:`abort`."""
+        result into place (returns ``path``). ``place=False``: leave the verified file under its
+        temporary name and return that (the caller renames or removes it; the writer no longer
+        owns it). On failure the temporary file stays until :meth:`abort`."""
         proc = self._proc
         self.close_input()
         rc = proc.wait()
         if rc != 0:
-            raise VideoError(f"{self.path}: ffmpeg failed (exit {rc}):\n{self._stderr()}")
+            raise VideoError(f"{self.path}: ffmpeg failed ({exit_text(rc)}):\n{self._stderr()}")
         if self.frames_written == 0:
             raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
         if self.verify:
@@ -560,9 +582,14 @@ class VideoWriter:
             if got != self.frames_written:
                 raise VideoError(f"{self.path}: {self.frames_written} frames were encoded but the written file "
                                  f"decodes to {got}; not keeping it")
-        os.replace(self._tmp, self.path)
+        done = self.path
+        if place:
+            os.replace(self._tmp, self.path)
+        else:
+            done = self._tmp
         self._tmp = None
         self._cleanup()
+        return done
 
     def abort(self) -> None:
         """Stop ffmpeg (if running) and delete the temporary file. Safe to call twice."""
@@ -613,7 +640,7 @@ def count_frames(path: str | os.PathLike) -> int:
     except OSError as e:
         raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
     if res.returncode != 0:
-        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n"
+        raise VideoError(f"{path}: ffmpeg could not decode the video ({exit_text(res.returncode)}):\n"
                          f"{stderr_tail(res.stderr)}")
     counts = _FRAME_RE.findall(res.stdout)
     if not counts:
@@ -686,7 +713,7 @@ def decode_hashes(path: str | os.PathLike, threads: int | None = None) -> FrameH
     except OSError as e:
         raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
     if res.returncode != 0:
-        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n"
+        raise VideoError(f"{path}: ffmpeg could not decode the video ({exit_text(res.returncode)}):\n"
                          f"{stderr_tail(res.stderr)}")
     return parse_frame_hashes(res.stdout.decode("ascii", "replace"), str(path))
 
@@ -762,6 +789,25 @@ def mp4_sample_count(path: str | os.PathLike) -> int | None:
     except (OSError, struct.error):
         return None
     return None
+
+
+def mp4_intact(path: str | os.PathLike) -> bool:
+    """Whether an MP4/MOV file is whole: its top-level boxes tile the file exactly (none cut
+    short, nothing after the last) and include ``moov`` and ``mdat``. A file truncated or
+    extended after it was written fails this; reads only the box headers."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, 2)
+            f.seek(0)
+            kinds, pos = set(), 0
+            for kind, _, stop in list(_boxes(f, end)):
+                kinds.add(kind)
+                pos = stop
+    except (OSError, struct.error):
+        return False
+    return pos == end and {"moov", "mdat"} <= kinds
 
 
 def _video_stsz(f, a: int, b: int) -> int | None:

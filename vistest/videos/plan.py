@@ -58,7 +58,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +69,10 @@ from ..budget.sampling import ALL, PROFILES, Budget, budget_label, parse_budget,
 from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
 from ..eval.answers import none_letter
-from ..layout import budget_video_path, dummy_video_path, is_budget_folder
+from ..layout import budget_video_path, dummy_video_path
 from ..questions import RULE_COUNTING, Question
-from ..scene import Scene
+from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
+from ..scene import Scene, check_scene_id
 from .ffmpeg import X264_PRESETS, VideoInfo, frame_rate
 from ..visibility.table import Visibility
 
@@ -102,7 +102,6 @@ EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-dr
 EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
 
 Rect = tuple[int, int, int, int]
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass(frozen=True)
@@ -365,35 +364,10 @@ class VariantPlan:
 # ---------------------------------------------------------------------------------------
 # keys and names
 # ---------------------------------------------------------------------------------------
-def file_key(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """sha256 (hex) of a file's bytes, read in ``chunk``-byte pieces (constant memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
 def content_key(recipe: Mapping[str, Any]) -> str:
     """sha256 (hex) of a recipe's canonical JSON (sorted keys, no spaces)."""
     text = json.dumps({"format": KEY_FORMAT, **recipe}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def check_scene_id(scene_id: str, source: str = "scene") -> str:
-    """``scene_id`` if it can name files (letters, digits, ``._-``, not starting with ``.``,
-    and not a budget folder's name such as ``16_frame``, which budget dummies use);
-    InputError naming ``source`` (the scene file) otherwise."""
-    if not _SAFE_ID.fullmatch(scene_id):
-        raise InputError(f"{source}: scene_id: {scene_id!r} cannot name video files; expected letters, digits, "
-                         f"'.', '_' or '-', not starting with '.'")
-    if is_budget_folder(scene_id):
-        raise InputError(f"{source}: scene_id: {scene_id!r} is the name of a budget folder ({{n}}_frame); "
-                         f"choose another id")
-    return scene_id
 
 
 def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),

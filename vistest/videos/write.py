@@ -54,13 +54,15 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..atomic import temp_path_for
+from ..atomic import check_file, ensure_folder, process_tag, temp_path_for
+from ..errors import OutputError, is_environment_error, output_error
+from ..layout import SPOOL_PREFIX
 from ..progress import progress_bar
 from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
 from .pool import BLACK, PoolPlan, concat_list, file_access_units
-from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, ffmpeg_exe,
-                     hash_command, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe, remux_command,
-                     stderr_tail)
+from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, exit_text, ffmpeg_exe,
+                     hash_command, mp4_intact, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe,
+                     remux_command, stderr_tail)
 
 DEFAULT_MAX_MEMORY_MB = 500.0
 MUX_BATCH = 32         # n-frame videos muxed by one ffmpeg process
@@ -282,20 +284,78 @@ def encoding_of(v: Variant) -> str:
     return X264_INTRA if v.intra else X264
 
 
-def up_to_date(outdir: Path, variants: Sequence[Variant]) -> dict[str, str]:
-    """{path: encoding} of the variants whose output exists with an expected key (its own, or
-    all_frame's stream-copy key), probed in parallel."""
+def _key_encoding(v: Variant, key: str | None) -> str | None:
+    """The encoding of an output of ``v`` holding ``key`` (its own key, or all_frame's stream-copy
+    key), None for any other key."""
+    if key is not None and key == v.key:
+        return encoding_of(v)
+    return STREAM_COPY if v.remux_key is not None and key == v.remux_key else None
+
+
+def up_to_date(outdir: Path, variants: Sequence[Variant], records: Mapping[str, Mapping] | None = None,
+               verify: bool = False) -> dict[str, str]:
+    """{path: encoding} of the variants whose output is there with an expected key (its own, or
+    all_frame's stream-copy key) and intact, checked in parallel.
+
+    ``records``: the scene's record of its files (vistest.videos.manifest: ``bytes``,
+    ``sha256``, ``mtime_ns``, ``key`` per path). A recorded output is up to date when its
+    recorded key is expected and the file matches its record (vistest.atomic.check_file: the
+    size, then the sha256 unless the modification time is the recorded one; ``verify``: always
+    the sha256); a file that no longer matches is redone. An output without a record (written
+    by another run folder's run and linked here, or by a run killed while renaming its outputs)
+    is trusted when its ``comment`` tag holds an expected key, its MP4 boxes are whole and its
+    sample table holds its frames."""
+    records = records or {}
+
     def check(v: Variant) -> str | None:
         p = outdir / v.path
+        rec = records.get(v.path)
+        if rec is not None:
+            enc = _key_encoding(v, rec.get("key"))
+            return enc if enc is not None and check_file(p, rec, verify) is None else None
         if not p.is_file():
             return None
-        key = stored_key(p)
-        if key == v.key:
-            return encoding_of(v)
-        return STREAM_COPY if v.remux_key is not None and key == v.remux_key else None
+        enc = _key_encoding(v, stored_key(p))
+        if enc is None or not mp4_intact(p) or mp4_sample_count(p) != v.num_frames:
+            return None
+        return enc
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         return {v.path: enc for v, enc in zip(variants, pool.map(check, variants)) if enc}
+
+
+# ---------------------------------------------------------------------------------------
+# the work folder (spool)
+# ---------------------------------------------------------------------------------------
+SPOOL_ENV = "VISTEST_SPOOL"
+# disk the frame pool may take per pixel of a pool frame, for the space check before it starts:
+# all-intra libx264 at crf 18 measured 0.17 (the demo) and 0.54 (testsrc2) bits/pixel; 3 leaves room for
+# noisy sources, and every 6 crf below 18 doubles it (x264's rate), up to raw yuv420p (12).
+SPOOL_BITS_PER_PIXEL = 3.0
+SPOOL_MARGIN_BYTES = 16 << 20
+
+
+def spool_folder(outdir: str | os.PathLike, spool_dir: str | os.PathLike | None = None) -> Path:
+    """Where a run's work folder goes: ``spool_dir``, else ``$VISTEST_SPOOL``, else ``outdir``."""
+    return Path(spool_dir or os.environ.get(SPOOL_ENV) or outdir)
+
+
+def spool_need_bytes(pool: PoolPlan | None, size: tuple[int, int], crf: int, num_frames: int) -> int:
+    """Bytes the work folder may need: the frame pool (its entries at :data:`SPOOL_BITS_PER_PIXEL`,
+    scaled by ``crf``), the source's frame hashes (about 100 bytes per frame), and a margin."""
+    bpp = min(12.0, SPOOL_BITS_PER_PIXEL * 2 ** (max(0, 18 - crf) / 6))
+    frames = len(pool.entries) if pool is not None else 0
+    return int(frames * size[0] * size[1] * bpp / 8) + 100 * num_frames + SPOOL_MARGIN_BYTES
+
+
+def check_spool_space(folder: Path, need: int, scene_id: str) -> None:
+    """OutputError naming ``folder`` and the space needed when its file system has less free."""
+    folder = ensure_folder(folder, "work folder")
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise OutputError(f"{folder}: the work folder of scene {scene_id} (its frame pool) needs about "
+                          f"{need / 2**20:.0f} MB, {free / 2**20:.0f} MB are free there; free some space, or put the "
+                          f"work folder on another disk with --spool-dir DIR (or {SPOOL_ENV}=DIR)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,7 +389,9 @@ class WriteReport:
     encoders or hashing); ``seconds``: wall time; ``resources``: what :func:`plan_resources`
     chose; ``encodings``: {path: (encoding, note)} of every variant, written or skipped
     (``stream-copy``, ``x264``, ``x264-intra``; ``note``: why all_frame is not a stream copy);
-    ``frames_encoded``: frames given to libx264 (pool entries, long-GOP and black frames)."""
+    ``frames_encoded``: frames given to libx264 (pool entries, long-GOP and black frames);
+    ``staged``: (temporary file, variant path) of every written output not yet renamed into
+    place (``write_plan(..., commit=False)``: :func:`commit_videos` or :func:`discard_videos`)."""
 
     written: tuple[str, ...]
     skipped: tuple[str, ...]
@@ -338,6 +400,26 @@ class WriteReport:
     resources: Resources
     encodings: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     frames_encoded: int = 0
+    staged: tuple[tuple[str, str], ...] = ()
+
+
+def commit_videos(report: WriteReport, outdir: str | os.PathLike) -> None:
+    """Rename every staged output of ``report`` onto its path under ``outdir`` (renames in one
+    folder tree: no copy, milliseconds for hundreds of videos)."""
+    for tmp, path in report.staged:
+        dest = Path(outdir) / path
+        try:
+            os.replace(tmp, dest)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(dest, e) from None
+
+
+def discard_videos(report: WriteReport) -> None:
+    """Remove the staged outputs of ``report`` that were not renamed into place."""
+    for tmp, _ in report.staged:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def is_long(v: Variant) -> bool:
@@ -381,8 +463,10 @@ class _Writer:
     """Runs the work of one plan; keeps every live ffmpeg process, temporary file and the
     work folder so that any failure or interruption can remove them all (:meth:`abort`)."""
 
-    def __init__(self, plan: VariantPlan, outdir: Path, res: Resources, bar):
+    def __init__(self, plan: VariantPlan, outdir: Path, res: Resources, bar, spool: Path | None = None):
         self.plan, self.outdir, self.res, self.bar = plan, outdir, res, bar
+        self.spool = spool or outdir
+        self.staged: list[tuple[Path, str]] = []
         self.black = black_frame(plan.size)
         self.live: list[VideoWriter] = []
         self.procs: list[subprocess.Popen] = []
@@ -397,10 +481,28 @@ class _Writer:
 
     # ---- helpers ---------------------------------------------------------------------
     def work(self) -> Path:
-        """The scene's work folder (pool stream, mux lists), created on first use."""
+        """The scene's work folder (pool stream, mux lists), created on first use in the spool
+        folder: ``.vistest-spool-{scene_id}.{rand}_{pid}_{host}`` (vistest.atomic.process_tag),
+        so that a later run can tell a stale one."""
         if self.work_dir is None:
-            self.work_dir = Path(tempfile.mkdtemp(prefix=f".vistest-spool-{self.plan.scene_id}.", dir=self.outdir))
+            path = ensure_folder(self.spool, "work folder") / f"{SPOOL_PREFIX}{self.plan.scene_id}.{process_tag()}"
+            self.work_dir = path  # registered first: an interrupted mkdir leaves nothing unknown
+            try:
+                path.mkdir()
+            except OSError as e:
+                if not is_environment_error(e):
+                    raise
+                raise output_error(path, e, "cannot create the work folder") from None
         return self.work_dir
+
+    def write_work(self, path: Path, text: str) -> None:
+        """Write a small file of the work folder (OutputError naming it when the disk refuses)."""
+        try:
+            path.write_text(text)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(path, e) from None
 
     def temp(self, v: Variant) -> Path:
         def register(t: Path) -> None:
@@ -409,10 +511,11 @@ class _Writer:
 
         return temp_path_for(self.outdir / v.path, register)
 
-    def place(self, tmp: Path, v: Variant, encoding: str, note: str | None = None) -> None:
-        os.replace(tmp, self.outdir / v.path)
+    def stage(self, tmp: Path, v: Variant, encoding: str, note: str | None = None) -> None:
+        """Keep a verified output under its temporary name until every output of the plan is
+        (:func:`commit_videos` renames them all); it stays registered for :meth:`abort`."""
         with self._lock:
-            self.temps.remove(tmp)
+            self.staged.append((tmp, v.path))
             self.written.append(v.path)
             self.encodings[v.path] = (encoding, note)
 
@@ -438,7 +541,7 @@ class _Writer:
                 raise
             if proc.returncode != 0:
                 err.seek(0)
-                raise VideoError(f"{what}: ffmpeg failed (exit {proc.returncode}):\n{stderr_tail(err.read())}")
+                raise VideoError(f"{what}: ffmpeg failed ({exit_text(proc.returncode)}):\n{stderr_tail(err.read())}")
             return out or b""
         finally:
             with self._lock:
@@ -451,9 +554,12 @@ class _Writer:
                            threads=self.res.threads, metadata={KEY_TAG: KEY_PREFIX + v.key}, source=source)
 
     def start(self, w: VideoWriter) -> VideoWriter:
-        w.path.parent.mkdir(parents=True, exist_ok=True)  # w.path already includes outdir
+        ensure_folder(w.path.parent, "folder")  # w.path already includes outdir
         self.live.append(w)
-        return w.start()
+        w.start()
+        with self._lock:
+            self.temps.append(w.temp_path)
+        return w
 
     def finish_all(self, writers: Sequence[VideoWriter], variants: Sequence[Variant],
                    notes: Mapping[str, str | None] = {}) -> None:
@@ -462,10 +568,9 @@ class _Writer:
         for w in writers:
             w.close_input()
         with ThreadPoolExecutor(max_workers=max(1, len(writers))) as pool:
-            for w, v, _ in zip(writers, variants, pool.map(lambda w: w.finish(), writers)):
+            for w, v, tmp in zip(writers, variants, pool.map(lambda w: w.finish(place=False), writers)):
                 self.live.remove(w)
-                self.written.append(v.path)
-                self.encodings[v.path] = (X264, notes.get(v.path))
+                self.stage(tmp, v, X264, notes.get(v.path))
                 self.frames_encoded += w.frames_written
 
     # ---- the decode pass ---------------------------------------------------------------
@@ -541,7 +646,7 @@ class _Writer:
             jobs, temps = [], []
             for j, v in enumerate(batch):
                 lst = work / f"mux{k + j}.txt"
-                lst.write_text(concat_list(pool_path, units, pool.uses[v.path]))
+                self.write_work(lst, concat_list(pool_path, units, pool.uses[v.path]))
                 tmp = self.temp(v)
                 temps.append(tmp)
                 jobs.append((lst, tmp, {KEY_TAG: KEY_PREFIX + v.key}))
@@ -552,7 +657,7 @@ class _Writer:
                 if got != v.num_frames:
                     raise VideoError(f"{self.outdir / v.path}: {v.num_frames} frames were muxed but the written file "
                                      f"holds {got}; not keeping it")
-                self.place(tmp, v, X264_INTRA)
+                self.stage(tmp, v, X264_INTRA)
                 self.bar.update(v.num_frames)
 
     def write_pool(self, pool: PoolPlan, variants: Sequence[Variant], writer: VideoWriter | None) -> None:
@@ -592,7 +697,7 @@ class _Writer:
         if copy is not None:
             why = remux_check(source, copy, self.plan.source_fps, mp4_sample_count(self.plan.source))
         if why is None:
-            self.place(tmp, v, STREAM_COPY)
+            self.stage(tmp, v, STREAM_COPY)
             return None
         tmp.unlink(missing_ok=True)
         with self._lock:
@@ -634,16 +739,23 @@ class _Writer:
 
 def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
                jobs: int | None = None, threads: int | None = None, cpus: int | None = None,
-               progress: bool = True) -> WriteReport:
+               progress: bool = True, records: Mapping[str, Mapping] | None = None, verify: bool = False,
+               spool_dir: str | os.PathLike | None = None, commit: bool = True) -> WriteReport:
     """Write every variant of ``plan`` under ``outdir`` (paths ``Variant.path``), skipping
-    those already there with their key. ``max_memory_mb``/``jobs``/``threads``/``cpus``: see
-    :func:`plan_resources` (computed over the whole plan, so reruns use the same threads).
-    Raises VideoError (naming the file) when ffmpeg fails, the source's decoded frame count
-    differs from ``plan.num_frames``, or a written file does not hold its frames.
+    those up to date (:func:`up_to_date`: ``records``, the scene's record of its files, and
+    ``verify``). ``max_memory_mb``/``jobs``/``threads``/``cpus``: see :func:`plan_resources`
+    (computed over the whole plan, so reruns use the same threads). ``spool_dir``: where the work
+    folder goes (:func:`spool_folder`); its free space is checked before anything is encoded.
+
+    Nothing is renamed into place until every output is written and verified; then, with
+    ``commit``, all are (:func:`commit_videos`); without, the caller does it (or
+    :func:`discard_videos`), e.g. after writing the files that go with them. So a failure
+    leaves the previous outputs as they were. Raises VideoError (naming the file) when ffmpeg
+    fails, the source's decoded frame count differs from ``plan.num_frames``, or a written file
+    does not hold its frames; OutputError when the disk refuses (naming the path).
     """
     t0 = time.perf_counter()
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    outdir = ensure_folder(outdir)
     variants = sorted(plan.variants, key=lambda v: v.path)
     s = plan.settings
     n_long = sum(1 for v in variants if is_long(v) and v.remux_key is None)
@@ -653,7 +765,7 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     alongside = res.estimate_mb + check_mb <= max_memory_mb  # check all_frame's stream copy during the pass
     if alongside and any(v.remux_key is not None for v in variants):
         res = dataclasses.replace(res, estimate_mb=round(res.estimate_mb + check_mb, 1))
-    done = up_to_date(outdir, variants)
+    done = up_to_date(outdir, variants, records, verify)
     todo = [v for v in variants if v.path not in done]
     intra_todo = [v for v in todo if v.intra]
     pool = PoolPlan.of([v for v in variants if v.intra]) if intra_todo else None  # the whole pool: same bytes
@@ -664,11 +776,15 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     passes = plan_passes(long_, res.jobs, source_pool)
     if remux and not passes:
         passes = [[]]  # a decode pass only to hash the source's frames
+    spool = spool_folder(outdir, spool_dir)
+    if pool is not None or remux:
+        check_spool_space(spool, spool_need_bytes(pool, plan.size, s.crf, plan.num_frames if remux else 0),
+                          plan.scene_id)
     total = (len(passes) * plan.num_frames + sum(v.num_frames for v in intra_todo)
              + sum(v.num_frames for v in todo if not v.intra and v.source_free))
     encodings = {p: (enc, None) for p, enc in done.items()}
     with progress_bar(total, f"videos {plan.scene_id}", enabled=progress and bool(todo)) as bar:
-        w = _Writer(plan, outdir, res, bar)
+        w = _Writer(plan, outdir, res, bar, spool)
         try:
             remuxing = [(v, *w.start_remux(v)) for v in remux] if alongside else []
             pool_writer = None
@@ -695,6 +811,12 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
             if pool is not None and not passes:
                 w.write_pool(pool, intra_todo, None)
             w.encode_sourceless([v for v in todo if not v.intra and v.source_free])
+            staged = tuple((str(t), p) for t, p in w.staged)
+            if commit:
+                commit_videos(WriteReport((), (), 0, 0.0, res, staged=staged), outdir)
+                staged = ()
+            with w._lock:  # the staged files are the caller's now (or in place): not removed by abort
+                w.temps.clear()
         except BaseException:
             w.abort()
             raise
@@ -705,4 +827,4 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
                                                        "written")
     encodings.update(w.encodings)
     return WriteReport(tuple(sorted(w.written)), tuple(sorted(done)), w.passes, round(time.perf_counter() - t0, 3),
-                       res, encodings, w.frames_encoded)
+                       res, encodings, w.frames_encoded, staged)

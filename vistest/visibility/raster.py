@@ -34,13 +34,41 @@ axis b (bit 0 = x, bit 1 = y, bit 2 = z).
 :func:`clip_project_box` is the one place a box is clipped at the near plane and
 projected: the silhouettes, the z-buffer and the drawn overlays (:mod:`vistest.look.overlay`)
 all take their vertices from it.
+
+Compiled kernels are cached on disk (Numba's cache: ``__pycache__`` beside this file, else
+``$NUMBA_CACHE_DIR`` or the user's cache folder); where none is writable (a read-only install
+without a writable home) :func:`njit_cached` compiles without the cache, with a one-line warning.
 """
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import njit, prange
+
+_warned_no_cache: list[bool] = []
+
+
+def njit_cached(**options):
+    """``numba.njit(cache=True, **options)``; where Numba finds no writable cache location
+    (it raises "cannot cache function" when the function is defined), the function is compiled
+    without the on-disk cache instead (compiled again in every process), and one line says so
+    on stderr, once per process."""
+    def decorate(f):
+        try:
+            return njit(cache=True, **options)(f)
+        except RuntimeError as e:
+            if "cannot cache function" not in str(e):
+                raise
+            if not _warned_no_cache:
+                _warned_no_cache.append(True)
+                sys.stderr.write(f"vistest: warning: Numba cannot cache compiled code (no writable __pycache__ "
+                                 f"beside {f.__module__}, $NUMBA_CACHE_DIR or user cache folder); compiling on "
+                                 f"every start\n")
+            return njit(cache=False, **options)(f)
+    return decorate
+
 
 # Faces as corner cycles, with the local axis and sign of their outward normal.
 FACES = np.array([[0, 2, 6, 4], [1, 3, 7, 5], [0, 1, 5, 4], [2, 3, 7, 6], [0, 1, 3, 2], [4, 5, 7, 6]], np.int64)
@@ -55,7 +83,7 @@ for _e, (_a, _b) in enumerate(EDGES):
 MAXV = 64  # vertex capacity of the polygon work buffers (a clipped hull has <= 18)
 
 
-@njit(cache=True)
+@njit_cached()
 def convex_hull(px, py, n, hx, hy):
     """Convex hull (Andrew's monotone chain) of n points, counter-clockwise in (x, y).
 
@@ -90,7 +118,7 @@ def convex_hull(px, py, n, hx, hy):
     return max(m - 1, 0)
 
 
-@njit(cache=True)
+@njit_cached()
 def _clip_halfplane(xs, ys, n, a, b, c, ox, oy):
     """Sutherland-Hodgman: keep the part of polygon (xs, ys)[:n] with a*x + b*y + c >= 0."""
     m = 0
@@ -111,7 +139,7 @@ def _clip_halfplane(xs, ys, n, a, b, c, ox, oy):
     return m
 
 
-@njit(cache=True)
+@njit_cached()
 def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
     """Clip a convex polygon to [x0, x1] x [y0, y1]; return its area, bounds into bb."""
     m = _clip_halfplane(hx, hy, n, 1.0, 0.0, -x0, tx, ty)
@@ -132,7 +160,7 @@ def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
     return abs(area) * 0.5
 
 
-@njit(cache=True)
+@njit_cached()
 def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, vis, vb):
     """Fill a convex polygon of box ``oid`` on the working grid, inverse depth a0 + aj*j + ai*i.
 
@@ -222,7 +250,7 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, v
     return count
 
 
-@njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def camera_corners(pw, r, t, near, pc):
     """Camera coordinates of a box's 8 corners: pc[k] = r @ pw[k] + t (metres, OpenCV axes).
 
@@ -238,7 +266,7 @@ def camera_corners(pw, r, t, near, pc):
     return nfront
 
 
-@njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
     """Project a camera-space box clipped to the half-space z >= near: the engine's geometry.
 
@@ -274,7 +302,7 @@ def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx, ty, bb):
     """Camera-space corners and exact projected area (pixels^2) of one box in one frame.
 
@@ -310,7 +338,7 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
     return _clip_rect_area(hx, hy, m, -0.5, -0.5, w - 0.5, h - 0.5, tx, ty, bb)
 
 
-@njit(cache=True)
+@njit_cached()
 def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, kr, drow, vis, vb, us, vs, cu, cv,
                 eu, ev, px, py, hx, hy, nrm, off):
     """Rasterise one box (camera-space corners pc) on the working grid; return its sample count.
@@ -380,7 +408,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, 
     return count
 
 
-@njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _count(vis, vb, o, j, i):
     """Sample (j, i) shows box o: count it and grow its bounds."""
     vis[o] += 1
@@ -390,7 +418,7 @@ def _count(vis, vb, o, j, i):
     vb[o, 3] = max(vb[o, 3], i)
 
 
-@njit(cache=True)
+@njit_cached()
 def kbuffer_depth(contains):
     """Entries per sample the k-buffer needs: 1 + the most containers any box has.
 
@@ -406,7 +434,7 @@ def kbuffer_depth(contains):
     return kd
 
 
-@njit(cache=True, parallel=True)
+@njit_cached(parallel=True)
 def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
                       out_proj, out_vis, out_bbox, out_labels=None):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
@@ -572,7 +600,7 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                              w, h, out_bbox[f, o])
 
 
-@njit(cache=True)
+@njit_cached()
 def _bbox_pixels(hb, lx0, ly0, lx1, ly1, w, h, out):
     """Integer half-open pixel bounds of (hull bounds hb) intersected with [lx0, lx1] x [ly0, ly1].
 

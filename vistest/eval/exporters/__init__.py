@@ -37,13 +37,16 @@ class ExportOptions:
 
     ``link`` (revsi): how videos get into OUT, one of :data:`LINK_MODES`. ``protocol``
     (lmms-eval-task): scoring rules, as ``vistest score --protocol``. ``name``
-    (lmms-eval-task): task name prefix. ``progress``: progress on stderr.
+    (lmms-eval-task): task name prefix. ``progress``: progress on stderr. ``verify``: hash every
+    video the export uses against the manifest (default: its size always, its hash when its time
+    changed since the run wrote it; vistest.eval.exporters.rundir.verify_videos).
     """
 
     link: str = "hard"
     protocol: str = "auto"
     name: str = "vistest"
     progress: bool = True
+    verify: bool = False
 
 
 def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
@@ -56,7 +59,7 @@ def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
         raise InputError(f"--link: expected one of {', '.join(LINK_MODES)}, got {options.link!r}")
     from .rundir import load_run
 
-    run = load_run(run_dir)
+    run = load_run(run_dir, options.verify)
     module = importlib.import_module(f".{FORMATS[fmt]}", __name__)
     return module.write(run, Path(out), link=options.link, protocol=options.protocol, name=options.name,
                         progress=options.progress)

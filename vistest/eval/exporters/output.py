@@ -13,12 +13,19 @@ warnings. Rules:
 * A file the previous export owned and this one does not is deleted (with folders left
   empty); files the export never wrote are never touched.
 * The record is written last: an interrupted export leaves the previous record, and the
-  rerun finishes the job.
+  rerun finishes the job. Into a new or empty folder, a provisional record
+  (``"complete": false``, no files) is written first, so a folder left by a killed first export
+  is recognised as this format's, and its rerun owns every file in it. Temporary files that
+  killed exports left (made on this host by a process that has ended; vistest.atomic) are
+  removed when an export starts.
 
 Videos are placed by :meth:`OutputFolder.video` as a hard link (default: no extra disk, and
 the export keeps the exact bytes its ground truth was made for even when a later ``vistest
 run`` replaces the run's file), a symbolic link (absolute target), or a copy; a hard link
-across file systems falls back to a copy, with a warning.
+across file systems falls back to a copy, with a warning. The run's videos are checked against
+their records before any is placed (vistest.eval.exporters.rundir.verify_videos), and a copy
+must have the size of its source before it is renamed into place; a full disk or a folder that
+cannot be written is an error naming the file.
 """
 from __future__ import annotations
 
@@ -31,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ...errors import InputError
+from ...errors import InputError, OutputError, is_environment_error, output_error
 from ... import __version__
-from ...atomic import temp_path_for, write_atomic
+from ...atomic import remove_stale, temp_path_for, write_atomic
 from ...videos.plan import file_key
 
 RECORD = "vistest_export.json"
@@ -153,11 +160,22 @@ class OutputFolder:
             if fmt != self.fmt:
                 raise InputError(f"{record}: format: this folder holds a {fmt!r} export, not {self.fmt!r}; choose "
                                  f"another folder")
+            self._remove_stale()
+            if prev.get("complete") is False:  # a first export into this folder was killed: all of it is ours
+                return sorted(p.relative_to(self.out).as_posix() for p in self.out.rglob("*")
+                              if (p.is_file() or p.is_symlink()) and p != record)
             return [str(f) for f in files]
         if self.out.is_dir() and any(self.out.iterdir()):
             raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
                              f"into a new, empty or previously exported folder")
+        write_atomic(record, json.dumps({"format": self.fmt, "vistest_version": __version__, "complete": False,
+                                         "files": []}, indent=1) + "\n")
         return []
+
+    def _remove_stale(self) -> None:
+        """Remove the temporary files killed exports left in OUT (vistest.atomic.remove_stale)."""
+        for folder in [self.out, *(p for p in self.out.rglob("*") if p.is_dir() and not p.is_symlink())]:
+            remove_stale(folder)
 
     def path(self, rel: str) -> Path:
         """The absolute path of ``rel`` ('/'-separated, relative to OUT), now owned."""
@@ -193,11 +211,16 @@ class OutputFolder:
             tmp.unlink()
             if mode == "symlink":
                 os.symlink(src, tmp)
-            elif mode == "hard" and not self._hard_link(src, tmp):
+            elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
                 shutil.copyfile(src, tmp)
-            elif mode == "copy":
-                shutil.copyfile(src, tmp)
+                if tmp.stat().st_size != src.stat().st_size:
+                    raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the source "
+                                      f"{src.stat().st_size}; not keeping it")
             os.replace(tmp, dst)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(dst, e) from None
         finally:
             if tmp.is_symlink() or tmp.exists():
                 tmp.unlink()

@@ -14,7 +14,10 @@ A run directory (docs/videos.md) holds, for any number of scenes::
 budget), checked against the manifest: every video a row names must be listed there and
 exist, a budget video must hold exactly the row's ``frame_indices``, and a dummy's content
 key must be the manifest's (otherwise the ground truth and the videos come from different
-runs). The ground truth itself is read and validated by vistest.eval.records' loaders, so an
+runs), and every such video must still be the file the run wrote: its size the manifest's
+``bytes`` and, unless its modification time is the one the scene's record kept
+(vistest.videos.manifest), its sha256 the manifest's (``verify``: always hashed). The ground
+truth itself is read and validated by vistest.eval.records' loaders, so an
 export accepts exactly what ``vistest score -r RUN/scenes/{scene_id}`` accepts.
 
 Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label);
@@ -34,7 +37,9 @@ from typing import Any, Mapping
 from ...errors import InputError
 from ...layout import MANIFEST, SCENES_DIR, budget_video_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
+from ...atomic import check_file
 from ...videos.manifest import read_manifest as read_manifest_records
+from ...videos.manifest import read_scene_record
 from ..answers import is_abstain_answer
 from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 
@@ -113,7 +118,9 @@ class ExportRow:
 class VideoEntry:
     """One manifest line: ``path`` (relative to the run directory), ``num_frames``,
     ``source_frames``, ``black_frames``, ``key``, ``fps``, ``profile`` (budget videos),
-    ``source`` (the source video, absolute) and ``source_key``."""
+    ``source`` (the source video, absolute) and ``source_key``; ``bytes`` and ``sha256`` of the
+    file as written (None in manifests of older versions) and ``mtime_ns``, its modification
+    time then (from the scene's record; None when unknown)."""
 
     scene_id: str
     path: str
@@ -125,6 +132,9 @@ class VideoEntry:
     profile: str | None
     source: str | None
     source_key: str | None
+    bytes: int | None = None
+    sha256: str | None = None
+    mtime_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -171,16 +181,40 @@ def manifest_videos(root: Path) -> dict[str, VideoEntry]:
     """``manifest.jsonl`` of the run directory, by video path (docs/videos.md)."""
     path = root / MANIFEST
     out: dict[str, VideoEntry] = {}
+    records: dict[str, dict] = {}  # scene id -> the files of its record
     for line, doc in enumerate(read_manifest_records(root), start=1):
         where = f"{path}: record {line}"
         if not isinstance(doc["num_frames"], int) or doc["num_frames"] < 0:
             raise InputError(f"{where}: num_frames: expected a frame count, got {doc['num_frames']!r}")
+        size, sha = doc.get("bytes"), doc.get("sha256")
+        if (size is not None or sha is not None) and not (isinstance(size, int) and isinstance(sha, str)):
+            raise InputError(f"{where}: bytes, sha256: expected the size (an integer) and sha256 (hex) of the video, "
+                             f"got {size!r}, {sha!r}")
+        sid = str(doc["scene_id"])
+        if sid not in records:
+            records[sid] = (read_scene_record(root, sid) or {}).get("files", {})
+        rec = records[sid].get(str(doc["path"]), {})
+        mtime = rec.get("mtime_ns") if rec.get("sha256") == sha and rec.get("bytes") == size else None
         out[str(doc["path"])] = VideoEntry(
-            str(doc["scene_id"]), str(doc["path"]), doc["num_frames"],
+            sid, str(doc["path"]), doc["num_frames"],
             _int_list(doc.get("source_frames", []), where, "source_frames"),
             _int_list(doc.get("black_frames", []), where, "black_frames"),
-            doc.get("key"), doc.get("fps"), doc.get("profile"), doc.get("source"), doc.get("source_key"))
+            doc.get("key"), doc.get("fps"), doc.get("profile"), doc.get("source"), doc.get("source_key"),
+            size, sha, mtime)
     return out
+
+
+def verify_videos(root: Path, rows: list[ExportRow], videos: Mapping[str, VideoEntry], verify: bool = False) -> None:
+    """Every video a row is asked on must be the file the run wrote (module docstring):
+    InputError naming the first that is not, and why."""
+    for rel in sorted({r.video for r in rows if r.video is not None}):
+        entry = videos[rel]
+        if entry.bytes is None:
+            continue
+        why = check_file(root / rel, {"bytes": entry.bytes, "sha256": entry.sha256, "mtime_ns": entry.mtime_ns}, verify)
+        if why is not None:
+            raise InputError(f"{root / rel}: {why} (manifest.jsonl: bytes, sha256): the video changed after 'vistest "
+                             f"run' wrote it (truncated, overwritten?); rerun 'vistest run' to rewrite it")
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,8 +299,9 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
                              f"scenes of a run directory")
 
 
-def load_run(run_dir: str | os.PathLike) -> RunData:
-    """Every row of a ``vistest run`` output folder, checked against its manifest."""
+def load_run(run_dir: str | os.PathLike, verify: bool = False) -> RunData:
+    """Every row of a ``vistest run`` output folder, checked against its manifest, and every
+    video the rows use checked against its record (:func:`verify_videos`; ``verify``: hash all)."""
     root = Path(run_dir).resolve()
     if not root.is_dir():
         raise InputError(f"{run_dir}: run directory: not a folder")
@@ -280,6 +315,7 @@ def load_run(run_dir: str | os.PathLike) -> RunData:
     for d in scene_dirs:
         rows += scene_rows(root, d, videos)
     check_ids_across_scenes(rows)
+    verify_videos(root, rows, videos, verify)
     budgets = sorted({r.budget for r in rows}, key=budget_sort_key)
     order = {b: i for i, b in enumerate(budgets)}
     real = sorted((r for r in rows if not r.is_dummy), key=lambda r: order[r.budget])  # stable: scene, question

@@ -1,0 +1,589 @@
+"""Faults and bad input (issue #17): nothing broken is trusted, nothing is left behind, no traceback.
+
+One test per failure the issue lists, each reproducing the case and checking the new behaviour,
+and the kill -9 loop. A 40-frame 128x96 demo keeps the module quick. How each fault is made:
+
+* a truncated or corrupted output: ``truncate`` / a flipped byte (its time restored or not);
+* two runs of one scene into one folder: the second is started while the first holds the
+  scene (just before it puts its outputs in place), deterministically;
+* ``kill -9``: SIGKILL to the run's process at several points (computing visibility, encoding
+  the frame pool, muxing, renaming into place), found by watching its files; its children
+  (visibility worker, ffmpeg) must then end by themselves, silently;
+* a full disk: this test runs without root and cannot mount a small file system, so the disk
+  fills by ``RLIMIT_FSIZE`` set for the child process (Python's writes then fail with EFBIG,
+  ffmpeg is killed by SIGXFSZ), or, for ENOSPC itself, by a write that raises it (monkeypatch);
+  the spool's space check by a ``shutil.disk_usage`` that reports 1 MB free;
+* a folder that cannot be written: a file where the folder should be (this works as root too),
+  and, when not root, a folder without write permission;
+* a read-only install without a writable Numba cache: a module whose ``__pycache__`` is a file,
+  with ``$HOME`` and ``$XDG_CACHE_HOME`` under a file.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest.atomic import parse_temp_name, write_atomic
+from vistest.cli import main
+from vistest.errors import OutputError
+from vistest.pipeline import VideoOptions, run_scene, scene_status
+from vistest.questions import load_questions
+from vistest.scene import Scene, SceneError
+from vistest.videos.ffmpeg import count_frames
+from vistest.videos.plan import EncoderSettings
+from vistest.visibility.table import Visibility
+
+from test_adapters_scannet import write_scannet_scan
+from conftest import DEMO_TINY, scene_copy
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
+SID = "demo-seed0"
+N = DEMO_TINY["num_frames"]
+FAST = ["--budgets", "16,all", "--crf", "10", "--quiet"]
+
+
+def cli(*args, check=True, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-m", "vistest.cli", *map(str, args)], capture_output=True, text=True, **kw)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def invoke(*args):
+    """The CLI in this process (faster than a subprocess; the same error handling)."""
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def state(out: Path, with_times: bool = False) -> dict:
+    """{relative path: bytes (and modification time)} of every file under ``out`` except the
+    visibility cache (numpy's zip stamps times), the lock files and the run folder's state."""
+    found = {}
+    for p in sorted(out.rglob("*")):
+        rel = p.relative_to(out)
+        if not p.is_file() or p.suffix == ".lock" or (not with_times and (p.suffix == ".npz"
+                                                                         or rel.parts[0] == ".vistest")):
+            continue
+        found[str(rel)] = (p.read_bytes(), p.stat().st_mtime_ns) if with_times else p.read_bytes()
+    return found
+
+
+def leftovers(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if ".tmp" in p.name or ".vistest-spool" in p.name]
+
+
+@pytest.fixture(scope="module")
+def scene_json(tmp_path_factory, demo_tiny):
+    """The session's 40-frame 160x120 demo (a copy: tests break files beside it)."""
+    return scene_copy(demo_tiny, tmp_path_factory.mktemp("faults") / "scene")
+
+
+@pytest.fixture(scope="module")
+def clean(scene_json, tmp_path_factory):
+    """An uninterrupted run: the reference outputs."""
+    out = tmp_path_factory.mktemp("clean") / "out"
+    cli("run", scene_json, QUESTIONS, "-o", out, *FAST)
+    return out
+
+
+def copy_run(clean: Path, dest: Path) -> Path:
+    shutil.copytree(clean, dest)  # copy2: times kept, so the records' cheap check holds
+    return dest
+
+
+# ---- broken output trusted --------------------------------------------------------------------
+def test_truncated_or_corrupted_output_is_rewritten_by_the_rerun(clean, scene_json, tmp_path):
+    out = copy_run(clean, tmp_path / "out")
+    allf, b16 = out / "all_frame" / f"{SID}.mp4", out / "16_frame" / f"{SID}.mp4"
+    allf.write_bytes(allf.read_bytes()[: allf.stat().st_size * 2 // 3])  # issue: rerun said "0 written"
+    r = cli("run", scene_json, QUESTIONS, "-o", out, *FAST[:-1])
+    assert "1 videos written" in r.stderr
+    assert count_frames(allf) == N and allf.read_bytes() == (clean / allf.relative_to(out)).read_bytes()
+
+    good = b16.read_bytes()
+    st = b16.stat()
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    b16.write_bytes(bytes(bad))  # same size; time restored: only --verify hashes it
+    os.utime(b16, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert "0 videos written" in cli("run", scene_json, QUESTIONS, "-o", out, *FAST[:-1]).stderr
+    assert "1 videos written" in cli("run", scene_json, QUESTIONS, "-o", out, *FAST[:-1], "--verify").stderr
+    assert b16.read_bytes() == good
+    b16.write_bytes(bytes(bad))  # same size, new time: hashed without being asked
+    assert "1 videos written" in cli("run", scene_json, QUESTIONS, "-o", out, *FAST[:-1]).stderr
+    assert b16.read_bytes() == good and state(out) == state(clean)
+
+
+def test_export_verifies_the_videos_it_links(clean, tmp_path):
+    out = copy_run(clean, tmp_path / "out")
+    b16 = out / "16_frame" / f"{SID}.mp4"
+    b16.write_bytes(b16.read_bytes()[: b16.stat().st_size // 2])  # issue: exported without a word
+    r = invoke("export", "revsi", out, "-o", tmp_path / "revsi", "--quiet")
+    assert r.exit_code == 2, r.output
+    assert f"{b16}: " in r.output and "bytes" in r.output and "rerun 'vistest run'" in r.output
+    assert not list((tmp_path / "revsi").rglob("*.mp4"))
+    shutil.copy2(clean / "16_frame" / f"{SID}.mp4", b16)
+    assert invoke("export", "revsi", out, "-o", tmp_path / "revsi", "--quiet").exit_code == 0
+
+    st = b16.stat()  # same size, same time, other bytes: found by --verify
+    bad = bytearray(b16.read_bytes())
+    bad[100] ^= 0xFF
+    b16.write_bytes(bytes(bad))
+    os.utime(b16, ns=(st.st_atime_ns, st.st_mtime_ns))
+    r = invoke("export", "jsonl", out, "-o", tmp_path / "jsonl", "--quiet", "--verify")
+    assert r.exit_code == 2 and "sha256 differs" in r.output
+
+
+def test_export_killed_then_rerun_finishes_the_job(clean, tmp_path):
+    """kill -9 while a first export places its videos (deterministically: at the second video's
+    rename); the rerun must accept the folder, remove the temporary file and match a clean export."""
+    exp, ref = tmp_path / "revsi", tmp_path / "ref"
+    script = textwrap.dedent("""
+        import os, signal, sys
+        real, n = os.replace, [0]
+        def replace(src, dst):
+            n[0] += str(dst).endswith(".mp4")
+            if n[0] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(src, dst)
+        os.replace = replace
+        from vistest.cli import main
+        main(["export", "revsi", sys.argv[1], "-o", sys.argv[2], "--link", "copy", "--quiet"])
+    """)
+    r = subprocess.run([sys.executable, "-c", script, str(clean), str(exp)], capture_output=True, text=True)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert leftovers(exp) and json.loads((exp / "vistest_export.json").read_text())["complete"] is False
+    r = invoke("export", "revsi", clean, "-o", exp, "--link", "copy", "--quiet")
+    assert r.exit_code == 0, r.output  # issue-class: "folder is not empty and holds no vistest_export.json"
+    assert leftovers(exp) == []
+    assert invoke("export", "revsi", clean, "-o", ref, "--link", "copy", "--quiet").exit_code == 0
+    assert state(exp) == state(ref)
+
+
+# ---- two runs, one folder -----------------------------------------------------------------------
+def _read_until(proc: subprocess.Popen, text: str, timeout: float = 120.0) -> str:
+    """stderr of ``proc`` until a line holds ``text`` (AssertionError on timeout or exit)."""
+    got, deadline = "", time.monotonic() + timeout
+    while text not in got:
+        assert time.monotonic() < deadline, f"no {text!r} from the second run; stderr so far: {got}"
+        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+        if ready:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, f"the second run ended ({proc.poll()}): {got}"
+            got += line
+    return got
+
+
+def test_concurrent_runs_of_one_scene_serialise(clean, scene_json, tmp_path, monkeypatch):
+    import vistest.pipeline as pipeline
+
+    out = tmp_path / "out"
+    vis_npz = clean / "scenes" / SID / "visibility.npz"
+    second = [sys.executable, "-m", "vistest.cli", "run", str(scene_json), str(QUESTIONS), "-o", str(out), *FAST,
+              "--visibility", str(vis_npz)]
+    seen = {}
+    commit = pipeline.commit_scene
+
+    def commit_while_another_run_starts(*a, **kw):
+        if not seen:  # the first run holds the scene: a second waits, a third with --no-wait stops
+            seen["b"] = subprocess.Popen(second + ["--dummy", "black"], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, text=True)
+            seen["waiting"] = _read_until(seen["b"], "waiting for scene")
+            seen["c"] = subprocess.run(second + ["--dummy", "mask", "--no-wait"], capture_output=True, text=True)
+        return commit(*a, **kw)
+
+    monkeypatch.setattr(pipeline, "commit_scene", commit_while_another_run_starts)
+    opts = VideoOptions(budgets=(16, "all"), dummy_modes=("drop",), settings=EncoderSettings(crf=10))
+    run_scene(scene_json, load_questions(QUESTIONS), out, opts, visibility=Visibility.load(vis_npz), progress=False)
+    b = seen["b"]
+    assert b.wait(timeout=180) == 0, b.stderr.read()
+    assert f"being written by process {os.getpid()}" in seen["waiting"]
+    c = seen["c"]
+    assert c.returncode == 2 and f"scene {SID} is being written there by process {os.getpid()}" in c.stderr
+
+    rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    listed = {r["path"] for r in rows}
+    assert listed == {str(p.relative_to(out)) for p in out.rglob("*.mp4")}  # the manifest matches the files
+    assert {r["mode"] for r in rows} == {None, "black"}  # the second run's options, complete
+    assert list(out.glob("dummy_black/16_frame/*/*.mp4")) and not list(out.glob("dummy_drop/*/*/*.mp4"))
+    assert invoke("export", "jsonl", out, "-o", tmp_path / "jsonl", "--quiet").exit_code == 0
+    assert leftovers(out) == []
+    assert scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16, "all"), dummy_modes=("black",),
+                                                                 settings=EncoderSettings(crf=10))).complete
+
+
+# ---- kill -9 --------------------------------------------------------------------------------------
+def _group_alive(pgid: int) -> list[str]:
+    """The live (not zombie) processes of process group ``pgid``, as ``pid command``."""
+    alive = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:100]
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            alive.append(f"{d.name} {cmd}")
+    return alive
+
+
+def _staged(out: Path) -> list[Path]:
+    return [p for p in out.rglob(".*.tmp.mp4")]
+
+
+KILL_POINTS = {
+    # while the visibility worker runs: the scene's lock is held, nothing written yet
+    "visibility": lambda out, spool: (out / ".vistest" / "locks" / f"{SID}.lock").is_file()
+    and (out / ".vistest" / "locks" / f"{SID}.lock").stat().st_size > 0,
+    # while the frame pool is encoded (its work folder in --spool-dir)
+    "pool": lambda out, spool: any(spool.glob(".vistest-spool-*/pool.h264")),
+    # while n-frame videos are muxed and kept aside
+    "mux": lambda out, spool: len(_staged(out)) >= 3,
+    # while the outputs are renamed into place
+    "commit": lambda out, spool: any(p for p in out.rglob("*.mp4") if not p.name.startswith(".")),
+}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+def test_kill9_at_several_points_then_rerun_leaves_nothing_and_matches_a_clean_run(clean, scene_json, tmp_path):
+    killed_mid_run = []
+    for point, reached in KILL_POINTS.items():
+        out, spool = tmp_path / point / "out", tmp_path / point / "spool"
+        if point != "visibility":  # the visibility cached: the run goes straight to the videos
+            shutil.copytree(clean / "scenes", out / "scenes")
+        args = ["run", scene_json, QUESTIONS, "-o", out, *FAST, "--spool-dir", spool]
+        with open(tmp_path / f"{point}.err", "w+") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                                    stderr=err, start_new_session=True)
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline and not reached(out, spool):
+                time.sleep(0.002)
+            if proc.poll() is None:
+                killed_mid_run.append(point)
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            deadline = time.monotonic() + 30  # its children (visibility worker, ffmpeg) end by themselves
+            while _group_alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _group_alive(proc.pid) == [], f"{point}: orphans still running"
+            err.seek(0)
+            text = err.read()
+            assert "Traceback" not in text and "BrokenPipe" not in text and "leaked" not in text, (point, text)
+        if point in ("pool", "mux"):
+            assert leftovers(out) + leftovers(spool), f"{point}: the kill left nothing to clean up"
+            placed = [p for p in out.glob("*_frame/*.mp4") if not p.name.startswith(".")]  # staged: hidden names
+            assert not placed and not (out / "manifest.jsonl").exists()  # nothing replaced
+        r = cli("run", scene_json, QUESTIONS, "-o", out, *FAST, "--spool-dir", spool)
+        assert leftovers(out) == [] and leftovers(spool) == [], (point, leftovers(out) + leftovers(spool))
+        assert state(out) == state(clean), point
+        assert r.returncode == 0
+    assert {"visibility", "pool", "mux"} <= set(killed_mid_run), killed_mid_run
+
+
+def test_worker_dies_quietly_with_its_parent(tmp_path):
+    """Issue: the visibility worker kept computing after its parent was killed, then printed
+    BrokenPipeError. A child of vistest.workers.call_in_child ends within a second, silently."""
+    script = "import time; from vistest.workers import call_in_child; call_in_child(time.sleep, 60)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(_group_alive(proc.pid)) < 2 and time.monotonic() < deadline:  # the parent and its worker
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    t0 = time.monotonic()
+    while _group_alive(proc.pid) and time.monotonic() - t0 < 10:
+        time.sleep(0.02)
+    assert _group_alive(proc.pid) == [] and time.monotonic() - t0 < 3
+    assert proc.stderr.read() == b""
+
+
+# ---- the spool --------------------------------------------------------------------------------------
+def test_spool_space_is_checked_before_anything_is_written(clean, scene_json, tmp_path, monkeypatch):
+    out = copy_run(clean, tmp_path / "out")
+    before = state(out, with_times=True)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(total=10 << 20, used=9 << 20, free=1 << 20))
+    opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=12))  # new keys: every video to write
+    monkeypatch.setenv("VISTEST_SPOOL", str(tmp_path / "spool"))
+    with pytest.raises(OutputError, match=rf"{tmp_path / 'spool'}: the work folder of scene {SID} .* needs about "
+                                          r"\d+ MB, 1 MB are free there.*--spool-dir"):
+        run_scene(scene_json, load_questions(QUESTIONS), out, opts, progress=False)
+    assert state(out, with_times=True) == before and leftovers(tmp_path) == []
+
+
+# ---- outputs of a failed run ------------------------------------------------------------------------
+def test_truncated_source_fails_before_any_output_is_replaced(clean, scene_json, tmp_path):
+    out = copy_run(clean, tmp_path / "out")
+    before = state(out, with_times=True)
+    shutil.copytree(Path(scene_json).parent, tmp_path / "scene")
+    video = tmp_path / "scene" / "video.mp4"
+    video.write_bytes(video.read_bytes()[: video.stat().st_size * 2 // 3])
+    r = cli("run", tmp_path / "scene" / "scene.json", QUESTIONS, "-o", out, *FAST, check=False)
+    assert r.returncode == 2 and f"{video}: decodes to" in r.stderr and "frames[].index" in r.stderr
+    assert state(out, with_times=True) == before  # issue: visibility, budget GT rewritten, manifest emptied
+
+
+def _fsize_limit(limit: int):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # Python's writes fail with EFBIG (ffmpeg gets SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_full_disk_mid_run_leaves_the_previous_outputs(clean, scene_json, tmp_path):
+    out = copy_run(clean, tmp_path / "out")
+    before = state(out, with_times=True)
+    r = cli("run", scene_json, QUESTIONS, "-o", out, "--budgets", "16,all", "--crf", "12", "--quiet", check=False,
+            preexec_fn=_fsize_limit(20_000))  # crf 12: every video to write; the pool outgrows the limit
+    assert r.returncode == 2 and r.stderr.startswith("Error: ") and "Traceback" not in r.stderr, r.stderr
+    assert "file size limit" in r.stderr  # named: the file being written and why
+    assert state(out, with_times=True) == before and leftovers(out) == []  # issue: finished dummies were left
+
+
+# ---- tracebacks -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["visibility", "budget", "score", "import"])
+def test_unwritable_output_folder_is_an_error(command, clean, scene_json, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    target = blocker / "out"
+    empty = tmp_path / "predictions.jsonl"
+    empty.write_text("")
+    args = {"visibility": ["visibility", scene_json, "-o", target / "v.npz", "--quiet"],
+            "budget": ["budget", scene_json, QUESTIONS, "-o", target, "--quiet",
+                       "--visibility", clean / "scenes" / SID / "visibility.npz"],
+            "score": ["score", empty, "-r", clean / "scenes" / SID, "-o", target, "--quiet", "--no-learned"],
+            "import": ["import", "scannet", write_scannet_scan(tmp_path / "scans"), "-o", target, "--quiet"]}[command]
+    r = invoke(*args)
+    assert r.exit_code == 2, r.output
+    assert f"\nError: {blocker}" in "\n" + r.output, r.output  # (score warns of the empty predictions first)
+    assert "a part of the path is a file" in r.output or "a file is in the way" in r.output, r.output
+    if os.geteuid() != 0:  # a folder without write permission (root writes anyway)
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        r = invoke(*[locked / "out" if a == target else a for a in args])
+        assert r.exit_code == 2 and f"{locked}" in r.output and "ermission denied" in r.output, r.output
+
+
+@pytest.mark.parametrize("command, limit", [("visibility", 1000), ("budget", 100)])
+def test_full_disk_in_visibility_and_budget_is_an_error(command, limit, clean, scene_json, tmp_path):
+    args = {"visibility": ["visibility", scene_json, "-o", tmp_path / "v.npz", "--quiet"],
+            "budget": ["budget", scene_json, QUESTIONS, "-o", tmp_path / "b", "--quiet",
+                       "--visibility", clean / "scenes" / SID / "visibility.npz"]}[command]
+    r = cli(*args, check=False, preexec_fn=_fsize_limit(limit))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"Error: {tmp_path}") and "file size limit" in r.stderr
+    assert leftovers(tmp_path) == []
+
+
+def test_no_space_left_names_the_file(tmp_path, monkeypatch, scene_json, clean):
+    """ENOSPC itself (a write that raises it): the error names the file, for write_atomic and a command."""
+    def full(self, data, *a, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OutputError, match=rf"{tmp_path / 'x.json'}: cannot write \(No space left on device\); "
+                                          r"free some space"):
+        write_atomic(tmp_path / "x.json", "{}")
+    r = invoke("budget", scene_json, QUESTIONS, "-o", tmp_path / "b", "--quiet",
+               "--visibility", clean / "scenes" / SID / "visibility.npz")
+    assert r.exit_code == 2 and f"Error: {tmp_path / 'b'}/16_frame.jsonl: cannot write (No space left" in r.output
+    assert leftovers(tmp_path) == []
+
+
+def _scene_doc(scene_json) -> dict:
+    doc = json.loads(Path(scene_json).read_text())
+    doc["video"] = str(Path(scene_json).parent / "video.mp4")
+    doc.pop("mesh", None)
+    doc.pop("depth", None)
+    for f in doc["frames"]:
+        f.pop("depth", None)
+    return doc
+
+
+def test_deeply_nested_scene_and_absurd_frame_index_are_errors(scene_json, tmp_path):
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"format": "vistest.scene/1", "objects": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    r = invoke("visibility", nested, "-o", tmp_path / "v.npz")
+    assert r.exit_code == 2 and f"{nested}: JSON nested too deeply" in r.output  # issue: RecursionError
+
+    doc = _scene_doc(scene_json)
+    doc["frames"][-1]["index"] = 10**15
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps(doc))
+    r = invoke("budget", huge, QUESTIONS, "-o", tmp_path / "b", "--quiet")  # issue: tried to allocate 7 PiB
+    assert r.exit_code == 2 and f"{huge}: frames[{N - 1}].index: expected a decoded frame number" in r.output
+
+
+def test_numba_without_a_writable_cache_compiles_with_one_warning(tmp_path):
+    pkg = tmp_path / "ro"
+    pkg.mkdir()
+    (pkg / "kernels.py").write_text(textwrap.dedent("""
+        from vistest.visibility.raster import njit_cached
+
+        @njit_cached()
+        def add(a, b):
+            return a + b
+
+        @njit_cached(inline="always")
+        def twice(a):
+            return 2 * a
+    """))
+    (pkg / "__pycache__").write_text("")  # no __pycache__ can be made beside the module
+    (tmp_path / "home").write_text("")  # nor a user cache
+    env = {**os.environ, "PYTHONPATH": str(pkg), "HOME": str(tmp_path / "home"),
+           "XDG_CACHE_HOME": str(tmp_path / "home" / "cache")}
+    env.pop("NUMBA_CACHE_DIR", None)
+    r = subprocess.run([sys.executable, "-c", "import kernels; print(kernels.add(2, 3), kernels.twice(4))"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # issue: RuntimeError "cannot cache function"
+    assert r.stdout.split() == ["5", "8"]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vistest: warning: Numba cannot cache compiled code"), r.stderr
+
+
+# ---- messages without the file or field ------------------------------------------------------------
+def test_non_utf8_input_names_file_line_and_column(scene_json, tmp_path):
+    data = Path(scene_json).read_bytes()
+    bad = tmp_path / "scene.json"
+    bad.write_bytes(data[:200] + b"\xff" + data[200:])
+    line = data[:200].count(b"\n") + 1
+    with pytest.raises(SceneError, match=rf"{bad}:{line}: column \d+: not UTF-8 text \(byte 0xff at offset 200"):
+        Scene.load(bad)
+    q = tmp_path / "q.jsonl"
+    q.write_bytes(QUESTIONS.read_bytes().replace(b"chair", b"ch\xe9ir", 1))
+    r = invoke("budget", scene_json, q, "-o", tmp_path / "b", "--quiet")
+    assert r.exit_code == 2 and f"Error: {q}:" in r.output and "not UTF-8 text (byte 0xe9" in r.output
+
+
+def test_non_utf8_predictions_and_dataset_files_name_the_file(clean, tmp_path):
+    pred = tmp_path / "p.jsonl"
+    pred.write_bytes(b'{"id": "demo-1", "budget": 16, "prediction": "3"}\n{"id": "demo-2", "prediction": "\xff"}\n')
+    r = invoke("score", pred, "-r", clean / "scenes" / SID, "-o", tmp_path / "s", "--quiet", "--no-learned")
+    assert r.exit_code == 2 and f"Error: {pred}:2: column " in r.output and "not UTF-8 text (byte 0xff" in r.output
+    scan = write_scannet_scan(tmp_path / "scans")
+    info = scan / "scene0000_00.txt"
+    info.write_bytes(info.read_bytes() + b"sceneType = caf\xe9\n")  # an adapter's text file (issue: a traceback)
+    r = invoke("import", "scannet", scan, "-o", tmp_path / "scene", "--quiet")
+    assert r.exit_code == 2 and f"Error: {info}:" in r.output and "not UTF-8 text (byte 0xe9" in r.output, r.output
+    assert not (tmp_path / "scene").exists()
+
+
+def test_scene_id_refusal_names_the_file(scene_json, tmp_path):
+    doc = _scene_doc(scene_json)
+    doc["scene_id"] = "../x"
+    p = tmp_path / "sid.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SceneError, match=rf"{p}: scene_id: '../x' cannot name files"):
+        Scene.load(p)
+
+
+# ---- accepted although the docs forbid it -----------------------------------------------------------
+@pytest.mark.parametrize("field, value, message", [
+    ("center", ["1", "2", "3"], r"objects\[0\].center\[0\]: expected a number, got '1'"),
+    ("rotation", [[True, False, False], [False, True, False], [False, False, True]],
+     r"objects\[0\].rotation\[0, 0\]: expected a number, got True"),
+    ("size", [1, 2, None], r"objects\[0\].size\[2\]: expected a number, got None"),
+])
+def test_strict_numbers_in_scene_json(field, value, message, scene_json, tmp_path):
+    doc = _scene_doc(scene_json)
+    doc["objects"][0][field] = value
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(doc))
+    r = invoke("visibility", p, "-o", tmp_path / "v.npz", "--quiet")
+    assert r.exit_code == 2
+    assert r.output.startswith(f"Error: {p}: ") and re.search(message, r.output), r.output
+
+
+def test_import_refuses_a_scene_id_that_cannot_name_files(tmp_path):
+    out = tmp_path / "scene"
+    r = invoke("import", "scannet", write_scannet_scan(tmp_path / "scans"), "-o", out, "-O", "scene=../../x",
+               "--quiet")
+    assert r.exit_code == 2 and "option scene='../../x': scene_id: '../../x' cannot name files" in r.output, r.output
+    assert not out.exists() and not (tmp_path / "x").exists()  # nothing written, nowhere
+
+
+def test_empty_questions_and_predictions_warn(clean, scene_json, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    r = invoke("budget", scene_json, empty, "-o", tmp_path / "b", "--quiet",
+               "--visibility", clean / "scenes" / SID / "visibility.npz")
+    assert r.exit_code == 0 and f"warning: {empty}: no questions" in r.output
+    r = invoke("score", empty, "-r", clean / "scenes" / SID, "-o", tmp_path / "score", "--quiet", "--no-learned")
+    assert r.exit_code == 0 and f"warning: {empty}: no predictions" in r.output
+
+
+# ---- names, records -----------------------------------------------------------------------------------
+def test_temporary_names_say_who_made_them(tmp_path):
+    from vistest.atomic import Tag, host_name, is_stale, remove_stale, temp_path_for
+
+    tmp = temp_path_for(tmp_path / "a.b.mp4")
+    tag = parse_temp_name(tmp.name)
+    assert tag == Tag("a.b", os.getpid(), host_name()) and tmp.suffix == ".mp4"
+    assert not is_stale(tag) and not is_stale(tag, locked=True)  # ours
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = tmp_path / f".a.b.0123abcd_{int(dead.stdout)}_{host_name()}.tmp.mp4"
+    other = tmp_path / f".a.b.0123abcd_{int(dead.stdout)}_elsewhere.tmp.mp4"
+    old = tmp_path / ".a.b.0123abcd.tmp.mp4"  # older versions: no process in the name
+    for p in (gone, other, old):
+        p.write_text("")
+    assert remove_stale(tmp_path) == [gone]  # a dead process of this host
+    assert sorted(remove_stale(tmp_path, ["a.b"], locked=True)) == sorted([other, old])  # under the lock: all
+    assert tmp.exists()
+
+
+def test_commands_remove_what_killed_commands_left_in_their_output_folder(clean, scene_json, tmp_path):
+    from vistest.atomic import host_name
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    out = tmp_path / "score"
+    out.mkdir()
+    stale = out / f".report.0123abcd_{dead}_{host_name()}.tmp.json"  # as a kill -9 of 'vistest score' leaves it
+    alive = out / f".report.0123abcd_{os.getpid()}_{host_name()}.tmp.json"  # a running process's: kept
+    stale.write_text("{")
+    alive.write_text("{")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text('{"id": "demo-1", "budget": 16, "prediction": "3"}\n')
+    r = invoke("score", pred, "-r", clean / "scenes" / SID, "-o", out, "--quiet", "--no-learned")
+    assert r.exit_code == 0, r.output
+    assert not stale.exists() and alive.exists()
+
+
+def test_scene_status_is_cheap_and_trustworthy(clean, scene_json, tmp_path):
+    out = copy_run(clean, tmp_path / "out")
+    opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=10))
+    st = scene_status(out, scene_json, QUESTIONS, opts)
+    assert st.complete and st.current and st.reasons == ()
+    assert not scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16,))).current
+    gt = out / "scenes" / SID / "16_frame.jsonl"
+    gt.write_text(gt.read_text() + "\n")
+    st = scene_status(out, scene_json, QUESTIONS, opts)
+    assert not st.complete and any(str(gt) in r for r in st.reasons)
+    record = json.loads((out / ".vistest" / "records" / f"{SID}.json").read_text())
+    assert record["files"][f"16_frame/{SID}.mp4"]["sha256"] == hashlib.sha256(
+        (out / "16_frame" / f"{SID}.mp4").read_bytes()).hexdigest()
+    rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    assert all(r["bytes"] == (out / r["path"]).stat().st_size for r in rows)
+    assert np.all([len(r["sha256"]) == 64 for r in rows])

@@ -1,0 +1,93 @@
+"""Work in child processes that die quietly with their parent.
+
+* :func:`call_in_child` runs one function in a fresh (spawned) Python process and returns its
+  result, or raises its exception here (an InputError stays an InputError, so the error
+  contract holds across the process boundary). ``vistest run`` computes visibility this way so
+  that the Numba engine's compiled code never joins the video writer's process.
+* :func:`die_with_parent` (called in every child this module starts; usable as the
+  ``initializer`` of a ``multiprocessing`` or ``concurrent.futures`` pool) makes a worker exit
+  at once, silently, when its parent process ends, however it ends (``kill -9`` included):
+  no orphan keeps computing, and none prints a ``BrokenPipeError`` traceback when it finally
+  tries to hand back a result nobody reads.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+PARENT_POLL_S = 0.2  # how often a child checks that its parent still runs
+
+
+def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S) -> None:
+    """Start a daemon thread that ends this process (``os._exit(0)``, no output) as soon as its
+    parent is gone (the parent id changes, e.g. to 1 or a subreaper, once the parent died).
+    ``parent_pid``: the parent to watch (default: the current parent)."""
+    parent = os.getppid() if parent_pid is None else parent_pid
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="vistest-die-with-parent", daemon=True).start()
+
+
+def _child(conn, parent_pid: int, fn: Callable, args: tuple, kwargs: dict) -> None:
+    die_with_parent(parent_pid)
+    try:
+        msg = ("ok", fn(*args, **kwargs))
+    except BaseException as e:  # handed to the parent, which raises it there
+        msg = ("error", e, traceback.format_exc())
+    try:
+        conn.send(msg)
+    except (BrokenPipeError, ConnectionResetError, EOFError):  # the parent is gone: nobody to tell
+        os._exit(0)
+    except Exception as e:  # the exception cannot be pickled: send its text
+        conn.send(("error", RuntimeError(f"{type(e).__name__} in a vistest worker: {msg[-1]}"), ""))
+    finally:
+        conn.close()
+
+
+def call_in_child(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a spawned child process (which :func:`die_with_parent`); its
+    return value, or its exception raised here. ``fn`` and the arguments must pickle. Leaving
+    early (Ctrl-C, SIGTERM as SystemExit) kills the child. A child that dies without an answer
+    (killed, out of memory) is a RuntimeError naming its exit status."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, os.getpid(), fn, args, kwargs), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        try:
+            msg = recv.recv()
+        except EOFError:
+            proc.join()
+            raise RuntimeError(f"vistest worker process {proc.pid} ended without an answer (exit status "
+                               f"{proc.exitcode}; negative: killed by that signal, e.g. -9 when out of memory)") \
+                from None
+        proc.join()
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if msg[0] == "ok":
+        return msg[1]
+    from .errors import InputError
+
+    if isinstance(msg[1], InputError) or not msg[2]:
+        raise msg[1]
+    raise msg[1] from RemoteTraceback(msg[2])
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker (shown as the cause of the re-raised one)."""
+
+    def __str__(self) -> str:
+        return "\n" + self.args[0]
