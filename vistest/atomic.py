@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
+
+# the temporary name of temp_path_for(): "." + stem + "." + mkstemp's 8 random characters + ".tmp" + suffix
+_TEMP_NAME = re.compile(r"^\.(?P<stem>.+)\.[a-z0-9_]{8}\.tmp(?P<suffix>(\.[^.]*)?)$")
 
 
 def _current_umask() -> int:
@@ -29,6 +33,13 @@ def temp_path_for(path: str | os.PathLike) -> Path:
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the mode open() would give
     return Path(tmp)
+
+
+def temp_target(name: str) -> str | None:
+    """The file name a temporary file named ``name`` (by :func:`temp_path_for`) was to
+    replace (``.x.ab12cd34.tmp.mp4`` -> ``x.mp4``), None when ``name`` is not one."""
+    m = _TEMP_NAME.match(name)
+    return None if m is None else m.group("stem") + m.group("suffix")
 
 
 @contextlib.contextmanager

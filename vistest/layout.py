@@ -12,7 +12,10 @@ score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
       {n}_frame/{scene_id}.mp4              budget_video_path(): budget videos; all_frame/ every frame
       dummy_{mode}/{scene_id}/{key16}.mp4   dummy_video_path(): dummies, named by their content key
       dummy_allblack/{scene_id}.mp4         dummy_video_path() of mode allblack
+      failed.jsonl                          FAILED: scenes a batch could not finish (vistest batch)
       .vistest/{scene}.done(.d)             STAMPS_DIR: make stamps (bin/vistest-scene)
+      .vistest/scenes/{scene_id}.json       fragment_path(): a finished batch scene's record and manifest lines
+      .vistest/running/{scene_id}.json      claim_path(): the batch task working on a scene (host, pid, stage)
       scenes/{scene_id}/                    scene_dir(): one scene's ground truth
         visibility.npz                      VISIBILITY: the visibility table, reused while valid
         {n}_frame.jsonl                     budget_file_name(): frame-budget ground truth
@@ -38,6 +41,9 @@ INDEX_HTML = "index.html"
 SHEETS_DIR = "sheets"
 SCENES_DIR = "scenes"
 STAMPS_DIR = ".vistest"
+FAILED = "failed.jsonl"
+FRAGMENTS_DIR = "scenes"  # under STAMPS_DIR
+CLAIMS_DIR = "running"    # under STAMPS_DIR
 VISIBILITY = "visibility.npz"
 DUMMY_GT = "dummy_gt.jsonl"
 SCORE_DIR = "score"
@@ -96,6 +102,23 @@ def scene_dirs(run_dir: str | os.PathLike) -> list[Path]:
 def manifest_path(run_dir: str | os.PathLike) -> Path:
     """``RUN_DIR/manifest.jsonl``."""
     return Path(run_dir) / MANIFEST
+
+
+def failed_path(run_dir: str | os.PathLike) -> Path:
+    """``RUN_DIR/failed.jsonl``: one line per scene a batch could not finish (vistest.batch)."""
+    return Path(run_dir) / FAILED
+
+
+def fragment_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/.vistest/scenes/{scene_id}.json``: what a batch task wrote for a finished scene
+    (its inputs' keys, its outputs, its manifest lines), written last (vistest.batch.state)."""
+    return Path(run_dir) / STAMPS_DIR / FRAGMENTS_DIR / f"{scene_id}.json"
+
+
+def claim_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/.vistest/running/{scene_id}.json``: the batch task working on a scene now, or
+    one that was lost (vistest.batch.claims)."""
+    return Path(run_dir) / STAMPS_DIR / CLAIMS_DIR / f"{scene_id}.json"
 
 
 def sheets_dir(run_dir: str | os.PathLike) -> Path:

@@ -13,7 +13,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import layout
 from .atomic import write_atomic
@@ -32,6 +32,12 @@ from .videos.manifest import prune_dummies, update_manifest
 from .visibility.table import DEFAULT_OCCLUSION, Visibility
 
 
+STAGES = ("scene", "questions", "video", "visibility", "budget", "videos")
+"""A scene's stages in order, as :func:`run_scene`'s ``stage`` callback names them (scene.json
+validated; questions validated (by the caller); the source video probed; visibility; budget
+GT; videos, dummy GT and manifest lines): failure records (vistest.batch) name one."""
+
+
 @dataclass(frozen=True)
 class VideoOptions:
     """Options of the video stage (defaults as on the command line; docs/videos.md).
@@ -42,7 +48,7 @@ class VideoOptions:
     image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
     ``unknown_as_evidence``: frames without a valid pose count as evidence; ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
-    ``jobs``, ``threads``: vistest.videos.write.plan_resources.
+    ``jobs``, ``threads``, ``cpus`` (default: this machine's): vistest.videos.write.plan_resources.
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
@@ -60,6 +66,7 @@ class VideoOptions:
     max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
     jobs: int | None = None
     threads: int | None = None
+    cpus: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,9 +179,10 @@ class SceneResult:
 
 def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions: Sequence[Question],
                 truth: BudgetTruth, outdir: str | os.PathLike, opts: VideoOptions, warnings: Sequence[str] = (),
-                progress: bool = True) -> tuple[VariantPlan, WriteReport, Path]:
-    """Plan and write the scene's budget and dummy videos, its ``dummy_gt.jsonl`` and its
-    manifest lines. ``truth``: the budget GT whose selections the budget videos hold."""
+                progress: bool = True, manifest: bool = True) -> tuple[VariantPlan, WriteReport, Path]:
+    """Plan and write the scene's budget and dummy videos, its ``dummy_gt.jsonl`` and (with
+    ``manifest``) its manifest lines. ``truth``: the budget GT whose selections the budget
+    videos hold. Without ``manifest`` the caller writes the lines (``manifest_records(plan)``)."""
     outdir = Path(outdir)
     source = scene.path(scene.video)
     plan = plan_variants(scene, visibility, questions, truth.selections, source=source, source_key=file_key(source),
@@ -182,13 +190,15 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
                          unknown_as_evidence=opts.unknown_as_evidence, warnings=warnings)
-    update_manifest(outdir, scene.scene_id, [])
+    if manifest:
+        update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
-                        progress=progress)
+                        cpus=opts.cpus, progress=progress)
     dummy_path = layout.scene_dir(outdir, scene.scene_id) / layout.DUMMY_GT
     dummy_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
-    update_manifest(outdir, scene.scene_id, manifest_records(plan))
+    if manifest:
+        update_manifest(outdir, scene.scene_id, manifest_records(plan))
     prune_dummies(outdir, plan)
     return plan, report, dummy_path
 
@@ -196,21 +206,30 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,
               opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None,
               occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
-              progress: bool = True, scene: Scene | None = None) -> SceneResult:
+              progress: bool = True, scene: Scene | None = None, manifest: bool = True,
+              stage: Callable[[str], None] | None = None) -> SceneResult:
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
     ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
-    and manifest lines are written (``vistest videos``). Raises InputError (VideoError for
-    the video) naming the file, the field and the expectation.
+    and manifest lines are written (``vistest videos``). ``manifest=False``: leave
+    ``manifest.jsonl`` alone (vistest.batch merges the lines, ``manifest_records(plan)``, once).
+    ``stage``: called with each stage's name as it starts (:data:`STAGES`; "scene" only when
+    ``scene`` is not given).
+    Raises InputError (VideoError for the video) naming the file, the field and the expectation.
     """
     outdir = Path(outdir)
-    scene = Scene.load(scene_json) if scene is None else scene
+    stage = stage or (lambda name: None)
+    if scene is None:
+        stage("scene")
+        scene = Scene.load(scene_json)
     check_scene_id(scene.scene_id, scene.source)
+    stage("video")
     scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
     scene_dir = layout.scene_dir(outdir, scene.scene_id)
     files: list[Path] = []
+    stage("visibility")
     if visibility is None:
         if with_budget_files:
             visibility = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion, progress)
@@ -219,13 +238,15 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
             with tempfile.TemporaryDirectory(prefix=".vistest-vis-", dir=outdir if outdir.is_dir() else None) as tmp:
                 visibility = isolated_visibility(scene, Path(tmp) / layout.VISIBILITY,
                                                  visibility_key(scene_json, scene, occlusion), occlusion, progress)
+    stage("budget")
     truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
                          seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
                          profile_options=opts.profile_options)
     if with_budget_files:
         files += write_budget_files(truth, scene_dir)
+    stage("videos")
     plan, report, dummy_path = make_videos(scene, info, visibility, questions, truth, outdir, opts, warnings,
-                                           progress)
+                                           progress, manifest)
     files.append(dummy_path)
     return SceneResult(plan, report, truth if with_budget_files else None, tuple(files),
                        tuple(plan.warnings))

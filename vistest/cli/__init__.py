@@ -4,6 +4,7 @@
 * :mod:`.visibility`: ``visibility``;
 * :mod:`.budget`: ``frames``, ``budget`` (sampled frames, frame-budget ground truth);
 * :mod:`.videos`: ``videos``, ``run`` (budget and dummy videos; the whole pipeline of a scene);
+* :mod:`.batch`: ``batch`` (many scenes through ``run``'s pipeline, on a process pool or Ray);
 * :mod:`.look`: ``overlay``, ``timeline``, ``sheet``, ``index``;
 * :mod:`.eval`: ``score``, ``baseline``, ``export``;
 * :mod:`.options`: the options several commands share, each default defined once.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError
+from .batch import batch
 from .budget import budget, frames
 from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
@@ -52,7 +54,7 @@ def main() -> None:
     """vistest: frame-aware ground truth for spatial-reasoning benchmarks."""
 
 
-for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run,
+for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
              overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd):
     main.add_command(_cmd)
 

@@ -45,6 +45,7 @@ from .ffmpeg import BlackFrames, FrameReader, RawFile, VideoError, VideoWriter, 
 
 DEFAULT_MAX_MEMORY_MB = 500.0
 SPOOL_MAX_FRAMES = 256  # variants this short are spooled to disk during the pass, encoded afterwards
+SPOOL_PREFIX = ".vistest-spool-"  # OUTDIR/.vistest-spool-{scene_id}.XXXXXXXX/: a pass's spool files (mkdtemp)
 KEY_TAG = "comment"     # container tag holding the content key
 KEY_PREFIX = "vistest:"
 
@@ -354,7 +355,7 @@ class _Writer:
                 feeds.append(_Feed(v, plan.num_frames, w, self.black))
             else:
                 if self.spool_dir is None:
-                    self.spool_dir = Path(tempfile.mkdtemp(prefix=f".vistest-spool-{plan.scene_id}.",
+                    self.spool_dir = Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{plan.scene_id}.",
                                                            dir=self.outdir))
                 sp = _Spool(self.spool_dir / f"{len(spools)}.yuv", nbytes)
                 spools.append((v, sp))
