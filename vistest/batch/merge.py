@@ -7,7 +7,10 @@ leaves no line describing a video that may have changed):
 
 * ``manifest.jsonl``: each finished scene's lines from its fragment; scenes of the batch that
   did not finish have none; lines of scenes outside the batch are kept byte for byte
-  (vistest.videos.manifest.replace_scenes);
+  (vistest.videos.manifest.replace_scenes); the scene folder of a scene that did not finish
+  (``scenes/{id}/``: visibility, budget and dummy GT; export and score take every scene folder
+  as a scene of the run) is removed with its lines (:func:`retract`); its videos stay,
+  unlisted, for a rerun, which keeps those that still match their content keys;
 * ``failed.jsonl``: vistest.batch.failures.write_failed;
 * ``index.html``: vistest.look.index.write_index, over the merged folder.
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .. import layout
 from ..look.index import write_index
 from ..videos.manifest import replace_scenes
 from .failures import write_failed
@@ -43,12 +47,27 @@ def forget(run_dir: str | os.PathLike, scene_ids: Iterable[str]) -> None:
         replace_scenes(run_dir, {sid: [] for sid in ids})
 
 
+def retract(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
+    """Remove what the pipeline writes in a scene's folder (visibility table, budget GT, dummy
+    GT), and the folder when nothing else is left in it; returns the files removed."""
+    folder = layout.scene_dir(run_dir, scene_id)
+    gone = [p for p in sorted(folder.glob("*")) if p.is_file() and (
+        p.name in (layout.VISIBILITY, layout.DUMMY_GT) or layout.budget_of_file(p.name))]
+    for p in gone:
+        p.unlink()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    return gone
+
+
 def merge(run_dir: str | os.PathLike, finished: Mapping[str, Fragment], unfinished: Iterable[str],
           failed: Mapping[str, dict | None]) -> Merged:
     """Write the shared files. ``finished``: scene id -> fragment (run now or skipped as
     complete); ``unfinished``: ids of the batch's other scenes (failed, interrupted);
     ``failed``: ``scene_json`` -> failed.jsonl record, or None to clear the scene's line."""
     lines = {sid: [] for sid in unfinished}
+    for sid in lines:
+        retract(run_dir, sid)
     lines.update({sid: list(f.manifest) for sid, f in finished.items()})
     manifest = replace_scenes(run_dir, lines)
     return Merged(manifest, write_failed(run_dir, failed), write_index(run_dir))

@@ -81,15 +81,16 @@ class RayEngine:
         """Run every task; ``done(outcome)`` is called here as each scene ends."""
         ray = import_ray()
         self._connect(ray)
-        remote = ray.remote(run_task).options(num_cpus=self.cpus, memory=int(self.memory_mb * 2**20),
-                                              max_retries=self.retries, retry_exceptions=False)
+        remote = ray.remote(run_task)
+        declared = dict(num_cpus=self.cpus, memory=int(self.memory_mb * 2**20), max_retries=self.retries,
+                        retry_exceptions=False)
         todo = deque(tasks)
         refs: dict = {}
         try:
             while todo or refs:
                 while todo and (self.in_flight is None or len(refs) < self.in_flight):
                     task = todo.popleft()
-                    refs[remote.options(name=f"vistest:{task.scene_id}").remote(task)] = task
+                    refs[remote.options(name=f"vistest:{task.scene_id}", **declared).remote(task)] = task
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 for ref in ready:
                     done(self._outcome(ray, ref, refs.pop(ref)))
