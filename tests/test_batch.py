@@ -30,7 +30,7 @@ from vistest.batch import claims, state
 from vistest.batch.failures import ERROR, write_failed
 from vistest.batch.specs import SceneSpec, discover, read_scene_id
 from vistest.batch.task import SceneTask, TaskOptions, run_task
-from vistest.datasets.demo import make_demo_scene
+from vistest.datasets.demo import demo_batch, make_demo_scene
 from vistest.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,28 +47,15 @@ def cli(*args, env=None, check=None):
     return r
 
 
-def write_scene(folder: Path, src: Path, scene_id: str, video: Path) -> None:
-    """A scene folder: the demo's scene.json under another id (its video given by absolute
-    path, no mesh or depth) and the demo questions for that id (question ids {scene_id}-qN)."""
-    folder.mkdir(parents=True)
-    doc = json.loads((src / "scene.json").read_text())
-    doc.update(scene_id=scene_id, video=str(video), mesh=None, frames=[dict(f, depth=None) for f in doc["frames"]])
-    doc.pop("depth", None)
-    (folder / "scene.json").write_text(json.dumps(doc))
-    text = (EXAMPLES / "demo-questions.jsonl").read_text().replace('"demo-seed0"', f'"{scene_id}"')
-    text = text.replace('"id": "demo-', f'"id": "{scene_id}-q')  # ids unique across the run (vistest score)
-    (folder / "questions.jsonl").write_text(text)
-
-
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory):
     root = tmp_path_factory.mktemp("batch")
-    src = make_demo_scene(root / "demo", num_frames=30, size=(160, 120), quiet=True).parent
-    for sid in GOOD:
-        write_scene(root / "scenes" / sid[5:], src, sid, src / "video.mp4")
-    bad = root / "scenes" / "bad"
-    write_scene(bad, src, "demo-bad", bad / "video.mp4")
-    (bad / "video.mp4").write_bytes((src / "video.mp4").read_bytes()[:3000])  # truncated: 1 frame decodes
+    src = make_demo_scene(root / "demo", num_frames=30, size=(160, 120), quiet=True)
+    demo_batch(src, EXAMPLES / "demo-questions.jsonl", root / "scenes", list(GOOD) + ["demo-bad"])
+    bad = root / "scenes" / "demo-bad"
+    doc = json.loads((bad / "scene.json").read_text())
+    (bad / "video.mp4").write_bytes(Path(doc["video"]).read_bytes()[:3000])  # truncated: 1 frame decodes
+    (bad / "scene.json").write_text(json.dumps(dict(doc, video="video.mp4")))
     return root / "scenes"
 
 
@@ -93,7 +80,8 @@ def assert_same_outputs(out: Path, ref: Path) -> None:
     for sid in GOOD:
         va = Visibility.load(layout.scene_dir(out, sid) / layout.VISIBILITY)
         vb = Visibility.load(layout.scene_dir(ref, sid) / layout.VISIBILITY)
-        assert np.array_equal(va.visible, vb.visible, equal_nan=True) and np.array_equal(va.bbox, vb.bbox, equal_nan=True)
+        for name in ("visible", "projected", "bbox"):
+            assert np.array_equal(getattr(va, name), getattr(vb, name), equal_nan=True), (sid, name)
 
 
 def manifest(out: Path) -> list[dict]:
@@ -149,8 +137,8 @@ def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp
     the batch gives each scene (1 CPU each), writes the same bytes and manifest lines."""
     out, _ = reference
     single = tmp_path / "single"
-    cli("run", scenes / "a" / "scene.json", scenes / "a" / "questions.jsonl", "-o", single, *FAST, "--threads", "1",
-        "--quiet", check=0)
+    a = scenes / "demo-a"
+    cli("run", a / "scene.json", a / "questions.jsonl", "-o", single, *FAST, "--threads", "1", "--quiet", check=0)
     mine = snapshot(single)
     for rel in [k for k in mine if k.endswith(".mp4") or k.startswith("scenes/")]:
         assert mine[rel] == (out / rel).read_bytes(), rel
@@ -166,7 +154,7 @@ def test_export_and_score_read_the_merged_run(reference, tmp_path):
     cli("baseline", "-r", out, "-o", preds, check=0)
     cli("score", preds, "-r", out, "-o", tmp_path / "score", "--quiet", check=0)
     report = json.loads((tmp_path / "score" / "report.json").read_text())
-    assert "demo-a-q1" in preds.read_text() and "demo-bad" not in preds.read_text() and report
+    assert "demo-a-demo-1" in preds.read_text() and "demo-bad" not in preds.read_text() and report
 
 
 def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, scenes, tmp_path):
@@ -177,16 +165,16 @@ def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, sce
     cli("batch", work, "-o", out, "-j", "2", *FAST, "--quiet", check=1)
     r = cli("batch", work, "-o", out, "-j", "2", *FAST, check=1)
     assert "4 scene(s): 0 done, 3 up to date, 1 failed" in r.stdout  # the corrupt scene is tried again
-    os.utime(work / "a" / "questions.jsonl")  # touched, same bytes: still up to date (content key)
-    lines = (work / "b" / "questions.jsonl").read_text().splitlines()
-    (work / "b" / "questions.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # b's questions changed
+    os.utime(work / "demo-a" / "questions.jsonl")  # touched, same bytes: still up to date (content key)
+    lines = (work / "demo-b" / "questions.jsonl").read_text().splitlines()
+    (work / "demo-b" / "questions.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # b's questions changed
     (out / "16_frame" / "demo-c.mp4").unlink()  # c lost an output
     r = cli("batch", work, "-o", out, "-j", "2", *FAST, check=1)
     assert "4 scene(s): 2 done, 1 up to date, 1 failed" in r.stdout, r.stdout
     assert "demo-b    done" in r.stdout and "demo-c    done" in r.stdout and "demo-a    done" not in r.stdout
     rows = manifest(out)
-    assert all("demo-b-q12" not in m["questions"] for m in rows if m["scene_id"] == "demo-b")
-    assert any("demo-a-q12" in m["questions"] for m in rows if m["scene_id"] == "demo-a")
+    assert all("demo-b-demo-12" not in m["questions"] for m in rows if m["scene_id"] == "demo-b")
+    assert any("demo-a-demo-12" in m["questions"] for m in rows if m["scene_id"] == "demo-a")
     assert (out / "16_frame" / "demo-c.mp4").read_bytes() == (ref / "16_frame" / "demo-c.mp4").read_bytes()
 
 
@@ -230,7 +218,7 @@ def test_sigint_leaves_nothing_partial_trusted_and_a_rerun_completes(scenes, ref
 def test_a_lost_worker_without_retries_is_an_infrastructure_failure(scenes, tmp_path):
     one = tmp_path / "one"
     one.mkdir()
-    os.symlink(scenes / "a", one / "a")
+    os.symlink(scenes / "demo-a", one / "a")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", "batch", str(one), "-o", str(out), *FAST,
                              "--retries", "0", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -322,8 +310,8 @@ def test_scene_lists(tmp_path):
     assert [s.name for s in discover(tmp_path)] == ["x", "y", "z w"]
     assert [s.name for s in discover(tmp_path / "x")] == ["x"]
     lst = tmp_path / "list.txt"
-    lst.write_text("# scenes\n\nx\ny/scene.json y/questions.jsonl\n"
-                   "z w/scene.json\tother.jsonl\n" + json.dumps({"scene": "x/scene.json", "questions": "q.jsonl"}) + "\n")
+    obj = json.dumps({"scene": "x/scene.json", "questions": "q.jsonl"})
+    lst.write_text(f"# scenes\n\nx\ny/scene.json y/questions.jsonl\nz w/scene.json\tother.jsonl\n{obj}\n")
     got = discover(lst)
     assert [(s.scene_json, s.questions) for s in got] == [
         (tmp_path / "x" / "scene.json", tmp_path / "x" / "questions.jsonl"),
@@ -428,7 +416,7 @@ def test_a_bug_in_a_task_is_recorded_with_its_traceback_not_raised(scenes, tmp_p
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(vistest.pipeline, "run_scene", broken)
-    spec = discover(scenes / "a")[0]
+    spec = discover(scenes / "demo-a")[0]
     o = run_task(SceneTask(spec, "demo-a", tmp_path, TaskOptions(), "run"))
     assert o.status == "failed" and o.failure.kind == ERROR and o.failure.stage == "video"
     assert o.failure.error == "ZeroDivisionError: a bug" and "Traceback" in o.failure.traceback
