@@ -11,11 +11,13 @@ output folder, with the same `vistest run` options:
    on 127.0.0.1 (its start-up time is printed apart: a cluster is started once for many batches).
 
 Printed: wall time of each, and make's time divided by each (>= 1: the batch command is no
-slower than make -j2; the issue's target). Also checked: every run lists the same videos in its
-manifest, and the local and Ray runs wrote the same bytes (both 1 CPU per scene).
+slower than make -j2; the issue's target). With ``--repeat N`` the three are run N times in
+rotating order (the machine may be shared: a slow moment then hits each in turn) and the
+median is printed. Also checked: every run lists the same videos in its manifest, and the local
+and Ray runs wrote the same bytes (both 1 CPU per scene).
 
     python bench/batch.py [--scenes 8] [--frames 90] [--size 320x240] [--opts "--preset fast"]
-                          [--skip-ray] [--keep DIR]
+                          [--repeat 1] [--skip-ray] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import json
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +74,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=90)
     ap.add_argument("--size", default="320x240")
     ap.add_argument("--opts", default="", help="extra `vistest run` options for every run")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each, in rotating order; the median is printed")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     a = ap.parse_args()
@@ -83,36 +87,42 @@ def main() -> None:
         scenes = work / "scenes"
         shutil.rmtree(scenes, ignore_errors=True)
         demo_batch(src, ROOT / "examples" / "demo-questions.jsonl", scenes, [f"scene{k:02d}" for k in range(a.scenes)])
-        outs = {name: work / f"out-{name}" for name in ("local", "make", "ray")}
-        for out in outs.values():
-            shutil.rmtree(out, ignore_errors=True)
+        names = ["local", "make"] + ([] if a.skip_ray else ["ray"])
+        outs = {name: work / f"out-{name}" for name in names}
         print(f"{a.scenes} scenes ({w}x{h}, {a.frames} frames, 12 questions each), options: {a.opts or '(defaults)'}; "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        times = {"local": timed(VISTEST + ["batch", str(scenes), "-o", str(outs["local"]), "-j", "2", "--quiet",
-                                           *opts])}
-        make = ["make", "-C", str(ROOT), "-o", ".venv/.installed", "-j2", "variants", f"SCENES={scenes}",
-                f"OUT={outs['make']}", f"VARIANT_OPTS={a.opts}"]
-        times["make"] = timed(make)
+        env, cluster, startup = None, None, 0.0
         if not a.skip_ray:
             t0 = time.perf_counter()
             cluster, env = start_ray(Path(tempfile.mkdtemp(prefix="vt-ray-", dir="/tmp")), cpus=2)
             startup = time.perf_counter() - t0
-            try:
-                times["ray"] = timed(VISTEST + ["batch", str(scenes), "-o", str(outs["ray"]), "--engine", "ray",
-                                                "--quiet", *opts], env=env)
-            finally:
+        commands = {
+            "local": (VISTEST + ["batch", str(scenes), "-o", str(outs["local"]), "-j", "2", "--quiet", *opts], None),
+            "make": (["make", "-C", str(ROOT), "-o", ".venv/.installed", "-j2", "variants", f"SCENES={scenes}",
+                      f"OUT={outs['make']}", f"VARIANT_OPTS={a.opts}"], None),
+            "ray": (VISTEST + ["batch", str(scenes), "-o", str(outs["ray"]), "--engine", "ray", "--quiet", *opts], env)}
+        times: dict[str, list[float]] = {name: [] for name in names}
+        try:
+            for r in range(a.repeat):
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    shutil.rmtree(outs[name], ignore_errors=True)
+                    times[name].append(timed(*commands[name]))
+        finally:
+            if cluster is not None:
                 cluster.shutdown()
-        print(f"{'run':<34} {'seconds':>8} {'make / this':>12}")
+        med = {name: statistics.median(t) for name, t in times.items()}
         labels = {"local": "vistest batch -j2 (local engine)", "make": "make -j2 variants (reference)",
                   "ray": "vistest batch --engine ray (2 CPUs)"}
-        for name, t in times.items():
-            print(f"{labels[name]:<34} {t:8.1f} {times['make'] / t:11.2f}x")
-        if "ray" in times:
-            print(f"(Ray cluster start-up, not included above: {startup:.1f} s)")
-        paths = {name: manifest_paths(outs[name]) for name in times}
+        print(f"{'run':<36} {'seconds':>8} {'make / this':>12}   runs")
+        for name in names:
+            runs = ", ".join(f"{t:.1f}" for t in times[name])
+            print(f"{labels[name]:<36} {med[name]:8.1f} {med['make'] / med[name]:11.2f}x   {runs}")
+        if cluster is not None:
+            print(f"(Ray cluster start-up, once, not included above: {startup:.1f} s)")
+        paths = {name: manifest_paths(outs[name]) for name in names}
         same = all(p == paths["make"] for p in paths.values())
         print(f"same videos listed in every manifest: {same} ({len(paths['make'])} videos)")
-        if "ray" in times:
+        if cluster is not None:
             print(f"local and Ray runs byte-identical: {video_bytes(outs['local']) == video_bytes(outs['ray'])}")
     finally:
         if a.keep is None:

@@ -130,6 +130,15 @@ def test_every_good_scene_completes_and_the_corrupt_one_is_recorded(reference):
     assert "4 scene(s): 3 done, 0 up to date, 1 failed (input 1)" in r.stdout
     assert "failed.jsonl" in r.stderr
     assert leftovers(out) == [] and not list((out / ".vistest" / "running").glob("*"))
+    assert not layout.scene_dir(out, "demo-bad").exists()  # its partial ground truth went with its lines
+
+
+def test_default_workers_fit_cpus_and_memory():
+    from vistest.batch.local import available_cpus, default_workers
+
+    assert default_workers(1, 1.0) == available_cpus()
+    assert default_workers(available_cpus() + 1, 1.0) == 1
+    assert default_workers(1, 1e12) == 1  # a terabyte per scene: one at a time
 
 
 def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp_path):
@@ -300,6 +309,12 @@ def test_batch_takes_exactly_the_options_of_run():
     own = ("stamp", "scene_json", "questions_jsonl")  # make's stamp; one scene's arguments
     assert {k: v for k, v in batch.items() if k in run} == {k: v for k, v in run.items() if k not in own}
     assert set(run) - set(batch) == set(own)
+
+
+def test_ray_without_an_address_is_bad_input(scenes, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    r = cli("batch", scenes, "-o", tmp_path / "out", "--engine", "ray", env=env, check=2)
+    assert r.stderr.startswith("Error: --address: expected the Ray cluster's address") and not (tmp_path / "out").exists()
 
 
 def test_scene_lists(tmp_path):

@@ -98,7 +98,14 @@ class RayEngine:
             for ref in refs:
                 ray.cancel(ref)
             if refs:
-                ray.wait(list(refs), num_returns=len(refs), timeout=CANCEL_SECONDS)
+                ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=CANCEL_SECONDS)
+                for ref in ready:  # scenes that finished before they could be cancelled are kept
+                    try:
+                        outcome = ray.get(ref)
+                    except ray.exceptions.RayError:
+                        continue
+                    if outcome.status == "done":
+                        done(outcome)
             raise
         finally:
             ray.shutdown()

@@ -26,7 +26,7 @@ from typing import Protocol, Sequence
 from .. import layout
 from ..errors import InputError
 from ..progress import progress_bar
-from .failures import INFRASTRUCTURE, KINDS, Failure, failure_record
+from .failures import INFRASTRUCTURE, INPUT, KINDS, Failure, failure_record
 from .merge import Merged, forget, merge
 from .specs import SceneSpec, read_scene_id
 from .state import Fragment, complete, read_fragment
@@ -94,7 +94,7 @@ def scene_ids(specs: Sequence[SceneSpec]) -> tuple[dict[SceneSpec, str], dict[Sc
         try:
             sid = read_scene_id(spec)
         except InputError as e:
-            bad[spec] = SceneReport(spec, None, FAILED, 1, failure=Failure("input", "scene", str(e)))
+            bad[spec] = SceneReport(spec, None, FAILED, 1, failure=Failure(INPUT, "scene", str(e)))
             continue
         if sid in seen:
             raise InputError(f"{spec.scene_json}: scene_id: {sid!r} is also the id of {seen[sid].scene_json}; "
