@@ -314,7 +314,8 @@ def test_batch_takes_exactly_the_options_of_run():
 def test_ray_without_an_address_is_bad_input(scenes, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     r = cli("batch", scenes, "-o", tmp_path / "out", "--engine", "ray", env=env, check=2)
-    assert r.stderr.startswith("Error: --address: expected the Ray cluster's address") and not (tmp_path / "out").exists()
+    assert r.stderr.startswith("Error: --address: expected the Ray cluster's address")
+    assert not (tmp_path / "out").exists()
 
 
 def test_scene_lists(tmp_path):

@@ -4,8 +4,8 @@ Each scene runs in a fresh process, ``workers`` at a time, like one make target 
 scene's memory is returned when it ends, and a process that dies takes only its own scene with
 it. The processes are forked from a server process that has imported vistest once
 (multiprocessing's ``forkserver``; ``spawn`` where there is none): a clean process per scene,
-started in milliseconds instead of an interpreter start and the imports. Because every scene has its own process, the engine knows
-exactly which scene a lost process was running (a shared pool, such as
+started in milliseconds instead of an interpreter start and the imports. Because every scene
+has its own process, the engine knows exactly which scene a lost process was running (a shared pool, such as
 concurrent.futures.ProcessPoolExecutor, breaks as a whole when one worker is killed and cannot
 say which task did it). A process that exits without an outcome (killed by a signal, the
 out-of-memory killer) is an infrastructure failure: its scene is started again, up to
