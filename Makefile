@@ -7,6 +7,10 @@ DEMO_OUT ?= demo-out
 DEMO_SCENE := $(DEMO_OUT)/scene/scene.json
 DEMO_RUN_SCENE := $(DEMO_OUT)/run/scenes/demo-seed0
 DEMO_VIS := $(DEMO_RUN_SCENE)/visibility.npz
+DEMO_GEN := $(DEMO_OUT)/generated
+DEMO_GEN_RUN := $(DEMO_OUT)/run-generated
+DEMO_STRESS := $(DEMO_OUT)/stress
+DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: demo test lint bench bench-videos bench-batch setup clean variants
@@ -35,13 +39,34 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest export vlmevalkit $(DEMO_OUT)/run -o $(DEMO_OUT)/export/vlmevalkit --quiet
 	$(VENV)/bin/vistest export jsonl $(DEMO_OUT)/run -o $(DEMO_OUT)/export/jsonl --quiet
 	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
+	$(VENV)/bin/vistest generate $(DEMO_SCENE) --visibility $(DEMO_VIS) --types all -o $(DEMO_GEN)/questions.jsonl \
+		--report $(DEMO_GEN) --rule 'abs_distance.skip_probability=[]'
+	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_GEN)/questions.jsonl -o $(DEMO_GEN_RUN) --budgets 16,32,64,all \
+		--profile uniform --visibility $(DEMO_VIS) --dummy drop --quiet
+	$(VENV)/bin/vistest baseline -r $(DEMO_GEN_RUN) -o $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl
+	$(VENV)/bin/vistest score $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl -r $(DEMO_GEN_RUN) --protocol revsi \
+		-o $(DEMO_GEN_RUN)/score --quiet
+	@# the stress test: the demo questions reformulated (circular, none-of-these, open, abstain), a run with
+	@# drop dummies, the held-out blind model as the model, and its score report (docs/scoring.md). Its videos
+	@# are the demo's (same frames, dummies named by content key): hard-linked, so the run encodes nothing.
+	$(VENV)/bin/vistest reformulate examples/demo-questions.jsonl -o $(DEMO_OUT)/stress-questions.jsonl
+	rm -rf $(DEMO_STRESS)
+	$(PY) -c "import os, shutil, sys; [shutil.copytree(os.path.join(sys.argv[1], d), os.path.join(sys.argv[2], d), \
+		copy_function=os.link) for d in sys.argv[3:]]" $(DEMO_OUT)/run $(DEMO_STRESS) 16_frame 32_frame 64_frame all_frame dummy_drop
+	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_OUT)/stress-questions.jsonl -o $(DEMO_STRESS) \
+		--budgets 16,32,64,all --profile uniform --dummy drop --visibility $(DEMO_VIS) --quiet
+	$(VENV)/bin/vistest baseline -r $(DEMO_STRESS_SCENE) -o $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl
+	$(VENV)/bin/vistest score $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_STRESS_SCENE) \
+		-o $(DEMO_STRESS_SCENE)/score
+	$(VENV)/bin/vistest index $(DEMO_STRESS) > /dev/null
+	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_STRESS) -o $(DEMO_OUT)/export/stress-lmms-eval-task --quiet
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
 	@echo "  visibility:    $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/visibility.npz"
 	@echo "  budget GT:     $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/{16,32,64,all}_frame.jsonl"
 	@echo "  budget videos: $(abspath $(DEMO_OUT))/run/{16,32,64,all}_frame/demo-seed0.mp4"
-	@echo "  dummy videos:  $(abspath $(DEMO_OUT))/run/dummy_{drop,black,mask}/demo-seed0/, dummy_allblack/demo-seed0.mp4"
+	@echo "  dummy videos:  $(abspath $(DEMO_OUT))/run/dummy_{drop,black,mask,allblack}/{16,32,64}_frame/ (budget dummies)"
 	@echo "  dummy GT:      $(abspath $(DEMO_OUT))/run/scenes/demo-seed0/dummy_gt.jsonl"
 	@echo "  manifest:      $(abspath $(DEMO_OUT))/run/manifest.jsonl"
 	@echo "  overlay:       $(abspath $(DEMO_RUN_SCENE))/overlay.mp4 and overlay.png"
@@ -49,6 +74,10 @@ demo: $(STAMP)
 	@echo "  blind score:   $(abspath $(DEMO_RUN_SCENE))/score/report.md (most-frequent-answer baseline)"
 	@echo "  exports:       $(abspath $(DEMO_OUT))/export/{revsi,lmms-eval-task,vlmevalkit,jsonl}/ (docs/export.md)"
 	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
+	@echo "  generated:     $(abspath $(DEMO_GEN))/questions.jsonl and report.md (vistest generate, docs/generate.md)"
+	@echo "  its pipeline:  $(abspath $(DEMO_GEN_RUN))/ (budget GT, videos, drop dummies, score/report.md)"
+	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl;"
+	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

@@ -39,6 +39,7 @@ def test_vsibench_boxes_on_scannet_frames(tmp_path):
                 [1.5, 0.5, 0.75], [1.5, 2.5, 0.75], [0.5, 0.5, 0.75], [0.5, 2.5, 0.75]]
     np.testing.assert_allclose(corners, expected, atol=1e-12)
     assert scene.room["size_m2"] == 21.5 and scene.room["center"] == [0, 0.5, 0.5]
+    assert scene.room["area_type"] == "all_room" and scene.room_area_m2 == 21.5  # the combined space
     assert len(scene.frames) == 3  # the frames are ScanNet's
 
 

@@ -7,12 +7,14 @@ import pytest
 
 from vistest.eval.answers import PROTOCOLS
 from vistest.eval.baselines import (
+    IN_SAMPLE,
     MOST_FREQUENT,
     SIZE_PRIOR,
     binomial_tail,
     blind_predictions,
     format_number,
     held_out_accuracies,
+    holdout_folds,
     modal_answer,
     option_rank,
     predictions_jsonl,
@@ -22,6 +24,11 @@ from vistest.eval.metrics import match_predictions, score_cells
 from vistest.eval.records import parse_plain_predictions, truth_from_record
 
 REVSI = PROTOCOLS["revsi"]
+
+
+def in_sample(rows, model=MOST_FREQUENT):
+    """The blind model fitted on the very rows it answers (--holdout in-sample)."""
+    return blind_predictions(rows, model, holdout_folds(rows, IN_SAMPLE))
 
 
 def truth(qid, qtype, gt, budget=16, status="kept", options=None, variant="budget", **extra):
@@ -121,7 +128,7 @@ def test_always_two_counting_scores_like_vsibench():
     counts = ["2", "2", "2", "3", "1"]
     rows = [truth(f"c{i}", "object_counting_single", g) for i, g in enumerate(counts)]
     assert modal_answer(rows) == "2"
-    preds = blind_predictions(rows, MOST_FREQUENT)
+    preds = in_sample(rows)
     assert {p.prediction for p in preds} == {"2"}
     [cell] = score_cells(MOST_FREQUENT, match_predictions(REVSI, rows, preds).rows, rows)
     # gt 2: 1.0 (x3); gt 3: |2-3|/3 -> 0.4; gt 1: |2-1|/1 = 1 -> 0
@@ -138,7 +145,7 @@ def test_modal_answer_ties_median_and_fallbacks():
     rows = [truth("r", "room_size_estimation_single", None, status="unanswerable"),
             truth("r", "room_size_estimation_single", "20", budget=32),
             truth("r", "room_size_estimation_single", None, status="unanswerable", variant="dummy")]
-    assert [(p.key, p.prediction) for p in blind_predictions(rows)] == [
+    assert [(p.key, p.prediction) for p in in_sample(rows)] == [
         (("r", "budget", "16"), "20"), (("r", "budget", "32"), "20"), (("r", "dummy", "16"), "20")]
 
 
@@ -150,16 +157,16 @@ def test_size_prior_is_leave_one_out_category_mean():
             truth("s4", "object_size_estimation", "90", object_label="lamp"),
             truth("c1", "object_counting_single", "2")]
     assert [t.label for t in rows[:4]] == ["chair", "chair", "table", "lamp"]
-    preds = {p.id: p.prediction for p in blind_predictions(rows, SIZE_PRIOR)}
+    preds = {p.id: p.prediction for p in in_sample(rows, SIZE_PRIOR)}
     assert preds["s1"] == "70" and preds["s2"] == "50"   # the other chair
     assert preds["s3"] == "70"                            # no other table: mean of 50, 70, 90
     assert preds["c1"] == "2"                             # other types: most-frequent
-    assert {p.id: p.prediction for p in blind_predictions(rows)}["s1"] == "80"  # median of 50, 70, 90, 100
+    assert {p.id: p.prediction for p in in_sample(rows)}["s1"] == "80"  # median of 50, 70, 90, 100
 
 
 def test_format_number_and_jsonl_round_trip():
     assert [format_number(x) for x in (2.0, 1.23456, 0.5, 120, 1e-5)] == ["2", "1.2346", "0.5", "120", "0"]
     rows = [truth("q1", "object_counting_single", "2"), truth("q1", "object_counting_single", "3", budget="all")]
-    text = predictions_jsonl(blind_predictions(rows), MOST_FREQUENT)
+    text = predictions_jsonl(in_sample(rows), MOST_FREQUENT)
     back = parse_plain_predictions(text.splitlines(), "b.jsonl")
     assert [(p.key, p.prediction) for p in back] == [(("q1", "budget", "16"), "2"), (("q1", "budget", "all"), "3")]

@@ -56,3 +56,22 @@ def test_demo_scene_has_what_the_demo_promises(demo):
     labels = [o.label for o in scene.objects]
     assert len(set(labels)) < len(labels)  # repeated labels, for counting questions
     assert np.isfinite(vis.visible).all()
+
+
+def test_held_out_most_frequent_baseline_is_no_longer_the_ground_truth(demo):
+    """In-sample, each question type's most-frequent answer is its own mode, so on the 12 demo
+    questions the blind baseline nearly equals the ground truth; held out (one scene: by
+    question group, with a warning) it no longer does."""
+    from vistest.eval.records import load_run_dir
+    from vistest.eval.report import build_report, render_text
+
+    vistest("budget", demo / "scene" / "scene.json", EXAMPLES / "demo-questions.jsonl", "--budgets", "16,32,64,all",
+            "--visibility", demo / "vis.npz", "-o", demo / "budget4", "--quiet")
+    report = build_report(load_run_dir(demo / "budget4"), [], splits=2, learned=False)
+    overall = {(s.model, s.budget): s.values["overall"] for s in report.summaries if s.reformulation == "base"}
+    in_sample, held_out = overall[("most-frequent (in-sample)", "all")], overall[("most-frequent", "all")]
+    assert in_sample >= 0.85, in_sample   # 0.89 on the demo
+    assert held_out <= 0.35, held_out     # 0.26 on the demo
+    assert "only 1 scene: too few to hold any out" in report.folds.warning
+    text = render_text(report)
+    assert "blind baselines held out: 5-fold by question group (12 question groups)" in text and "WARNING" in text

@@ -28,14 +28,14 @@ from vistest.cli import main
 from vistest.datasets.demo import make_demo_scene
 from vistest.errors import InputError
 from vistest.eval import answers
-from vistest.eval.answers import PROTOCOLS, score_answer
+from vistest.eval.answers import CANNOT_DETERMINE, PROTOCOLS, STRESS_METRICS, score_answer
 from vistest.eval.baselines import blind_predictions
 from vistest.eval.exporters import ExportOptions, export
 from vistest.eval.exporters.lmms_eval_task import ANSWERS_BEGIN, ANSWERS_END, utils_source
 from vistest.eval.exporters.output import RECORD
 from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
 from vistest.eval.exporters.rundir import load_run
-from vistest.eval.metrics import evaluate_row
+from vistest.eval.metrics import ALL_TYPES, evaluate_row
 from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
@@ -372,9 +372,10 @@ def import_utils(folder: Path, name: str = "vistest_task_utils"):
 RESPONSES = ("0", "3", "B", "A. left", "I cannot tell", "2 chairs", "The answer is 3", "three", " 1.5", "B.", "1e1")
 
 
-def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs):
-    """Load a task as lmms-eval does, answer every doc from RESPONSES, score it with the task's
-    own functions, and write the --log_samples file (per-metric values = the returned row)."""
+def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs, responses=RESPONSES, aggregates=None):
+    """Load a task as lmms-eval does, answer every doc from ``responses``, score it with the task's
+    own functions, aggregate each metric with its own function (into ``aggregates``: metric ->
+    value, when given), and write the --log_samples file (per-metric values = the returned row)."""
     cfg = load_task_yaml(task_yaml)
     assert cfg["dataset_path"] == "json" and cfg["output_type"] == "generate_until"
     fn = {k: getattr(utils, cfg[k][1].split(".", 1)[1]) for k in ("doc_to_visual", "doc_to_text", "process_results")}
@@ -387,7 +388,7 @@ def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs):
         assert os.path.isfile(video)
         text = fn["doc_to_text"](doc, kwargs)
         assert doc["question"] in text and text.startswith(kwargs["pre_prompt"])
-        resp = RESPONSES[i % len(RESPONSES)]
+        resp = responses[i % len(responses)]
         res = fn["process_results"](doc, [resp])
         assert set(res) == {m["metric"] for m in cfg["metric_list"]}
         for k, v in res.items():
@@ -395,7 +396,9 @@ def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs):
         lines.append({"doc_id": i, "target": doc["ground_truth"], "filtered_resps": [resp], **res})
     for m in cfg["metric_list"]:
         value = getattr(utils, m["aggregation"][1].split(".", 1)[1])(per_metric[m["metric"]])
-        assert 0.0 <= value <= 1.0
+        assert -1.0 <= value <= 1.0  # the drop and the gap are differences
+        if aggregates is not None:
+            aggregates[m["metric"]] = value
     (logs / f"20260101_samples_{cfg['task']}.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
     return [next(iter(ln.values())) for ln in ({k: v for k, v in x.items() if isinstance(v, dict)} for x in lines)]
 
@@ -460,25 +463,46 @@ foreign = sorted(m for m in sys.modules if m.split(".")[0] not in sys.stdlib_mod
 print(json.dumps({"results": out, "foreign_modules": foreign}))
 """
 TEXTS = RESPONSES + ("", " B", "b", "B\nchair", "(B)", "three hundred and twenty one", ".5", "1_0", "nan", "inf",
-                     "-2", "twenty two apples", "one apple, room 2", "1e3 is it", "C) back", "0 chairs")
+                     "-2", "twenty two apples", "one apple, room 2", "1e3 is it", "C) back", "0 chairs",
+                     "None of these", "C", "Cannot be determined from the video", "I cannot tell", "Back-left.",
+                     "the back left", "2.5 m", "unknown", "cannot be determined from 16 frames")
+REAL_METRICS, DUMMY_METRICS = ["overall", "abstention_rate"], ["hallucination_rate", "original_gt_score",
+                                                               "abstention_rate"]
 
 
 def standalone_cases():
-    """(doc, response) for real and dummy rows of an MCQ, a counting and a size question, over
-    TEXTS; ground truths as the export writes them (strings) plus the non-string ones where
-    the two parsers used to differ (an integer MCQ answer, a boolean number)."""
+    """(doc, response) for real and dummy rows of an MCQ, a counting and a size question, and of
+    reformulated questions ("None of these", the abstain option, open texts and numbers, a
+    number accepting abstention), over TEXTS; ground truths as the export writes them (strings)
+    plus the non-string ones where the two parsers used to differ (an integer MCQ answer, a
+    boolean number)."""
     opts = ["A. left", "B) right", " c. back"]
-    rows = [("object_rel_distance", opts, gt) for gt in ("B", "b", "C", 3)]
-    rows += [(qt, None, gt) for qt in ("object_counting", "object_size_estimation") for gt in ("3", "0", "42.5", True)]
+    nota, abstain = ["A. left", "B. right", "C. None of these"], ["A. left", "B. right",
+                                                                  "C. Cannot be determined from the video"]
+    rows = [("object_rel_distance", opts, gt, {}) for gt in ("B", "b", "C", 3)]
+    rows += [(qt, None, gt, {}) for qt in ("object_counting", "object_size_estimation")
+             for gt in ("3", "0", "42.5", True)]
+    rows += [("object_rel_distance", nota, "C", {"reformulation": "nota-replace", "group_id": "g"}),
+             ("object_rel_distance", abstain, "C", {"reformulation": "abstain", "unsupported": True}),
+             ("object_rel_distance", abstain, "A", {"reformulation": "abstain"}),
+             ("object_rel_distance", None, "back-left", {"reformulation": "open", "answer_kind": "text"}),
+             ("object_rel_distance", None, "2.5", {"reformulation": "open", "answer_kind": "number"}),
+             ("object_size_estimation", None, "Cannot be determined from the video",
+              {"reformulation": "abstain", "accepts_abstention": True, "unsupported": True}),
+             ("object_size_estimation", None, "42.5", {"reformulation": "abstain", "accepts_abstention": True}),
+             ("object_counting", None, "3", {"reformulation": "abstain", "accepts_abstention": True})]
     cases = []
-    for i, (qtype, options, gt) in enumerate(rows):
+    for i, (qtype, options, gt, extra) in enumerate(rows):
         for j, text in enumerate(TEXTS):
             base = {"id": f"q{i}-{j}", "scene_id": "s", "num_frames": 16, "question_type": qtype, "question": "?",
-                    "options": options, "status": "kept"}
-            cases.append(({**base, "variant": "budget", "ground_truth": gt, "original_ground_truth": gt}, text))
+                    "options": options, "status": "kept", **extra}
+            cases.append(({**base, "variant": "budget", "ground_truth": gt, "original_ground_truth": gt,
+                           "vistest_metrics": REAL_METRICS}, text))
             zero = qtype == "object_counting"
-            cases.append(({**base, "variant": "dummy-drop", "ground_truth": "0" if zero else None,
-                           "original_ground_truth": gt, "status": "changed" if zero else "unanswerable"}, text))
+            offered = None if zero or not extra.get("unsupported") else gt
+            cases.append(({**base, "variant": "dummy-drop", "ground_truth": "0" if zero else offered,
+                           "original_ground_truth": gt, "status": "changed" if zero or offered else "unanswerable",
+                           "vistest_metrics": DUMMY_METRICS}, text))
     return cases
 
 
@@ -495,16 +519,122 @@ def test_task_utils_runs_on_the_standard_library_alone_and_scores_like_vistest(p
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got["foreign_modules"] == []
+    responses = set()
     for (doc, text), res in zip(cases, got["results"], strict=True):
         t = truth_from_record(doc, "cases.json", 1)
         mine = evaluate_row(proto, t, Prediction(t.id, t.variant, t.budget, text))
         real_gt = doc["original_ground_truth"]
+        assert set(res) == set(doc["vistest_metrics"])
+        row = res[doc["vistest_metrics"][0]]
+        assert row["response"] == mine.response, (doc, text)
+        assert row.get("hallucinated") == mine.hallucinated, (doc, text)
+        responses.add(mine.response)
         if t.is_dummy:
-            row = res["hallucination_rate"]
-            assert row["hallucinated"] == mine.hallucinated, (doc, text)
-            assert row["original_gt_score"] == score_answer(proto, t.kind, text, real_gt), (doc, text)
+            assert row["original_gt_score"] == score_answer(proto, t.kind, text, real_gt, t.offers_abstention)
         else:
             expected = mine.score if t.scorable else 0.0  # unscorable: not scored by vistest, 0 in the task
-            assert res["overall"]["acc"] == expected, (doc, text)
+            assert row["acc"] == expected, (doc, text)
+    assert responses == {"abstained", "none_of_these", "zero", "confident", "unparsed"}
     # where the two copies used to differ, both now score 0 (lmms-eval would raise or read True as 1)
     assert score_answer(proto, "mcq", "3", 3) == 0.0 and score_answer(proto, "number", "1", True) == 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# a reformulated question set, exported and scored inside lmms-eval's task code
+# ---------------------------------------------------------------------------------------
+STRESS_RESPONSES = ("A", "B", "C", "D", "E", "None of these", CANNOT_DETERMINE, "I cannot tell", "table", "left",
+                    "3", "2 chairs", "bed, plant, sofa", "120", "The answer is B", "b.", "Right.", "0")
+
+
+@pytest.fixture(scope="module")
+def stress_run(tmp_path_factory):
+    """The demo (320x240, 60 frames) with its questions reformulated, run at 16 frames and all,
+    with drop dummies at both (a 16-frame budget dummy, the full-length one for all)."""
+    base = tmp_path_factory.mktemp("stress")
+    scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
+    cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
+    cli("run", scene, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
+        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--quiet")
+    return base / "run"
+
+
+def test_lmms_eval_task_reproduces_vistest_score_on_a_reformulated_set(stress_run, tmp_path):
+    """Every row scored inside the exported task (its process_results) equals vistest score's
+    row, and every aggregate (overall, stress metrics, accuracy by the correct letter,
+    abstention and hallucination rates) equals the report's number."""
+    out = tmp_path / "task"
+    cli("export", "lmms-eval-task", stress_run, "-o", out, "--quiet")
+    utils = import_utils(out, "utils_stress")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    aggregates, scored = {}, []
+    for b in ("16", "all"):
+        for task in load_task_yaml(out / f"vistest_{b}_frame.yaml")["task"]:
+            aggregates[task] = {}
+            scored += run_task_like_lmms_eval(out, out / f"{task}.yaml", utils, tmp_path / "cache", logs,
+                                              STRESS_RESPONSES, aggregates[task])
+    truth = load_run_dir(stress_run / "scenes" / SCENE)
+    report = build_report(truth, [p for f in sorted(logs.iterdir()) for p in load_predictions(f)], splits=2,
+                          learned=False)
+    # row by row
+    mine = {(r["id"], r["variant"], str(r["num_frames"])): r for r in scored}
+    assert len(report.rows) == len(mine) and not report.unmatched
+    for r in report.rows:
+        row = mine[r.truth.key]
+        assert (row["response"], row.get("hallucinated")) == (r.response, r.hallucinated), r.truth.key
+        if not r.truth.is_dummy:
+            assert row["acc"] == r.score, r.truth.key
+    assert report.lmms_check.compared == sum(1 for r in report.rows if not r.truth.is_dummy)
+    assert report.lmms_check.agreed == report.lmms_check.compared
+    responses = {r.response for r in report.rows}
+    assert {"abstained", "none_of_these", "confident"} <= responses
+    # aggregate by aggregate
+    stress = {(c.budget, c.metric): c.overall for c in report.stress}
+    positions = {(c.budget, c.letter): c.accuracy for c in report.positions}
+    cells = {(c.videos, c.budget): c for c in report.abstention if c.question_type == ALL_TYPES}
+    overall = {s.budget: s.values[report.protocol.overall] for s in report.summaries
+               if s.model == "predictions" and s.reformulation == "base"}
+    for b in ("16", "all"):
+        real = aggregates[f"vistest_{b}_frame_real"]
+        assert real["overall"] == pytest.approx(overall[b], abs=1e-12)
+        task_stress = {m: v for m, v in real.items() if m in STRESS_METRICS}
+        assert task_stress == {m: v for (bb, m), v in stress.items() if bb == b}
+        assert {m: v for m, v in real.items() if m.startswith("accuracy_correct_")} == {
+            f"accuracy_correct_{x}": v for (bb, x), v in positions.items() if bb == b}
+        assert real["abstention_rate"] == cells[("budget", b)].abstention
+        assert real.get("hallucination_rate") == cells[("budget", b)].hallucination
+        dummy = aggregates[f"vistest_{b}_frame_dummy_drop"]
+        assert (dummy["abstention_rate"], dummy["hallucination_rate"]) == (
+            cells[("dummy-drop", b)].abstention, cells[("dummy-drop", b)].hallucination)
+    assert {"circular_accuracy", "nota_replace_drop", "open_mcq_gap", "abstain_accuracy"} <= set(
+        aggregates["vistest_all_frame_real"])
+
+
+# ---------------------------------------------------------------------------------------
+# budget dummies (the default of vistest run): exports and score
+# ---------------------------------------------------------------------------------------
+def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, frames_of):
+    """A default run writes budget dummies: every dummy row of budget n is asked on the n-frame
+    video ``dummy_{mode}/{n}_frame/{scene}/...`` holding the frames the row lists (uniform: n of
+    them); the lmms-eval task's dummy rows point at those videos; `vistest score` scores the
+    run's dummies (every dummy row predicted by a blind baseline is paired and counted)."""
+    cli("export", "jsonl", run_dir, "-o", tmp_path / "jsonl", "--quiet")
+    rows = [r for r in read_jsonl(tmp_path / "jsonl" / "vistest.jsonl") if r["variant"] != "budget"]
+    assert rows and {r["budget"] for r in rows} == {16, 32, 64}  # no full-length (all) dummies by default
+    for r in rows:
+        assert r["video"] is not None and r["dummy_length"] == "budget"
+        mode = r["variant"].split("-", 1)[1]
+        assert r["video_relpath"].startswith(f"dummy_{mode}/{r['budget']}_frame/{r['scene_id']}")
+        assert frames_of(r["video"]) == r["video_frames"] == len(r["frame_indices"]) == r["budget"]
+    cli("export", "lmms-eval-task", run_dir, "-o", tmp_path / "task", "--quiet")
+    data = read_jsonl(tmp_path / "task" / "data" / "vistest_16_frame_dummy_drop.jsonl")
+    assert data and all("/dummy_drop/16_frame/" in d["video_path"] and frames_of(d["video_path"]) == 16
+                        for d in data)
+    scene_dir = run_dir / "scenes" / SCENE
+    preds = tmp_path / "preds.jsonl"
+    cli("baseline", "-r", scene_dir, "-o", preds)
+    cli("score", preds, "-r", scene_dir, "-o", tmp_path / "score", "--quiet")
+    report = json.loads((tmp_path / "score" / "report.json").read_text())
+    dummy_rows = [r for r in read_jsonl(scene_dir / "dummy_gt.jsonl")]
+    cells = [c for c in report["hallucination"] if c["variant"].startswith("dummy")]
+    assert cells and sum(c["n"] for c in cells) == len(dummy_rows)

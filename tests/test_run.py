@@ -60,8 +60,9 @@ def test_run_writes_the_whole_pipeline(clean, scene_json):
         assert (out / rel / f"{sid}.mp4").is_file()
     for f in ("visibility.npz", "16_frame.jsonl", "32_frame.jsonl", "all_frame.jsonl", "dummy_gt.jsonl"):
         assert (out / "scenes" / sid / f).is_file()
-    for mode in ("drop", "black", "mask"):
-        assert list((out / f"dummy_{mode}" / sid).glob("*.mp4"))
+    for mode in ("drop", "black", "mask"):  # budget dummies (the default)
+        assert list((out / f"dummy_{mode}" / "16_frame" / sid).glob("*.mp4"))
+        assert not (out / f"dummy_{mode}" / sid).exists()  # no full-length dummy unless asked for
     rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     assert {r["path"] for r in rows} == {str(p.relative_to(out)) for p in out.rglob("*.mp4")}
     assert "videos written" in r.stderr and "manifest:" in r.stderr and "internvl" in r.stderr

@@ -1,5 +1,6 @@
 """Scene format: validation messages and save/load round trip."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -171,3 +172,34 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     os.umask(mask)
     Scene.from_dict(base()).save(tmp_path / "scene.json")
     assert stat.S_IMODE((tmp_path / "scene.json").stat().st_mode) == 0o666 & ~mask
+
+
+def test_room_area_from_polygon_or_size():
+    d = base()
+    d["room"] = {"polygon": [[0, 0], [4, 0], [4, 3], [1, 3], [1, 5], [0, 5]], "area_type": "single_room"}
+    assert Scene.from_dict(d).room_area_m2 == pytest.approx(4 * 3 + 1 * 2)  # an L-shaped floor
+    d["room"] = {"size_m2": 21.5, "source": "kept verbatim"}
+    s = Scene.from_dict(d)
+    assert s.room_area_m2 == 21.5 and s.room["source"] == "kept verbatim"
+    d["room"] = {"polygon": [[0, 0], [2, 0], [2, 2], [0, 2]], "size_m2": 4.02}  # agree within 1%
+    assert Scene.from_dict(d).room_area_m2 == pytest.approx(4.0)
+    d["room"] = {"height_m": 2.5}
+    assert Scene.from_dict(d).room_area_m2 is None
+
+
+@pytest.mark.parametrize("room, field, expected", [
+    ({"size_m2": -3}, "room.size_m2", "positive"),
+    ({"size_m2": "big"}, "room.size_m2", "a number"),
+    ({"area_type": "kitchen"}, "room.area_type", "all_room, single_room"),
+    ({"polygon": [[0, 0], [1, 1]]}, "room.polygon", "at least 3"),
+    ({"polygon": [[0, 0], [1, 1], [2, 2]]}, "room.polygon", "positive area"),
+    ({"polygon": [[0, 0], [1, 0], [1, "x"]]}, "room.polygon", "numbers of shape"),
+    ({"polygon": [[0, 0], [2, 0], [2, 2], [0, 2]], "size_m2": 5.0}, "room.size_m2", "disagrees"),
+    ({"center": [1, 2]}, "room.center", "shape"),
+    ([1, 2], "room", "an object"),
+])
+def test_bad_room_fields_are_named(room, field, expected):
+    d = base()
+    d["room"] = room
+    with pytest.raises(SceneError, match=rf"<scene>: {re.escape(field)}: .*{expected}"):
+        Scene.from_dict(d)

@@ -152,9 +152,9 @@ def _imports(path):
 
 
 def test_eval_modules_import_one_way_and_answers_only_the_standard_library():
-    """answers <- records <- metrics <- tables <- baselines <- report: each module imports only
-    modules before it (no cycle); answers.py imports the standard library alone."""
-    order = ["answers", "records", "metrics", "tables", "baselines", "report"]
+    """answers <- records <- metrics <- tables <- baselines <- learned <- report: each module
+    imports only modules before it (no cycle); answers.py imports the standard library alone."""
+    order = ["answers", "records", "metrics", "tables", "baselines", "learned", "report"]
     folder = Path(answers.__file__).parent
     for i, name in enumerate(order):
         imported = {m.rsplit(".", 1)[1] for m in _imports(folder / f"{name}.py") if m.startswith("vistest.eval.")}
@@ -408,11 +408,12 @@ def test_hallucination_on_constructed_dummies():
     cells = {c.question_type: c for c in hallucination_cells(m.rows)}
     c = cells["object_counting_single"]
     # revsi: "0" -> zero; "3", "2" -> hallucinated; "There", "zero" -> unparsed (revsi takes no words)
-    assert (c.rule, c.n, c.hallucinated, c.zero, c.abstained) == ("nonzero_count", 5, 2, 1, 2)
+    assert (c.rule, c.n, c.hallucinated, c.zero, c.unparsed, c.abstained) == ("nonzero_count", 5, 2, 1, 2, 0)
     s = cells["object_size_estimation"]
+    # "unknown" is an abstention in words (vistest.eval.answers.is_abstention_text)
     assert (s.rule, s.n, s.hallucinated, s.abstained, s.rate) == ("confident_answer", 3, 2, 1, pytest.approx(2 / 3))
     q = cells["object_rel_distance_closest"]
-    assert (q.hallucinated, q.abstained) == (2, 2)  # "D" is no option letter here
+    assert (q.hallucinated, q.unparsed, q.abstained) == (2, 2, 0)  # "D" is no option letter here
     # vsibench's parser reads words: "zero" is a count of 0, "There are none" still unparsed
     c2 = {x.question_type: x for x in hallucination_cells(match_predictions(VSI, count, preds[:5]).rows)}
     assert (c2["object_counting_single"].zero, c2["object_counting_single"].hallucinated) == (2, 2)

@@ -9,30 +9,31 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
+from typing import Callable
 
 # the temporary name of temp_path_for(): "." + stem + "." + mkstemp's 8 random characters + ".tmp" + suffix
 _TEMP_NAME = re.compile(r"^\.(?P<stem>.+)\.[a-z0-9_]{8}\.tmp(?P<suffix>(\.[^.]*)?)$")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def temp_path_for(path: str | os.PathLike, register: Callable[[Path], None] | None = None) -> Path:
+    """Create (empty) and return a temporary file beside ``path``, with the same suffix.
 
-
-_UMASK = _current_umask()
-
-
-def temp_path_for(path: str | os.PathLike) -> Path:
-    """Create (empty) and return a temporary file beside ``path``, with the same suffix."""
+    ``register``: called with the temporary path just before the file is created, so that a
+    caller interrupted at any point (Ctrl-C) already knows what to remove."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the mode open() would give
-    return Path(tmp)
+    while True:
+        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}"
+        if register is not None:
+            register(tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode open() would give
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
 
 
 def temp_target(name: str) -> str | None:

@@ -10,8 +10,13 @@ score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
       index.html                            INDEX_HTML: the page linking everything (vistest index)
       sheets/{video path without .mp4}.png  SHEETS_DIR: contact sheets (vistest sheet)
       {n}_frame/{scene_id}.mp4              budget_video_path(): budget videos; all_frame/ every frame
-      dummy_{mode}/{scene_id}/{key16}.mp4   dummy_video_path(): dummies, named by their content key
-      dummy_allblack/{scene_id}.mp4         dummy_video_path() of mode allblack
+      dummy_{mode}/{n}_frame/{scene_id}/{key16}.mp4
+                                            dummy_video_path(budget=n): budget dummies (n frames),
+                                            named by their content key
+      dummy_{mode}/{scene_id}/{key16}.mp4   dummy_video_path(): full-length dummies (the all budget,
+                                            or --dummy-length full)
+      dummy_allblack/[{n}_frame/]{scene_id}.mp4
+                                            dummy_video_path() of mode allblack
       failed.jsonl                          FAILED: scenes a batch could not finish (vistest batch)
       .vistest/{scene}.done(.d)             STAMPS_DIR: make stamps (bin/vistest-scene)
       .vistest/scenes/{scene_id}.json       fragment_path(): a finished batch scene's record and manifest lines
@@ -52,6 +57,7 @@ DUMMY_KEY_CHARS = 16  # hex digits of a dummy's content key in its file name
 ALLBLACK = "allblack"  # the dummy mode with one video per scene (no key in its name)
 
 _BUDGET_FILE = re.compile(r"^(\d+|all)_frame\.jsonl$")
+_BUDGET_DIR = re.compile(r"(\d+|all)_frame")
 _DUMMY_FILE = re.compile(rf"[0-9a-f]{{{DUMMY_KEY_CHARS}}}\.mp4")
 
 
@@ -60,11 +66,19 @@ def budget_video_path(scene_id: str, budget: Budget) -> str:
     return f"{budget_label(budget)}_frame/{scene_id}.mp4"
 
 
-def dummy_video_path(scene_id: str, mode: str, key: str) -> str:
-    """``dummy_{mode}/{scene_id}/{key[:16]}.mp4``; ``dummy_allblack/{scene_id}.mp4`` for allblack."""
+def dummy_video_path(scene_id: str, mode: str, key: str, budget: Budget | None = None) -> str:
+    """Full-length dummies (``budget`` None): ``dummy_{mode}/{scene_id}/{key[:16]}.mp4``
+    (``dummy_allblack/{scene_id}.mp4``). Budget dummies: ``dummy_{mode}/{n}_frame/{scene_id}/{key[:16]}.mp4``
+    (``dummy_allblack/{n}_frame/{scene_id}.mp4``): the ReVSI ``{n}_frame`` folder inside the mode's."""
+    folder = f"dummy_{mode}" if budget is None else f"dummy_{mode}/{budget_label(budget)}_frame"
     if mode == ALLBLACK:
-        return f"dummy_{ALLBLACK}/{scene_id}.mp4"
-    return f"dummy_{mode}/{scene_id}/{key[:DUMMY_KEY_CHARS]}.mp4"
+        return f"{folder}/{scene_id}.mp4"
+    return f"{folder}/{scene_id}/{key[:DUMMY_KEY_CHARS]}.mp4"
+
+
+def is_budget_folder(name: str) -> bool:
+    """Whether ``name`` is a budget folder's name (``16_frame``, ``all_frame``); scene ids may not be."""
+    return bool(_BUDGET_DIR.fullmatch(name))
 
 
 def is_dummy_file(name: str) -> bool:
@@ -73,8 +87,12 @@ def is_dummy_file(name: str) -> bool:
 
 
 def dummy_scene_dirs(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
-    """The existing ``RUN_DIR/dummy_{mode}/{scene_id}/`` folders (every mode but allblack)."""
-    return sorted(d for d in Path(run_dir).glob(f"dummy_*/{scene_id}") if d.is_dir())
+    """The existing folders of the scene's content-keyed dummies (every mode but allblack):
+    ``RUN_DIR/dummy_{mode}/{scene_id}/`` (full length) and ``RUN_DIR/dummy_{mode}/{n}_frame/{scene_id}/``."""
+    root = Path(run_dir)
+    found = [d for d in root.glob(f"dummy_*/{scene_id}") if d.is_dir()]
+    found += [d for d in root.glob(f"dummy_*/*_frame/{scene_id}") if d.is_dir() and is_budget_folder(d.parent.name)]
+    return sorted(found)
 
 
 def budget_file_name(budget: Budget) -> str:

@@ -24,12 +24,12 @@ from .budget.sampling import DEFAULT_PROFILE, Budget
 from .errors import InputError
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
-from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
-                       EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key, manifest_records,
-                       plan_variants)
+from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
+                          DEFAULT_MASK_MARGIN, EncoderSettings, VariantPlan, check_scene_id, dummy_gt_jsonl, file_key,
+                          manifest_records, plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .videos.manifest import prune_dummies, update_manifest
-from .visibility.table import DEFAULT_OCCLUSION, Visibility
+from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
 
 
 STAGES = ("scene", "questions", "video", "visibility", "budget", "videos")
@@ -46,7 +46,10 @@ class VideoOptions:
     sampler profile whose selections the budget videos hold; ``dummy_modes``: subset of
     drop, black, mask, allblack; ``fill``: mask fill; ``evidence_threshold``: fraction of the
     image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
-    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``seen_threshold``
+    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``dummy_length``:
+    ``budget`` (numeric dummy budgets get n-frame budget dummies) or ``full``;
+    ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
+    ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
     ``jobs``, ``threads``, ``cpus`` (default: this machine's): vistest.videos.write.plan_resources.
     """
@@ -60,6 +63,8 @@ class VideoOptions:
     mask_margin: int = DEFAULT_MASK_MARGIN
     budget_fps: float = DEFAULT_BUDGET_FPS
     unknown_as_evidence: bool = True
+    dummy_length: str = DEFAULT_DUMMY_LENGTH
+    dummy_budgets: tuple[Budget, ...] | None = None
     settings: EncoderSettings = EncoderSettings()
     seen_threshold: float = DEFAULT_SEEN_THRESHOLD
     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE
@@ -117,8 +122,9 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
 # ---------------------------------------------------------------------------------------
 def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) -> str:
     """What a cached visibility table depends on: scene.json's bytes, the (possibly scaled)
-    image size and the occlusion mode (default scale, near and depth tolerance)."""
-    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}"
+    image size, the occlusion mode (default scale, near and depth tolerance) and the version
+    of the occlusion rules (a table computed under older rules is never reused)."""
+    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
 
 
 def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, key: str) -> None:
@@ -182,14 +188,16 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
                 progress: bool = True, manifest: bool = True) -> tuple[VariantPlan, WriteReport, Path]:
     """Plan and write the scene's budget and dummy videos, its ``dummy_gt.jsonl`` and (with
     ``manifest``) its manifest lines. ``truth``: the budget GT whose selections the budget
-    videos hold. Without ``manifest`` the caller writes the lines (``manifest_records(plan)``)."""
+    videos hold. Without ``manifest`` the caller writes the lines
+    (``manifest_records(plan, report.encodings)``)."""
     outdir = Path(outdir)
     source = scene.path(scene.video)
     plan = plan_variants(scene, visibility, questions, truth.selections, source=source, source_key=file_key(source),
                          size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
-                         unknown_as_evidence=opts.unknown_as_evidence, warnings=warnings)
+                         unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
+                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
     if manifest:
         update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
@@ -198,7 +206,7 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
     dummy_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
     if manifest:
-        update_manifest(outdir, scene.scene_id, manifest_records(plan))
+        update_manifest(outdir, scene.scene_id, manifest_records(plan, report.encodings))
     prune_dummies(outdir, plan)
     return plan, report, dummy_path
 
@@ -211,10 +219,13 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
-    ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
+    ``scenes/{id}/visibility.npz``) with ``occlusion`` (``auto``: the scene's mesh, else its
+    depth frames, else boxes; :func:`vistest.visibility.table.choose_occlusion`).
+    ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
     and manifest lines are written (``vistest videos``). ``manifest=False``: leave
-    ``manifest.jsonl`` alone (vistest.batch merges the lines, ``manifest_records(plan)``, once).
+    ``manifest.jsonl`` alone (vistest.batch merges the lines,
+    ``manifest_records(plan, report.encodings)``, once).
     ``stage``: called with each stage's name as it starts (:data:`STAGES`; "scene" only when
     ``scene`` is not given).
     Raises InputError (VideoError for the video) naming the file, the field and the expectation.
@@ -231,6 +242,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     files: list[Path] = []
     stage("visibility")
     if visibility is None:
+        occlusion, _ = choose_occlusion(scene, occlusion)
         if with_budget_files:
             visibility = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion, progress)
             files.append(scene_dir / layout.VISIBILITY)

@@ -12,6 +12,11 @@ Format (docs/questions-format.md): JSONL, one JSON object per line, blank lines 
   ``object_counting_multiple`` sum of several labels; appearance order: the first
   appearance of any instance of each label);
 * ``allow_zero`` (counting only, default false): a count of 0 is a valid answer;
+* reformulated questions (vistest/reformulate.py, docs/questions-format.md): ``group_id`` (the
+  base question's id), ``reformulation`` (:data:`REFORMULATIONS`), ``shift`` (circular),
+  ``answer_kind`` (``"text"`` or ``"number"``: a multiple-choice type asked without options),
+  ``accepts_abstention`` (numbers and texts: "Cannot be determined from the video" is an answer);
+  options may include "None of these" and "Cannot be determined from the video";
 * any other field is kept and copied to the outputs unchanged.
 
 Loading validates every line; a bad line raises :class:`QuestionError` (a ValueError)
@@ -28,6 +33,19 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from .errors import InputError
+from .eval.answers import (
+    BASE,
+    CANNOT_DETERMINE,
+    CIRCULAR,
+    NUMBER,
+    REFORMULATIONS,
+    TEXT,
+    abstain_letter,
+    is_special_option,
+    none_letter,
+    normalize_text,
+    split_option,
+)
 from .jsonl import iter_jsonl
 
 # the rule budget_truth applies to each type (see vistest/budget/truth.py)
@@ -38,6 +56,8 @@ RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough
 
 ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
+ANSWER_TEXT = TEXT  # an open-ended categorical answer (reformulation "open")
+ANSWER_KINDS_WITHOUT_OPTIONS = (TEXT, NUMBER)
 
 
 class QuestionError(InputError):
@@ -61,7 +81,7 @@ class QuestionType:
 
 
 def _types() -> dict[str, QuestionType]:
-    vsi, revsi, both = ("VSI-Bench",), ("ReVSI",), ("VSI-Bench", "ReVSI")
+    vsi, revsi, both, gen = ("VSI-Bench",), ("ReVSI",), ("VSI-Bench", "ReVSI"), ("vistest",)
     mcq, num = ANSWER_MCQ, ANSWER_NUMBER
     obj, cat = ("objects",), ("category",)
     specs = [
@@ -87,26 +107,42 @@ def _types() -> dict[str, QuestionType]:
         QuestionType("object_rel_distance_farthest", revsi, mcq, RULE_OBJECTS, 2, obj),
         QuestionType("room_size_estimation_single", revsi, num, RULE_MIN_BUDGET),
         QuestionType("room_size_estimation_multiple", revsi, num, RULE_MIN_BUDGET),
+        # vistest generate: numeric questions asked with numeric options (docs/generate.md)
+        QuestionType("object_size_estimation_mcq", gen, mcq, RULE_OBJECTS, 1, obj),
+        QuestionType("object_abs_distance_mcq", gen, mcq, RULE_OBJECTS, 2, obj),
+        QuestionType("room_size_estimation_mcq", gen, mcq, RULE_MIN_BUDGET),
     ]
     return {t.name: t for t in specs}
 
 
 QUESTION_TYPES: dict[str, QuestionType] = _types()
 
-_LETTER_RE = re.compile(r"^\s*([A-Za-z])\s*[.)]\s*(.*)$", re.S)
 
 
 def option_letter(option: str) -> tuple[str | None, str]:
-    """Split ``"A. text"`` (or ``"A) text"``) into (``"A"``, ``"text"``); (None, option) otherwise."""
-    m = _LETTER_RE.match(option)
-    if m:
-        return m.group(1).upper(), m.group(2).strip()
-    return None, option.strip()
+    """Split ``"A. text"`` (or ``"A) text"``) into (``"A"``, ``"text"``); (None, option) otherwise
+    (vistest.eval.answers.split_option, the parse the exported lmms-eval task runs too)."""
+    return split_option(option)
+
+
+OPTION_NUMBER_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+
+
+def option_number(text: str) -> float | None:
+    """The number an option's text starts with (``"2.5 m"`` -> 2.5; the ReSTI audit's option
+    parse), None when it starts with none."""
+    m = OPTION_NUMBER_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def answer_labels(text: str) -> tuple[str, ...]:
+    """The comma-separated labels of an appearance order, lower-cased and stripped."""
+    return tuple(p.strip().lower() for p in text.split(","))
 
 
 def option_labels(option: str) -> tuple[str, ...]:
     """The comma-separated labels of an appearance-order option, lower-cased and stripped."""
-    return tuple(p.strip().lower() for p in option_letter(option)[1].split(","))
+    return answer_labels(option_letter(option)[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +174,37 @@ class Question:
     def where(self) -> str:
         """``file:line`` of this question."""
         return f"{self.source}:{self.line}"
+
+    @property
+    def kind(self) -> str:
+        """How it is answered: ``answer_kind`` when given (an open reformulation), else the type's."""
+        return self.record.get("answer_kind") or self.type.answer
+
+    @property
+    def reformulation(self) -> str:
+        """``reformulation`` (``"base"`` when absent)."""
+        return self.record.get("reformulation") or BASE
+
+    @property
+    def group_id(self) -> str:
+        """The base question's id (``group_id``, else the question's own id)."""
+        g = self.record.get("group_id")
+        return self.id if g is None else str(g)
+
+    @property
+    def offers_abstention(self) -> bool:
+        """A "Cannot be determined from the video" option, or ``accepts_abstention``."""
+        return abstain_letter(self.options) is not None or bool(self.record.get("accepts_abstention"))
+
+    def unsupported_answer(self) -> Any:
+        """The answer when the frames support none of the question's answers about the video
+        (evidence removed, or unanswerable at a budget): the letter of the "Cannot be determined
+        from the video" option, else of "None of these"; for numbers and texts that accept an
+        abstention, vistest.eval.answers.CANNOT_DETERMINE; None otherwise (the row stays
+        unanswerable)."""
+        if self.options:
+            return abstain_letter(self.options) or none_letter(self.options)
+        return CANNOT_DETERMINE if self.record.get("accepts_abstention") else None
 
     def mcq_letter_of(self, labels: tuple[str, ...]) -> str | None:
         """The letter of the option whose label sequence equals ``labels`` (appearance order)."""
@@ -207,8 +274,8 @@ class _LineParser:
         gt = doc["ground_truth"]
         if self.scene is not None and scene_id != self.scene.scene_id:
             raise self.fail("scene_id", f"expected {self.scene.scene_id!r} (the scene given), got {scene_id!r}")
-        options = self.options(doc.get("options"), qtype, order_list=qtype.rule == RULE_APPEARANCE
-                               and isinstance(gt, list))
+        options = self.options(doc.get("options"), qtype, order_list=(qtype.rule == RULE_APPEARANCE
+                               and isinstance(gt, list)) or doc.get("answer_kind") is not None)
         objects = self.objects(doc.get("objects"), qtype)
         category = self.category(doc.get("category"), qtype)
         allow_zero = doc.get("allow_zero", False)
@@ -222,13 +289,48 @@ class _LineParser:
             raise self.fail("category", f"{qtype_name}: give objects or category, not both")
         if qtype.rule == RULE_APPEARANCE and len(category) == 1:
             raise self.fail("category", f"{qtype_name} needs at least 2 labels to order, got {list(category)}")
-        self.ground_truth(gt, qtype, options, objects, category)
+        self.reformulation_fields(doc, qtype, options)
+        self.ground_truth(gt, qtype, options, objects, category, doc.get("answer_kind"))
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
                      record=MappingProxyType(dict(doc)), source=self.source, line=self.line)
-        if qtype.rule == RULE_APPEARANCE and options is not None:
+        if qtype.rule == RULE_APPEARANCE and (options is not None or q.kind == ANSWER_TEXT):
             self.appearance_options(q)
         return q
+
+    def reformulation_fields(self, doc: dict, qtype: QuestionType, options: tuple[str, ...] | None) -> None:
+        """``group_id``, ``reformulation``, ``shift``, ``answer_kind``, ``accepts_abstention``
+        (module docstring); special options only where they belong."""
+        if doc.get("group_id") is not None:
+            self.ident(doc["group_id"], "group_id")
+        ref = doc.get("reformulation", BASE)
+        if ref not in REFORMULATIONS:
+            raise self.fail("reformulation", f"expected one of {', '.join(REFORMULATIONS)}, got {ref!r}")
+        shift = doc.get("shift")
+        if shift is not None and (ref != CIRCULAR or isinstance(shift, bool) or not isinstance(shift, int)
+                                  or shift < 1):
+            raise self.fail("shift", f"expected a positive integer on a circular reformulation, got {shift!r}"
+                                     f" (reformulation {ref!r})")
+        kind = doc.get("answer_kind")
+        if kind is not None:
+            if kind not in ANSWER_KINDS_WITHOUT_OPTIONS:
+                raise self.fail("answer_kind", f"expected one of {', '.join(ANSWER_KINDS_WITHOUT_OPTIONS)}, "
+                                               f"got {kind!r}")
+            if qtype.answer != ANSWER_MCQ:
+                raise self.fail("answer_kind", f"only multiple-choice types are asked without options; "
+                                               f"{qtype.name!r} is answered with a number already")
+            if options:
+                raise self.fail("options", f"a question with answer_kind {kind!r} takes no options, got "
+                                           f"{list(options)!r}")
+        abstain = doc.get("accepts_abstention", False)
+        if not isinstance(abstain, bool):
+            raise self.fail("accepts_abstention", f"expected true or false, got {abstain!r}")
+        if abstain and options:
+            raise self.fail("accepts_abstention", "a question with options offers abstention by an option "
+                                                  f"worded {CANNOT_DETERMINE!r}, not by this field")
+        specials = [o for o in options or () if is_special_option(o)]
+        if len(specials) != len({normalize_text(split_option(o)[1]) for o in specials}):
+            raise self.fail("options", f"a special option appears twice: {specials!r}")
 
     def options(self, v: Any, qtype: QuestionType, order_list: bool = False) -> tuple[str, ...] | None:
         """MCQ options; an appearance order whose ground truth is a list of ids needs none."""
@@ -299,8 +401,12 @@ class _LineParser:
         return tuple(labels)
 
     def ground_truth(self, gt: Any, qtype: QuestionType, options: tuple[str, ...] | None,
-                     objects: tuple[str, ...], category: tuple[str, ...]) -> None:
-        if qtype.answer == ANSWER_NUMBER:
+                     objects: tuple[str, ...], category: tuple[str, ...], answer_kind: str | None = None) -> None:
+        if answer_kind == ANSWER_TEXT:
+            if not isinstance(gt, str) or not normalize_text(gt):
+                raise self.fail("ground_truth", f"expected the answer text (answer_kind 'text'), got {gt!r}")
+            return
+        if qtype.answer == ANSWER_NUMBER or answer_kind == NUMBER:
             x = self.number(gt, "ground_truth")
             if qtype.rule == RULE_COUNTING and (x < 0 or x != int(x)):
                 raise self.fail("ground_truth", f"expected a non-negative integer count, got {gt!r}")
@@ -321,7 +427,9 @@ class _LineParser:
             raise self.fail("ground_truth", f"expected one of the options {list(options)}, got {gt!r}")
 
     def appearance_options(self, q: Question) -> None:
-        """Each option must order the question's subjects (by label), so a new order maps to a letter."""
+        """Each option (but "None of these" and "Cannot be determined from the video") must order
+        the question's subjects (by label), so a new order maps to a letter; an open question's
+        answer text must be such an order."""
         if q.category:
             labels = [c.lower() for c in q.category]
         elif self.scene is not None:
@@ -332,8 +440,13 @@ class _LineParser:
                                            f"labels {labels}; use category instead")
         else:
             return
+        if q.kind == ANSWER_TEXT:
+            if sorted(answer_labels(q.ground_truth)) != sorted(labels):
+                raise self.fail("ground_truth", f"expected an ordering of {labels} (comma-separated labels), "
+                                                f"got {q.ground_truth!r}")
+            return
         for i, opt in enumerate(q.options or ()):
-            if sorted(option_labels(opt)) != sorted(labels):
+            if not is_special_option(opt) and sorted(option_labels(opt)) != sorted(labels):
                 raise self.fail(f"options[{i}]", f"expected an ordering of {labels} "
                                                  f"(comma-separated labels after the letter), got {opt!r}")
 

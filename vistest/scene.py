@@ -29,9 +29,11 @@ import numpy as np
 
 from .atomic import write_atomic
 from .errors import InputError
-from .geometry import box_corners
+from .geometry import box_corners, polygon_area
 
 FORMAT = "vistest.scene/1"
+ROOM_AREA_TYPES = ("all_room", "single_room")  # what room.size_m2 / room.polygon cover (ReVSI's scene_area_type)
+ROOM_AREA_TOL = 0.01  # relative: room.size_m2 must agree with the area of room.polygon
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
 
 
@@ -76,7 +78,9 @@ class Frame:
     ``camera_to_world`` is None for an invalid frame (lost tracking); such frames are
     kept (never silently dropped) and every per-frame result for them is NaN.
     ``intrinsics`` overrides the scene camera for this frame when set. ``depth`` is a
-    path (relative to the scene file) of a depth image registered to this frame.
+    path (relative to the scene file) of a depth image registered to this frame;
+    ``image`` the path of this frame's colour image when it exists as a file (a scan's
+    posed images; otherwise the frame is only in ``video``).
     """
 
     index: int
@@ -84,6 +88,7 @@ class Frame:
     camera_to_world: np.ndarray | None
     intrinsics: Intrinsics | None = None
     depth: str | None = None
+    image: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -148,6 +153,15 @@ class Scene:
     @property
     def object_ids(self) -> tuple[str, ...]:
         return tuple(o.id for o in self.objects)
+
+    @property
+    def room_area_m2(self) -> float | None:
+        """Floor area of ``room`` in m^2: the area of ``room.polygon``, else ``room.size_m2``, else None."""
+        if not self.room:
+            return None
+        if self.room.get("polygon") is not None:
+            return polygon_area(np.asarray(self.room["polygon"], float))
+        return float(self.room["size_m2"]) if self.room.get("size_m2") is not None else None
 
     def intrinsics_for(self, frame: Frame) -> Intrinsics:
         """The frame's own intrinsics, else the scene camera."""
@@ -219,6 +233,8 @@ class Scene:
                 fd["intrinsics"] = f.intrinsics.to_json()
             if f.depth is not None:
                 fd["depth"] = f.depth
+            if f.image is not None:
+                fd["image"] = f.image
             frames.append(fd)
         doc["frames"] = frames
         doc["objects"] = [{"id": o.id, "label": o.label, "center": o.center.tolist(), "size": o.size.tolist(),
@@ -332,14 +348,37 @@ class _Parser:
         mesh = self.file(doc["mesh"], "mesh") if doc.get("mesh") is not None else None
         depth = self.depth_spec(doc["depth"]) if doc.get("depth") is not None else None
         b2w = self.rigid(doc["boxes_to_world"], "boxes_to_world") if doc.get("boxes_to_world") is not None else None
-        room = doc.get("room")
-        if room is not None and not isinstance(room, dict):
-            raise self.fail("room", f"expected an object, got {room!r}")
+        room = self.room(doc["room"]) if doc.get("room") is not None else None
         frames = self.frames(doc["frames"], fps)
         objects = self.objects(doc["objects"])
         return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
                      objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
                      video=video, mesh=mesh, depth=depth, room=room, root=self.root, source=self.source)
+
+    def room(self, v: Any) -> dict:
+        """The optional room record: known keys are checked, others kept verbatim."""
+        if not isinstance(v, dict):
+            raise self.fail("room", f"expected an object, got {v!r}")
+        if v.get("size_m2") is not None:
+            self.number(v["size_m2"], "room.size_m2", positive=True)
+        if v.get("height_m") is not None:
+            self.number(v["height_m"], "room.height_m", positive=True)
+        if v.get("center") is not None:
+            self.array(v["center"], "room.center", (3,))
+        if v.get("area_type") is not None and v["area_type"] not in ROOM_AREA_TYPES:
+            raise self.fail("room.area_type", f"expected one of {', '.join(ROOM_AREA_TYPES)}, got {v['area_type']!r}")
+        if v.get("polygon") is not None:
+            poly = v["polygon"]
+            if not isinstance(poly, list) or len(poly) < 3:
+                raise self.fail("room.polygon", f"expected a list of at least 3 [x, y] points (metres), got {poly!r}")
+            pts = self.array(poly, "room.polygon", (len(poly), 2))
+            area = polygon_area(pts)
+            if area <= 0.0:
+                raise self.fail("room.polygon", f"expected a floor outline with a positive area, got area {area:g}")
+            if v.get("size_m2") is not None and abs(area - float(v["size_m2"])) > ROOM_AREA_TOL * area:
+                raise self.fail("room.size_m2", f"{v['size_m2']} m^2 disagrees with the area of room.polygon "
+                                                f"({area:.3f} m^2, tolerance {ROOM_AREA_TOL:.0%}); give one of them")
+        return v
 
     def depth_spec(self, v: Any) -> DepthSpec:
         if not isinstance(v, dict):
@@ -371,7 +410,8 @@ class _Parser:
             pose = self.rigid(f["camera_to_world"], f"{fld}.camera_to_world", allow_invalid=True)
             k = self.intrinsics(f["intrinsics"], f"{fld}.intrinsics") if f.get("intrinsics") is not None else None
             d = self.file(f["depth"], f"{fld}.depth") if f.get("depth") is not None else None
-            out.append(Frame(index=idx, time=t, camera_to_world=pose, intrinsics=k, depth=d))
+            im = self.file(f["image"], f"{fld}.image") if f.get("image") is not None else None
+            out.append(Frame(index=idx, time=t, camera_to_world=pose, intrinsics=k, depth=d, image=im))
         return tuple(out)
 
     def objects(self, v: Any) -> tuple[SceneObject, ...]:

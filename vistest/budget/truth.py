@@ -27,6 +27,14 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   of the options.
 * Room size and route planning: unanswerable below ``min_budget_room_route`` frames
   (default 32: ReVSI excludes them at 16); ``"all"`` is never below.
+* Reformulated questions (vistest/reformulate.py): an open appearance order's answer is the
+  new order's labels (``"bed, plant, sofa"``); a question offering "None of these" answers
+  it when the new order is none of the other options. Where a rule finds the question
+  unanswerable and the question offers an answer for that (``Question.unsupported_answer``:
+  the "Cannot be determined from the video" option, else "None of these"; for numbers and
+  texts that accept abstention, that phrase), the ground truth is that answer, the status
+  ``kept`` or ``changed`` against the original, the reason the rule's finding, and the
+  record carries ``"unsupported": true``.
 
 Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants.
 """
@@ -35,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -43,8 +51,9 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
+from ..eval.answers import none_letter, normalize_text
 from ..layout import budget_file_name
-from ..questions import (RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question)
+from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
 from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, check_options, parse_budget, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
@@ -69,6 +78,20 @@ REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planni
 DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
 DEFAULT_SEEN_THRESHOLD = 0.05  # fraction of the image area: ReVSI's 5%
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
+
+# the fields a budget record adds to its question's (ground_truth is replaced, the question's own
+# kept as original_ground_truth); the rule parameters come from budget_jsonl
+BUDGET_FIELDS = ("num_frames", "frame_indices", "status", "reason", "original_ground_truth", "sampler_profile",
+                 "unseen", "evidence_frames", "invalid_frames", "frames_without_visibility", "unsupported",
+                 "seen_threshold", "min_budget_room_route")
+
+
+def question_record(budget_record: Mapping[str, Any]) -> dict:
+    """The question a budget record was made from: its fields without :data:`BUDGET_FIELDS`,
+    ``ground_truth`` the question's own (``original_ground_truth``)."""
+    rec = {k: v for k, v in budget_record.items() if k not in BUDGET_FIELDS}
+    rec["ground_truth"] = budget_record.get("original_ground_truth", budget_record.get("ground_truth"))
+    return rec
 
 
 @dataclass(frozen=True)
@@ -115,13 +138,15 @@ class QuestionTruth:
     reason: str
     unseen: tuple[str, ...] = ()
     evidence_frames: tuple[int, ...] = ()
+    unsupported: bool = False
 
     @property
     def original_ground_truth(self) -> Any:
         return self.question.ground_truth
 
     def to_record(self) -> dict:
-        """The output JSON object: the question's fields, then the budget's fields."""
+        """The output JSON object: the question's fields, then the budget's fields
+        (:data:`BUDGET_FIELDS`; :func:`question_record` inverts it)."""
         rec = dict(self.question.record)
         rec.update({
             "num_frames": self.selection.budget,
@@ -136,6 +161,8 @@ class QuestionTruth:
             "invalid_frames": list(self.selection.invalid_frames),
             "frames_without_visibility": list(self.selection.frames_without_visibility),
         })
+        if self.unsupported:
+            rec["unsupported"] = True
         return rec
 
 
@@ -300,8 +327,11 @@ def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if isinstance(q.ground_truth, list):
         new_gt: Any = [names[k] for k in order]
         same = [str(x) for x in q.ground_truth] == new_gt
+    elif q.kind == ANSWER_TEXT:
+        new_gt = ", ".join(labels[k] for k in order)
+        same = normalize_text(new_gt) == normalize_text(q.ground_truth)
     else:
-        letter = q.mcq_letter_of(tuple(labels[k] for k in order))
+        letter = q.mcq_letter_of(tuple(labels[k] for k in order)) or none_letter(q.options)
         if letter is None:
             return _unanswerable(q, sel, REASON_ORDER_NOT_IN_OPTIONS, (), sorted(evidence))
         new_gt = letter
@@ -317,8 +347,23 @@ def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_BUDGET_SUFFICIENT)
 
 
+def offered_answer(qt: QuestionTruth) -> QuestionTruth:
+    """An unanswerable finding turned into the answer the question offers for it, if any
+    (module docstring); any other finding as it is."""
+    answer = qt.question.unsupported_answer() if qt.status == UNANSWERABLE else None
+    if answer is None:
+        return qt
+    same = str(answer).strip().upper() == str(qt.question.ground_truth).strip().upper()
+    return replace(qt, ground_truth=answer, status=KEPT if same else CHANGED, unsupported=True)
+
+
 def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
-    """Apply the question type's rule (module docstring) to one selection."""
+    """Apply the question type's rule (module docstring) to one selection; an unanswerable
+    finding becomes the answer the question offers for it (:func:`offered_answer`)."""
+    return offered_answer(_rule_truth(q, sel, table, min_budget_room_route))
+
+
+def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
     if not sel.witnesses:
         return _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
     rule = q.type.rule

@@ -7,6 +7,8 @@
 * :mod:`.batch`: ``batch`` (many scenes through ``run``'s pipeline, on a process pool or Ray);
 * :mod:`.look`: ``overlay``, ``timeline``, ``sheet``, ``index``;
 * :mod:`.eval`: ``score``, ``baseline``, ``export``;
+* :mod:`.generate`: ``generate`` (questions from scene ground truth);
+* :mod:`.reformulate`: ``reformulate`` (circular, none-of-these, open, abstain variants);
 * :mod:`.options`: the options several commands share, each default defined once.
 
 The error contract (vistest.errors) is kept here, once, for every command: an
@@ -24,6 +26,8 @@ from .batch import batch
 from .budget import budget, frames
 from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
+from .generate import generate_cmd
+from .reformulate import reformulate_cmd
 from .look import index_cmd, overlay_cmd, sheet_cmd, timeline_cmd
 from .videos import run, videos
 from .visibility import visibility
@@ -55,6 +59,7 @@ def main() -> None:
 
 
 for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
-             overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd):
+             overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd, generate_cmd,
+             reformulate_cmd):
     main.add_command(_cmd)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import OUTDIR_ALIAS, output_option, quiet_option, run_dir_option
+from .options import OUTDIR_ALIAS, compose, output_option, quiet_option, run_dir_option
 
 
 def _protocols() -> list[str]:
@@ -14,9 +14,37 @@ def _protocols() -> list[str]:
 
 
 def _blind_models() -> list[str]:
-    from ..eval.baselines import BLIND_MODELS
+    from ..eval.baselines import BLIND_MODELS, LEARNED
 
-    return list(BLIND_MODELS)
+    return list(BLIND_MODELS) + [LEARNED]
+
+
+def _holdouts() -> list[str]:
+    from ..eval.baselines import HOLDOUT_CHOICES
+
+    return list(HOLDOUT_CHOICES)
+
+
+HOLDOUT_HELP = ("How the blind baselines are held out: auto/scene = leave-one-scene-out (k-fold by scene beyond 10 "
+                "scenes; one scene: by question group, with a warning), question = by question group, in-sample = "
+                "fitted on the rows they answer.")
+FOLDS_HELP = "Folds when there are too many scenes (or question groups) to leave one out."
+PRUNE_THRESHOLD_HELP = "Bias score above which pruning removes a question group."
+
+
+def holdout_options(seed_help: str):
+    """``--holdout``, ``--folds``, ``--seed`` (shared by score and baseline)."""
+    return compose(
+        click.option("--seed", type=int, default=0, show_default=True, help=seed_help),
+        click.option("--holdout", type=click.Choice(_holdouts()), default="auto", show_default=True,
+                     help=HOLDOUT_HELP),
+        click.option("--folds", type=click.IntRange(2), default=5, show_default=True, help=FOLDS_HELP))
+
+
+def prune_threshold_option():
+    """``--prune-threshold`` (shared by score and baseline)."""
+    return click.option("--prune-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+                        help=PRUNE_THRESHOLD_HELP)
 
 
 def _export_choices() -> tuple[list[str], list[str]]:
@@ -33,15 +61,19 @@ def _export_choices() -> tuple[list[str], list[str]]:
 @click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
               help="lmms-eval parsing and aggregation rules (auto: from the question types).")
 @click.option("--splits", type=click.IntRange(1), default=200, show_default=True, help="Held-out rank-attack splits.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the held-out splits.")
+@holdout_options("Seed of the held-out splits and k folds.")
+@click.option("--learned/--no-learned", default=True, show_default=True,
+              help="Fit the learned blind model and report the blind score before and after bias pruning.")
+@prune_threshold_option()
 @quiet_option("No table on the terminal.")
-def score(predictions, run_dir, output, protocol, splits, seed, quiet):
+def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned, prune_threshold, quiet):
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
-    against the ground truth of RUN_DIR: accuracy / MRA per budget and type, hallucination,
-    blind baselines."""
+    against the ground truth of RUN_DIR: accuracy / MRA per budget and type, hallucination and
+    abstention, the stress tests of reformulated questions, blind baselines (held out by scene)."""
     from ..eval.report import render_text, run_score
 
-    report, written = run_score(predictions, run_dir, output, protocol, splits, seed)
+    report, written = run_score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned,
+                                prune_threshold)
     if not quiet:
         click.echo(render_text(report), nl=False)
         click.echo("wrote " + ", ".join(str(p) for p in written.values()), err=True)
@@ -51,14 +83,28 @@ def score(predictions, run_dir, output, protocol, splits, seed, quiet):
 @run_dir_option()
 @output_option("Output predictions .jsonl.")
 @click.option("--model", type=click.Choice(_blind_models()), default=_blind_models()[0], show_default=True,
-              help="Blind model: most-frequent answer, or category-mean size prior on size questions.")
-def baseline(run_dir, output, model):
-    """Write a blind model's predictions for the questions of RUN_DIR as plain JSONL (score them
-    with 'vistest score')."""
-    from ..eval.baselines import write_baseline
+              help="Blind model: most-frequent answer, category-mean size prior on size questions, or the learned "
+                   "model over the question text and options.")
+@holdout_options("Seed of the k-fold assignment.")
+@click.option("--prune", "prune_out", type=click.Path(dir_okay=False), default=None,
+              help="With --model learned: write the questions left after bias pruning (question JSONL).")
+@prune_threshold_option()
+@click.option("--prune-rounds", type=click.IntRange(1), default=5, show_default=True,
+              help="Most fit-and-prune rounds.")
+def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_threshold, prune_rounds):
+    """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
+    (score them with 'vistest score'); with --prune, the question set without the most
+    guessable questions."""
+    from ..eval.learned import write_baseline
 
-    n = write_baseline(run_dir, output, model)
-    click.echo(f"{model}: {n} predictions -> {output}", err=True)
+    res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
+    click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
+    if res.folds.warning:
+        click.echo(f"  warning: {res.folds.warning}", err=True)
+    if res.pruning is not None:
+        pr = res.pruning
+        click.echo(f"  pruning: removed {len(pr.removed)} of {pr.n_groups} question groups with bias > "
+                   f"{pr.threshold:g} ({pr.rounds} round(s)) -> {prune_out}", err=True)
 
 
 @click.command("export")

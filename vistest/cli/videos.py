@@ -9,13 +9,18 @@ import click
 
 from ..errors import InputError
 from ..videos.ffmpeg import X264_PRESETS
-from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN, DUMMY_MODES,
-                           EncoderSettings, FILLS)
+from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
+                           DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
 from ..videos.write import DEFAULT_MAX_MEMORY_MB
+from ..budget.sampling import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, min_budget_room_route_option, occlusion_option,
                       output_option, profile_options, quiet_option, seen_threshold_option, visibility_option)
 
 _DEFAULT_SETTINGS = EncoderSettings()
+
+
+def _dummy_budgets(ctx, param, text: str | None) -> tuple | None:
+    return None if text is None else parse_budgets(text, "--dummy-budgets")
 
 
 def _dummy_modes(ctx, param, text: str) -> tuple[str, ...]:
@@ -33,6 +38,14 @@ video_options = compose(
     profile_options("Its selections are what the budget videos hold."),
     click.option("--dummy", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
                  help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
+    click.option("--dummy-length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
+                 show_default=True,
+                 help="budget: each numeric budget's dummy holds the frames the profile takes from the full-length "
+                      "dummy (n frames at --budget-fps); full: one full-length dummy for every budget. The all "
+                      "budget always uses the full-length dummy."),
+    click.option("--dummy-budgets", default=None, callback=_dummy_budgets,
+                 help="Budgets to write dummies for (default: the numeric --budgets; add 'all' for full-length "
+                      "dummies, one long encode per question and mode)."),
     click.option("--fill", type=click.Choice(list(FILLS)), default=FILLS[0], show_default=True,
                  help="How mask dummies fill the evidence objects' boxes."),
     click.option("--evidence-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
@@ -49,7 +62,9 @@ video_options = compose(
     click.option("--crf", type=click.IntRange(0, 51), default=_DEFAULT_SETTINGS.crf, show_default=True,
                  help="libx264 quality."),
     click.option("--preset", type=click.Choice(list(X264_PRESETS)), default=_DEFAULT_SETTINGS.preset,
-                 show_default=True, help="libx264 preset."),
+                 show_default=True, help="libx264 preset of the full-length (long-GOP) videos."),
+    click.option("--intra-preset", type=click.Choice(list(X264_PRESETS)), default=_DEFAULT_SETTINGS.intra_preset,
+                 show_default=True, help="libx264 preset of the all-intra n-frame videos (docs/videos.md)."),
     click.option("--ffmpeg", "ffmpeg_path", type=click.Path(dir_okay=False), default=None,
                  help="ffmpeg binary (default: $VISTEST_FFMPEG, else the imageio-ffmpeg one)."),
     click.option("--max-memory", type=float, default=DEFAULT_MAX_MEMORY_MB, show_default=True,
@@ -74,8 +89,10 @@ def video_options_from(kw: dict, cpus: int | None = None):
     return VideoOptions(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
                         dummy_modes=kw["dummy"], fill=kw["fill"], evidence_threshold=kw["evidence_threshold"],
                         mask_margin=kw["mask_margin"], budget_fps=kw["budget_fps"],
-                        unknown_as_evidence=not kw["keep_unknown_frames"],
-                        settings=EncoderSettings(kw["crf"], kw["preset"]), seen_threshold=kw["seen_threshold"],
+                        unknown_as_evidence=not kw["keep_unknown_frames"], dummy_length=kw["dummy_length"],
+                        dummy_budgets=kw["dummy_budgets"],
+                        settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
+                        seen_threshold=kw["seen_threshold"],
                         min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
                         jobs=kw["jobs"], threads=kw["threads"], cpus=cpus)
 
@@ -86,7 +103,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     from ..questions import load_questions
     from ..scene import Scene
     from ..videos.write import signals_as_exit
-    from ..visibility.table import Visibility
+    from ..visibility.table import Visibility, choose_occlusion
 
     if kw["ffmpeg_path"]:
         os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
@@ -95,8 +112,13 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
     vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
+    occlusion = kw["occlusion"]
+    if vis is None:
+        occlusion, why = choose_occlusion(scene, occlusion)
+        if not quiet:
+            click.echo(f"occlusion: {occlusion} ({why})", err=True)
     with signals_as_exit():
-        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=kw["occlusion"],
+        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=occlusion,
                         scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
                         scene=scene)
     if full:
@@ -121,13 +143,24 @@ def _video_summary(res, outdir: str) -> None:
     if res.truth is not None:
         click.echo(summary_table(res.truth), nl=False)
     click.echo(f"{plan.scene_id}: {len(r.written)} videos written, {len(r.skipped)} up to date, "
-               f"{r.passes} decode pass(es), {r.seconds:.1f} s ({r.resources.jobs} encoder(s) x "
-               f"{r.resources.threads} thread(s), ~{r.resources.estimate_mb:.0f} MB modelled)", err=True)
+               f"{r.passes} decode pass(es), {r.frames_encoded} frames encoded, {r.seconds:.1f} s "
+               f"({r.resources.jobs} encoder(s) x {r.resources.threads} thread(s), "
+               f"~{r.resources.estimate_mb:.0f} MB modelled)", err=True)
+    for v in plan.variants:
+        if v.kind == "budget" and not v.intra:
+            enc, note = r.encodings.get(v.path, (None, None))
+            how = ("stream copy of the source (frame-exact: frame count and per-frame hashes checked)"
+                   if enc == "stream-copy" else f"encoded with libx264, not a stream copy: {note}")
+            click.echo(f"  {v.path}: {how}", err=True)
     for w in plan.warnings:
         click.echo(f"  warning: {w}", err=True)
+    same: dict[str, list[str]] = {}  # one line per distinct warning (e.g. InternVL's, on every n-frame video)
     for v in sorted(plan.variants, key=lambda v: v.path):
         for w in v.warnings:
-            click.echo(f"  {v.path}: {w}", err=True)
+            same.setdefault(w, []).append(v.path)
+    for w, paths in same.items():
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} videos ({paths[0]} ...)"
+        click.echo(f"  {where}: {w}", err=True)
     for f in res.files:
         click.echo(f"  wrote {f}", err=True)
     click.echo(f"  manifest: {manifest_path(outdir)}", err=True)

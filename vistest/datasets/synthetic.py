@@ -40,3 +40,94 @@ def random_box_scene(seed: int = 0, num_frames: int = 100, num_boxes: int = 30, 
            "camera": {"fx": 0.8 * w, "fy": 0.78 * w, "cx": 0.47 * w, "cy": 0.52 * h},
            "frames": frames, "objects": objects}
     return Scene.from_dict(doc)
+
+
+# (label, size range min (x, y, z), max (x, y, z) in metres, most instances): furniture of a random room
+ROOM_CATALOG = (
+    ("chair", (0.42, 0.42, 0.75), (0.65, 0.65, 1.10), 10), ("table", (0.60, 0.50, 0.40), (2.00, 1.10, 0.80), 3),
+    ("sofa", (1.40, 0.80, 0.70), (2.60, 1.00, 0.95), 2), ("bed", (1.90, 0.90, 0.40), (2.20, 2.00, 0.70), 2),
+    ("cabinet", (0.40, 0.35, 0.50), (1.60, 0.65, 2.10), 6), ("tv", (0.70, 0.06, 0.45), (1.60, 0.10, 0.95), 1),
+    ("lamp", (0.20, 0.20, 0.30), (0.50, 0.50, 1.70), 3), ("plant", (0.20, 0.20, 0.30), (0.70, 0.70, 1.90), 6),
+    ("trash bin", (0.22, 0.22, 0.28), (0.45, 0.45, 0.75), 3), ("box", (0.20, 0.15, 0.10), (0.80, 0.60, 0.60), 8),
+    ("shelf", (0.60, 0.25, 0.80), (2.00, 0.45, 2.10), 3), ("desk", (0.90, 0.50, 0.70), (1.80, 0.90, 0.78), 2),
+    ("stool", (0.30, 0.30, 0.40), (0.50, 0.50, 0.80), 6), ("refrigerator", (0.55, 0.60, 1.40), (0.95, 0.80, 2.00), 1),
+    ("armchair", (0.65, 0.65, 0.70), (1.00, 0.95, 1.05), 3), ("piano", (1.30, 0.50, 1.00), (1.60, 0.70, 1.40), 1),
+    ("bench", (0.90, 0.30, 0.40), (2.00, 0.50, 0.50), 2), ("bathtub", (1.40, 0.65, 0.45), (1.90, 0.90, 0.65), 1),
+    ("dresser", (0.70, 0.40, 0.70), (1.60, 0.60, 1.30), 2), ("nightstand", (0.35, 0.30, 0.40), (0.60, 0.50, 0.70), 2),
+    ("ottoman", (0.40, 0.40, 0.35), (1.00, 0.80, 0.50), 2), ("bookcase", (0.50, 0.25, 1.00), (1.20, 0.40, 2.20), 3),
+    ("suitcase", (0.35, 0.20, 0.50), (0.55, 0.30, 0.80), 3), ("basket", (0.25, 0.25, 0.20), (0.60, 0.45, 0.50), 5),
+    ("fan", (0.30, 0.30, 0.40), (0.50, 0.50, 1.40), 2), ("speaker", (0.15, 0.15, 0.25), (0.40, 0.40, 1.10), 4),
+    ("printer", (0.35, 0.30, 0.20), (0.60, 0.55, 0.45), 1), ("coat rack", (0.35, 0.35, 1.50), (0.60, 0.60, 1.90), 1),
+    ("guitar", (0.35, 0.10, 0.95), (0.45, 0.15, 1.10), 2),
+    ("washing machine", (0.55, 0.55, 0.80), (0.65, 0.65, 0.90), 1),
+    ("radiator", (0.50, 0.08, 0.40), (1.60, 0.15, 0.90), 3), ("crate", (0.30, 0.30, 0.25), (0.70, 0.50, 0.50), 6),
+    ("dining table", (1.20, 0.75, 0.72), (2.40, 1.10, 0.78), 1),
+    ("side table", (0.35, 0.35, 0.40), (0.60, 0.60, 0.65), 4),
+    ("floor mirror", (0.40, 0.05, 1.20), (0.80, 0.10, 1.90), 1), ("rug", (1.20, 0.80, 0.01), (3.00, 2.20, 0.02), 2),
+    ("aquarium", (0.50, 0.30, 0.35), (1.50, 0.50, 0.70), 1), ("whiteboard", (0.90, 0.05, 0.60), (2.00, 0.10, 1.20), 1),
+)
+
+
+def random_room_scene(seed: int = 0, num_frames: int = 160, image_size=(160, 120), fps: float = 10.0) -> Scene:
+    """A furnished rectangular room (labelled, upright furniture boxes that do not overlap) and a
+    camera that walks two loops inside it (near the walls, then near the middle), turning to look
+    around; for tests of the question generator. ``room`` has ``size_m2`` and its ``polygon``
+    (floor outline; ``area_type`` ``single_room`` for odd seeds, ``all_room`` for even ones).
+    Labels come from :data:`ROOM_CATALOG`, each with probability 0.4: one instance (40%) or 2 to
+    the catalogue's most, sizes uniform in the catalogue's ranges (an open vocabulary of 40
+    labels, so a label's size is not the only thing a room asks about).
+    """
+    rng = np.random.default_rng(seed)
+    w, d, height = float(rng.uniform(3.0, 10.0)), float(rng.uniform(3.0, 7.0)), 2.6
+    placed: list[tuple[str, np.ndarray, np.ndarray, float]] = []  # label, centre, size, yaw (radians)
+
+    def footprint(c, s, yaw):
+        r = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+        return (np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * s[:2] / 2) @ r.T + c[:2]
+
+    def separated(fa, fb, gap=0.05):
+        for poly in (fa, fb):
+            for k in range(4):
+                e = poly[(k + 1) % 4] - poly[k]
+                n = np.array([-e[1], e[0]]) / np.linalg.norm(e)
+                pa, pb = fa @ n, fb @ n
+                if pa.max() + gap <= pb.min() or pb.max() + gap <= pa.min():
+                    return True
+        return False
+
+    labels = [c for c in ROOM_CATALOG if rng.uniform() < 0.4]
+    for label, lo, hi, most in labels:
+        for _ in range(1 if most == 1 or rng.uniform() < 0.4 else int(rng.integers(2, most + 1))):
+            for _attempt in range(30):
+                s = rng.uniform(lo, hi)
+                yaw = float(rng.choice([0.0, np.pi / 2, np.pi, 1.5 * np.pi]) + rng.uniform(-0.35, 0.35))
+                c = np.array([rng.uniform(0.1, w - 0.1), rng.uniform(0.1, d - 0.1), s[2] / 2])
+                fp = footprint(c, s, yaw)
+                if fp.min(0)[0] < 0.02 or fp.min(0)[1] < 0.02 or fp.max(0)[0] > w - 0.02 or fp.max(0)[1] > d - 0.02:
+                    continue
+                if all(separated(fp, footprint(pc, ps, py)) for _, pc, ps, py in placed):
+                    placed.append((label, c, s, yaw))
+                    break
+    objects = []
+    for i, (label, c, s, yaw) in enumerate(placed):
+        rot = np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+        objects.append({"id": str(i), "label": label, "center": c.tolist(), "size": s.tolist(),
+                        "rotation": rot.tolist()})
+    frames = []
+    phase = rng.uniform(0, 2 * np.pi)
+    turn = rng.choice([-1.0, 1.0])
+    for i in range(num_frames):
+        u = i / num_frames
+        a = phase + 4 * np.pi * u  # two laps: the outer one, then the inner one
+        r = 0.36 if u < 0.5 else 0.18
+        eye = np.array([w / 2 + r * w * np.cos(a), d / 2 + r * d * np.sin(a), 1.3])
+        yaw = a + turn * 2.5 * 2 * np.pi * u
+        target = eye + np.array([np.cos(yaw), np.sin(yaw), -0.6])
+        frames.append({"index": i, "time": i / fps, "camera_to_world": look_at(eye, target).tolist()})
+    iw, ih = image_size
+    doc = {"format": FORMAT, "scene_id": f"room{seed}", "fps": fps, "image_size": [iw, ih],
+           "camera": {"fx": 1.1 * iw, "fy": 1.1 * iw, "cx": (iw - 1) / 2, "cy": (ih - 1) / 2},
+           "room": {"size_m2": w * d, "polygon": [[0.0, 0.0], [w, 0.0], [w, d], [0.0, d]], "height_m": height,
+                    "area_type": "single_room" if seed % 2 else "all_room"},
+           "frames": frames, "objects": objects}
+    return Scene.from_dict(doc)

@@ -64,7 +64,10 @@ def read_boxes(path: Path, capture: c.Capture | None, opts: dict) -> c.BoxSet:
     b2w, world, relied = _box_world(dataset, capture, path)
     room = {"source": f"VSI-Bench meta info {path.name}"}
     if isinstance(entry.get("room_size"), (int, float)):
+        # the floor area of everything the scan shows (VSI-Bench's template: "If multiple rooms are
+        # shown, estimate the size of the combined space"): ReVSI's "all_room"
         room["size_m2"] = float(entry["room_size"])
+        room["area_type"] = "all_room"
     if entry.get("room_center") is not None:
         rc = c.matrix(entry["room_center"], (3,), f"{path}: {scene}.room_center")
         room["center"] = (b2w[:3, :3] @ rc + b2w[:3, 3]).tolist()  # in the pose world

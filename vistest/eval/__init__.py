@@ -2,12 +2,15 @@
 
 Modules, each importing only those listed before it (no cycle):
 
-* ``answers``   lmms-eval's answer rules (parses, MRA, protocols, row score, hallucination rule,
-                subscores); standard library only, embedded verbatim in the exported lmms-eval task
+* ``answers``   lmms-eval's answer rules (parses, MRA, protocols, row score, subscores) and
+                vistest's (response classes, abstention, "None of these", open answers, the
+                stress metrics); standard library only, embedded verbatim in the exported
+                lmms-eval task
 * ``records``   Truth and Prediction; reading a run folder's ground truth and predictions
 * ``metrics``   predictions joined to truths and scored; the cells of the report
 * ``tables``    report tables as data, rendered as text or Markdown
-* ``baselines`` blind baselines and the option-rank attack (``vistest baseline``)
+* ``baselines`` blind baselines held out by scene, and the option-rank attack
+* ``learned``   the learned blind model, bias pruning (``vistest baseline``)
 * ``report``    the score report: build, render, write, plot (``vistest score``)
 * ``exporters`` one module per export format (``vistest export``)
 

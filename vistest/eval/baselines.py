@@ -1,27 +1,37 @@
 """Blind baselines: what a model can score from the questions alone, without the video.
 
-All baselines learn from the answerable real rows (:attr:`Truth.scorable`) of the ground
-truth they are scored on, so they are in-sample upper bounds for their family of blind
-models (the held-out rank attack is the exception, and says so).
+The baselines learn from the answerable real rows (:attr:`Truth.scorable`) of a ground truth.
+By default they are **held out** (:func:`holdout_folds`): each row is answered by a model
+fitted on other scenes only (leave-one-scene-out up to :data:`LEAVE_ONE_OUT_MAX` scenes,
+k-fold by scene beyond), so a baseline shows what a blind model scores on questions it has not
+seen. With a single scene nothing can be held out by scene: the folds are then question
+groups (a question with its reformulations; leave-one-out up to :data:`LEAVE_ONE_OUT_MAX`
+groups, k-fold beyond) and :attr:`Folds.warning` says so. ``in-sample`` fits on every row,
+the upper bound of each family (its most-frequent answer is each cell's own mode).
 
-* ``most-frequent`` (:data:`MOST_FREQUENT`): per (budget, question type), the modal answer:
-  an option letter for MCQ ("always A"), a count for counting types (VSI-Bench's always
-  "2", which scores 62% there); for continuous numbers (sizes, distances, room areas),
-  whose values do not repeat, the median. Ties go to the smallest letter / value. Every row
-  of that type and budget gets it: unanswerable and dummy rows too, so the blind model's
-  hallucination shows. A (budget, type) with no answerable row falls back to the type's
-  answer pooled over budgets.
+* ``most-frequent`` (:data:`MOST_FREQUENT`): per (budget, question type, reformulation), the
+  modal answer: an option letter for MCQ ("always A"), a count for counting types
+  (VSI-Bench's always "2", which scores 62% there), the most frequent text for open
+  questions; for continuous numbers (sizes, distances, room areas), whose values do not
+  repeat, the median (or "Cannot be determined from the video" where most answers are
+  that). Ties go to the smallest letter / value / text. Every row of that type and budget
+  gets it: unanswerable and dummy rows too, so the blind model's hallucination shows.
+  Fallbacks where the training rows have no such cell: the type's answer pooled over budgets,
+  then (MCQ) the modal letter of every MCQ of that reformulation; otherwise the empty answer
+  (scores 0).
 * ``size-prior`` (:data:`SIZE_PRIOR`): for size questions, the mean ground truth of the
-  *other* size questions (other ids) at the same budget whose object has the same category
-  (``Truth.label``); with none, the mean of all other size questions at that budget. Other
-  types: most-frequent. ReVSI found expert models hitting "typical category sizes" on black
-  frames; this is that prior.
+  *other* size questions of the training rows (other ids) at the same budget whose object has
+  the same category (``Truth.label``); with none, the mean of all of them at that budget.
+  Other types: most-frequent. ReVSI found expert models hitting "typical category sizes" on
+  black frames; this is that prior.
+* ``learned`` (vistest.eval.learned): a model over the question text and options alone.
 * Option-rank attack (the ReSTI audit of STI-Bench): for MCQ whose options all start with
-  a number, sort the options by value and always pick the option of one rank. Reported per
-  cell (budget, source dataset, question type) for every rank, with the one-sided binomial
-  p-value of the best rank against chance (mean 1/k) and its Bonferroni correction over all
-  (cell, rank) tests of the budget. The held-out version learns the best rank per cell on
-  a random half of each cell's rows and scores it on the other half, averaged over
+  a number, sort the options by value and always pick the option of one rank ("None of these"
+  and "Cannot be determined from the video" rank after every number). Reported per cell
+  (budget, source dataset, question type, reformulation) for every rank, with the one-sided
+  binomial p-value of the best rank against chance (mean 1/k) and its Bonferroni correction
+  over all (cell, rank) tests of the budget. The held-out version learns the best rank per
+  cell on a random half of each cell's rows and scores it on the other half, averaged over
   ``splits`` seeded splits (cells with no training row use the best rank pooled over the
   split's training rows): what a model with a rank prior would get on unseen questions.
 """
@@ -29,29 +39,35 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
-from ..atomic import write_atomic
-from ..questions import ANSWER_MCQ, option_letter
-from .answers import python_float
-from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type, load_run_dir
+from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
+from .answers import (
+    BASE,
+    CANNOT_DETERMINE,
+    is_abstain_answer,
+    is_special_option,
+    normalize_text,
+    python_float,
+    reformulation_order,
+)
+from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type
 from .tables import Table
 
 MOST_FREQUENT = "most-frequent"
 SIZE_PRIOR = "size-prior"
+LEARNED = "learned"
 BLIND_MODELS = (MOST_FREQUENT, SIZE_PRIOR)
 BASELINE_SOURCE = "<blind baseline>"
-
-# the ReSTI audit's option parse: a number at the start of the option text
-_OPTION_NUMBER_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+HOLDOUT_AUTO, HOLDOUT_SCENE, HOLDOUT_QUESTION, IN_SAMPLE = "auto", "scene", "question", "in-sample"
+HOLDOUT_CHOICES = (HOLDOUT_AUTO, HOLDOUT_SCENE, HOLDOUT_QUESTION, IN_SAMPLE)
+LEAVE_ONE_OUT_MAX = 10
+DEFAULT_FOLDS = 5
 
 
 def format_number(x: float) -> str:
@@ -66,39 +82,149 @@ def _train_rows(truths: Iterable[Truth]) -> list[Truth]:
     return [t for t in truths if t.scorable]
 
 
+# =======================================================================================
+# held-out folds
+# =======================================================================================
+@dataclass(frozen=True)
+class Folds:
+    """How the blind baselines are held out. ``by``: ``scene``, ``question`` (a question
+    group: the base question and its reformulations, within its scene) or ``""``
+    (in-sample: one fold that trains on everything). ``fold_of``: unit -> fold (0-based);
+    ``n_folds``; ``n_scenes`` in the ground truth; ``warning``: why the folds are weaker than
+    asked (None when they are not)."""
+
+    by: str
+    fold_of: Mapping[str, int]
+    n_folds: int
+    n_scenes: int
+    warning: str | None = None
+
+    @property
+    def in_sample(self) -> bool:
+        return not self.by
+
+    def unit(self, t: Truth) -> str:
+        """The unit a row is held out with: its scene, or its scene and question group."""
+        return t.scene_id if self.by == HOLDOUT_SCENE else f"{t.scene_id}\0{t.group_key}"
+
+    def fold(self, t: Truth) -> int:
+        return 0 if self.in_sample else self.fold_of[self.unit(t)]
+
+    @property
+    def scheme(self) -> str:
+        """The folds in words, e.g. ``leave-one-scene-out (3 scenes)``."""
+        if self.in_sample:
+            return "in-sample (fitted on the rows it answers)"
+        units = len(self.fold_of)
+        noun = "scene" if self.by == HOLDOUT_SCENE else "question group"
+        if self.n_folds == units:
+            return f"leave-one-{noun.replace(' ', '-')}-out ({units} {noun}s)"
+        return f"{self.n_folds}-fold by {noun} ({units} {noun}s)"
+
+    def split(self, truths: Sequence[Truth]) -> list[tuple[list[Truth], list[Truth]]]:
+        """[(training rows, rows to answer)] per fold (in-sample: every row, both sides)."""
+        if self.in_sample:
+            return [(list(truths), list(truths))]
+        folds = [self.fold(t) for t in truths]
+        return [([t for t, f in zip(truths, folds) if f != k], [t for t, f in zip(truths, folds) if f == k])
+                for k in range(self.n_folds)]
+
+
+def _assign(units: Sequence[str], k: int, seed: int) -> tuple[dict[str, int], int]:
+    """Leave-one-out up to LEAVE_ONE_OUT_MAX units, else ``k`` folds of a seeded permutation."""
+    units = sorted(units)
+    if len(units) <= LEAVE_ONE_OUT_MAX:
+        return {u: i for i, u in enumerate(units)}, len(units)
+    k = max(2, min(k, len(units)))
+    order = np.random.default_rng(seed).permutation(len(units))
+    return {units[j]: i % k for i, j in enumerate(order)}, k
+
+
+def holdout_folds(truths: Sequence[Truth], mode: str = HOLDOUT_AUTO, k: int = DEFAULT_FOLDS, seed: int = 0) -> Folds:
+    """The folds of ``mode`` (:data:`HOLDOUT_CHOICES`; module docstring): ``auto`` and ``scene``
+    hold out scenes when there are two or more, else question groups (with a warning);
+    ``question`` holds out question groups; ``in-sample`` holds out nothing. ``k``: folds
+    beyond leave-one-out; ``seed``: their assignment."""
+    if mode not in HOLDOUT_CHOICES:
+        raise InputError(f"--holdout: expected one of {', '.join(HOLDOUT_CHOICES)}, got {mode!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise InputError(f"--folds: expected an integer >= 2, got {k!r}")
+    scenes = sorted({t.scene_id for t in truths})
+    if mode == IN_SAMPLE:
+        return Folds("", {}, 1, len(scenes))
+    warning = None
+    if mode in (HOLDOUT_AUTO, HOLDOUT_SCENE) and len(scenes) >= 2:
+        fold_of, n = _assign(scenes, k, seed)
+        return Folds(HOLDOUT_SCENE, fold_of, n, len(scenes))
+    if mode != HOLDOUT_QUESTION:
+        warning = (f"only {len(scenes)} scene: too few to hold any out, so the blind baselines are held out by "
+                   f"question group (a question and its reformulations) instead; other questions of the same scene "
+                   f"stay in training (add scenes for held-out-by-scene baselines)")
+    probe = Folds(HOLDOUT_QUESTION, {}, 0, len(scenes))
+    fold_of, n = _assign(sorted({probe.unit(t) for t in truths}), k, seed)
+    return Folds(HOLDOUT_QUESTION, fold_of, n, len(scenes), warning)
+
+
+# =======================================================================================
+# most-frequent and size prior
+# =======================================================================================
 def modal_answer(rows: Sequence[Truth]) -> str | None:
-    """The most-frequent answer of rows of one question type (module docstring); None if none."""
+    """The most-frequent answer of rows of one question type and answer kind (module docstring); None if none."""
     if not rows:
         return None
     if rows[0].kind == ANSWER_MCQ:
         counts = Counter(str(t.ground_truth).strip().upper() for t in rows)
         return min(counts, key=lambda a: (-counts[a], a))
-    values = [python_float(t.ground_truth) for t in rows]
+    if rows[0].kind == ANSWER_TEXT:
+        counts = Counter(normalize_text(t.ground_truth) for t in rows)
+        best = min(counts, key=lambda a: (-counts[a], a))
+        return next(str(t.ground_truth) for t in rows if normalize_text(t.ground_truth) == best)
+    abstain = sum(1 for t in rows if is_abstain_answer(t.ground_truth))
+    values = [v for v in (python_float(t.ground_truth) for t in rows) if v is not None]
+    if abstain > len(values):
+        return CANNOT_DETERMINE
     if rows[0].is_counting:
         counts = Counter(values)
         return format_number(min(counts, key=lambda v: (-counts[v], v)))
     return format_number(float(np.median(values)))
 
 
-def most_frequent_answers(truths: Sequence[Truth]) -> dict[tuple[str | None, str], str]:
-    """``{(budget, question_type): answer}`` plus ``{(None, question_type): answer}`` pooled
-    over budgets (the fallback), learned from the answerable real rows."""
-    groups: dict[tuple[str | None, str], list[Truth]] = defaultdict(list)
+MCQ_FALLBACK = "*mcq"
+
+
+def most_frequent_answers(truths: Sequence[Truth]) -> dict[tuple, str]:
+    """The answers of the module docstring, learned from the answerable real rows:
+    ``{(budget, question_type, reformulation): answer}``, ``{(None, question_type,
+    reformulation): answer}`` pooled over budgets, and ``{(MCQ_FALLBACK, reformulation):
+    letter}`` over every MCQ. Answer kinds are not mixed (an open question of an MCQ type
+    keys its own cells: its reformulation differs)."""
+    groups: dict[tuple, list[Truth]] = defaultdict(list)
     for t in _train_rows(truths):
-        groups[(t.budget, t.question_type)].append(t)
-        groups[(None, t.question_type)].append(t)
+        groups[(t.budget, t.question_type, t.reformulation)].append(t)
+        groups[(None, t.question_type, t.reformulation)].append(t)
+        if t.kind == ANSWER_MCQ:
+            groups[(MCQ_FALLBACK, t.reformulation)].append(t)
     return {k: a for k, rows in groups.items() if (a := modal_answer(rows)) is not None}
 
 
-def size_prior_answers(truths: Sequence[Truth]) -> dict[tuple[str, str, str], str]:
-    """``{truth.key: answer}`` for every size row: the leave-one-question-out mean of the same
-    category at the same budget, else of every other size question at that budget."""
+def most_frequent_answer(answers: Mapping[tuple, str], t: Truth) -> str | None:
+    """The answer for row ``t`` with the fallbacks of the module docstring (None: no answer)."""
+    for key in ((t.budget, t.question_type, t.reformulation), (None, t.question_type, t.reformulation)):
+        if key in answers:
+            return answers[key]
+    return answers.get((MCQ_FALLBACK, t.reformulation)) if t.kind == ANSWER_MCQ else None
+
+
+def size_prior_answers(train: Sequence[Truth], rows: Sequence[Truth]) -> dict[tuple[str, str, str], str]:
+    """``{truth.key: answer}`` for every size row of ``rows``: the mean of the training size
+    questions (other ids) of the same category at the same budget, else of all of them at that
+    budget."""
     pool: dict[str, list[Truth]] = defaultdict(list)
-    for t in _train_rows(truths):
-        if is_size_type(t.question_type):
+    for t in _train_rows(train):
+        if is_size_type(t.question_type) and python_float(t.ground_truth) is not None:
             pool[t.budget].append(t)
     out = {}
-    for t in truths:
+    for t in rows:
         if not is_size_type(t.question_type):
             continue
         others = [o for o in pool.get(t.budget, []) if o.id != t.id]
@@ -109,34 +235,32 @@ def size_prior_answers(truths: Sequence[Truth]) -> dict[tuple[str, str, str], st
     return out
 
 
-def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT) -> tuple[Prediction, ...]:
-    """The blind model's answer for every truth row (every variant and status) it can answer,
-    in truth order; ``model``: one of :data:`BLIND_MODELS`."""
+def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT, folds: Folds | None = None
+                      ) -> tuple[Prediction, ...]:
+    """The blind model's answer for every truth row (every variant and status), in truth
+    order; ``model``: one of :data:`BLIND_MODELS`; ``folds``: how it is held out (default:
+    :func:`holdout_folds` ``auto``). A row the training folds give no answer gets ``""``."""
     if model not in BLIND_MODELS:
-        raise InputError(f"--model: expected one of {', '.join(BLIND_MODELS)}, got {model!r}")
-    frequent = most_frequent_answers(truths)
-    sizes = size_prior_answers(truths) if model == SIZE_PRIOR else {}
-    out = []
-    for i, t in enumerate(truths, start=1):
-        answer = sizes.get(t.key) or frequent.get((t.budget, t.question_type)) or frequent.get((None, t.question_type))
-        if answer is not None:
-            out.append(Prediction(t.id, t.variant, t.budget, answer, f"{BASELINE_SOURCE} {model}", i))
-    return tuple(out)
+        raise InputError(f"--model: expected one of {', '.join(BLIND_MODELS + (LEARNED,))}, got {model!r}")
+    folds = folds if folds is not None else holdout_folds(truths)
+    answer: dict[tuple[str, str, str], str] = {}
+    for train, rows in folds.split(truths):
+        frequent = most_frequent_answers(train)
+        sizes = size_prior_answers(train, rows) if model == SIZE_PRIOR else {}
+        for t in rows:
+            answer[t.key] = sizes.get(t.key) or most_frequent_answer(frequent, t) or ""
+    return tuple(Prediction(t.id, t.variant, t.budget, answer[t.key], f"{BASELINE_SOURCE} {model}", i)
+                 for i, t in enumerate(truths, start=1))
 
 
-def predictions_jsonl(predictions: Sequence[Prediction], model: str) -> str:
-    """Plain prediction JSONL (``id``, ``variant``, ``budget``, ``prediction``, ``model``)."""
+def predictions_jsonl(predictions: Sequence[Prediction], model: str,
+                      extra: Mapping[tuple[str, str, str], Mapping] | None = None) -> str:
+    """Plain prediction JSONL (``id``, ``variant``, ``budget``, ``prediction``, ``model``, then
+    the fields ``extra`` gives the prediction's key, if any)."""
+    extra = extra or {}
     return "".join(json.dumps({"id": p.id, "variant": p.variant, "budget": budget_json(p.budget),
-                               "prediction": p.prediction, "model": model}, ensure_ascii=False) + "\n"
-                   for p in predictions)
-
-
-def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model: str = MOST_FREQUENT) -> int:
-    """``vistest baseline``: write the blind model's predictions for a run directory as plain
-    JSONL (atomically). Returns the number of predictions."""
-    preds = blind_predictions(load_run_dir(run_dir).truths, model)
-    write_atomic(Path(output), predictions_jsonl(preds, model))
-    return len(preds)
+                               "prediction": p.prediction, "model": model, **extra.get(p.key, {})},
+                              ensure_ascii=False) + "\n" for p in predictions)
 
 
 # =======================================================================================
@@ -144,17 +268,20 @@ def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model:
 # =======================================================================================
 def option_rank(options: Sequence[str] | None, ground_truth: object) -> tuple[int, int] | None:
     """(rank, k): the keyed option's 0-based rank among the ``k`` options sorted by value,
-    smallest first (equal values keep option order). None unless every option is lettered
-    and starts with a number, and the ground truth is one of the letters."""
+    smallest first (equal values keep option order; "None of these" and "Cannot be determined
+    from the video" after every number). None unless every other option is lettered and starts
+    with a number, and the ground truth is one of the letters."""
     if not options or not isinstance(ground_truth, str):
         return None
     values = []
     for o in options:
         letter, text = option_letter(o)
-        m = _OPTION_NUMBER_RE.match(text)
-        if letter is None or m is None:
+        value = math.inf if is_special_option(o) else option_number(text)
+        if letter is None or value is None:
             return None
-        values.append((float(m.group(1)), letter))
+        values.append((value, letter))
+    if all(v == math.inf for v, _ in values):
+        return None
     order = [letter for _, letter in sorted(values, key=lambda v: v[0])]
     key = ground_truth.strip().upper()
     return (order.index(key), len(order)) if key in order else None
@@ -189,6 +316,7 @@ class RankCell:
     chance: float
     p_value: float
     p_bonferroni: float
+    reformulation: str = BASE
 
     @property
     def best_rank(self) -> int:
@@ -200,7 +328,8 @@ class RankCell:
 
     @property
     def name(self) -> str:
-        return f"{self.group}/{self.question_type}" if self.group else self.question_type
+        name = f"{self.group}/{self.question_type}" if self.group else self.question_type
+        return name if self.reformulation == BASE else f"{name} [{self.reformulation}]"
 
 
 @dataclass(frozen=True)
@@ -229,7 +358,8 @@ class RankAttack:
 
     def to_dict(self) -> dict:
         return {"n_mcq": self.n_mcq, "n_numeric_options": self.n_numeric,
-                "cells": [{"budget": c.budget, "group": c.group, "question_type": c.question_type, "n": c.n, "k": c.k,
+                "cells": [{"budget": c.budget, "group": c.group, "question_type": c.question_type,
+                           "reformulation": c.reformulation, "n": c.n, "k": c.k,
                            "hits_by_rank_from_smallest": list(c.hits), "best_rank_from_smallest": c.best_rank + 1,
                            "best_accuracy": c.best_accuracy, "chance": c.chance, "p_value": c.p_value,
                            "p_bonferroni": c.p_bonferroni} for c in self.cells],
@@ -284,12 +414,12 @@ def held_out_accuracies(cells: Mapping[tuple, np.ndarray], k: int, splits: int, 
 def rank_attack(truths: Sequence[Truth], splits: int = 200, seed: int = 0) -> RankAttack:
     """The in-sample and held-out option-rank attack on the answerable real MCQ rows."""
     mcq = [t for t in _train_rows(truths) if t.kind == ANSWER_MCQ]
-    ranked: dict[tuple[str, str, str], list[tuple[int, int]]] = defaultdict(list)
+    ranked: dict[tuple[str, str, str, str], list[tuple[int, int]]] = defaultdict(list)
     for t in mcq:
         rk = option_rank(t.options, t.ground_truth)
         if rk is not None:
-            ranked[(t.budget, t.group, t.question_type)].append(rk)
-    order = sorted(ranked, key=lambda c: (budget_sort_key(c[0]), c[1], c[2]))
+            ranked[(t.budget, t.group, t.question_type, t.reformulation)].append(rk)
+    order = sorted(ranked, key=lambda c: (budget_sort_key(c[0]), c[1], c[2], reformulation_order(c[3])))
     tests = Counter()
     for key in order:
         tests[key[0]] += max(k for _, k in ranked[key])
@@ -300,7 +430,8 @@ def rank_attack(truths: Sequence[Truth], splits: int = 200, seed: int = 0) -> Ra
         hits = tuple(int(x) for x in np.bincount([r for r, _ in rows], minlength=k))
         chance = float(np.mean([1.0 / kk for _, kk in rows]))
         p = binomial_tail(max(hits), len(rows), chance)
-        cells.append(RankCell(key[0], key[1], key[2], len(rows), k, hits, chance, p, min(1.0, p * tests[key[0]])))
+        cells.append(RankCell(key[0], key[1], key[2], len(rows), k, hits, chance, p, min(1.0, p * tests[key[0]]),
+                              key[3]))
     for budget in sorted({c[0] for c in order}, key=budget_sort_key):
         keys = [c for c in order if c[0] == budget]
         k = max(kk for c in keys for _, kk in ranked[c])

@@ -16,8 +16,13 @@ Conventions (docs/scoring.md has the field tables):
   numerically with ``"all"`` last (:func:`budget_sort_key`).
 * A row is *answerable* when its status is ``kept`` or ``changed``; *scorable* when it is an
   answerable real row whose ground truth lmms-eval's rules can score (vistest.eval.answers).
-  Rows whose evidence was removed (every dummy row, and real rows that are ``unanswerable``)
-  are scored for hallucination instead (vistest.eval.metrics).
+  Rows whose evidence was removed (every dummy row, real rows that are ``unanswerable``, and
+  ``unsupported`` rows: a reformulated question answered "Cannot be determined from the video"
+  or "None of these" because its frames support no answer) are scored for hallucination
+  (vistest.eval.metrics); an unsupported real row is scored for accuracy as well.
+* Reformulated questions (vistest/reformulate.py) carry ``group_id``, ``reformulation``,
+  ``shift``, ``answer_kind`` and ``accepts_abstention``; rows without them are base questions
+  of their own group.
 * ``source``/``line`` (1-based) locate every record for messages.
 
 Errors are :class:`ScoreError` (a vistest.errors.InputError) naming file, line, field and what
@@ -37,8 +42,8 @@ from ..budget.sampling import budget_label, parse_budget
 from ..budget.truth import STATUSES, UNANSWERABLE
 from ..errors import InputError
 from ..jsonl import iter_jsonl as _iter_jsonl
-from ..questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
-from .answers import ground_truth_number, option_letters
+from ..questions import ANSWER_MCQ, ANSWER_NUMBER, ANSWER_TEXT, QUESTION_TYPES, RULE_COUNTING
+from .answers import BASE, REFORMULATIONS, abstain_letter, ground_truth_number, is_abstain_answer, option_letters
 
 REAL_VARIANT = "budget"
 DUMMY_PREFIX = "dummy"
@@ -91,6 +96,13 @@ class Truth(_Keyed):
     None when unknown. ``group``: the benchmark's source dataset (``dataset`` field, e.g.
     ``scannet``), "" when absent; it splits rank-attack cells as the ReSTI audit does.
     ``source``/``line`` locate the record (1-based line).
+
+    ``scene_id`` and ``question`` (the text) feed the held-out blind baselines (folds by scene)
+    and the learned blind model. Reformulations: ``group_id`` (the base question's id; the
+    row's own id when absent), ``reformulation`` (``base`` when absent), ``shift``
+    (circular), ``answer_kind`` (``text`` / ``number`` for a multiple-choice type asked
+    without options), ``accepts_abstention``, ``unsupported`` (the frames support no answer;
+    the ground truth is the one the question offers for that).
     """
 
     id: str
@@ -104,11 +116,30 @@ class Truth(_Keyed):
     group: str = ""
     source: str = "<truth>"
     line: int = 0
+    scene_id: str = ""
+    question: str = ""
+    group_id: str = ""
+    reformulation: str = BASE
+    shift: int | None = None
+    answer_kind: str | None = None
+    accepts_abstention: bool = False
+    unsupported: bool = False
 
     @property
     def kind(self) -> str:
-        """``"mcq"`` or ``"number"`` (vistest.questions.QUESTION_TYPES)."""
-        return QUESTION_TYPES[self.question_type].answer
+        """``"mcq"``, ``"number"`` (vistest.questions.QUESTION_TYPES) or, for an open
+        reformulation, its ``answer_kind`` (``"text"`` or ``"number"``)."""
+        return self.answer_kind or QUESTION_TYPES[self.question_type].answer
+
+    @property
+    def group_key(self) -> str:
+        """The id of the row's group (its base question)."""
+        return self.group_id or self.id
+
+    @property
+    def offers_abstention(self) -> bool:
+        """A "Cannot be determined from the video" option, or ``accepts_abstention``."""
+        return self.accepts_abstention or abstain_letter(self.options) is not None
 
     @property
     def is_counting(self) -> bool:
@@ -124,19 +155,22 @@ class Truth(_Keyed):
 
     @property
     def evidence_removed(self) -> bool:
-        """Dummy rows and unanswerable rows: scored for hallucination, not accuracy."""
-        return self.is_dummy or not self.answerable
+        """Dummy, unanswerable and unsupported rows: scored for hallucination (an unsupported
+        real row is scored for accuracy too)."""
+        return self.is_dummy or not self.answerable or self.unsupported
 
     @property
     def scorable(self) -> bool:
         """An answerable real row lmms-eval's rules can score: an MCQ ground truth must be a
         string (an appearance order given as a list of ids is not), a numeric one a number
-        or numeric string, not a boolean (vistest.eval.answers.ground_truth_number)."""
+        or numeric string, not a boolean (vistest.eval.answers.ground_truth_number), or the
+        abstention phrase where the question accepts it; a text one a string."""
         if self.is_dummy or not self.answerable:
             return False
-        if self.kind == ANSWER_MCQ:
+        if self.kind in (ANSWER_MCQ, ANSWER_TEXT):
             return isinstance(self.ground_truth, str)
-        return ground_truth_number(self.ground_truth) is not None
+        return ground_truth_number(self.ground_truth) is not None or (
+            self.accepts_abstention and is_abstain_answer(self.ground_truth))
 
     @property
     def option_letters(self) -> frozenset[str]:
@@ -165,8 +199,9 @@ class Prediction(_Keyed):
 
 
 def is_size_type(question_type: str) -> bool:
-    """Object size questions (VSI-Bench and ReVSI ``object_size_estimation``)."""
-    return question_type.startswith("object_size")
+    """Object size questions with a numeric answer (VSI-Bench and ReVSI ``object_size_estimation``;
+    not vistest's multiple-choice ``object_size_estimation_mcq``)."""
+    return question_type.startswith("object_size") and QUESTION_TYPES[question_type].answer != ANSWER_MCQ
 
 
 def budget_sort_key(label: str) -> tuple:
@@ -270,8 +305,13 @@ def truth_from_record(doc: Mapping[str, Any], source: str, line: int, variant: s
         gt = None
     elif gt is None:
         raise _fail(where, "ground_truth", f"expected an answer for status {status!r}, got null")
+    answer_kind = doc.get("answer_kind")
+    if answer_kind is not None and (answer_kind not in (ANSWER_TEXT, ANSWER_NUMBER)
+                                    or QUESTION_TYPES[qtype].answer != ANSWER_MCQ):
+        raise _fail(where, "answer_kind", f"expected 'text' or 'number' on a multiple-choice type asked without "
+                                          f"options, got {answer_kind!r} on {qtype!r}")
     options = doc.get("options")
-    if QUESTION_TYPES[qtype].answer == ANSWER_MCQ and options is not None:
+    if QUESTION_TYPES[qtype].answer == ANSWER_MCQ and answer_kind is None and options is not None:
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise _fail(where, "options", f"expected a list of strings, got {options!r}")
         options = tuple(options)
@@ -279,7 +319,21 @@ def truth_from_record(doc: Mapping[str, Any], source: str, line: int, variant: s
         options = None
     group = doc.get("dataset") if isinstance(doc.get("dataset"), str) else ""
     label = _size_label(doc) if is_size_type(qtype) else None
-    return Truth(qid, var, budget, qtype, gt, status, options, label, group, source, line)
+    ref = doc.get("reformulation") or BASE
+    if ref not in REFORMULATIONS:
+        raise _fail(where, "reformulation", f"expected one of {', '.join(REFORMULATIONS)}, got {ref!r}")
+    group_id = _ident(doc["group_id"], where, "group_id") if doc.get("group_id") is not None else qid
+    shift = doc.get("shift")
+    if shift is not None and (isinstance(shift, bool) or not isinstance(shift, int)):
+        raise _fail(where, "shift", f"expected an integer (a circular reformulation's shift), got {shift!r}")
+    flags = {}
+    for key in ("accepts_abstention", "unsupported"):
+        flags[key] = doc.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise _fail(where, key, f"expected true or false, got {flags[key]!r}")
+    return Truth(qid, var, budget, qtype, gt, status, options, label, group, source, line,
+                 scene_id=str(doc.get("scene_id") or ""), question=str(doc.get("question") or ""), group_id=group_id,
+                 reformulation=ref, shift=shift, answer_kind=answer_kind, **flags)
 
 
 def check_unique(records: Sequence[Any], what: str) -> None:

@@ -1,7 +1,11 @@
 """The score report: what ``vistest score`` computes, prints and writes.
 
 :func:`build_report` scores predictions against a run's ground truth (vistest.eval.metrics)
-and adds the blind baselines computed from the ground truth alone (vistest.eval.baselines);
+and adds the blind baselines computed from the ground truth alone, held out by scene by
+default (vistest.eval.baselines, vistest.eval.learned: the learned blind model and the blind
+score before and after bias pruning); reformulated question sets get the stress tables
+(circular accuracy, none-of-these drop, open gap, accuracy by the correct letter) and every
+report the abstention table;
 :func:`report_tables` lays it out as tables (vistest.eval.tables), rendered for the terminal
 (:func:`render_text`) and as ``report.md`` (:func:`render_markdown`); :func:`write_report`
 writes ``report.json``, ``report.md``, ``rows.jsonl`` and the PNG plots; :func:`run_score` is
@@ -20,35 +24,59 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from .. import layout
 from ..atomic import atomic_path, write_atomic
-from ..questions import QUESTION_TYPES
-from .answers import MRA_THRESHOLDS, Protocol
-from .baselines import MOST_FREQUENT, SIZE_PRIOR, RankAttack, blind_predictions, rank_attack
+from ..questions import ANSWER_MCQ
+from .answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
+from .baselines import (
+    DEFAULT_FOLDS,
+    HOLDOUT_AUTO,
+    IN_SAMPLE,
+    LEARNED,
+    MOST_FREQUENT,
+    SIZE_PRIOR,
+    Folds,
+    RankAttack,
+    blind_predictions,
+    holdout_folds,
+    rank_attack,
+)
+from .learned import DEFAULT_PRUNE_THRESHOLD, Pruning, prune
 from .metrics import (
+    ALL_TYPES,
+    AbstentionCell,
     Coverage,
     HallucinationCell,
     LmmsEvalCheck,
+    PositionCell,
     RowResult,
     ScoreCell,
     SensitivityCell,
+    StressCell,
     SummaryCell,
+    abstention_cells,
     coverage_cells,
     hallucination_cells,
     lmms_eval_check,
+    lmms_eval_summary,
     match_predictions,
-    metric_name,
+    position_cells,
     resolve_protocol,
     score_cells,
     sensitivity_cells,
+    stress_cells,
     summary_cells,
 )
 from .records import (
     REAL_VARIANT,
     Prediction,
     RunTruth,
+    Truth,
     budget_sort_key,
     is_size_type,
     load_predictions,
@@ -58,6 +86,27 @@ from .records import (
 from .tables import Table, markdown_table, text_table
 
 PREDICTIONS_MODEL = "predictions"
+IN_SAMPLE_MOST_FREQUENT = "most-frequent (in-sample)"
+PRUNED_SUFFIX = " after pruning"
+
+
+@dataclass(frozen=True)
+class BlindPruning:
+    """The learned blind model's pruning and the held-out blind scores on every row
+    (``before``) and on the kept rows, refitted (``after``): model -> budget -> lmms-eval
+    overall over the base questions; ``chance``: budget -> the overall of 1/k over the base
+    MCQ rows (MCQ types only); ``groups``: budget -> (groups before, groups after)."""
+
+    pruning: Pruning
+    before: Mapping[str, Mapping[str, float]]
+    after: Mapping[str, Mapping[str, float]]
+    chance: Mapping[str, float]
+    groups: Mapping[str, tuple[int, int]]
+
+    def to_dict(self) -> dict:
+        return {**self.pruning.to_dict(), "before": {m: dict(v) for m, v in self.before.items()},
+                "after": {m: dict(v) for m, v in self.after.items()}, "chance": dict(self.chance),
+                "groups_by_budget": {b: list(v) for b, v in self.groups.items()}}
 
 
 @dataclass(frozen=True)
@@ -78,10 +127,20 @@ class Report:
     rank_attack: RankAttack
     lmms_check: LmmsEvalCheck
     rows: tuple[RowResult, ...] = field(repr=False, default=())
+    folds: Folds | None = None
+    stress: tuple[StressCell, ...] = ()
+    positions: tuple[PositionCell, ...] = ()
+    abstention: tuple[AbstentionCell, ...] = ()
+    blind_pruning: BlindPruning | None = None
 
     @property
     def budgets(self) -> list[str]:
         return sorted({c.budget for c in self.scores}, key=budget_sort_key)
+
+    @property
+    def reformulations(self) -> list[str]:
+        """The reformulations with scorable rows, in vistest.eval.answers.REFORMULATIONS order."""
+        return sorted({c.reformulation for c in self.scores}, key=reformulation_order)
 
     def to_dict(self) -> dict:
         from .. import __version__
@@ -100,26 +159,85 @@ class Report:
             "evidence_sensitivity": [{**asdict(c), "sensitivity": c.sensitivity} for c in self.sensitivity],
             "rank_attack": self.rank_attack.to_dict(),
             "lmms_eval_check": asdict(self.lmms_check),
+            "blind_holdout": None if self.folds is None else {
+                "scheme": self.folds.scheme, "by": self.folds.by or IN_SAMPLE, "folds": self.folds.n_folds,
+                "scenes": self.folds.n_scenes, "warning": self.folds.warning},
+            "stress": [{"model": c.model, "budget": c.budget, "metric": c.metric, "overall": c.overall,
+                        "by_type": {t: {"n": n, "value": v} for t, (n, v) in c.types.items()}} for c in self.stress],
+            "position": [asdict(c) for c in self.positions],
+            "abstention": [asdict(c) for c in self.abstention],
+            "learned_pruning": None if self.blind_pruning is None else self.blind_pruning.to_dict(),
         }
 
 
 def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: str = "auto",
                  prediction_sources: Sequence[str] = (), run_dir: str = "", splits: int = 200,
-                 seed: int = 0) -> Report:
+                 seed: int = 0, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, learned: bool = True,
+                 prune_threshold: float = DEFAULT_PRUNE_THRESHOLD) -> Report:
     """Score ``predictions`` against ``truth``; add the blind baselines (vistest.eval.baselines)
     computed from the truths alone. ``protocol``: one of vistest.eval.metrics.PROTOCOL_CHOICES; ``splits``/``seed``:
-    the held-out rank attack's random half-splits."""
+    the held-out rank attack's random half-splits (``seed`` also assigns k-fold units).
+    ``holdout``/``folds``: how the blind baselines are held out (vistest.eval.baselines.holdout_folds);
+    ``learned``: fit the learned blind model and prune at ``prune_threshold`` (vistest.eval.learned)."""
     truths = truth.truths
     proto = resolve_protocol(protocol, {t.question_type for t in truths})
     m = match_predictions(proto, truths, predictions)
     cells = list(score_cells(PREDICTIONS_MODEL, m.rows, truths))
-    for model in (MOST_FREQUENT, SIZE_PRIOR):
-        blind = match_predictions(proto, truths, blind_predictions(truths, model))
-        cells.extend(score_cells(model, blind.rows, truths))
+
+    def folds_for(ts: Sequence[Truth]) -> Folds:
+        return holdout_folds(ts, holdout, folds, seed)
+
+    fs = folds_for(truths)
+    blind = [(model, blind_predictions(truths, model, fs)) for model in (MOST_FREQUENT, SIZE_PRIOR)]
+    if not fs.in_sample:
+        in_sample = holdout_folds(truths, IN_SAMPLE)
+        blind.append((IN_SAMPLE_MOST_FREQUENT, blind_predictions(truths, MOST_FREQUENT, in_sample)))
+    pruning = None
+    if learned and any(t.scorable for t in truths):
+        pruning = prune(truths, folds_for, prune_threshold)
+        blind.append((LEARNED, pruning.before.predictions))
+    for model, preds in blind:
+        cells.extend(score_cells(model, match_predictions(proto, truths, preds).rows, truths))
+    summaries = summary_cells(cells, proto)
     return Report(proto, run_dir, truth.files, tuple(prediction_sources), coverage_cells(truths, m),
-                  tuple(p.where for p in m.unmatched[:10]), len(m.unmatched), tuple(cells),
-                  summary_cells(cells, proto), hallucination_cells(m.rows), sensitivity_cells(m.rows),
-                  rank_attack(truths, splits=splits, seed=seed), lmms_eval_check(m.rows), m.rows)
+                  tuple(p.where for p in m.unmatched[:10]), len(m.unmatched), tuple(cells), summaries,
+                  hallucination_cells(m.rows), sensitivity_cells(m.rows), rank_attack(truths, splits=splits, seed=seed),
+                  lmms_eval_check(m.rows), m.rows, fs, stress_cells(PREDICTIONS_MODEL, m.rows, proto),
+                  position_cells(PREDICTIONS_MODEL, m.rows), abstention_cells(m.rows),
+                  None if pruning is None else blind_pruning(truths, pruning, summaries, proto, folds_for))
+
+
+def _base_overall(proto: Protocol, model: str, truths: Sequence[Truth], preds: Sequence[Prediction]
+                  ) -> dict[str, float]:
+    """budget -> lmms-eval overall of ``preds`` over the base questions of ``truths``."""
+    cells = score_cells(model, match_predictions(proto, truths, preds).rows, truths)
+    return {s.budget: s.values[proto.overall] for s in summary_cells(cells, proto) if s.reformulation == BASE}
+
+
+def blind_pruning(truths: Sequence[Truth], pruning: Pruning, summaries: Sequence[SummaryCell], proto: Protocol,
+                  folds_for: Callable[[Sequence[Truth]], Folds]) -> BlindPruning:
+    """Before/after numbers of the pruning (:class:`BlindPruning`)."""
+    kept = list(pruning.kept)
+    before = {model: {s.budget: s.values[proto.overall] for s in summaries
+                      if s.model == model and s.reformulation == BASE} for model in (LEARNED, MOST_FREQUENT)}
+    after = {LEARNED: _base_overall(proto, LEARNED, kept, pruning.after.predictions),
+             MOST_FREQUENT: _base_overall(proto, MOST_FREQUENT, kept,
+                                          blind_predictions(kept, MOST_FREQUENT, folds_for(kept)) if kept else ())}
+    chance: dict[str, float] = {}
+    for b in sorted({t.budget for t in truths}, key=budget_sort_key):
+        by_type: dict[str, list[float]] = {}
+        for t in truths:
+            if t.budget == b and t.scorable and t.reformulation == BASE and t.kind == ANSWER_MCQ and t.options:
+                by_type.setdefault(t.question_type, []).append(1.0 / len(t.options))
+        if by_type:
+            chance[b] = lmms_eval_summary({q: float(np.mean(v)) for q, v in by_type.items()}, proto)[proto.overall]
+    groups = {}
+    for b in sorted({t.budget for t in truths}, key=budget_sort_key):
+        g0 = {(t.scene_id, t.group_key) for t in truths if t.budget == b and t.scorable}
+        g1 = {(t.scene_id, t.group_key) for t in kept if t.budget == b and t.scorable}
+        groups[b] = (len(g0), len(g1))
+    return BlindPruning(pruning, MappingProxyType(before), MappingProxyType(after), MappingProxyType(chance),
+                        MappingProxyType(groups))
 
 
 # ---- tables -----------------------------------------------------------------------------
@@ -129,13 +247,14 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def _score_table(report: Report, models: Sequence[str], title: str, note: str,
                  show: Callable[[str, str], bool] = lambda model, qtype: True) -> Table:
-    """Types as rows, budgets as columns, then lmms-eval's overall per model; ``show(model,
-    question_type)`` selects the type rows (the overall always covers every type)."""
+    """Types as rows, budgets as columns, then lmms-eval's overall per model, over the base
+    questions; ``show(model, question_type)`` selects the type rows (the overall always covers
+    every type)."""
     budgets = report.budgets
     rows = []
     for model in models:
         cells = {(c.budget, c.question_type): c for c in report.scores
-                 if c.model == model and show(model, c.question_type)}
+                 if c.model == model and c.reformulation == BASE and show(model, c.question_type)}
         for qt in sorted({qt for _, qt in cells}):
             first = next(c for (b, t), c in cells.items() if t == qt)
             vals = []
@@ -143,7 +262,7 @@ def _score_table(report: Report, models: Sequence[str], title: str, note: str,
                 c = cells.get((b, qt))
                 vals.append("" if c is None else f"{_f(c.score)} ({c.n}/{c.n_truth})")
             rows.append(((model,) if len(models) > 1 else ()) + (qt, first.metric, *vals))
-        summ = {s.budget: s.values for s in report.summaries if s.model == model}
+        summ = {s.budget: s.values for s in report.summaries if s.model == model and s.reformulation == BASE}
         if summ:
             name = f"overall [lmms-eval {report.protocol.overall}]"
             rows.append(((model,) if len(models) > 1 else ()) + (name, "", *(_f(summ.get(b, {}).get(
@@ -152,19 +271,117 @@ def _score_table(report: Report, models: Sequence[str], title: str, note: str,
     return Table(title, note, head, tuple(rows), len(head) - len(budgets))
 
 
+def _blind_models(report: Report) -> list[str]:
+    present = {c.model for c in report.scores}
+    return [m for m in (MOST_FREQUENT, SIZE_PRIOR, LEARNED, IN_SAMPLE_MOST_FREQUENT) if m in present]
+
+
+def _blind_note(report: Report) -> str:
+    folds = report.folds.scheme if report.folds is not None else "in-sample"
+    return (f"Held out: {folds}. most-frequent: the modal answer per type and budget (the median for continuous "
+            f"numbers); size-prior: the mean size of the object's category (most-frequent elsewhere); learned: a "
+            f"model over the question text and options alone (docs/scoring.md); most-frequent (in-sample): fitted "
+            f"on the very rows it answers, the upper bound.")
+
+
+def _reformulation_table(report: Report) -> Table:
+    """lmms-eval's overall per (model, reformulation) and budget."""
+    budgets = report.budgets
+    rows = []
+    for model in [PREDICTIONS_MODEL, *_blind_models(report)]:
+        for ref in report.reformulations:
+            summ = {s.budget: s.values[report.protocol.overall] for s in report.summaries
+                    if s.model == model and s.reformulation == ref}
+            if summ:
+                rows.append((model, ref, *(_f(summ.get(b)) for b in budgets)))
+    return Table("Scores per reformulation",
+                 f"lmms-eval's overall ({report.protocol.overall}) over the rows of each reformulation "
+                 f"(docs/questions-format.md); blind models held out as above.",
+                 ("model", "reformulation", *budgets), tuple(rows), 2)
+
+
+def _stress_table(report: Report) -> Table:
+    budgets = report.budgets
+    cells = {(c.metric, c.budget): c for c in report.stress}
+    rows = []
+    for metric in STRESS_METRICS:
+        mine = {b: c for (m, b), c in cells.items() if m == metric}
+        if not mine:
+            continue
+        for qt in sorted({t for c in mine.values() for t in c.types}):
+            rows.append((metric, qt, *(f"{_f(mine[b].types[qt][1])} ({mine[b].types[qt][0]})"
+                                       if b in mine and qt in mine[b].types else "" for b in budgets)))
+        rows.append((metric, "overall", *(_f(mine[b].overall) if b in mine else "" for b in budgets)))
+    return Table("Stress tests of the reformulated questions",
+                 "The model's answers; value (rows, or groups for circular and the paired differences). "
+                 + "; ".join(f"{m}: {d}" for m, d in STRESS_METRICS.items()) + ".",
+                 ("metric", "question_type", *budgets), tuple(rows), 2)
+
+
+def _position_table(report: Report) -> Table:
+    budgets = [b for b in report.budgets if any(c.budget == b for c in report.positions)]
+    letters = sorted({c.letter for c in report.positions})
+    cells = {(c.letter, c.budget): c for c in report.positions}
+    rows = tuple((letter, *(f"{_f(cells[(letter, b)].accuracy)} ({cells[(letter, b)].n}) / "
+                            f"{_f(cells[(letter, b)].picked)}" if (letter, b) in cells else "" for b in budgets))
+                 for letter in letters)
+    return Table("Accuracy by position of the correct option",
+                 "Base and circular MCQ rows by the letter of their correct option: accuracy (rows) / fraction of "
+                 "all these rows answered with that letter. A position-biased model is right where its favourite "
+                 "letter is correct and picks it everywhere.", ("correct letter", *budgets), rows, 1)
+
+
+def _abstention_table(report: Report) -> Table:
+    rows = tuple((c.videos, c.budget, c.question_type, str(c.n), _f(c.abstention), str(c.n_blind),
+                  _f(c.hallucination), str(c.n_scored), _f(c.score)) for c in report.abstention)
+    return Table("Abstention and hallucination, real and dummy videos",
+                 "Both sides of abstaining: abstention = fraction of predicted rows answered 'Cannot be determined "
+                 "from the video' (its option, or those words); hallucination = fraction of the rows whose frames "
+                 "support no answer (dummies, unanswerable budgets) answered confidently; score = accuracy / MRA "
+                 "against the row's own ground truth (real videos). A model that always abstains scores 0 there.",
+                 ("videos", "budget", "question_type", "rows", "abstention", "no-evidence rows", "hallucination",
+                  "scored", "score"), rows, 3)
+
+
+def _pruning_table(report: Report) -> Table:
+    bp = report.blind_pruning
+    pr = bp.pruning
+    rows = []
+    for b, (g0, g1) in bp.groups.items():
+        rows.append((b, str(g0), str(g1), _f(bp.chance.get(b)), _f(bp.before[LEARNED].get(b)),
+                     _f(bp.after[LEARNED].get(b)), _f(bp.before[MOST_FREQUENT].get(b)),
+                     _f(bp.after[MOST_FREQUENT].get(b))))
+    note = (f"Held-out learned blind model; bias = how well it answers a question without the video (0 at chance, 1 "
+            f"certain). Pruning removed {len(pr.removed)} of {pr.n_groups} question groups with bias > "
+            f"{pr.threshold:g} in {pr.rounds} round(s); the blind models are refitted on what is left (held out the "
+            f"same way). Scores: lmms-eval overall over the base questions; chance: 1/k on the MCQ types.")
+    return Table("Learned blind model and bias pruning", note,
+                 ("budget", "groups", "kept", "chance (MCQ)", "learned", "learned pruned", "most-frequent",
+                  "most-frequent pruned"), tuple(rows), 1)
+
+
 def report_tables(report: Report) -> list[Table]:
-    """The report's tables, in order: scores, blind baselines, coverage, hallucination,
-    evidence sensitivity, rank attack."""
+    """The report's tables, in order: scores, blind baselines, learned blind model and pruning,
+    reformulations (per reformulation, stress tests), position, abstention, coverage,
+    hallucination, evidence sensitivity, rank attack."""
     p = report.protocol
     tables = [
         _score_table(report, [PREDICTIONS_MODEL], "Scores on the real videos",
-                     f"Accuracy (MCQ) or MRA (numeric), parsed and scored as lmms-eval's {p.name} task; "
-                     f"cells show score (rows predicted / answerable rows)."),
-        _score_table(report, [MOST_FREQUENT, SIZE_PRIOR], "Blind baselines (from the questions alone)",
-                     "most-frequent: the modal answer per type and budget (the median for continuous numbers); "
-                     "size-prior: the leave-one-out mean size of the object's category (most-frequent elsewhere, "
-                     "so its overall is the best blind model's).",
+                     f"Accuracy (MCQ) or MRA (numeric), parsed and scored as lmms-eval's {p.name} task, over the base "
+                     f"questions; cells show score (rows predicted / answerable rows)."),
+        _score_table(report, _blind_models(report), "Blind baselines (from the questions alone)", _blind_note(report),
                      show=lambda model, qtype: model != SIZE_PRIOR or is_size_type(qtype)),
+    ]
+    if report.blind_pruning is not None:
+        tables.append(_pruning_table(report))
+    if len(report.reformulations) > 1:
+        tables.append(_reformulation_table(report))
+    if report.stress:
+        tables.append(_stress_table(report))
+    if report.positions:
+        tables.append(_position_table(report))
+    tables += [
+        _abstention_table(report),
         Table("Coverage", f"{report.n_unmatched} prediction(s) matched no ground-truth row.",
               ("variant", "budget", "rows", "answerable", "predicted", "missing"),
               tuple((c.variant, c.budget, str(c.n_truth), str(c.n_scorable), str(c.n_predicted), str(c.n_missing))
@@ -173,11 +390,14 @@ def report_tables(report: Report) -> list[Table]:
     if report.hallucination:
         tables.append(Table(
             "Hallucination where the evidence was removed",
-            "Dummy videos and unanswerable budget rows: a non-zero count (counting) or a confident number / "
-            "option letter (others) is a hallucination; abstained = no parsable answer.",
-            ("variant", "budget", "question_type", "rule", "n", "hallucinated", "rate", "abstained", "zero"),
+            "Dummy videos, unanswerable budget rows and unsupported rows: a non-zero count (counting) or a confident "
+            "number / option letter / text (others) is a hallucination; abstained = 'Cannot be determined' (option "
+            "or words); none = 'None of these'; unparsed = nothing the protocol could read.",
+            ("variant", "budget", "question_type", "rule", "n", "hallucinated", "rate", "abstained", "zero", "none",
+             "unparsed"),
             tuple((c.variant, c.budget, c.question_type, c.rule, str(c.n), str(c.hallucinated), _f(c.rate),
-                   str(c.abstained), str(c.zero) if c.rule == "nonzero_count" else "") for c in report.hallucination),
+                   str(c.abstained), str(c.zero) if c.rule == "nonzero_count" else "", str(c.none_of_these),
+                   str(c.unparsed)) for c in report.hallucination),
             4))
     if report.sensitivity:
         tables.append(Table(
@@ -191,9 +411,14 @@ def report_tables(report: Report) -> list[Table]:
 
 
 def _header_lines(report: Report) -> list[str]:
-    return [f"protocol: {report.protocol.name} (lmms-eval {report.protocol.source})",
-            f"ground truth: {', '.join(report.truth_files)}",
-            f"predictions: {', '.join(report.prediction_files) or '(none)'}"] + _check_lines(report)
+    lines = [f"protocol: {report.protocol.name} (lmms-eval {report.protocol.source})",
+             f"ground truth: {', '.join(report.truth_files)}",
+             f"predictions: {', '.join(report.prediction_files) or '(none)'}"]
+    if report.folds is not None:
+        lines.append(f"blind baselines held out: {report.folds.scheme}")
+        if report.folds.warning:
+            lines.append(f"WARNING: {report.folds.warning}")
+    return lines + _check_lines(report)
 
 
 def _check_lines(report: Report) -> list[str]:
@@ -239,7 +464,8 @@ def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:
     blind most-frequent overall dashed. False (nothing written) when nothing was scored."""
     from matplotlib.figure import Figure
 
-    cells = [c for c in report.scores if c.model == PREDICTIONS_MODEL and c.score is not None]
+    cells = [c for c in report.scores if c.model == PREDICTIONS_MODEL and c.score is not None
+             and c.reformulation == BASE]
     if not cells:
         return False
     budgets = report.budgets
@@ -248,11 +474,12 @@ def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:
     ax = fig.add_subplot()
     for qt in sorted({c.question_type for c in cells}):
         pts = sorted((x[c.budget], c.score) for c in cells if c.question_type == qt)
-        label = f"{qt} ({metric_name(QUESTION_TYPES[qt].answer)})"
+        label = f"{qt} ({next(c.metric for c in cells if c.question_type == qt)})"
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     for model, style in ((PREDICTIONS_MODEL, {"color": "black", "linewidth": 2.5, "label": "overall"}),
                          (MOST_FREQUENT, {"color": "gray", "linestyle": "--", "label": "blind most-frequent overall"})):
-        pts = [(x[s.budget], s.values[report.protocol.overall]) for s in report.summaries if s.model == model]
+        pts = [(x[s.budget], s.values[report.protocol.overall]) for s in report.summaries
+               if s.model == model and s.reformulation == BASE]
         if pts:
             ax.plot([p[0] for p in sorted(pts)], [p[1] for p in sorted(pts)], marker="s", **style)
     ax.set_xticks(range(len(budgets)), [f"{b} frames" for b in budgets])
@@ -312,6 +539,65 @@ def plot_real_vs_dummy(report: Report, path: Path) -> bool:
     return True
 
 
+PLOT_STRESS = "stress.png"
+
+
+def plot_stress(report: Report, path: Path) -> bool:
+    """Three panels: the model's score per reformulation and circular accuracy per budget;
+    accuracy and pick rate by the correct letter (pooled over budgets); abstention and
+    hallucination rates on the real and dummy videos (all types, pooled over budgets). False
+    (nothing written) when the ground truth has no reformulated question."""
+    from matplotlib.figure import Figure
+
+    if len(report.reformulations) <= 1 and not report.stress:
+        return False
+    budgets = report.budgets
+    fig = Figure(figsize=(15, 4.8))
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    series: list[tuple[str, dict[str, float]]] = []
+    for ref in report.reformulations:
+        series.append((ref, {s.budget: s.values[report.protocol.overall] for s in report.summaries
+                             if s.model == PREDICTIONS_MODEL and s.reformulation == ref}))
+    series.append(("circular accuracy", {c.budget: c.overall for c in report.stress
+                                         if c.metric == "circular_accuracy"}))
+    width = 0.8 / max(1, len(series))
+    for j, (name, vals) in enumerate(series):
+        ax1.bar([i + j * width for i in range(len(budgets))], [vals.get(b, 0.0) for b in budgets], width,
+                label=name, color=f"C{j}")
+    ax1.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(budgets))], [f"{b} frames" for b in budgets])
+    ax1.set_ylim(0, 1.05)
+    ax1.set_ylabel(f"lmms-eval {report.protocol.overall}")
+    ax1.set_title("per reformulation")
+    ax1.legend(fontsize=7)
+    letters = sorted({c.letter for c in report.positions})
+    acc = [_weighted([c for c in report.positions if c.letter == x], lambda c: c.accuracy) for x in letters]
+    rows_at = {b: sum(c.n for c in report.positions if c.budget == b) for b in budgets}  # position rows per budget
+    picked = [sum(c.picked * rows_at[c.budget] for c in report.positions if c.letter == x) for x in letters]
+    total = sum(rows_at.values()) or 1
+    ax2.bar([i - 0.2 for i in range(len(letters))], acc, 0.4, label="accuracy where it is correct", color="tab:blue")
+    ax2.bar([i + 0.2 for i in range(len(letters))], [x / total for x in picked], 0.4, label="fraction answered with it",
+            color="tab:orange")
+    ax2.set_xticks(range(len(letters)), letters)
+    ax2.set_ylim(0, 1.05)
+    ax2.set_xlabel("letter of the correct option")
+    ax2.set_title("position of the correct option")
+    ax2.legend(fontsize=7)
+    pooled = [c for c in report.abstention if c.question_type == ALL_TYPES]
+    videos = sorted({c.videos for c in pooled}, key=lambda v: (v != "budget", v))
+    ab = [_weighted([c for c in pooled if c.videos == v], lambda c: c.abstention) for v in videos]
+    ha = [sum((c.hallucination or 0.0) * c.n_blind for c in pooled if c.videos == v)
+          / max(1, sum(c.n_blind for c in pooled if c.videos == v)) for v in videos]
+    ax3.bar([i - 0.2 for i in range(len(videos))], ab, 0.4, label="abstention", color="tab:green")
+    ax3.bar([i + 0.2 for i in range(len(videos))], ha, 0.4, label="hallucination (no-evidence rows)", color="tab:red")
+    ax3.set_xticks(range(len(videos)), ["real" if v == "budget" else v for v in videos], rotation=20, fontsize=8)
+    ax3.set_ylim(0, 1.05)
+    ax3.set_title("abstention vs hallucination")
+    ax3.legend(fontsize=7)
+    fig.tight_layout()
+    _save_figure(fig, path)
+    return True
+
+
 def write_report(report: Report, outdir: str | os.PathLike, model: str = PREDICTIONS_MODEL) -> dict[str, Path]:
     """Write ``report.json``, ``report.md``, ``rows.jsonl`` (every predicted row, parsed and
     scored) and the PNG plots into ``outdir``, each atomically. Returns name -> path."""
@@ -320,7 +606,8 @@ def write_report(report: Report, outdir: str | os.PathLike, model: str = PREDICT
     written: dict[str, Path] = {}
     plots: dict[str, str] = {}
     for caption, name, fn in (("score vs frame budget", PLOT_BUDGET, plot_accuracy_vs_budget),
-                              ("real vs dummy", PLOT_DUMMY, plot_real_vs_dummy)):
+                              ("real vs dummy", PLOT_DUMMY, plot_real_vs_dummy),
+                              ("reformulations, position, abstention", PLOT_STRESS, plot_stress)):
         if fn(report, outdir / name):
             plots[caption] = name
             written[name] = outdir / name
@@ -337,12 +624,14 @@ def write_report(report: Report, outdir: str | os.PathLike, model: str = PREDICT
 
 def run_score(prediction_paths: Sequence[str | os.PathLike], run_dir: str | os.PathLike,
               outdir: str | os.PathLike | None = None, protocol: str = "auto", splits: int = 200,
-              seed: int = 0) -> tuple[Report, dict[str, Path]]:
+              seed: int = 0, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, learned: bool = True,
+              prune_threshold: float = DEFAULT_PRUNE_THRESHOLD) -> tuple[Report, dict[str, Path]]:
     """``vistest score``: load, score, write (default OUT: ``RUN_DIR/score``). Files of an
     earlier report under OUT are not read as predictions when a folder is given."""
     out = Path(outdir) if outdir else layout.score_dir(run_dir)
     truth = load_run_dir(run_dir)
     files = [f for f in prediction_files(prediction_paths) if out.resolve() not in f.resolve().parents]
     preds = [p for f in files for p in load_predictions(f)]
-    report = build_report(truth, preds, protocol, [str(f) for f in files], str(run_dir), splits, seed)
+    report = build_report(truth, preds, protocol, [str(f) for f in files], str(run_dir), splits, seed, holdout, folds,
+                          learned, prune_threshold)
     return report, write_report(report, out)

@@ -14,6 +14,9 @@
   onto the destination; on any exception (or Ctrl-C) the temporary file is removed and
   the destination is left untouched.
 * :func:`count_frames` - the true number of frames, by decoding the whole video.
+* :func:`decode_hashes` - every decoded frame's hash and timestamp (ffmpeg ``framehash``);
+  :func:`remux_command` / :func:`mux_h264_command` - stream copies (no re-encoding);
+  :func:`mp4_sample_count` - the coded frames of an MP4's video track, from its sample table.
 
 Conventions: frame indices are 0-based decoded frame numbers (every frame the decoder
 outputs, none dropped or duplicated: ``-fps_mode passthrough``), the numbering of
@@ -31,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import ffmpeg  # ffmpeg-python: builds the command lines
 import numpy as np
@@ -40,7 +43,9 @@ from ..atomic import temp_path_for
 from ..errors import InputError
 
 __all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
-           "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS"]
+           "FrameReader", "RawFile", "BlackFrames", "frame_bytes", "PIX_FMTS", "X264_PRESETS", "FrameHashes",
+           "decode_hashes", "hash_command", "parse_frame_hashes", "remux_command", "mux_h264_command",
+           "mp4_sample_count"]
 
 PIX_FMTS = ("rgb24", "yuv420p")
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
@@ -85,7 +90,7 @@ def _command(stream, *global_args: str) -> list[str]:
     return [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *global_args, *ffmpeg.get_args(stream)]
 
 
-def _tail(data: bytes, lines: int = 15) -> str:
+def stderr_tail(data: bytes, lines: int = 15) -> str:
     """The last ``lines`` lines of ffmpeg's stderr, for error messages."""
     return "\n".join(data.decode("utf-8", "replace").strip().splitlines()[-lines:])
 
@@ -120,7 +125,10 @@ class VideoInfo:
     ``duration``: container duration in seconds (None when unknown). ``frames_estimate``:
     ``round(duration * fps)``, the header's claim. ``num_frames``: the decoded frame count,
     only when counted (``probe(..., count=True)``), else None. ``metadata``: the container's
-    global tags (vistest stores its content key in ``comment``).
+    global tags (vistest stores its content key in ``comment``). ``container``: ffmpeg's
+    demuxer names, e.g. ``"mov,mp4,m4a,3gp,3g2,mj2"`` or ``"avi"``. ``full_range``: the
+    frames use the full 0-255 range (``yuvj*`` or ``pc``: MJPEG, many phone videos), not
+    video range (16-235), which vistest's raw frames and outputs use.
     """
 
     path: str
@@ -133,8 +141,11 @@ class VideoInfo:
     num_frames: int | None = None
     rotation: float = 0.0
     metadata: Mapping[str, str] = field(default_factory=dict)
+    container: str = ""
+    full_range: bool = False
 
 
+_INPUT_RE = re.compile(r"^Input #0, (.+), from '")
 _VIDEO_LINE_RE = re.compile(r"Stream #\d+:\d+.*?: Video: (.*)$")
 _SIZE_RE = re.compile(r", (\d+)x(\d+)(?=[ ,]|$)")
 _FPS_RE = re.compile(r", (\d+(?:\.\d+)?)(k?) (fps|tbr)\b")
@@ -169,7 +180,7 @@ def parse_probe(path: str, stderr: str) -> VideoInfo:
     lines = stderr.splitlines()
     video = next((m for m in map(_VIDEO_LINE_RE.search, lines) if m), None)
     if video is None:
-        raise VideoError(f"{path}: no video stream found by ffmpeg:\n{_tail(stderr.encode())}")
+        raise VideoError(f"{path}: no video stream found by ffmpeg:\n{stderr_tail(stderr.encode())}")
     desc = video.group(1)
     size = _SIZE_RE.search(desc)
     if size is None:
@@ -187,8 +198,10 @@ def parse_probe(path: str, stderr: str) -> VideoInfo:
     dur = _DURATION_RE.search(stderr)
     duration = int(dur.group(1)) * 3600 + int(dur.group(2)) * 60 + float(dur.group(3)) if dur else None
     estimate = int(round(duration * fps)) if duration is not None else None
+    container = next((m.group(1) for m in map(_INPUT_RE.search, lines) if m), "")
+    full_range = pix_fmt.startswith("yuvj") or bool(re.search(r"\(pc[,)]", desc))
     return VideoInfo(str(path), (w, h), float(fps), codec, pix_fmt, duration, estimate, None, rot,
-                     _global_metadata(lines))
+                     _global_metadata(lines), container, full_range)
 
 
 def probe(path: str | os.PathLike, count: bool = False) -> VideoInfo:
@@ -239,13 +252,17 @@ class FrameReader:
     ``size`` (W, H): the decoded size (from :func:`probe`); ``pad_even`` pads odd sizes
     with black on the right/bottom to even ones (``size`` is then the padded size).
     ``select``: decoded frame numbers to keep (None: all). ``threads``: decoder threads
-    (None: ffmpeg's default). Iterating yields one reused ``bytearray`` per frame (copy it
-    to keep it); ``frames_read`` counts them. A short final frame, or ffmpeg failing, is a
-    VideoError naming the file; leaving the ``with`` block early stops ffmpeg.
+    (None: ffmpeg's default). ``hash_path``: also write the per-frame hashes of every
+    decoded frame (as decoded, before any padding) there, from the same decode
+    (:func:`decode_hashes`' format). ``full_range``: the source is full range (VideoInfo):
+    its frames are converted to video range, as every raw frame here is. Iterating yields one
+    reused ``bytearray`` per frame (copy it to keep it); ``frames_read`` counts them. A short
+    final frame, or ffmpeg failing, is a VideoError naming the file; leaving the ``with`` block early stops ffmpeg.
     """
 
     def __init__(self, path: str | os.PathLike, size: tuple[int, int], pix_fmt: str = "rgb24",
-                 select: Iterable[int] | None = None, threads: int | None = None, pad_even: bool = False):
+                 select: Iterable[int] | None = None, threads: int | None = None, pad_even: bool = False,
+                 hash_path: str | os.PathLike | None = None, full_range: bool = False):
         self.path = Path(path)
         w, h = size
         if pad_even:
@@ -257,6 +274,8 @@ class FrameReader:
         filters = []
         if select is not None:
             filters.append(f"select='{select_expr(select)}'")
+        if full_range:
+            filters.append("scale=in_range=full:out_range=limited")
         if pad_even and (size[0] % 2 or size[1] % 2):
             filters.append(f"pad={w}:{h}:0:0:black")
         in_opts = {"threads": threads} if threads else {}
@@ -264,6 +283,8 @@ class FrameReader:
         if filters:
             out_opts["vf"] = ",".join(filters)
         self.args = _command(ffmpeg.output(ffmpeg.input(str(self.path), **in_opts), "pipe:1", **out_opts))
+        if hash_path is not None:
+            self.args += HASH_ARGS + [str(hash_path)]
         self._proc: subprocess.Popen | None = None
         self._err = None
 
@@ -303,7 +324,8 @@ class FrameReader:
         rc = self._proc.wait()
         if rc != 0:
             self._err.seek(0)
-            raise VideoError(f"{self.path}: ffmpeg could not decode the video (exit {rc}):\n{_tail(self._err.read())}")
+            raise VideoError(f"{self.path}: ffmpeg could not decode the video (exit {rc}):\n"
+                             f"{stderr_tail(self._err.read())}")
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -387,7 +409,9 @@ class VideoWriter:
     reads or generates itself. The container follows the suffix of ``path`` (.mp4, .mkv,
     ...); mp4 gets ``+faststart``. Frame i is shown at time i / fps. ``verify``: decode the
     finished file and require exactly the frames given (VideoError otherwise) before it is
-    renamed into place. Writing zero frames is an error (nothing is written).
+    renamed into place. Writing zero frames is an error (nothing is written). ``intra``:
+    every frame an IDR frame (libx264 ``-g 1``; a ``.h264`` path gives a raw Annex-B stream
+    whose every access unit carries its parameter sets).
 
     Besides the ``with`` block, :meth:`start`, :meth:`close_input`, :meth:`finish` and
     :meth:`abort` let a caller drive many writers at once.
@@ -396,7 +420,7 @@ class VideoWriter:
     def __init__(self, path: str | os.PathLike, fps: float, size: tuple[int, int], crf: int = 18,
                  preset: str = "medium", *, pix_fmt: str = "rgb24", threads: int | None = None,
                  metadata: Mapping[str, str] | None = None, source: RawFile | BlackFrames | None = None,
-                 verify: bool = True):
+                 verify: bool = True, intra: bool = False):
         self.path = Path(path)
         self.fps = float(fps)
         self.rate = frame_rate(fps)
@@ -423,6 +447,7 @@ class VideoWriter:
         self.metadata = dict(metadata or {})
         self.source = source
         self.verify = verify
+        self.intra = intra
         self.nbytes = frame_bytes(self.size, pix_fmt)
         self.frames_written = 0
         self._proc: subprocess.Popen | None = None
@@ -443,6 +468,8 @@ class VideoWriter:
                 "r": self.rate, "fps_mode": "cfr", "map_metadata": -1}
         if self.threads is not None:
             opts["threads"] = self.threads
+        if self.intra:
+            opts["g"] = 1
         if self.source is not None:
             opts["frames:v"] = self.source.num_frames
         if Path(out).suffix.lower() in (".mp4", ".m4v", ".mov"):
@@ -457,7 +484,7 @@ class VideoWriter:
         container from it)."""
         if self.source is not None and self.source.num_frames < 1:
             raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
-        self._tmp = temp_path_for(self.path)
+        temp_path_for(self.path, lambda t: setattr(self, "_tmp", t))
         self._err = tempfile.TemporaryFile()  # a file, not a pipe: ffmpeg can never block on it
         stdin = subprocess.PIPE if self.source is None else subprocess.DEVNULL
         try:
@@ -554,7 +581,7 @@ class VideoWriter:
     # ---- internals -------------------------------------------------------------------
     def _stderr(self) -> str:
         self._err.seek(0)
-        return _tail(self._err.read())
+        return stderr_tail(self._err.read())
 
     def _cleanup(self) -> None:
         if self._tmp is not None and self._tmp.exists():
@@ -586,8 +613,178 @@ def count_frames(path: str | os.PathLike) -> int:
     except OSError as e:
         raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
     if res.returncode != 0:
-        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n{_tail(res.stderr)}")
+        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n"
+                         f"{stderr_tail(res.stderr)}")
     counts = _FRAME_RE.findall(res.stdout)
     if not counts:
         raise VideoError(f"{path}: ffmpeg reported no progress (no 'frame=' line); is there a video stream?")
     return int(counts[-1])
+
+
+# ---------------------------------------------------------------------------------------
+# frame hashes, stream copies, MP4 sample tables
+# ---------------------------------------------------------------------------------------
+HASH = "murmur3"  # ffmpeg framehash: fast, 128 bits; equality checks, not security
+HASH_ARGS = ["-map", "0:v:0", "-fps_mode", "passthrough", "-enc_time_base", "demux", "-f", "framehash", "-hash",
+             HASH]  # every decoded frame once, with the container's own timestamps
+
+
+@dataclass(frozen=True)
+class FrameHashes:
+    """Per decoded frame: presentation time (``pts`` in units of ``time_base`` seconds),
+    duration and the hash of its raw pixels (:data:`HASH`), in decode output order."""
+
+    time_base: Fraction
+    pts: tuple[int, ...]
+    durations: tuple[int, ...]
+    hashes: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+
+_TB_RE = re.compile(r"^#tb 0: (\d+)/(\d+)$")
+
+
+def parse_frame_hashes(text: str, where: str = "framehash") -> FrameHashes:
+    """Parse ffmpeg's ``framehash`` output (format version 2: ``#tb 0: N/D`` then one line
+    ``stream, dts, pts, duration, size, hash`` per frame)."""
+    tb, pts, dur, hashes = None, [], [], []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            m = _TB_RE.match(line)
+            if m:
+                tb = Fraction(int(m.group(1)), int(m.group(2)))
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 6 or parts[0] != "0":
+            continue
+        pts.append(int(parts[2]))
+        dur.append(int(parts[3]))
+        hashes.append(parts[5])
+    if tb is None:
+        raise VideoError(f"{where}: no '#tb 0:' line in ffmpeg's framehash output")
+    return FrameHashes(tb, tuple(pts), tuple(dur), tuple(hashes))
+
+
+def hash_command(path: str | os.PathLike, threads: int | None = None) -> list[str]:
+    """ffmpeg arguments decoding ``path`` and writing its frame hashes to stdout (:func:`decode_hashes`)."""
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error"]
+    args += ["-threads", str(threads)] if threads else []
+    return args + ["-i", str(path), *HASH_ARGS, "-"]
+
+
+def decode_hashes(path: str | os.PathLike, threads: int | None = None) -> FrameHashes:
+    """Decode the first video stream of ``path`` and hash every frame (passthrough: none
+    dropped or duplicated), with its presentation time. VideoError naming the file on failure."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: video file not found")
+    args = hash_command(path, threads)
+    try:
+        res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+    if res.returncode != 0:
+        raise VideoError(f"{path}: ffmpeg could not decode the video (exit {res.returncode}):\n"
+                         f"{stderr_tail(res.stderr)}")
+    return parse_frame_hashes(res.stdout.decode("ascii", "replace"), str(path))
+
+
+def remux_command(src: str | os.PathLike, out: str | os.PathLike, metadata: Mapping[str, str]) -> list[str]:
+    """ffmpeg arguments copying the first video stream of ``src`` into ``out`` without
+    re-encoding (no other stream, no source tags; ``metadata`` set; ``+faststart`` for MP4)."""
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i", str(src), "-map", "0:v:0",
+            "-c", "copy", "-map_metadata", "-1"]
+    args += [a for k, v in sorted(metadata.items()) for a in ("-metadata", f"{k}={v}")]
+    if Path(out).suffix.lower() in (".mp4", ".m4v", ".mov"):
+        args += ["-movflags", "+faststart"]
+    return args + [str(out)]
+
+
+def mux_h264_command(jobs: Sequence[tuple[str | os.PathLike, str | os.PathLike, Mapping[str, str]]],
+                     fps: float) -> list[str]:
+    """One ffmpeg process muxing several raw H.264 (Annex-B) inputs, each given as a
+    ``concatf:`` list file, into MP4 files by stream copy at ``fps`` frames/s: ``jobs`` is
+    (list file, output, metadata) per output."""
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
+    for lst, _, _ in jobs:  # the parameter sets lead each stream: probing 4 KB finds them without decoding frames
+        args += ["-f", "h264", "-probesize", "4096", "-analyzeduration", "0", "-framerate", frame_rate(fps),
+                 "-i", f"concatf:{Path(lst).resolve()}"]
+    for k, (_, out, meta) in enumerate(jobs):
+        args += ["-map", f"{k}:v:0", "-c", "copy", "-map_metadata", "-1"]
+        args += [a for key, val in sorted(meta.items()) for a in ("-metadata", f"{key}={val}")]
+        args += ["-movflags", "+faststart", str(out)]
+    return args
+
+
+def _boxes(f, end: int):
+    """(type, payload start, payload end) of the ISO BMFF boxes in ``[f.tell(), end)``."""
+    import struct
+
+    pos = f.tell()
+    while pos + 8 <= end:
+        f.seek(pos)
+        size, kind = struct.unpack(">I4s", f.read(8))
+        head = 8
+        if size == 1:
+            size = struct.unpack(">Q", f.read(8))[0]
+            head = 16
+        elif size == 0:
+            size = end - pos
+        if size < head:
+            return
+        yield kind.decode("latin-1"), pos + head, pos + size
+        pos += size
+
+
+def mp4_sample_count(path: str | os.PathLike) -> int | None:
+    """Samples (coded frames) of the first video track of an MP4/MOV file, from its sample
+    table (``moov/trak/mdia/minf/stbl/stsz``), without decoding; None when the file has no
+    such table (not MP4, fragmented, truncated)."""
+    import struct
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, 2)
+            f.seek(0)
+            for kind, a, b in list(_boxes(f, end)):
+                if kind != "moov":
+                    continue
+                f.seek(a)
+                for tk, ta, tb in list(_boxes(f, b)):
+                    if tk != "trak":
+                        continue
+                    found = _video_stsz(f, ta, tb)
+                    if found is not None:
+                        return found
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def _video_stsz(f, a: int, b: int) -> int | None:
+    """The stsz sample count of a ``trak`` box whose handler is ``vide``, else None."""
+    import struct
+
+    def child(start, stop, name):
+        f.seek(start)
+        return next(((ca, cb) for ck, ca, cb in list(_boxes(f, stop)) if ck == name), None)
+
+    mdia = child(a, b, "mdia")
+    if mdia is None:
+        return None
+    hdlr = child(*mdia, "hdlr")
+    if hdlr is None:
+        return None
+    f.seek(hdlr[0] + 8)
+    if f.read(4) != b"vide":
+        return None
+    minf = child(*mdia, "minf")
+    stbl = child(*minf, "stbl") if minf else None
+    stsz = child(*stbl, "stsz") if stbl else None
+    if stsz is None:
+        return None
+    f.seek(stsz[0] + 8)
+    return struct.unpack(">I", f.read(4))[0]

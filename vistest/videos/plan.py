@@ -6,15 +6,28 @@ Two kinds of video (docs/videos.md has the full account):
   selects for budget n, in order (repeats kept), written at ``budget_fps`` (default
   :data:`DEFAULT_BUDGET_FPS` = 1 frame/s, so that fps-based samplers such as
   qwen-vl-utils at 2 frames/s and LLaVA-Video at 1 frame/s also take every frame);
-  ``all_frame/{scene_id}.mp4`` holds every decoded frame at the source frame rate. For
-  every known profile the plan records which frames of the *written* video that profile
-  takes (:class:`ProfileTake`); one that drops or repeats a frame is a warning.
-* **Dummy videos**, one per question and mode, with the question's evidence removed:
-  ``drop`` (evidence frames removed), ``black`` (evidence frames black, timing kept),
-  ``mask`` (the evidence objects' visible boxes filled: ``black``, ``blur`` or
-  ``inpaint``), ``allblack`` (every frame black; one per scene, serves every question).
-  Dummies are written at the source frame rate and are content-addressed: questions whose
-  removals are identical share one file ``dummy_{mode}/{scene_id}/{key[:16]}.mp4``.
+  ``all_frame/{scene_id}.mp4`` holds every decoded frame at the source frame rate (a
+  stream copy of the source where that is frame-exact, see vistest.videos.write).
+* **Dummy videos** with a question's evidence removed: ``drop`` (evidence frames removed),
+  ``black`` (evidence frames black, timing kept), ``mask`` (the evidence objects' visible
+  boxes filled: ``black``, ``blur`` or ``inpaint``), ``allblack`` (every frame black; one
+  per scene, serves every question). The *full-length* dummy is the whole recipe at the
+  source frame rate (``dummy_{mode}/{scene_id}/{key[:16]}.mp4``). A *budget dummy*
+  (``dummy_{mode}/{n}_frame/{scene_id}/{key[:16]}.mp4``) holds exactly the frames the
+  sampler profile takes at budget n from the full-length dummy's timeline (its frame
+  count, at the source frame rate), written like a budget video at ``budget_fps``: an
+  evaluator sampling n frames from it sees what it would have seen from the full-length
+  dummy (docs/videos.md, "Budget dummies"). Numeric dummy budgets get budget dummies by
+  default (``dummy_length="budget"``); the ``all`` budget always uses the full-length one.
+  Dummies are content-addressed: questions whose removals are identical share a file.
+
+Every n-frame video (budget video, budget dummy) is *all-intra* H.264 (every frame an IDR
+frame), assembled by stream copy from the scene's pool of encoded frames, so each distinct
+frame is encoded once per scene however many videos hold it (vistest.videos.write).
+
+For every video and every budget it serves, the plan records which frames of the *written*
+video each known profile takes (:func:`video_takes`, :class:`ProfileTake`); one that drops
+or repeats a frame is a warning.
 
 Evidence: frame f carries evidence for a question when any referenced object (``objects``,
 or every instance of a ``category``) has ``visible[f, o] > evidence_threshold`` (default
@@ -23,9 +36,15 @@ is invalid or that have no visibility row are *unknown*: with ``unknown_as_evide
 default) they are removed (drop), black (black) or black in full (mask), since nothing
 says the object is absent from them.
 
-Dummy ground truth: counting -> 0 (``status`` changed, ``expectation`` "zero"); every other
-type -> ``unanswerable`` with ``expectation`` "abstain" (an answer is a prior-driven guess;
-the original answer is kept in ``original_ground_truth`` for scoring).
+Dummy ground truth, per (question, mode, budget), over the frames that budget's dummy holds:
+counting -> 0 (``status`` changed, ``expectation`` "zero"); every other type ->
+``unanswerable`` with ``expectation`` "abstain" (an answer is a prior-driven guess; the
+original answer is kept in ``original_ground_truth`` for scoring), unless the question
+offers an answer for that (reformulated questions: ``Question.unsupported_answer``, the
+"Cannot be determined from the video" option, else "None of these", or for numbers and
+texts that accept abstention that phrase): then that answer, ``status`` kept or changed
+against the original, ``unsupported`` true, ``expectation`` "abstain" or "none_of_these".
+The plan checks that no frame a dummy shows (neither black nor masked there) carries evidence.
 
 Conventions: frame numbers are 0-based decoded frames of the source video; rectangles
 are ``(x0, y0, x1, y1)`` half-open pixel bounds in the written (even) frame size, with
@@ -47,13 +66,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..budget.truth import CHANGED, UNANSWERABLE, FrameSelection, count_like
+from ..budget.sampling import ALL, PROFILES, Budget, budget_label, parse_budget, select_frames
+from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
+from ..eval.answers import none_letter
+from ..layout import budget_video_path, dummy_video_path, is_budget_folder
 from ..questions import RULE_COUNTING, Question
-from ..budget.sampling import ALL, PROFILES, Budget, select_frames
-from ..layout import budget_video_path, dummy_video_path
 from ..scene import Scene
-from .ffmpeg import X264_PRESETS, frame_rate
+from .ffmpeg import X264_PRESETS, VideoInfo, frame_rate
 from ..visibility.table import Visibility
 
 KEY_FORMAT = "vistest.variant/1"
@@ -64,10 +84,22 @@ DEFAULT_BUDGET_FPS = 1.0  # frames/s: the one rate at which every fps-based prof
 DEFAULT_EVIDENCE_THRESHOLD = 0.0  # fraction of the image area: "> 0" = any visible part
 DEFAULT_MASK_MARGIN = 2  # native pixels added around each visible box before even alignment
 
+# How long a video is: an n-frame video at budget_fps (budget videos, budget dummies), or the
+# whole recipe at the source rate (all_frame, full-length dummies).
+LENGTH_BUDGET, LENGTH_FULL = "budget", "full"
+DUMMY_LENGTHS = (LENGTH_BUDGET, LENGTH_FULL)
+DEFAULT_DUMMY_LENGTH = LENGTH_BUDGET
+
+# How a video is written (the manifest's ``encoding``): a stream copy of the source (all_frame,
+# when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
+# from the scene's frame pool (n-frame videos).
+STREAM_COPY, X264, X264_INTRA = "stream-copy", "x264", "x264-intra"
+
 REASON_EVIDENCE_REMOVED = "evidence_removed"
 REASON_ALL_BLACK = "all_black"
 EXPECT_ZERO = "zero"        # the answer must be 0 (counting)
 EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-driven guess
+EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
 
 Rect = tuple[int, int, int, int]
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -75,24 +107,32 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 @dataclass(frozen=True)
 class EncoderSettings:
-    """libx264 settings of every written video: ``crf`` (0-51, lower = better), ``preset``."""
+    """libx264 settings: ``crf`` (0-51, lower = better) for every encoded video; ``preset``
+    for the long-GOP full-length videos (all_frame when it cannot be a stream copy, full-length
+    dummies); ``intra_preset`` for the all-intra n-frame videos (budget videos, budget dummies)."""
 
     crf: int = 18
     preset: str = "medium"
+    intra_preset: str = "veryfast"
 
     def __post_init__(self):
         if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
             raise InputError(f"crf: expected an integer in 0..51 (libx264), got {self.crf!r}")
-        if self.preset not in X264_PRESETS:
-            raise InputError(f"preset: expected one of {', '.join(X264_PRESETS)}, got {self.preset!r}")
+        for name in ("preset", "intra_preset"):
+            if getattr(self, name) not in X264_PRESETS:
+                raise InputError(f"{name}: expected one of {', '.join(X264_PRESETS)}, got {getattr(self, name)!r}")
 
-    def to_json(self) -> dict:
+    def to_json(self, intra: bool = False) -> dict:
+        """The encoder part of a content key (``intra``: the all-intra settings)."""
+        if intra:
+            return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.intra_preset,
+                    "gop": 1}
         return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.preset}
 
 
 @dataclass(frozen=True)
 class ProfileTake:
-    """The frames of a written budget video that one sampler profile takes.
+    """The frames of a written video that one sampler profile takes for one budget.
 
     ``frames``: positions in the written video (0-based), None when the profile raises
     (``error`` says why, as the evaluator would fail). ``num_frames``: frames in the video.
@@ -140,6 +180,9 @@ class ProfileTake:
         return out
 
 
+Takes = tuple[tuple[Budget, tuple[ProfileTake, ...]], ...]  # per budget served, every profile's take
+
+
 @dataclass(frozen=True)
 class Variant:
     """One video to write. ``path``: relative to the output folder, '/'-separated.
@@ -148,8 +191,16 @@ class Variant:
     allowed); ``black``: source frames written as black frames instead (sorted);
     ``masks``: (source frame, rectangles) pairs, sorted by frame, filled with ``fill``.
     ``source_free``: every frame is black, so no source pixel is needed (allblack).
-    ``kind``: ``budget`` or ``dummy``. ``questions``: ids of the questions it serves.
-    ``objects``/``evidence_frames``: the dummy's removed objects and their evidence frames.
+    ``kind``: ``budget`` or ``dummy``; ``length``: ``budget`` (an n-frame video at the budget
+    rate, all-intra from the frame pool) or ``full`` (the source rate: all_frame, full-length
+    dummies). ``budget``: the budget of an n-frame video or of all_frame (None for a
+    full-length dummy); ``budgets``: every budget whose rows use this video. ``profile``: the
+    sampler profile whose selection the frames are. ``questions``: ids of the questions it
+    serves. ``objects``/``evidence_frames``: a dummy's removed objects and their evidence
+    frames. ``timeline``: a budget dummy's (frames of the full-length dummy, positions the
+    profile takes there). ``remux_key``/``remux_note``: all_frame's key as a stream copy of
+    the source (tried first), or why it cannot be one (None: it may). ``takes``: per budget
+    served, what each profile takes from this video (:func:`video_takes`).
     """
 
     scene_id: str
@@ -164,11 +215,16 @@ class Variant:
     fill: str | None = None
     mode: str | None = None
     budget: Budget | None = None
+    budgets: tuple[Budget, ...] = ()
+    length: str = LENGTH_FULL
     profile: str | None = None
     questions: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
     evidence_frames: tuple[int, ...] = ()
-    takes: tuple[ProfileTake, ...] = ()
+    timeline: tuple[int, tuple[int, ...]] | None = None
+    remux_key: str | None = None
+    remux_note: str | None = None
+    takes: Takes = ()
     warnings: tuple[str, ...] = ()
 
     @property
@@ -179,31 +235,60 @@ class Variant:
     def source_free(self) -> bool:
         return len(self.black) == len(set(self.frames)) and set(self.black) == set(self.frames)
 
+    @property
+    def intra(self) -> bool:
+        """An n-frame video: all-intra, assembled from the scene's frame pool."""
+        return self.length == LENGTH_BUDGET
+
+    @property
+    def masked_frames(self) -> tuple[int, ...]:
+        return tuple(f for f, _ in self.masks)
+
+
+@dataclass(frozen=True)
+class DummyVideo:
+    """The dummy video the rows of one (question, mode, budget) are asked on.
+
+    ``path``/``key``: the video (None when not written: ``error`` says why, e.g. nothing is
+    left, or the profile fails on the dummy's timeline as its evaluator would). ``frames``:
+    the source frame of each of its frames; ``black``/``masked``: those shown black / with
+    rectangles filled (sorted, unique); ``fps``: its rate; ``length``: ``budget`` or ``full``.
+    """
+
+    budget: Budget
+    path: str | None
+    key: str | None
+    frames: tuple[int, ...]
+    black: tuple[int, ...]
+    masked: tuple[int, ...]
+    fps: float
+    length: str
+    error: str | None = None
+
 
 @dataclass(frozen=True)
 class DummyTruth:
-    """The ground truth one dummy video implies for one question.
+    """The ground truth a question's dummies of one mode imply, per budget.
 
-    ``path``: the dummy video (None when no frame is left to write). ``ground_truth``: 0
-    (typed like the original) for counting, None otherwise. ``status``: ``changed`` or
-    ``unanswerable``; ``reason``: ``evidence_removed`` or ``all_black``; ``expectation``:
-    ``zero`` or ``abstain``. ``short_of_budgets``: budgets larger than the video's frame count.
+    ``ground_truth``: 0 (typed like the original) for counting, the offered answer of a
+    reformulated question (module docstring), None otherwise. ``status``: ``kept``,
+    ``changed`` or ``unanswerable``; ``reason``: ``evidence_removed`` or ``all_black``;
+    ``expectation``: ``zero``, ``abstain`` or ``none_of_these``. ``timeline_frames``: frames of the full-length
+    dummy (the timeline the evaluator samples, and budget dummies are taken from).
+    ``videos``: the video of each dummy budget (:class:`DummyVideo`).
     """
 
     question: Question
     mode: str
     fill: str | None
-    path: str | None
-    key: str | None
-    num_frames: int
-    fps: float
     ground_truth: Any
     status: str
     reason: str
     expectation: str
     objects: tuple[str, ...]
     evidence_frames: tuple[int, ...]
-    short_of_budgets: tuple[Budget, ...]
+    timeline_frames: int
+    videos: tuple[DummyVideo, ...]
     warnings: tuple[str, ...] = ()
 
     @property
@@ -211,20 +296,33 @@ class DummyTruth:
         """The scoring variant name: ``dummy-{mode}`` (vistest.eval.metrics pairs it with the real row)."""
         return f"dummy-{self.mode}"
 
+    def video(self, budget: Budget) -> DummyVideo:
+        for v in self.videos:
+            if v.budget == budget:
+                return v
+        raise KeyError(f"{self.question.id}: no {self.mode} dummy for budget {budget!r}")
+
     def to_record(self, budget: Budget) -> dict:
         """One line of ``dummy_gt.jsonl``: the question's own fields, then the dummy's for an
-        evaluator sampling ``budget`` frames of the dummy video. ``num_frames`` is the budget
-        (as in the budget GT files); ``video_frames`` the frames the dummy video holds."""
+        evaluator sampling ``budget`` frames. ``num_frames`` is the budget (as in the budget
+        GT files); ``video_frames`` the frames the row's video holds, ``frame_indices`` their
+        source frames; ``timeline_frames`` the full-length dummy's frames."""
+        v = self.video(budget)
         rec = dict(self.question.record)
         rec.update({
-            "variant": self.variant, "num_frames": budget, "dummy_mode": self.mode, "fill": self.fill,
-            "video": self.path, "video_key": self.key, "video_frames": self.num_frames, "fps": self.fps,
-            "fewer_frames_than_budget": budget != ALL and self.num_frames < int(budget),
+            "variant": self.variant, "num_frames": budget, "dummy_mode": self.mode, "dummy_length": v.length,
+            "fill": self.fill, "video": v.path, "video_key": v.key,
+            "video_frames": len(v.frames) if v.path else 0, "fps": v.fps,
+            "frame_indices": list(v.frames) if v.path else [], "black_frames": list(v.black) if v.path else [],
+            "masked_frames": list(v.masked) if v.path else [], "timeline_frames": self.timeline_frames,
+            "fewer_frames_than_budget": budget != ALL and self.timeline_frames < int(budget),
             "ground_truth": self.ground_truth, "original_ground_truth": self.question.ground_truth,
             "status": self.status, "reason": self.reason, "expectation": self.expectation,
             "removed_objects": list(self.objects), "evidence_frames": list(self.evidence_frames),
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings) + ([v.error] if v.error else []),
         })
+        if self.ground_truth is not None and self.expectation != EXPECT_ZERO:
+            rec["unsupported"] = True  # the answer the question offers where the frames support none
         return rec
 
 
@@ -233,7 +331,10 @@ class VariantPlan:
     """Everything to write for one scene. ``source``: the source video (absolute path);
     ``source_key``: sha256 of its bytes; ``source_size``: its decoded (W, H); ``size``: the
     written (W, H), the decoded size padded to even with black on the right/bottom;
-    ``source_fps``: frames/s; ``num_frames``: decoded frames of the source."""
+    ``source_fps``: frames/s; ``num_frames``: decoded frames of the source.
+    ``dummy_budgets``: the budgets dummies are written for; ``dummy_length``: ``budget`` or
+    ``full`` (what the numeric dummy budgets use); ``source_full_range``: the source's frames
+    are full range (converted to video range when decoded for encoding)."""
 
     scene_id: str
     source: str
@@ -249,6 +350,9 @@ class VariantPlan:
     variants: tuple[Variant, ...]
     dummies: tuple[DummyTruth, ...]
     warnings: tuple[str, ...] = ()
+    dummy_budgets: tuple[Budget, ...] = ()
+    dummy_length: str = DEFAULT_DUMMY_LENGTH
+    source_full_range: bool = False
 
     def variant(self, path: str) -> Variant:
         """The variant written to ``path`` (relative to the output folder)."""
@@ -280,23 +384,32 @@ def content_key(recipe: Mapping[str, Any]) -> str:
 
 
 def check_scene_id(scene_id: str, source: str = "scene") -> str:
-    """``scene_id`` if it can name files (letters, digits, ``._-``, not starting with ``.``);
+    """``scene_id`` if it can name files (letters, digits, ``._-``, not starting with ``.``,
+    and not a budget folder's name such as ``16_frame``, which budget dummies use);
     InputError naming ``source`` (the scene file) otherwise."""
     if not _SAFE_ID.fullmatch(scene_id):
         raise InputError(f"{source}: scene_id: {scene_id!r} cannot name video files; expected letters, digits, "
                          f"'.', '_' or '-', not starting with '.'")
+    if is_budget_folder(scene_id):
+        raise InputError(f"{source}: scene_id: {scene_id!r} is the name of a budget folder ({{n}}_frame); "
+                         f"choose another id")
     return scene_id
 
 
 def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),
-            mode=None, fill=None) -> dict:
+            mode=None, fill=None, intra: bool = False) -> dict:
     return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
             "black": list(black), "masks": [[f, [list(r) for r in rs]] for f, rs in masks], "mode": mode,
-            "fill": fill, "encoder": settings.to_json()}
+            "fill": fill, "encoder": settings.to_json(intra)}
+
+
+def _remux_recipe(source_key: str, size, fps: float, frames) -> dict:
+    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
+            "encoder": {"codec": STREAM_COPY}}
 
 
 # ---------------------------------------------------------------------------------------
-# budget videos
+# what each profile takes from a written video
 # ---------------------------------------------------------------------------------------
 def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | None = None,
                   options: Mapping[str, Any] | None = None) -> tuple[ProfileTake, ...]:
@@ -309,27 +422,67 @@ def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | No
         try:
             idx = select_frames(name, num_frames, budget, fps=fps, **opts)
             out.append(ProfileTake(name, num_frames, tuple(int(i) for i in idx)))
-        except InputError as e:  # this profile cannot sample the written video (e.g. too few frames)
+        except InputError as e:  # this profile cannot sample that video (e.g. too few frames)
             out.append(ProfileTake(name, num_frames, None, str(e)))
     return tuple(out)
 
 
+def video_takes(num_frames: int, fps: float, budgets: Sequence[Budget], profile: str | None = None,
+                options: Mapping[str, Any] | None = None) -> Takes:
+    """Per budget a video serves, every profile's take of it (:func:`profile_takes`): the one
+    place the manifest's ``profiles`` of every video come from."""
+    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets)
+
+
+def _take_warnings(takes: Takes) -> tuple[str, ...]:
+    """Warnings of every profile that does not take every frame once (prefixed by the budget
+    when a video serves several)."""
+    out = []
+    for b, ts in takes:
+        for t in ts:
+            w = t.warning()
+            if w:
+                out.append(w if len(takes) == 1 else f"budget {budget_label(b)}: {w}")
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------
+# budget videos
+# ---------------------------------------------------------------------------------------
+def remux_note(codec: str | None, container: str | None, size: tuple[int, int]) -> str | None:
+    """Why ``all_frame`` cannot be a stream copy of a source with this codec, container and
+    decoded (W, H), or None when it may be one (then the copy is still verified frame by frame)."""
+    fmts = set((container or "").split(","))
+    if codec != "h264" or not fmts & {"mov", "mp4"}:
+        return f"the source is {codec or 'an unknown codec'} in {container or 'an unknown container'}, not H.264 " \
+               f"in MP4/MOV"
+    if size[0] % 2 or size[1] % 2:
+        return f"the source is {size[0]}x{size[1]}; written videos are padded to even sizes"
+    return None
+
+
 def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, size: tuple[int, int],
                    source_fps: float, budget_fps: float, settings: EncoderSettings, questions: Sequence[str] = (),
-                   profile_options: Mapping[str, Any] | None = None) -> Variant:
-    """The budget video of one selection: its frames in selection order at ``budget_fps``
-    (``all``: at ``source_fps``), with the profile takes and their warnings."""
+                   profile_options: Mapping[str, Any] | None = None,
+                   remux_blocker: str | None = "the source was not probed") -> Variant:
+    """The budget video of one selection: its frames in selection order at ``budget_fps``,
+    all-intra (``all``: every frame at ``source_fps``, tried as a stream copy of the source
+    when ``remux_blocker``, the source's :func:`remux_note`, is None), with the profile takes
+    and their warnings."""
     frames = tuple(int(i) for i in selection.frame_indices)
     if any(b < a for a, b in zip(frames, frames[1:])):
         raise InputError(f"{scene_id}: budget {selection.label}: profile {selection.profile!r} selected frames out "
                          f"of order ({list(frames)[:12]} ...); a budget video needs them in decode order")
-    fps = source_fps if selection.budget == ALL else budget_fps
-    takes = profile_takes(len(frames), selection.budget, fps, selection.profile, profile_options)
-    warnings = tuple(w for w in (t.warning() for t in takes) if w)
-    key = content_key(_recipe(source_key, size, fps, settings, frames))
+    full = selection.budget == ALL
+    fps = source_fps if full else budget_fps
+    takes = video_takes(len(frames), fps, (selection.budget,), selection.profile, profile_options)
+    key = content_key(_recipe(source_key, size, fps, settings, frames, intra=not full))
+    remux_key = content_key(_remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
     return Variant(scene_id, "budget", budget_video_path(scene_id, selection.budget), float(fps), size, frames, key,
-                   budget=selection.budget, profile=selection.profile, questions=tuple(questions), takes=takes,
-                   warnings=warnings)
+                   budget=selection.budget, budgets=(selection.budget,),
+                   length=LENGTH_FULL if full else LENGTH_BUDGET, profile=selection.profile,
+                   questions=tuple(questions), remux_key=remux_key,
+                   remux_note=remux_blocker if full else None, takes=takes, warnings=_take_warnings(takes))
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,16 +573,21 @@ def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect
 # dummies
 # ---------------------------------------------------------------------------------------
 def dummy_ground_truth(q: Question, mode: str) -> tuple[Any, str, str, str]:
-    """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode``."""
+    """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode`` (module docstring)."""
     reason = REASON_ALL_BLACK if mode == "allblack" else REASON_EVIDENCE_REMOVED
     if q.type.rule == RULE_COUNTING:
         return count_like(q.ground_truth, 0), CHANGED, reason, EXPECT_ZERO
-    return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
+    answer = q.unsupported_answer()
+    if answer is None:
+        return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
+    same = str(answer).strip().upper() == str(q.ground_truth).strip().upper()
+    expectation = EXPECT_NONE if answer == none_letter(q.options) else EXPECT_ABSTAIN
+    return answer, KEPT if same else CHANGED, reason, expectation
 
 
 def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int, tuple[Rect, ...]],
                   unknown: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
-    """(frames, black, masks) of a dummy of ``mode`` over ``n`` source frames."""
+    """(frames, black, masks) of a full-length dummy of ``mode`` over ``n`` source frames."""
     everything = tuple(range(n))
     if mode == "drop":
         gone = set(evidence)
@@ -444,21 +602,82 @@ def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int
     raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {mode!r}")
 
 
+def budget_recipe(frames: Sequence[int], black: Sequence[int], masks: Sequence[tuple[int, tuple[Rect, ...]]],
+                  positions: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
+    """(frames, black, masks) of the budget dummy holding positions ``positions`` of the
+    full-length dummy (``frames``, ``black``, ``masks``): its frames in that order (repeats
+    kept), and the black and masked frames among them."""
+    sel = tuple(int(frames[p]) for p in positions)
+    held = set(sel)
+    return sel, tuple(f for f in black if f in held), tuple((f, rs) for f, rs in masks if f in held)
+
+
+def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Sequence[int], black: Sequence[int],
+                   masks: Sequence[tuple[int, tuple[Rect, ...]]]) -> tuple[int, ...]:
+    """Frames a dummy shows (neither black nor masked there) in which an object of
+    ``object_ids`` is visible above the evidence threshold (known frames only): what the
+    dummy's ground truth must be computed over, and empty for every dummy vistest plans."""
+    if not object_ids or not len(frames):
+        return ()
+    ev = table.evident(object_ids).any(axis=1)
+    hidden = set(black) | {f for f, _ in masks}
+    return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))
+
+
+def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
+                 settings: EncoderSettings, recipe: tuple, budget: Budget, full: bool, fps: float, budget_fps: float,
+                 profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
+    """The dummy video of one budget for a full-length ``recipe`` (frames, black, masks): the
+    full-length dummy itself (``full``), or the budget dummy the profile takes from it; with
+    the fields of its Variant (None when nothing is written)."""
+    frames, black, masks = recipe
+    length = LENGTH_FULL if full else LENGTH_BUDGET
+    if not frames:
+        return DummyVideo(budget, None, None, (), (), (), float(fps if full else budget_fps), length), None
+    if full:
+        vf, vb, vm, rate, timeline = frames, black, masks, float(fps), None
+        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
+        path = dummy_video_path(scene_id, mode, key)
+    else:
+        try:
+            positions = tuple(int(p) for p in select_frames(profile, len(frames), budget, fps=fps, **opts))
+        except InputError as e:  # this profile cannot sample that video (e.g. too few frames)
+            return DummyVideo(budget, None, None, (), (), (), float(budget_fps), length,
+                              f"profile {profile} fails on the {len(frames)}-frame full-length dummy at budget "
+                              f"{budget_label(budget)} (as its evaluator would): {e}"), None
+        vf, vb, vm = budget_recipe(frames, black, masks, positions)
+        rate, timeline = float(budget_fps), (len(frames), positions)
+        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
+        path = dummy_video_path(scene_id, mode, key, budget)
+    video = DummyVideo(budget, path, key, vf, tuple(sorted(set(vb))), tuple(f for f, _ in vm), rate, length)
+    return video, {"mode": mode, "fill": fill, "frames": vf, "black": vb, "masks": vm, "key": key, "fps": rate,
+                   "full": full, "budget": None if full else budget, "timeline": timeline}
+
+
 def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
                  source_key: str, size: tuple[int, int], fps: float, settings: EncoderSettings,
                  budgets: Sequence[Budget], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
-                 unknown_as_evidence: bool = True) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
+                 unknown_as_evidence: bool = True, length: str = DEFAULT_DUMMY_LENGTH, profile: str = "uniform",
+                 profile_options: Mapping[str, Any] | None = None, budget_fps: float = DEFAULT_BUDGET_FPS,
+                 ) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
     """Dummy videos (shared by questions with identical recipes) and one DummyTruth per
-    (question, mode). Questions about no object (room size, route planning) get only the
-    allblack dummy."""
+    (question, mode) with its video per dummy budget. ``budgets``: the dummy budgets;
+    ``length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
+    ``profile_options`` at budget n on the full-length dummy's timeline, at ``fps``, written
+    at ``budget_fps``) or ``full`` (every budget uses the full-length dummy). The ``all``
+    budget always uses the full-length dummy. Questions about no object (room size, route
+    planning) get only the allblack dummy."""
     for m in modes:
         if m not in DUMMY_MODES:
             raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
     if fill not in FILLS:
         raise InputError(f"fill: expected one of {', '.join(FILLS)}, got {fill!r}")
+    if length not in DUMMY_LENGTHS:
+        raise InputError(f"dummy_length: expected one of {', '.join(DUMMY_LENGTHS)}, got {length!r}")
+    opts = dict(profile_options or {})
     n = table.num_frames
     unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if unknown_as_evidence else ()
-    groups: dict[str, dict] = {}  # key -> variant fields and served questions, in first-seen order
+    groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
         objs = evidence_objects(q, scene)
@@ -469,55 +688,89 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
             rects = table.mask_rects(objs, size, margin) if mode == "mask" else {}
             frames, black, masks = _dummy_recipe(mode, n, evidence, rects, unknown)
             mode_fill = fill if mode == "mask" else None
+            removed = objs if mode != "allblack" else ()
             warnings = []
             if mode != "allblack" and not set(evidence) - set(unknown):
                 warnings.append("no frame shows the removed objects: apart from unknown frames the dummy "
                                 "equals the source")
-            key = None
-            path = None
-            if frames:
-                src = None if mode == "allblack" else source_key
-                key = content_key(_recipe(src, size, fps, settings, frames, black, masks, mode, mode_fill))
-                path = dummy_video_path(scene.scene_id, mode, key)
-                g = groups.setdefault(key, {"mode": mode, "fill": mode_fill, "frames": frames, "black": black,
-                                            "masks": masks, "path": path, "questions": [], "objects": [],
-                                            "evidence": set()})
-                g["questions"].append(q.id)
-                g["objects"] += [o for o in objs if o not in g["objects"]]
-                g["evidence"].update(evidence if mode != "allblack" else ())
-            else:
+            if not frames:
                 warnings.append("every frame carries evidence: nothing is left to write")
-            short = tuple(b for b in budgets if b != ALL and int(b) > len(frames))
+            src = None if mode == "allblack" else source_key
+            videos = []
+            for b in budgets:
+                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, settings, (frames, black, masks),
+                                         b, b == ALL or length == LENGTH_FULL, fps, budget_fps, profile, opts)
+                videos.append(v)
+                if v.path is None:
+                    continue
+                shown = shown_evidence(table, removed, fields["frames"], fields["black"], fields["masks"])
+                if shown:
+                    raise AssertionError(f"{scene.scene_id}: {q.id}: {mode} dummy {v.path} shows evidence in frames "
+                                         f"{list(shown)[:10]}")
+                g = groups.setdefault(v.path, {**fields, "budgets": [], "questions": [], "objects": [],
+                                               "evidence": set()})
+                if q.id not in g["questions"]:
+                    g["questions"].append(q.id)
+                if b not in g["budgets"]:
+                    g["budgets"].append(b)
+                g["objects"] += [o for o in removed if o not in g["objects"]]
+                g["evidence"].update(evidence if mode != "allblack" else ())
             gt, status, reason, expectation = dummy_ground_truth(q, mode)
-            truths.append(DummyTruth(q, mode, mode_fill, path, key, len(frames), float(fps), gt, status, reason,
-                                     expectation, objs if mode != "allblack" else (),
-                                     evidence if mode != "allblack" else (), short, tuple(warnings)))
-    variants = tuple(Variant(scene.scene_id, "dummy", g["path"], float(fps), size, g["frames"], key,
-                             black=g["black"], masks=g["masks"], fill=g["fill"], mode=g["mode"],
-                             questions=tuple(g["questions"]), objects=tuple(g["objects"]),
-                             evidence_frames=tuple(sorted(g["evidence"])))
-                     for key, g in groups.items())
-    return variants, tuple(truths)
+            truths.append(DummyTruth(q, mode, mode_fill, gt, status, reason, expectation, removed,
+                                     evidence if mode != "allblack" else (), len(frames), tuple(videos),
+                                     tuple(warnings)))
+    variants = []
+    for path, g in groups.items():
+        budgets_served = tuple(g["budgets"])
+        takes = video_takes(len(g["frames"]), g["fps"], budgets_served, profile, opts)
+        variants.append(Variant(scene.scene_id, "dummy", path, g["fps"], size, g["frames"], g["key"], black=g["black"],
+                                masks=g["masks"], fill=g["fill"], mode=g["mode"], budget=g["budget"],
+                                budgets=budgets_served, length=LENGTH_FULL if g["full"] else LENGTH_BUDGET,
+                                profile=profile, questions=tuple(g["questions"]), objects=tuple(g["objects"]),
+                                evidence_frames=tuple(sorted(g["evidence"])), timeline=g["timeline"], takes=takes,
+                                warnings=_take_warnings(takes)))
+    return tuple(variants), tuple(truths)
 
 
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
+def dummy_budgets_of(budgets: Sequence[Budget], dummy_budgets: Sequence[Budget] | None) -> tuple[Budget, ...]:
+    """The budgets dummies are written for: ``dummy_budgets`` (each one of ``budgets``), or by
+    default the numeric ``budgets`` (an ``all`` dummy is a full-length encode per question and
+    mode: ask for it explicitly)."""
+    if dummy_budgets is None:
+        return tuple(b for b in budgets if b != ALL)
+    out = []
+    for b in dummy_budgets:
+        pb = parse_budget(b, "dummy_budgets")
+        if pb not in budgets:
+            raise InputError(f"dummy_budgets: {budget_label(pb)} is not one of the budgets "
+                             f"({', '.join(budget_label(x) for x in budgets)})")
+        if pb not in out:
+            out.append(pb)
+    return tuple(out)
+
+
 def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                   selections: Sequence[FrameSelection], *, source: str | os.PathLike, source_key: str,
                   size: tuple[int, int], dummy_modes: Sequence[str] = DEFAULT_DUMMY_MODES, fill: str = "black",
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, mask_margin: int = DEFAULT_MASK_MARGIN,
                   budget_fps: float = DEFAULT_BUDGET_FPS, settings: EncoderSettings = EncoderSettings(),
                   profile_options: Mapping[str, Any] | None = None, unknown_as_evidence: bool = True,
-                  warnings: Sequence[str] = ()) -> VariantPlan:
+                  dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[Budget] | None = None,
+                  source_info: VideoInfo | None = None, warnings: Sequence[str] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
-    videos hold exactly the frames the ground truth was computed from). ``source``: the
-    video; ``source_key``: :func:`file_key` of it; ``size``: its decoded (W, H) (odd sizes
-    are padded to even on the right/bottom).
-    ``scene.num_frames`` must be the decoded frame count (checked by the caller against
-    the video). Other parameters: see the module docstring.
+    videos hold exactly the frames the ground truth was computed from; their profile is the
+    one budget dummies are taken with). ``source``: the video; ``source_key``: :func:`file_key`
+    of it; ``size``: its decoded (W, H) (odd sizes are padded to even on the right/bottom);
+    ``source_info``: its probe (codec and container decide whether all_frame is tried as a
+    stream copy; None: it is encoded). ``dummy_length``/``dummy_budgets``: see
+    :func:`plan_dummies` and :func:`dummy_budgets_of`. ``scene.num_frames`` must be the
+    decoded frame count (checked by the caller against the video). Other parameters: see the
+    module docstring.
     """
     check_scene_id(scene.scene_id, scene.source)
     if not (isinstance(budget_fps, (int, float)) and np.isfinite(budget_fps) and budget_fps > 0):
@@ -527,12 +780,23 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     n = scene.num_frames
     source_size = (int(size[0]), int(size[1]))
     size = (source_size[0] + source_size[0] % 2, source_size[1] + source_size[1] % 2)
+    budgets = tuple(s.budget for s in selections)
+    dbudgets = dummy_budgets_of(budgets, dummy_budgets) if dummy_modes else ()
+    profiles = {s.profile for s in selections}
+    profile = selections[0].profile if selections else "uniform"
+    if len(profiles) > 1:
+        raise InputError(f"selections: expected one sampler profile, got {sorted(profiles)}")
+    blocker = remux_note(source_info.codec, source_info.container, source_size) if source_info else \
+        "the source was not probed"
     qids = tuple(q.id for q in questions)
-    variants = [budget_variant(scene.scene_id, sel, source_key, size, scene.fps, budget_fps, settings, qids,
-                               profile_options) for sel in selections]
+    full_range = bool(source_info and source_info.full_range)
+    pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
+    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, budget_fps, settings, qids,
+                               profile_options, blocker) for sel in selections]
     table = EvidenceTable(visibility, n, evidence_threshold)
-    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, source_key, size, scene.fps, settings,
-                                   [s.budget for s in selections], fill, mask_margin, unknown_as_evidence)
+    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, pixels, size, scene.fps, settings,
+                                   dbudgets, fill, mask_margin, unknown_as_evidence, dummy_length, profile,
+                                   profile_options, budget_fps)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
@@ -548,43 +812,58 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
         plan_warnings.append(f"the video is {source_size[0]}x{source_size[1]}; written videos are padded to "
                              f"{size[0]}x{size[1]} (yuv420p needs even sizes)")
     return VariantPlan(scene.scene_id, str(Path(source).resolve()), source_key, source_size, size, float(scene.fps), n,
-                       settings, float(budget_fps), float(evidence_threshold), tuple(s.budget for s in selections),
-                       tuple(variants), truths, tuple(plan_warnings))
+                       settings, float(budget_fps), float(evidence_threshold), budgets, tuple(variants), truths,
+                       tuple(plan_warnings), dbudgets, dummy_length, full_range)
 
 
 # ---------------------------------------------------------------------------------------
 # records
 # ---------------------------------------------------------------------------------------
-def manifest_record(plan: VariantPlan, v: Variant) -> dict:
-    """One line of ``manifest.jsonl`` for variant ``v`` (see docs/videos.md)."""
+def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, note: str | None = None) -> dict:
+    """One line of ``manifest.jsonl`` for variant ``v`` (see docs/videos.md): what it holds
+    (source frames, black and masked frames), what each profile takes from it per budget it
+    serves, and how it was written (``encoding``: stream-copy, x264 or x264-intra, as the
+    writer reports it; ``note``: why all_frame is not a stream copy)."""
+    if encoding is None:
+        encoding = X264_INTRA if v.intra else X264
+    copied = encoding == STREAM_COPY
     rec: dict[str, Any] = {
         "scene_id": plan.scene_id, "variant": v.kind, "path": v.path,
         "budget": v.budget if v.budget is None or v.budget == ALL else int(v.budget),
+        "budgets": [b if b == ALL else int(b) for b in v.budgets], "length": v.length,
         "profile": v.profile, "mode": v.mode, "fill": v.fill, "source": plan.source,
         "source_key": None if v.source_free else plan.source_key,
-        "source_frames": list(v.frames), "black_frames": list(v.black),
+        "source_frames": list(v.frames), "black_frames": list(v.black), "masked_frames": list(v.masked_frames),
         "masks": [[f, *r] for f, rs in v.masks for r in rs],
         "num_frames": v.num_frames, "fps": v.fps, "size": list(v.size), "questions": list(v.questions),
-        "key": v.key, "crf": plan.settings.crf, "preset": plan.settings.preset,
+        "key": v.remux_key if copied else v.key, "encoding": encoding, "encoding_note": note,
+        "crf": None if copied else plan.settings.crf,
+        "preset": None if copied else (plan.settings.intra_preset if v.intra else plan.settings.preset),
+        "profiles": {name: {budget_label(b): dict(t.to_json()) for b, ts in v.takes for t in ts if t.profile == name}
+                     for name in PROFILES},
     }
-    if v.kind == "budget":
-        rec["profiles"] = {t.profile: t.to_json() for t in v.takes}
-    else:
+    if v.timeline is not None:
+        rec["timeline"] = {"num_frames": v.timeline[0], "fps": plan.source_fps, "positions": list(v.timeline[1])}
+    if v.kind == "dummy":
         rec["objects"] = list(v.objects)
         rec["evidence_frames"] = list(v.evidence_frames)
-        rec["short_of_budgets"] = [int(b) for b in plan.budgets if b != ALL and int(b) > v.num_frames]
-    rec["warnings"] = list(v.warnings)
+        timeline = v.timeline[0] if v.timeline is not None else v.num_frames
+        rec["short_of_budgets"] = [int(b) for b in v.budgets if b != ALL and int(b) > timeline]
+    rec["warnings"] = list(v.warnings) + ([note] if note and not copied else [])
     return rec
 
 
-def manifest_records(plan: VariantPlan) -> list[dict]:
-    """Manifest lines of every variant, sorted by path."""
-    return [manifest_record(plan, v) for v in sorted(plan.variants, key=lambda v: v.path)]
+def manifest_records(plan: VariantPlan, encodings: Mapping[str, tuple[str, str | None]] | None = None) -> list[dict]:
+    """Manifest lines of every variant, sorted by path; ``encodings``: {path: (encoding,
+    note)} as the writer reports them (vistest.videos.write.WriteReport.encodings)."""
+    enc = dict(encodings or {})
+    return [manifest_record(plan, v, *enc.get(v.path, (None, None)))
+            for v in sorted(plan.variants, key=lambda v: v.path)]
 
 
 def dummy_gt_jsonl(plan: VariantPlan) -> str:
-    """``dummy_gt.jsonl``: one line per (question, mode, budget), in question, mode, budget
-    order (the format vistest.eval.records reads beside the budget GT files; docs/videos.md)."""
+    """``dummy_gt.jsonl``: one line per (question, mode, dummy budget), in question, mode,
+    budget order (the format vistest.eval.score reads beside the budget GT files; docs/videos.md)."""
     params = {"evidence_threshold": plan.evidence_threshold}
     return "".join(json.dumps({**t.to_record(b), **params}, ensure_ascii=False) + "\n"
-                   for t in plan.dummies for b in plan.budgets)
+                   for t in plan.dummies for b in plan.dummy_budgets)

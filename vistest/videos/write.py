@@ -1,51 +1,71 @@
-"""Writing a VariantPlan: one decode of the source feeds every variant's encoder (stage 5).
+"""Writing a VariantPlan: one decode of the source feeds every encoder (stage 5).
 
 How a scene's videos are written (docs/videos.md, "How the videos are written"):
 
-* **One decode pass feeds many encoders.** ffmpeg decodes the source once to raw yuv420p
-  (the codec's own format: no colour conversion, no loss) into a pipe; each frame is
-  handed, as is, black, or with rectangles filled, to every variant that uses it: to a
-  running libx264 encoder (an ffmpeg process reading raw frames from its stdin) for
-  long variants, or appended to a raw *spool* file for short ones (at most
-  :data:`SPOOL_MAX_FRAMES` frames: the 16/32/64-frame budget videos), which are encoded
-  from their spool after the pass. Variants whose every frame is black (``allblack``)
-  need no source: ffmpeg generates their frames. Memory is one frame in Python plus the
-  encoders' own buffers: it does not grow with the video's length.
+* **n-frame videos from a frame pool.** Budget videos and budget dummies (n frames at the
+  budget rate) are all-intra H.264: every distinct frame they hold (a source frame as
+  decoded, with rectangles filled, or black) is encoded once, as an IDR frame of the
+  scene's *pool* (vistest.videos.pool), and each video is assembled by stream copy of its
+  frames' access units (``ffmpeg -f h264 -i concatf:LIST -c copy``, many videos per
+  process). The cost is the distinct frames, not the sum of the videos' lengths.
+* **One decode pass feeds every encoder.** ffmpeg decodes the source once to raw yuv420p
+  (the codec's own format: no colour conversion, no loss) into a pipe; each frame goes to
+  the pool encoder (as decoded and in each masked version the pool needs) and, as is,
+  black, or masked, to every full-length encoder (long-GOP libx264: full-length dummies, and
+  all_frame when it cannot be a stream copy). Python holds one frame (plus one masked copy
+  at a time): memory does not grow with the video's length. Variants whose every frame is
+  black need no source. The same decode also hashes every frame when all_frame is a stream
+  copy (below).
+* **all_frame by stream copy.** When the source is H.264 in MP4/MOV, all_frame is a stream
+  copy of it (no re-encoding), kept only when its decode is frame-exact: as many frames as
+  the source decodes to, every frame's hash equal to the source decode's, and constant
+  frame timing at the scene's rate (and every coded sample of the source decoded, so no edit
+  list hides frames). Otherwise it is encoded, and the manifest and the summary say why.
 * **Memory budget.** Each libx264 encoder holds its look-ahead frames (hundreds of MB at
   1296x968 with ``preset=medium``), so the number of encoders one pass feeds (``jobs``)
   and their threads are chosen from an estimate (:func:`plan_resources`) to stay within
-  ``max_memory_mb``; long variants beyond ``jobs`` go to further passes (one more decode
-  each, ~1/10 of an encode). On the demo scene everything fits in one pass.
-* **Atomic, verified, resumable.** Every encoder writes a temporary file beside its
-  destination; when it has finished, the file is decoded and its frame count checked,
-  and only then renamed into place. Each video carries its content key in the container's
-  ``comment`` tag (``vistest:<key>``): a rerun skips an existing output whose key matches
-  and redoes any other. On an exception, Ctrl-C or SIGTERM (see :func:`signals_as_exit`)
-  every encoder is killed and every temporary and spool file removed.
+  ``max_memory_mb``; full-length variants beyond ``jobs`` go to further passes (one more
+  decode each).
+* **Atomic, verified, resumable.** Every output is written to a temporary file beside its
+  destination and renamed into place only once verified: long-GOP encodes by decoding and
+  counting their frames, stream-copied n-frame videos by their sample table (every sample
+  one access unit the pool encoder produced), all_frame by its frame hashes. Each video
+  carries its content key in the container's ``comment`` tag (``vistest:<key>``): a rerun
+  skips an existing output whose key matches and redoes any other (the whole pool is encoded
+  again, so a rerun writes the bytes an uninterrupted run writes). On an exception, Ctrl-C or
+  SIGTERM (see :func:`signals_as_exit`) every ffmpeg process is killed and every temporary
+  and work file removed.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..atomic import temp_path_for
 from ..progress import progress_bar
-from .plan import Rect, Variant, VariantPlan
-from .ffmpeg import BlackFrames, FrameReader, RawFile, VideoError, VideoWriter, frame_bytes, probe
+from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
+from .pool import BLACK, PoolPlan, concat_list, file_access_units
+from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, ffmpeg_exe,
+                     hash_command, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe, remux_command,
+                     stderr_tail)
 
 DEFAULT_MAX_MEMORY_MB = 500.0
-SPOOL_MAX_FRAMES = 256  # variants this short are spooled to disk during the pass, encoded afterwards
-SPOOL_PREFIX = ".vistest-spool-"  # OUTDIR/.vistest-spool-{scene_id}.XXXXXXXX/: a pass's spool files (mkdtemp)
+MUX_BATCH = 32         # n-frame videos muxed by one ffmpeg process
+SCAN_CHUNK = 1 << 22   # bytes of the pool read at a time when finding its access units
+SPOOL_PREFIX = ".vistest-spool-"  # OUTDIR/.vistest-spool-{scene_id}.XXXXXXXX/: a pass's work folder (mkdtemp)
 KEY_TAG = "comment"     # container tag holding the content key
 KEY_PREFIX = "vistest:"
 
@@ -76,9 +96,21 @@ def encoder_memory_mb(size: tuple[int, int], preset: str, threads: int) -> float
     return PROCESS_MB + _frame_mb(size) * t
 
 
+def intra_encoder_memory_mb(size: tuple[int, int], threads: int) -> float:
+    """Estimated peak RSS (MB) of the all-intra pool encoder (libx264 ``-g 1`` holds no
+    look-ahead: measured 95 / 99 MB at 1296x968 with 1 / 2 threads, any preset)."""
+    return PROCESS_MB + _frame_mb(size) * (36 + 4 * threads)
+
+
 def decoder_memory_mb(size: tuple[int, int], threads: int) -> float:
     """Estimated peak RSS (MB) of the ffmpeg decoder of a (W, H) H.264 source."""
     return PROCESS_MB + _frame_mb(size) * (20 + 6 * threads)
+
+
+def check_decoder_memory_mb(size: tuple[int, int], threads: int) -> float:
+    """Estimated peak RSS (MB) of the decoder hashing all_frame's stream copy (no raw output
+    queue: measured 46 MB at 1296x968, one thread)."""
+    return PROCESS_MB + _frame_mb(size) * (8 + 6 * threads)
 
 
 @dataclass(frozen=True)
@@ -96,8 +128,9 @@ class Resources:
 
 def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int | None = None,
                    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB, jobs: int | None = None,
-                   threads: int | None = None) -> Resources:
-    """Encoders at once (``jobs``) and threads per encoder, for at most ``encoders`` wanted.
+                   threads: int | None = None, pool: bool = False) -> Resources:
+    """Encoders at once (``jobs``) and threads per encoder, for ``encoders`` long-GOP
+    encoders wanted plus, with ``pool``, the all-intra pool encoder (one of the first pass's jobs).
 
     Most encoders first (every variant of a phase at once; each encoder gets ``cpus // jobs``
     threads, at least 1: more encoders than CPUs share them), then fewer threads, then fewer
@@ -111,9 +144,12 @@ def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int 
     base = PYTHON_MB + decoder_memory_mb(size, dthreads)
 
     def total(j: int, t: int) -> float:
-        return base + j * encoder_memory_mb(size, preset, t)
+        per = encoder_memory_mb(size, preset, t) if encoders else intra_encoder_memory_mb(size, t)
+        if pool and encoders:
+            per = max(per, intra_encoder_memory_mb(size, t))
+        return base + j * per
 
-    job_options = [jobs] if jobs else list(range(max(1, encoders), 0, -1))
+    job_options = [jobs] if jobs else list(range(max(1, encoders + pool), 0, -1))
     for j in job_options:
         t_options = [threads] if threads else list(range(max(1, cpus // j), 0, -1))
         for t in t_options:
@@ -185,29 +221,11 @@ def fill_rects(frame, size: tuple[int, int], rects: Iterable[Rect], fill: str = 
 
 
 # ---------------------------------------------------------------------------------------
-# feeding variants from the decode pass
+# feeding encoders from the decode pass
 # ---------------------------------------------------------------------------------------
-class _Spool:
-    """A raw yuv420p file collecting a short variant's frames during the pass."""
-
-    def __init__(self, path: Path, nbytes: int):
-        self.path = path
-        self.nbytes = nbytes
-        self.frames = 0
-        self._f = open(path, "wb")
-
-    def write_raw(self, data) -> None:
-        self._f.write(data)
-        self.frames += 1
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-
-
 class _Feed:
-    """What one variant takes from each decoded frame: how many copies (``frames`` may
-    repeat a frame), and whether black, masked or as decoded."""
+    """What one full-length variant takes from each decoded frame: how many copies
+    (``frames`` may repeat a frame), and whether black, masked or as decoded."""
 
     def __init__(self, v: Variant, num_frames: int, sink, black: bytes):
         frames = np.asarray(v.frames, dtype=np.int64)
@@ -235,6 +253,19 @@ class _Feed:
             self.sink.write_raw(data)
 
 
+class _PoolFeed:
+    """Feeds the pool encoder: for each decoded frame, its pool entries in pool order (the
+    frame as decoded, then each masked version)."""
+
+    def __init__(self, pool: PoolPlan, sink):
+        self.by_frame = pool.by_frame()
+        self.sink = sink
+
+    def feed(self, i: int, buf, size: tuple[int, int]) -> None:
+        for e in self.by_frame.get(i, ()):
+            self.sink.write_raw(buf if e[0] == "frame" else fill_rects(buf, size, e[2], e[3]))
+
+
 # ---------------------------------------------------------------------------------------
 # keys of existing outputs
 # ---------------------------------------------------------------------------------------
@@ -247,14 +278,25 @@ def stored_key(path: str | os.PathLike) -> str | None:
     return tag[len(KEY_PREFIX):] if tag.startswith(KEY_PREFIX) else None
 
 
-def up_to_date(outdir: Path, variants: Sequence[Variant]) -> set[str]:
-    """Paths of the variants whose output exists with the expected key (probed in parallel)."""
-    def check(v: Variant) -> bool:
+def encoding_of(v: Variant) -> str:
+    """How ``v`` is written when encoded: all-intra from the pool, or long-GOP."""
+    return X264_INTRA if v.intra else X264
+
+
+def up_to_date(outdir: Path, variants: Sequence[Variant]) -> dict[str, str]:
+    """{path: encoding} of the variants whose output exists with an expected key (its own, or
+    all_frame's stream-copy key), probed in parallel."""
+    def check(v: Variant) -> str | None:
         p = outdir / v.path
-        return p.is_file() and stored_key(p) == v.key
+        if not p.is_file():
+            return None
+        key = stored_key(p)
+        if key == v.key:
+            return encoding_of(v)
+        return STREAM_COPY if v.remux_key is not None and key == v.remux_key else None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return {v.path for v, ok in zip(variants, pool.map(check, variants)) if ok}
+        return {v.path: enc for v, enc in zip(variants, pool.map(check, variants)) if enc}
 
 
 # ---------------------------------------------------------------------------------------
@@ -264,7 +306,7 @@ def up_to_date(outdir: Path, variants: Sequence[Variant]) -> set[str]:
 def signals_as_exit():
     """Within the block, SIGTERM raises SystemExit(143) in the main thread, so that the
     same cleanup as for Ctrl-C (KeyboardInterrupt) runs: encoders killed, temporary and
-    spool files removed. Outside the main thread it does nothing."""
+    work files removed. Outside the main thread it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -284,43 +326,125 @@ def signals_as_exit():
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class WriteReport:
-    """``written``/``skipped``: variant paths; ``passes``: decodes of the source;
-    ``seconds``: wall time; ``resources``: what :func:`plan_resources` chose."""
+    """``written``/``skipped``: variant paths; ``passes``: decodes of the source (feeding
+    encoders or hashing); ``seconds``: wall time; ``resources``: what :func:`plan_resources`
+    chose; ``encodings``: {path: (encoding, note)} of every variant, written or skipped
+    (``stream-copy``, ``x264``, ``x264-intra``; ``note``: why all_frame is not a stream copy);
+    ``frames_encoded``: frames given to libx264 (pool entries, long-GOP and black frames)."""
 
     written: tuple[str, ...]
     skipped: tuple[str, ...]
     passes: int
     seconds: float
     resources: Resources
+    encodings: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    frames_encoded: int = 0
 
 
 def is_long(v: Variant) -> bool:
-    """A variant that needs source pixels and is too long to spool: it gets an encoder in a pass."""
-    return not v.source_free and v.num_frames > SPOOL_MAX_FRAMES
+    """A full-length variant that needs source pixels: it gets an encoder in a decode pass
+    (all_frame only when it cannot be, or failed to be, a stream copy)."""
+    return not v.intra and not v.source_free
 
 
-def plan_passes(todo: Sequence[Variant], jobs: int) -> list[list[Variant]]:
-    """Variants per decode pass: the first pass takes every short one (spooled) and up to
-    ``jobs`` long ones, each further pass ``jobs`` long ones. Source-free variants take none."""
-    long_ = [v for v in todo if is_long(v)]
-    short = [v for v in todo if not v.source_free and not is_long(v)]
-    if not long_ and not short:
-        return []
-    passes = [short + long_[:jobs]]
-    passes += [long_[k:k + jobs] for k in range(jobs, len(long_), jobs)]
+def plan_passes(long_: Sequence[Variant], jobs: int, pool: bool = False) -> list[list[Variant]]:
+    """Full-length variants per decode pass, ``jobs`` encoders each; with ``pool`` the pool
+    encoder takes one of the first pass's places (with ``jobs`` 1 it has the first pass alone)."""
+    first = jobs - 1 if pool else jobs
+    passes = [list(long_[:first])] if (long_ or pool) else []
+    passes += [list(long_[k:k + jobs]) for k in range(first, len(long_), jobs)]
     return passes
 
 
+def remux_check(src: FrameHashes, copy: FrameHashes, fps: float, samples: int | None) -> str | None:
+    """Why a stream copy is not frame-exact, or None when it is: ``src``/``copy``: the
+    decodes' frame hashes; ``fps``: the scene's rate; ``samples``: coded frames in the
+    source's sample table (None: unknown)."""
+    n = len(src)
+    if samples is not None and samples != n:
+        return f"the source holds {samples} coded frames but decodes to {n} (an edit list or dropped frames)"
+    if len(copy) != n:
+        return f"the stream copy decodes to {len(copy)} frames, the source to {n}"
+    bad = next((k for k in range(n) if copy.hashes[k] != src.hashes[k]), None)
+    if bad is not None:
+        return f"frame {bad} of the stream copy differs from the source's decode"
+    steps = {b - a for a, b in zip(copy.pts, copy.pts[1:])}
+    if len(steps) > 1:
+        return f"the source has a variable frame rate (frame steps {sorted(steps)[:4]} x {copy.time_base})"
+    if steps:
+        rate = 1 / float(next(iter(steps)) * copy.time_base)
+        if abs(rate - fps) > 1e-3 * fps:
+            return f"the source runs at {rate:g} frames/s, the scene at {fps:g}"
+    return None
+
+
 class _Writer:
-    """Runs the passes of one plan; keeps every live encoder and spool so that any failure
-    or interruption can remove them all (:meth:`abort`)."""
+    """Runs the work of one plan; keeps every live ffmpeg process, temporary file and the
+    work folder so that any failure or interruption can remove them all (:meth:`abort`)."""
 
     def __init__(self, plan: VariantPlan, outdir: Path, res: Resources, bar):
         self.plan, self.outdir, self.res, self.bar = plan, outdir, res, bar
         self.black = black_frame(plan.size)
         self.live: list[VideoWriter] = []
-        self.spool_dir: Path | None = None
+        self.procs: list[subprocess.Popen] = []
+        self.temps: list[Path] = []
+        self.work_dir: Path | None = None
         self.written: list[str] = []
+        self.encodings: dict[str, tuple[str, str | None]] = {}
+        self.frames_encoded = 0
+        self.passes = 0
+        self.aborted = False
+        self._lock = threading.Lock()
+
+    # ---- helpers ---------------------------------------------------------------------
+    def work(self) -> Path:
+        """The scene's work folder (pool stream, mux lists), created on first use."""
+        if self.work_dir is None:
+            self.work_dir = Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{self.plan.scene_id}.", dir=self.outdir))
+        return self.work_dir
+
+    def temp(self, v: Variant) -> Path:
+        def register(t: Path) -> None:
+            with self._lock:
+                self.temps.append(t)
+
+        return temp_path_for(self.outdir / v.path, register)
+
+    def place(self, tmp: Path, v: Variant, encoding: str, note: str | None = None) -> None:
+        os.replace(tmp, self.outdir / v.path)
+        with self._lock:
+            self.temps.remove(tmp)
+            self.written.append(v.path)
+            self.encodings[v.path] = (encoding, note)
+
+    def run(self, args: list[str], what: str, stdout=subprocess.DEVNULL) -> bytes:
+        """Run one ffmpeg command (killed on abort); VideoError naming ``what`` on failure."""
+        err = tempfile.TemporaryFile()
+        with self._lock:
+            if self.aborted:
+                err.close()
+                raise VideoError(f"{what}: not started, the writer was stopped")
+            try:
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=stdout, stderr=err)
+            except OSError as e:
+                err.close()
+                raise VideoError(f"{what}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+            self.procs.append(proc)
+        try:
+            try:
+                out, _ = proc.communicate()
+            except BaseException:  # interrupted: stop ffmpeg before anyone removes its output
+                proc.kill()
+                proc.wait()
+                raise
+            if proc.returncode != 0:
+                err.seek(0)
+                raise VideoError(f"{what}: ffmpeg failed (exit {proc.returncode}):\n{stderr_tail(err.read())}")
+            return out or b""
+        finally:
+            with self._lock:
+                self.procs.remove(proc)
+            err.close()
 
     def writer(self, v: Variant, source=None) -> VideoWriter:
         s = self.plan.settings
@@ -332,36 +456,37 @@ class _Writer:
         self.live.append(w)
         return w.start()
 
-    def finish_all(self, writers: Sequence[VideoWriter]) -> None:
+    def finish_all(self, writers: Sequence[VideoWriter], variants: Sequence[Variant],
+                   notes: Mapping[str, str | None] = {}) -> None:
         """Close every input first (the encoders flush in parallel), then wait, verify and
         rename each; verification decodes run in parallel threads."""
         for w in writers:
             w.close_input()
         with ThreadPoolExecutor(max_workers=max(1, len(writers))) as pool:
-            for w, _ in zip(writers, pool.map(lambda w: w.finish(), writers)):
+            for w, v, _ in zip(writers, variants, pool.map(lambda w: w.finish(), writers)):
                 self.live.remove(w)
-                self.written.append(str(w.path.relative_to(self.outdir)))
+                self.written.append(v.path)
+                self.encodings[v.path] = (X264, notes.get(v.path))
+                self.frames_encoded += w.frames_written
 
-    def decode_pass(self, variants: Sequence[Variant]) -> list[tuple[Variant, _Spool]]:
-        """Decode the source once, feeding ``variants``; long ones are encoded and in place at
-        the end, short ones are returned with their spools."""
+    # ---- the decode pass ---------------------------------------------------------------
+    def decode_pass(self, long_: Sequence[Variant], pool: PoolPlan | None = None, hashes: Path | None = None,
+                    notes: Mapping[str, str | None] = {}) -> VideoWriter | None:
+        """Decode the source once, feeding ``long_`` (encoded, verified and in place at the
+        end), the ``pool`` encoder (returned finished, its stream in the work folder) and,
+        with ``hashes``, writing every frame's hash there."""
         plan = self.plan
-        feeds, spools, writers = [], [], []
-        nbytes = frame_bytes(plan.size, "yuv420p")
-        for v in variants:
-            if is_long(v):
-                w = self.start(self.writer(v))
-                writers.append(w)
-                feeds.append(_Feed(v, plan.num_frames, w, self.black))
-            else:
-                if self.spool_dir is None:
-                    self.spool_dir = Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{plan.scene_id}.",
-                                                           dir=self.outdir))
-                sp = _Spool(self.spool_dir / f"{len(spools)}.yuv", nbytes)
-                spools.append((v, sp))
-                feeds.append(_Feed(v, plan.num_frames, sp, self.black))
+        self.passes += 1
+        feeds, writers = [], []
+        for v in long_:
+            w = self.start(self.writer(v))
+            writers.append(w)
+            feeds.append(_Feed(v, plan.num_frames, w, self.black))
+        pool_writer = self.start_pool(pool) if pool is not None else None
+        if pool_writer is not None:
+            feeds.append(_PoolFeed(pool, pool_writer))
         with FrameReader(plan.source, plan.source_size, "yuv420p", threads=self.res.decoder_threads,
-                         pad_even=True) as reader:
+                         pad_even=True, hash_path=hashes, full_range=plan.source_full_range) as reader:
             for buf in reader:
                 i = reader.frames_read - 1
                 if i >= plan.num_frames:
@@ -373,29 +498,139 @@ class _Writer:
         if reader.frames_read != plan.num_frames:
             raise VideoError(f"{plan.source}: decodes to {reader.frames_read} frames, the scene describes "
                              f"{plan.num_frames} (frames[].index: last + 1); fix the scene or the video")
-        for _, sp in spools:
-            sp.close()
-        self.finish_all(writers)
-        return spools
+        if pool_writer is not None:
+            pool_writer.close_input()
+        self.finish_all(writers, long_, notes)
+        if pool_writer is not None:
+            self.finish_pool(pool_writer, pool)
+        return pool_writer
 
-    def encode_sourceless(self, jobs: Sequence[tuple[Variant, RawFile | BlackFrames]]) -> None:
-        """Encode spooled and black-only variants, ``res.jobs`` at a time."""
-        for k in range(0, len(jobs), self.res.jobs):
-            batch = [self.start(self.writer(v, source)) for v, source in jobs[k:k + self.res.jobs]]
-            self.finish_all(batch)
-            for w in batch:
+    # ---- the frame pool and the n-frame videos ----------------------------------------
+    def start_pool(self, pool: PoolPlan) -> VideoWriter:
+        """Start the all-intra pool encoder (its black frame, if any, written first)."""
+        s = self.plan.settings
+        w = VideoWriter(self.work() / "pool.h264", self.plan.budget_fps, self.plan.size, crf=s.crf,
+                        preset=s.intra_preset, pix_fmt="yuv420p", threads=self.res.threads, verify=False,
+                        intra=True)
+        self.start(w)
+        if pool.has_black:
+            w.write_raw(self.black)
+        return w
+
+    def finish_pool(self, w: VideoWriter, pool: PoolPlan) -> None:
+        w.finish()
+        self.live.remove(w)
+        self.frames_encoded += len(pool.entries)
+
+    def pool_units(self, path: Path, expected: int):
+        """The pool's access units (read in chunks: constant memory); VideoError unless there
+        is one per entry."""
+        try:
+            units = file_access_units(path, SCAN_CHUNK)
+        except ValueError as e:
+            raise VideoError(f"{path}: {e}") from None
+        if len(units) != expected:
+            raise VideoError(f"{path}: the pool encoder wrote {len(units)} frames, {expected} were given")
+        return units
+
+    def mux_intra(self, pool_path: Path, units, pool: PoolPlan, variants: Sequence[Variant]) -> None:
+        """Assemble each n-frame variant by stream copy of its pool frames, ``MUX_BATCH`` per
+        ffmpeg process; each output is kept once its sample table holds its frame count."""
+        work = self.work()
+        for k in range(0, len(variants), MUX_BATCH):
+            batch = variants[k:k + MUX_BATCH]
+            jobs, temps = [], []
+            for j, v in enumerate(batch):
+                lst = work / f"mux{k + j}.txt"
+                lst.write_text(concat_list(pool_path, units, pool.uses[v.path]))
+                tmp = self.temp(v)
+                temps.append(tmp)
+                jobs.append((lst, tmp, {KEY_TAG: KEY_PREFIX + v.key}))
+            self.run(mux_h264_command(jobs, self.plan.budget_fps), f"{self.outdir / batch[0].path} (and "
+                     f"{len(batch) - 1} more n-frame videos)")
+            for v, tmp in zip(batch, temps):
+                got = mp4_sample_count(tmp)
+                if got != v.num_frames:
+                    raise VideoError(f"{self.outdir / v.path}: {v.num_frames} frames were muxed but the written file "
+                                     f"holds {got}; not keeping it")
+                self.place(tmp, v, X264_INTRA)
+                self.bar.update(v.num_frames)
+
+    def write_pool(self, pool: PoolPlan, variants: Sequence[Variant], writer: VideoWriter | None) -> None:
+        """After the pass that fed the pool (or, for a black-only pool, now): find its units
+        and mux the n-frame variants."""
+        if writer is None:  # no source frame in the pool: only the black frame
+            writer = self.start_pool(pool)
+            writer.close_input()
+            self.finish_pool(writer, pool)
+        units = self.pool_units(writer.path, len(pool.entries))
+        self.mux_intra(writer.path, units, pool, variants)
+
+    # ---- all_frame as a stream copy ----------------------------------------------------
+    def start_remux(self, v: Variant):
+        """Copy the source's stream into a temporary all_frame and decode it to frame hashes,
+        in a thread (it overlaps the decode pass); returns (temporary file, future)."""
+        tmp = self.temp(v)
+        args = remux_command(self.plan.source, tmp, {KEY_TAG: KEY_PREFIX + v.remux_key})
+
+        def job() -> FrameHashes:
+            self.run(args, f"{self.outdir / v.path} (stream copy of {self.plan.source})")
+            return parse_frame_hashes(self.run(hash_command(tmp, self.res.decoder_threads),
+                                               f"{tmp} (decoding the stream copy)",
+                                               stdout=subprocess.PIPE).decode("ascii", "replace"), str(tmp))
+
+        executor = ThreadPoolExecutor(max_workers=1)
+        future = executor.submit(job)
+        executor.shutdown(wait=False)
+        return tmp, future
+
+    def finish_remux(self, v: Variant, tmp: Path, future, source: FrameHashes) -> str | None:
+        """Keep the stream copy when frame-exact (None), else remove it and say why."""
+        try:
+            copy = future.result()
+        except VideoError as e:  # ffmpeg could not copy or decode the stream: encode instead
+            copy, why = None, f"the stream copy failed: {str(e).splitlines()[-1]}"
+        if copy is not None:
+            why = remux_check(source, copy, self.plan.source_fps, mp4_sample_count(self.plan.source))
+        if why is None:
+            self.place(tmp, v, STREAM_COPY)
+            return None
+        tmp.unlink(missing_ok=True)
+        with self._lock:
+            self.temps.remove(tmp)
+        return why
+
+    # ---- black-only and cleanup ------------------------------------------------------------
+    def encode_sourceless(self, variants: Sequence[Variant]) -> None:
+        """Encode full-length all-black variants (ffmpeg generates the frames), ``res.jobs`` at a time."""
+        for k in range(0, len(variants), self.res.jobs):
+            batch = list(variants[k:k + self.res.jobs])
+            writers = [self.start(self.writer(v, BlackFrames(v.num_frames))) for v in batch]
+            self.finish_all(writers, batch)
+            for w in writers:
                 self.bar.update(w.frames_written)
 
     def abort(self) -> None:
         for w in self.live:
             w.abort()
         self.live.clear()
+        with self._lock:
+            self.aborted = True
+            procs = list(self.procs)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for t in list(self.temps):
+            if t.exists():
+                t.unlink()
+        self.temps.clear()
         self.cleanup()
 
     def cleanup(self) -> None:
-        if self.spool_dir is not None:
-            shutil.rmtree(self.spool_dir, ignore_errors=True)
-            self.spool_dir = None
+        if self.work_dir is not None:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
 
 
 def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
@@ -405,30 +640,70 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     those already there with their key. ``max_memory_mb``/``jobs``/``threads``/``cpus``: see
     :func:`plan_resources` (computed over the whole plan, so reruns use the same threads).
     Raises VideoError (naming the file) when ffmpeg fails, the source's decoded frame count
-    differs from ``plan.num_frames``, or a written file does not decode to its frames.
+    differs from ``plan.num_frames``, or a written file does not hold its frames.
     """
     t0 = time.perf_counter()
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     variants = sorted(plan.variants, key=lambda v: v.path)
-    n_long = sum(map(is_long, variants))
-    res = plan_resources(plan.size, plan.settings.preset, max(n_long, len(variants) - n_long), cpus, max_memory_mb,
-                         jobs, threads)
+    s = plan.settings
+    n_long = sum(1 for v in variants if is_long(v) and v.remux_key is None)
+    res = plan_resources(plan.size, s.preset, n_long, cpus, max_memory_mb, jobs, threads,
+                         pool=any(v.intra for v in variants))
+    check_mb = check_decoder_memory_mb(plan.size, res.decoder_threads)
+    alongside = res.estimate_mb + check_mb <= max_memory_mb  # check all_frame's stream copy during the pass
+    if alongside and any(v.remux_key is not None for v in variants):
+        res = dataclasses.replace(res, estimate_mb=round(res.estimate_mb + check_mb, 1))
     done = up_to_date(outdir, variants)
     todo = [v for v in variants if v.path not in done]
-    passes = plan_passes(todo, res.jobs)
-    total = len(passes) * plan.num_frames + sum(v.num_frames for v in todo if not is_long(v))
+    intra_todo = [v for v in todo if v.intra]
+    pool = PoolPlan.of([v for v in variants if v.intra]) if intra_todo else None  # the whole pool: same bytes
+    source_pool = pool is not None and any(e != BLACK for e in pool.entries)
+    remux = [v for v in todo if v.remux_key is not None]
+    long_ = [v for v in todo if is_long(v) and v.remux_key is None]
+    notes = {v.path: v.remux_note for v in long_ if v.remux_note}
+    passes = plan_passes(long_, res.jobs, source_pool)
+    if remux and not passes:
+        passes = [[]]  # a decode pass only to hash the source's frames
+    total = (len(passes) * plan.num_frames + sum(v.num_frames for v in intra_todo)
+             + sum(v.num_frames for v in todo if not v.intra and v.source_free))
+    encodings = {p: (enc, None) for p, enc in done.items()}
     with progress_bar(total, f"videos {plan.scene_id}", enabled=progress and bool(todo)) as bar:
         w = _Writer(plan, outdir, res, bar)
         try:
-            tail: list[tuple[Variant, RawFile | BlackFrames]] = []
-            for pv in passes:
-                tail += [(v, RawFile(sp.path, sp.frames)) for v, sp in w.decode_pass(pv)]
-            tail += [(v, BlackFrames(v.num_frames)) for v in todo if v.source_free]
-            w.encode_sourceless(tail)
+            remuxing = [(v, *w.start_remux(v)) for v in remux] if alongside else []
+            pool_writer = None
+            for k, pv in enumerate(passes):
+                hashes = w.work() / "source.framehash" if k == 0 and remux else None
+                pw = w.decode_pass(pv, pool if k == 0 and source_pool else None, hashes, notes)
+                pool_writer = pw or pool_writer
+                if k == 0 and pool is not None:
+                    w.write_pool(pool, intra_todo, pool_writer)
+                if hashes is not None:
+                    if not alongside:  # memory: the stream copy is checked after the pass
+                        remuxing = [(v, *w.start_remux(v)) for v in remux]
+                    source = parse_frame_hashes(hashes.read_text(encoding="ascii"), str(plan.source))
+                    fallback = []
+                    for v, tmp, future in remuxing:
+                        why = w.finish_remux(v, tmp, future, source)
+                        if why is not None:
+                            fallback.append(v)
+                            notes[v.path] = why
+                    for k2 in range(0, len(fallback), res.jobs):
+                        passes.append(fallback[k2:k2 + res.jobs])
+                        if hasattr(bar, "length"):
+                            bar.length += plan.num_frames
+            if pool is not None and not passes:
+                w.write_pool(pool, intra_todo, None)
+            w.encode_sourceless([v for v in todo if not v.intra and v.source_free])
         except BaseException:
             w.abort()
             raise
         w.cleanup()
-    return WriteReport(tuple(sorted(w.written)), tuple(sorted(done)), len(passes), round(time.perf_counter() - t0, 3),
-                       res)
+    for v in variants:  # why an all_frame kept from an earlier run is not a stream copy
+        if encodings.get(v.path, (None,))[0] == X264 and v.kind == "budget":
+            encodings[v.path] = (X264, v.remux_note or "the stream copy was not frame-exact when this file was "
+                                                       "written")
+    encodings.update(w.encodings)
+    return WriteReport(tuple(sorted(w.written)), tuple(sorted(done)), w.passes, round(time.perf_counter() - t0, 3),
+                       res, encodings, w.frames_encoded)

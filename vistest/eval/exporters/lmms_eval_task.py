@@ -14,14 +14,18 @@ Written (``OUT``), for a name prefix P (``--name``, default ``vistest``)::
     _default_template_yaml          what every task shares: data loader, prompt, generation
     utils.py                        vistest/eval/answers.py verbatim, then lmms_task_functions.py (below)
     P_{n}_frame.yaml                group of budget n: run it with the model sampling n frames
-    P_{n}_frame_real.yaml           the budget video, answerable questions (metric: overall)
-    P_{n}_frame_dummy_{mode}.yaml   dummies (metrics: hallucination_rate, original_gt_score)
+    P_{n}_frame_real.yaml           the budget video, answerable questions (metrics: overall,
+                                    abstention_rate; reformulated sets also the stress metrics,
+                                    accuracy_correct_{letter}, hallucination_rate)
+    P_{n}_frame_dummy_{mode}.yaml   dummies (metrics: hallucination_rate, original_gt_score, abstention_rate)
     data/{task}.jsonl               the rows of each task
     README.md, vistest_export.json
 
-One group per budget, because a dummy video holds the source's frame rate and length: the
-evaluator samples the budget's frames from it, so the model's frame count must be the
-budget (the real n-frame videos give every frame to any sampler taking n). Rows carry
+One group per budget, run with the model sampling the budget's frames: a budget video and a
+budget dummy (the default, ``vistest run --dummy-length budget``) hold exactly the frames the
+run's sampler takes at that budget, at a rate where every sampler taking n takes them all; a
+full-length dummy (the ``all`` budget, or ``--dummy-length full``) holds the source's rate and
+length, and the evaluator samples the budget's frames from it, as from the source. Rows carry
 vistest's ``id``, ``variant`` and ``num_frames``, and ``process_results`` logs the row, so
 ``vistest score LOGS -r RUN/scenes/{scene_id}`` reads the ``--log_samples`` output.
 
@@ -54,12 +58,16 @@ ANSWERS_BEGIN = "# ==== BEGIN vistest/eval/answers.py (verbatim) ====\n"
 ANSWERS_END = "# ==== END vistest/eval/answers.py ====\n"
 FUNCTIONS_BEGIN = "# ==== BEGIN vistest/eval/exporters/lmms_task_functions.py (constants filled in) ====\n"
 
+# open_post_prompt / abstain_post_prompt: vistest's, for reformulated questions (docs/export.md)
+_OPEN_PROMPTS = {"open_post_prompt": "Answer the question using a single word or phrase.",
+                 "abstain_post_prompt": "Answer the question using a single integer or decimal number, or with "
+                                        f"\"{answers.CANNOT_DETERMINE}\"."}
 _REVSI_PROMPTS = {"pre_prompt": "These are frames of a video.",
                   "mcq_post_prompt": "Answer with the option's letter from the given choices directly.",
-                  "nq_post_prompt": "Answer the question using a single integer or decimal number."}
+                  "nq_post_prompt": "Answer the question using a single integer or decimal number.", **_OPEN_PROMPTS}
 _VSIBENCH_PROMPTS = {"pre_prompt": "These are frames of a video.",
                      "mcq_post_prompt": "Answer with the option's letter from the given choices directly.",
-                     "nq_post_prompt": "Please answer the question using a single word or phrase."}
+                     "nq_post_prompt": "Please answer the question using a single word or phrase.", **_OPEN_PROMPTS}
 PROMPTS = {"revsi": _REVSI_PROMPTS, "vsibench": _VSIBENCH_PROMPTS, "vsibench-legacy": _VSIBENCH_PROMPTS}
 
 
@@ -119,37 +127,74 @@ def template_yaml(protocol: Protocol, run: RunData) -> str:
         "  default:", *[f"    {k}: {q(v)}" for k, v in prompts.items()], "metadata:", "  - version: 1.0", ""])
 
 
-def _metric(name: str, fn: str, higher_is_better: bool) -> list[str]:
-    return [f"  - metric: {name}", f"    aggregation: !function utils.{fn}",
-            f"    higher_is_better: {'true' if higher_is_better else 'false'}"]
+LOWER_IS_BETTER = frozenset({"hallucination_rate", "original_gt_score", "nota_replace_drop", "open_mcq_gap"})
 
 
-def task_yaml(task: str, data_path: Path, dummy: bool) -> str:
+def _metric(name: str, dummy: bool) -> list[str]:
+    """A metric_list entry; abstaining is better on dummies and worse on the real videos."""
+    better = dummy if name == "abstention_rate" else name not in LOWER_IS_BETTER
+    return [f"  - metric: {name}", f"    aggregation: !function utils.aggregate_{name}",
+            f"    higher_is_better: {'true' if better else 'false'}"]
+
+
+def task_metrics(rows: list[ExportRow], dummy: bool) -> list[str]:
+    """The metric names of a task (each aggregated by ``utils.aggregate_{name}``): dummies,
+    hallucination_rate, original_gt_score, abstention_rate; real videos, overall and
+    abstention_rate, then what the rows give values to: hallucination_rate (unsupported rows),
+    the stress metrics of the reformulations present (answers.STRESS_METRICS), and
+    accuracy_correct_{letter} per correct letter of the base and circular MCQ rows."""
+    if dummy:
+        return ["hallucination_rate", "original_gt_score", "abstention_rate"]
+    refs = {r.record.get("reformulation") or answers.BASE for r in rows}
+    out = ["overall", "abstention_rate"]
+    if any(r.record.get("unsupported") for r in rows):
+        out.append("hallucination_rate")
+    wanted = {"circular_accuracy": answers.CIRCULAR, "circular_vanilla_accuracy": answers.CIRCULAR,
+              "nota_add_accuracy": answers.NOTA_ADD, "nota_replace_accuracy": answers.NOTA_REPLACE,
+              "nota_replace_drop": answers.NOTA_REPLACE, "open_score": answers.OPEN,
+              "open_mcq_gap": answers.OPEN, "abstain_accuracy": answers.ABSTAIN}
+    out += [m for m in answers.STRESS_METRICS if wanted[m] in refs]
+    letters = {str(r.ground_truth).strip().upper() for r in rows if r.is_mcq and r.options and not
+               r.record.get("answer_kind") and (r.record.get("reformulation") or answers.BASE) in
+               (answers.BASE, answers.CIRCULAR)}
+    return out + [f"accuracy_correct_{x}" for x in sorted(letters)]
+
+
+def task_yaml(task: str, data_path: Path, metrics: list[str], dummy: bool) -> str:
     """One task: its data file (absolute) and metrics."""
-    metrics = (_metric("hallucination_rate", "aggregate_hallucination_rate", False)
-               + _metric("original_gt_score", "aggregate_original_gt_score", False)) if dummy \
-        else _metric("overall", "aggregate_overall", True)
     return "\n".join([f"task: {json.dumps(task)}", "include: _default_template_yaml", "dataset_kwargs:",
-                      "  data_files:", f"    test: {json.dumps(str(data_path))}", "metric_list:", *metrics, ""])
+                      "  data_files:", f"    test: {json.dumps(str(data_path))}", "metric_list:",
+                      *[line for m in metrics for line in _metric(m, dummy)], ""])
 
 
 def group_yaml(group: str, tasks: list[str], budget: str) -> str:
     """The group of one budget, with the model frame count it needs."""
     frames = "its default number of frames" if budget == "all" else f"{budget} frames"
-    return "\n".join([f"# Run with the model sampling {frames} (dummy videos hold every source frame).",
+    return "\n".join([f"# Run with the model sampling {frames} (each video holds the frames of this budget, or the "
+                      f"whole timeline for the evaluator to sample).",
                       f"group: {json.dumps(group)}", "task:", *[f"  - {json.dumps(t)}" for t in tasks], ""])
 
 
 # ---------------------------------------------------------------------------------------
 # rows and tasks
 # ---------------------------------------------------------------------------------------
-def task_record(run: RunData, row: ExportRow) -> dict:
-    """A data row: the common columns plus ``video_path`` (absolute) and, for dummies,
-    ``dummy_mode`` and ``expectation`` (``zero`` or ``abstain``)."""
+REFORMULATION_FIELDS = ("group_id", "reformulation", "shift", "answer_kind", "accepts_abstention", "unsupported")
+
+
+def task_record(run: RunData, row: ExportRow, metrics: list[str]) -> dict:
+    """A data row: the common columns plus ``video_path`` (absolute), for dummies
+    ``dummy_mode`` and ``expectation`` (``zero``, ``abstain`` or ``none_of_these``), the
+    reformulation fields (:data:`REFORMULATION_FIELDS`, null when absent; ``group_id`` as a
+    string) and ``vistest_metrics`` (the task's metric names)."""
     rec = base_record(row)
     rec["video_path"] = str(run.video_abspath(row.video))
     rec["dummy_mode"] = row.record.get("dummy_mode")
     rec["expectation"] = row.record.get("expectation")
+    for key in REFORMULATION_FIELDS:
+        rec[key] = row.record.get(key)
+    if rec["group_id"] is not None:
+        rec["group_id"] = str(rec["group_id"])
+    rec["vistest_metrics"] = metrics
     return rec
 
 
@@ -190,8 +235,9 @@ def write(run: RunData, out: str | Path, protocol: str = "auto", name: str = "vi
         if not rows:
             warnings.append(f"{task}: every row was left out; task not written")
             continue
-        data = folder.text(f"data/{task}.jsonl", jsonl_text(task_record(run, r) for r in rows))
-        folder.text(f"{task}.yaml", task_yaml(task, data, dummy))
+        metrics = task_metrics(rows, dummy)
+        data = folder.text(f"data/{task}.jsonl", jsonl_text(task_record(run, r, metrics) for r in rows))
+        folder.text(f"{task}.yaml", task_yaml(task, data, metrics, dummy))
         parts.append(Part(task, f"data/{task}.jsonl", len(rows)))
         groups.setdefault(b, []).append(task)
     for b, members in groups.items():

@@ -11,28 +11,45 @@ runs in any lmms-eval environment, with or without vistest.
 Rows (the task folder's data files): ``id``, ``variant`` (``budget``: the real video;
 ``dummy-{mode}``: the evidence removed), ``num_frames`` (the budget), ``question_type``,
 ``question``, ``options``, ``ground_truth`` (a string; null where the dummy makes the
-question unanswerable), ``original_ground_truth``, ``video_path`` (absolute).
+question unanswerable), ``original_ground_truth``, ``video_path`` (absolute); for reformulated
+questions ``group_id``, ``reformulation``, ``shift``, ``answer_kind``, ``accepts_abstention``,
+``unsupported`` (null when absent); ``vistest_metrics``: the task's metric names (lmms-eval
+refuses a metric its YAML does not list, so ``process_results`` returns exactly these).
 
 Per row, ``process_results`` returns the row's key fields (:data:`LOGGED`) with its scores
 (lmms-eval logs them with ``--log_samples``; ``vistest score`` reads ``id``, ``variant`` and
-``num_frames`` back): real rows get ``acc`` (accuracy or MRA, as lmms-eval); dummy rows get
-``hallucinated`` (vistest's rule, answers.is_confident), ``abstained`` and
-``original_gt_score`` (the answer scored against the real video's ground truth: what evidence
-sensitivity subtracts).
+``num_frames`` back), every metric the same row: ``response`` (answers.response_class),
+``evidence`` (False on dummies and unsupported rows), ``hallucinated`` where there is no
+evidence; real rows get ``acc`` (accuracy, MRA or text match, as ``vistest score``) and the
+fields answers.stress_values reads; dummy rows get ``abstained`` and ``original_gt_score``
+(the answer scored against the real video's ground truth: what evidence sensitivity
+subtracts). The aggregations are answers.py's: the overall of the base questions, the stress
+metrics, accuracy by the correct letter, the abstention and hallucination rates.
 """
 import os
+import string
 
 # ---- VISTEST-ONLY (utils.py defines these names in its copy of vistest/eval/answers.py) ----
 from ..answers import (
+    ABSTAINED_CLASS,
+    BASE,
+    CONFIDENT_CLASS,
     MCQ,
     NUMBER,
     PROTOCOLS,
-    is_confident,
+    STRESS_METRICS,
+    TEXT,
+    abstain_letter,
+    abstention_rate,
+    hallucination_rate,
     lmms_eval_subscores,
     mean_of,
-    option_letters,
     parse_answer,
+    position_accuracy,
+    response_class,
+    row_reformulation,
     score_parsed,
+    stress_summary,
 )
 
 # ---- END VISTEST-ONLY ----
@@ -45,12 +62,18 @@ COUNTING_TYPES = frozenset()
 
 RULES = PROTOCOLS[PROTOCOL]
 LOGGED = ("id", "scene_id", "variant", "num_frames", "question_type", "question", "options", "ground_truth",
-          "original_ground_truth", "status", "video_path")
+          "original_ground_truth", "status", "video_path", "group_id", "reformulation", "shift", "answer_kind",
+          "accepts_abstention", "unsupported")
 
 
 def kind_of(question_type):
     """The answer kind of a question type: answers.MCQ or answers.NUMBER."""
     return MCQ if question_type in MCQ_TYPES else NUMBER
+
+
+def row_kind(doc):
+    """The answer kind of a row: its ``answer_kind`` (an open reformulation), else its type's."""
+    return doc.get("answer_kind") or kind_of(doc["question_type"])
 
 
 # ---- the row's video and prompt -------------------------------------------------------
@@ -63,11 +86,18 @@ def doc_to_visual(doc):
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    """pre_prompt, question, ``Options:`` and the options (MCQ), post prompt, one per line."""
+    """pre_prompt, question, ``Options:`` and the options (MCQ), post prompt, one per line. The
+    post prompt: ``mcq_post_prompt``, ``open_post_prompt`` (open texts), ``abstain_post_prompt``
+    (numbers that accept an abstention) or ``nq_post_prompt``."""
     kw = lmms_eval_specific_kwargs or {}
     parts = [kw.get("pre_prompt", ""), doc["question"]]
-    if doc["question_type"] in MCQ_TYPES:
+    kind = row_kind(doc)
+    if kind == MCQ:
         parts += ["Options:\n" + "\n".join(doc["options"] or []), kw.get("mcq_post_prompt", "")]
+    elif kind == TEXT:
+        parts.append(kw.get("open_post_prompt", ""))
+    elif doc.get("accepts_abstention"):
+        parts.append(kw.get("abstain_post_prompt", ""))
     else:
         parts.append(kw.get("nq_post_prompt", ""))
     return "\n".join(parts).strip()
@@ -75,37 +105,79 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 # ---- scoring ----------------------------------------------------------------------------
 def process_results(doc, results):
-    """Score one response; every metric gets the row's LOGGED fields with its scores (what
-    lmms-eval logs with --log_samples: the key vistest score joins on, not the frame lists)."""
-    kind = kind_of(doc["question_type"])
-    parsed = parse_answer(RULES, kind, str(results[0]))
-    row = {k: doc[k] for k in LOGGED if k in doc}
-    if doc["variant"] == "budget":
-        row["acc"] = score_parsed(kind, parsed, doc["ground_truth"])
-        return {"overall": row}
+    """Score one response; every metric of the task (``vistest_metrics``) gets the row's LOGGED
+    fields with its scores (what lmms-eval logs with --log_samples: the key vistest score joins
+    on, not the frame lists)."""
+    kind = row_kind(doc)
+    text = str(results[0])
+    options = doc.get("options")
+    abstain = bool(doc.get("accepts_abstention")) or abstain_letter(options) is not None
+    parsed = parse_answer(RULES, kind, text, abstain)
     counting = doc["question_type"] in COUNTING_TYPES
-    row["hallucinated"] = is_confident(kind, parsed, counting, option_letters(doc["options"]))
-    row["abstained"] = not row["hallucinated"] and not (counting and parsed == 0)
-    row["original_gt_score"] = score_parsed(kind, parsed, doc["original_ground_truth"])
-    return {"hallucination_rate": row, "original_gt_score": row}
+    row = {k: doc[k] for k in LOGGED if k in doc}
+    row["response"] = response_class(kind, text, parsed, counting, options)
+    row["evidence"] = doc["variant"] == "budget" and not doc.get("unsupported")
+    if not row["evidence"]:
+        row["hallucinated"] = row["response"] == CONFIDENT_CLASS
+    if doc["variant"] == "budget":
+        row["acc"] = row["score"] = score_parsed(kind, parsed, doc["ground_truth"])
+        if kind == MCQ:
+            row["n_options"] = len(options or [])
+            row["correct"] = str(doc["ground_truth"]).strip().upper()
+            row["picked"] = parsed.upper()
+    else:
+        row["abstained"] = row["response"] == ABSTAINED_CLASS
+        row["original_gt_score"] = score_parsed(kind, parsed, doc["original_ground_truth"])
+    return {m: row for m in doc["vistest_metrics"]}
 
 
 # ---- aggregation ------------------------------------------------------------------------
 def aggregate_overall(rows):
-    """lmms-eval's overall: mean per question type, composite groups averaged, then the mean
-    (answers.lmms_eval_subscores)."""
+    """lmms-eval's overall over the base questions: mean per question type, composite groups
+    averaged, then the mean (answers.lmms_eval_subscores); 0.0 without a base row."""
     by_type = {}
     for r in rows:
-        by_type.setdefault(r["question_type"], []).append(r["acc"])
+        if row_reformulation(r) == BASE:
+            by_type.setdefault(r["question_type"], []).append(r["acc"])
     type_scores = {t: mean_of(v) for t, v in by_type.items()}
     return lmms_eval_subscores(type_scores, RULES, kind_of)[RULES.overall]
 
 
 def aggregate_hallucination_rate(rows):
-    """Fraction of dummy rows answered confidently."""
-    return sum(1 for r in rows if r["hallucinated"]) / len(rows) if rows else 0.0
+    """Fraction of the rows without evidence answered confidently (answers.hallucination_rate)."""
+    return hallucination_rate(rows)
+
+
+def aggregate_abstention_rate(rows):
+    """Fraction of the rows whose response abstained (answers.abstention_rate)."""
+    return abstention_rate(rows)
 
 
 def aggregate_original_gt_score(rows):
     """Mean score of the dummy answers against the real video's ground truth."""
     return sum(r["original_gt_score"] for r in rows) / len(rows) if rows else 0.0
+
+
+def stress_aggregation(metric):
+    """The aggregation of one answers.STRESS_METRICS metric: answers.stress_summary's value
+    (0.0 when the rows give it none)."""
+    def aggregate(rows):
+        return stress_summary(rows, RULES, kind_of).get(metric, 0.0)
+    aggregate.__name__ = aggregate.__qualname__ = f"aggregate_{metric}"
+    return aggregate
+
+
+def position_aggregation(letter):
+    """The accuracy on the base and circular rows whose correct option is ``letter``
+    (answers.position_accuracy; 0.0 without such a row)."""
+    def aggregate(rows):
+        return position_accuracy(rows).get(letter, (0, 0.0, 0.0))[1]
+    aggregate.__name__ = aggregate.__qualname__ = f"aggregate_accuracy_correct_{letter}"
+    return aggregate
+
+
+# the YAML names them ``utils.aggregate_{metric}`` and ``utils.aggregate_accuracy_correct_{letter}``
+for _metric in STRESS_METRICS:
+    globals()[f"aggregate_{_metric}"] = stress_aggregation(_metric)
+for _letter in string.ascii_uppercase:
+    globals()[f"aggregate_accuracy_correct_{_letter}"] = position_aggregation(_letter)

@@ -44,6 +44,7 @@ LEFT_UNANSWERABLE = "unanswerable"                # real row whose frames do not
 LEFT_UNSCORABLE = "unscorable_ground_truth"       # e.g. an appearance order given as a list of ids
 LEFT_NO_REVSI_TYPE = "no_revsi_question_type"     # revsi: a VSI-Bench type the ReVSI task cannot prompt
 LEFT_NO_VIDEO = "no_video"                        # dummy with no frame left to write
+LEFT_VISTEST_ONLY = "vistest_scored_answer"       # an open answer or the abstention phrase (lmms-eval-task scores it)
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,14 @@ the same bytes; the fixed column types of vistest.eval.exporters.columns make Ar
 safe.
 
 Rows left out of a config, counted per question type in the record and on the terminal:
-``unanswerable`` at that budget (as in ReVSI), ``unscorable_ground_truth``, and
-``no_revsi_question_type``: a VSI-Bench type with no ReVSI counterpart. VSI-Bench types that
-differ from a ReVSI type only by name are renamed (the original stays in
-``vistest_question_type``): ``object_counting`` -> ``object_counting_single`` (one
-category) or ``_multiple``; ``room_size_estimation`` -> ``room_size_estimation_single``;
-``object_rel_distance`` -> ``_closest`` / ``_farthest`` by the question's wording. The
+``unanswerable`` at that budget (as in ReVSI), ``unscorable_ground_truth``,
+``vistest_scored_answer`` (a reformulated row whose answer is a text or, for a number, the
+abstention phrase: revsi would call ``float()`` on it), and ``no_revsi_question_type``: a
+VSI-Bench type with no ReVSI counterpart. VSI-Bench types that differ from a ReVSI type only
+by name are renamed (the original stays in ``vistest_question_type``): ``object_counting`` ->
+``object_counting_single`` (one category) or ``_multiple``; ``room_size_estimation`` ->
+``room_size_estimation_single``; ``object_rel_distance`` -> ``_closest`` / ``_farthest`` by the
+question's wording. The
 relative-direction levels and appearance order have none (use ``lmms-eval-task``).
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .output import (
     LEFT_NO_REVSI_TYPE,
     LEFT_UNANSWERABLE,
     LEFT_UNSCORABLE,
+    LEFT_VISTEST_ONLY,
     ExportResult,
     LeftOut,
     OutputFolder,
@@ -138,7 +141,8 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
         answerable = [r for r in rows if r.answerable]
         left += count_left_out(name, LEFT_UNANSWERABLE, [r for r in rows if not r.answerable])
         left += count_left_out(name, LEFT_UNSCORABLE, [r for r in answerable if not r.scorable])
-        typed = [(r, revsi_question_type(r)) for r in answerable if r.scorable]
+        left += count_left_out(name, LEFT_VISTEST_ONLY, [r for r in answerable if r.scorable and r.vistest_scored])
+        typed = [(r, revsi_question_type(r)) for r in answerable if r.scorable and not r.vistest_scored]
         left += count_left_out(name, LEFT_NO_REVSI_TYPE, [r for r, t in typed if t is None])
         keep = [(r, t) for r, t in typed if t is not None]
         if not keep:

@@ -3,7 +3,9 @@
 A run directory (docs/videos.md) holds, for any number of scenes::
 
     {n}_frame/{scene_id}.mp4            budget videos; all_frame/ every frame
-    dummy_{mode}/{scene_id}/{key}.mp4   dummy videos (allblack: dummy_allblack/{scene_id}.mp4)
+    dummy_{mode}/{n}_frame/{scene_id}/{key}.mp4
+                                        budget dummies (allblack: dummy_allblack/{n}_frame/{scene_id}.mp4)
+    dummy_{mode}/{scene_id}/{key}.mp4   full-length dummies (the all budget; --dummy-length full)
     scenes/{scene_id}/{n}_frame.jsonl   frame-budget ground truth (real videos)
     scenes/{scene_id}/dummy_gt.jsonl    ground truth of every dummy
     manifest.jsonl                      every video: frames, key, profile ...
@@ -33,6 +35,7 @@ from ...errors import InputError
 from ...layout import MANIFEST, SCENES_DIR, budget_video_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ...videos.manifest import read_manifest as read_manifest_records
+from ..answers import is_abstain_answer
 from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
 
 
@@ -93,6 +96,13 @@ class ExportRow:
     @property
     def is_counting(self) -> bool:
         return QUESTION_TYPES[self.question_type].rule == RULE_COUNTING
+
+    @property
+    def vistest_scored(self) -> bool:
+        """A reformulated row only vistest's rules score (the lmms-eval-task export): an open
+        answer (``answer_kind``), or the abstention phrase as a number's answer (the revsi and
+        VLMEvalKit readers would call ``float()`` on it)."""
+        return self.record.get("answer_kind") is not None or (not self.is_mcq and is_abstain_answer(self.ground_truth))
 
     @property
     def where(self) -> str:

@@ -36,7 +36,16 @@ import csv
 import io
 from pathlib import Path
 
-from .output import LEFT_NO_VIDEO, LEFT_UNANSWERABLE, LEFT_UNSCORABLE, ExportResult, OutputFolder, Part, count_left_out
+from .output import (
+    LEFT_NO_VIDEO,
+    LEFT_UNANSWERABLE,
+    LEFT_UNSCORABLE,
+    LEFT_VISTEST_ONLY,
+    ExportResult,
+    OutputFolder,
+    Part,
+    count_left_out,
+)
 from .rundir import ExportRow, RunData, answer_text
 
 COLUMNS = ("index", "id", "variant", "scene_id", "num_frames", "question_type", "question", "options", "candidates",
@@ -78,11 +87,13 @@ def write(run: RunData, out: str | Path, **_) -> ExportResult:
         real = [r for r in run.real_rows if r.budget == b]
         dummy = [r for r in run.dummy_rows if r.budget == b]
         for name, rows, gone in (
-                (f"{b}_frame.tsv", [r for r in real if r.answerable and r.scorable],
+                (f"{b}_frame.tsv", [r for r in real if r.answerable and r.scorable and not r.vistest_scored],
                  [(LEFT_UNANSWERABLE, [r for r in real if not r.answerable]),
-                  (LEFT_UNSCORABLE, [r for r in real if r.answerable and not r.scorable])]),
-                (f"{b}_frame_dummy.tsv", [r for r in dummy if r.video is not None],
-                 [(LEFT_NO_VIDEO, [r for r in dummy if r.video is None])])):
+                  (LEFT_UNSCORABLE, [r for r in real if r.answerable and not r.scorable]),
+                  (LEFT_VISTEST_ONLY, [r for r in real if r.answerable and r.scorable and r.vistest_scored])]),
+                (f"{b}_frame_dummy.tsv", [r for r in dummy if r.video is not None and not r.vistest_scored],
+                 [(LEFT_NO_VIDEO, [r for r in dummy if r.video is None]),
+                  (LEFT_VISTEST_ONLY, [r for r in dummy if r.video is not None and r.vistest_scored])])):
             for reason, lost in gone:
                 left += count_left_out(name, reason, lost)
             if not rows:

@@ -1,0 +1,355 @@
+"""What ``vistest generate`` made: how many questions each step kept, the answer distributions,
+the debiasing targets (pass / fail), vistest's blind baselines against chance, and how many
+answers hold at each frame budget. ``GenerateReport.to_dict`` is report.json; ``text`` and
+``markdown`` render the same tables.
+
+Targets checked (issue #14): no counting answer above ``balance.max_count_share`` of its type;
+correct letters uniform (each within ``balance.letter_tolerance`` of 1/k) per multiple-choice
+type; numeric options within ``[min_ratio, max_ratio]`` times the answer and ``step_ratio``
+apart, the answer's rank uniform; no blind baseline more than :data:`BLIND_GOAL` above chance
+(per type from ``balance.min_judged`` questions on, and over all questions pooled).
+
+The blind check is one-sided: a baseline below chance guesses nothing. Exact balancing puts the
+held-out option-rank attack below chance by construction (the answer ranks of each type are
+balanced over the set, so the rank that is most frequent in a random half is the least frequent
+in the other half); the table shows the signed gaps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..budget.sampling import budget_label, parse_budget
+from ..budget.truth import STATUSES, budget_truth
+from ..questions import option_letter, parse_questions
+from .blind import BlindCell, RankAttackResult, blind_cells, rank_attack_result
+from .candidates import NUMERIC_MCQ_TYPES
+from .rules import Rules, rule_table
+
+BLIND_GOAL = 0.05  # issue #14: every blind baseline within 5 points of chance
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """Questions of one type after each step: candidates ``found``, ``pooled`` (the random pool
+    per scene), ``answerable`` (the budget stage keeps the answer), ``final`` (after balancing);
+    ``removed``: (balancing step, n)."""
+
+    question_type: str
+    found: int
+    pooled: int
+    answerable: int
+    final: int
+    removed: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The answers of one type: ``answers`` (value or option text, n) sorted by value;
+    ``letters`` (letter, n) for multiple choice; ``ranks`` (rank of the answer among numeric
+    options from the smallest, n); ``quantiles`` (min, 25%, median, 75%, max) of numbers."""
+
+    question_type: str
+    n: int
+    answers: tuple[tuple[str, int], ...]
+    letters: tuple[tuple[str, int], ...] = ()
+    ranks: tuple[tuple[int, int], ...] = ()
+    quantiles: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """One debiasing target: ``value`` measured, ``limit`` (text), ``ok``."""
+
+    target: str
+    question_type: str
+    value: float
+    limit: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Answerability:
+    """Budget stage statuses of one type at one budget (``kept`` + ``changed`` are answerable)."""
+
+    budget: str
+    question_type: str
+    kept: int
+    changed: int
+    unanswerable: int
+
+
+@dataclass(frozen=True)
+class GenerateReport:
+    """Everything ``vistest generate`` reports (module docstring)."""
+
+    seed: int
+    scene_ids: tuple[str, ...]
+    types: tuple[str, ...]
+    rules: Rules
+    funnel: tuple[Funnel, ...]
+    distributions: tuple[Distribution, ...]
+    checks: tuple[Check, ...]
+    blind: tuple[BlindCell, ...]
+    rank_attack: RankAttackResult | None
+    answerability: tuple[Answerability, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n_questions(self) -> int:
+        return sum(f.final for f in self.funnel)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_dict(self) -> dict:
+        from .. import __version__
+
+        return {"vistest_version": __version__, "seed": self.seed, "scenes": list(self.scene_ids),
+                "types": list(self.types), "questions": self.n_questions, "targets_met": self.ok,
+                "rules": {name: json.loads(default) for name, default, _, _ in _current_rules(self.rules)},
+                "funnel": [dataclasses.asdict(f) for f in self.funnel],
+                "distributions": [dataclasses.asdict(d) for d in self.distributions],
+                "checks": [dataclasses.asdict(c) for c in self.checks],
+                "blind_baselines": [{**dataclasses.asdict(c), "gap": c.gap} for c in self.blind],
+                "rank_attack": None if self.rank_attack is None else {**dataclasses.asdict(self.rank_attack),
+                                                                       "gap": self.rank_attack.gap},
+                "answerability": [dataclasses.asdict(a) for a in self.answerability],
+                "notes": list(self.notes)}
+
+    def tables(self) -> list[tuple[str, list[str], list[list[str]]]]:
+        """(title, header, rows) of every table, in report order."""
+        t = []
+        t.append(("Questions per step", ["type", "found", "pooled", "answerable", "final", "removed by balancing"],
+                  [[f.question_type, str(f.found), str(f.pooled), str(f.answerable), str(f.final),
+                    ", ".join(f"{s} {n}" for s, n in f.removed) or "-"] for f in self.funnel]))
+        t.append(("Answer distributions", ["type", "n", "answers", "letters", "answer rank"],
+                  [[d.question_type, str(d.n), _answers_text(d), " ".join(f"{a}:{n}" for a, n in d.letters) or "-",
+                    " ".join(f"{r + 1}:{n}" for r, n in d.ranks) or "-"] for d in self.distributions]))
+        t.append(("Debiasing targets", ["target", "type", "value", "limit", "ok"],
+                  [[c.target, c.question_type, f"{c.value:.3f}", c.limit, "yes" if c.ok else "NO"]
+                   for c in self.checks]))
+        rows = [[c.question_type, c.model, str(c.n), f"{c.score:.3f}", f"{c.chance:.3f}", f"{100 * c.gap:+.1f}"]
+                for c in self.blind]
+        if self.rank_attack is not None:
+            r = self.rank_attack
+            rows.append(["numeric options", f"held-out rank attack ({r.splits} splits)", str(r.n),
+                         f"{r.accuracy:.3f}", f"{r.chance:.3f}", f"{100 * r.gap:+.1f}"])
+        t.append((f"Blind baselines vs chance (revsi scoring; numbers: MRA; types with fewer than "
+                  f"{self.rules.balance.min_judged} questions are not judged)",
+                  ["type", "baseline", "n", "score", "chance", "points"], rows))
+        t.append(("Answers that hold per frame budget (budget stage)",
+                  ["budget", "type", "kept", "changed", "unanswerable", "kept %"],
+                  [[a.budget, a.question_type, str(a.kept), str(a.changed), str(a.unanswerable),
+                    f"{100 * a.kept / max(1, a.kept + a.changed + a.unanswerable):.0f}"] for a in self.answerability]))
+        return t
+
+    def text(self) -> str:
+        head = (f"vistest generate: {self.n_questions} questions from {len(self.scene_ids)} scene(s), "
+                f"seed {self.seed}; "
+                f"targets {'met' if self.ok else 'NOT met'}")
+        out = [head]
+        for title, header, rows in self.tables():
+            out += ["", title, _text_table(header, rows)]
+        out += [""] + [f"note: {n}" for n in self.notes]
+        return "\n".join(out).rstrip() + "\n"
+
+    def markdown(self) -> str:
+        out = [f"# vistest generate\n\n{self.n_questions} questions from {len(self.scene_ids)} scene(s), seed "
+               f"{self.seed}; debiasing targets {'met' if self.ok else '**not met**'}. Types: "
+               f"{', '.join(self.types)}."]
+        for title, header, rows in self.tables():
+            out.append(f"## {title}\n\n" + _md_table(header, rows))
+        if self.notes:
+            out.append("## Notes\n\n" + "\n".join(f"- {n}" for n in self.notes))
+        out.append("## Rules\n\n" + _md_table(["parameter", "value", "source"],
+                                               [[n, f"`{v}`", s] for n, v, _, s in _current_rules(self.rules)]))
+        return "\n\n".join(out) + "\n"
+
+
+def _current_rules(rules: Rules) -> list[tuple[str, str, str, str]]:
+    """rule_table() with this run's values."""
+    out = []
+    for name, _, doc, source in rule_table():
+        fam, param = name.split(".")
+        value = getattr(getattr(rules, fam), param)
+        out.append((name, json.dumps(_plain(value)), doc, source))
+    return out
+
+
+def _plain(v):
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    return v
+
+
+def _answers_text(d: Distribution, keep: int = 8) -> str:
+    if d.quantiles:
+        return "min/25%/median/75%/max " + " / ".join(f"{q:g}" for q in d.quantiles)
+    shown = sorted(d.answers, key=lambda a: -a[1])[:keep]
+    more = len(d.answers) - len(shown)
+    return " ".join(f"{a}:{n}" for a, n in shown) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    w = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    lines = ["  ".join(h.ljust(w[i]) for i, h in enumerate(header))]
+    lines += ["  ".join(str(c).ljust(w[i]) for i, c in enumerate(r)) for r in rows]
+    return "\n".join(x.rstrip() for x in lines)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(s: str) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# building
+# ---------------------------------------------------------------------------------------
+def _by_type(records: Sequence[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        out[r["question_type"]].append(r)
+    return dict(sorted(out.items()))
+
+
+def _option_texts(r: dict) -> list[str]:
+    return [option_letter(o)[1] for o in r["options"]]
+
+
+def _answer_text(r: dict) -> str:
+    if r.get("options"):
+        letters = [option_letter(o)[0] for o in r["options"]]
+        return _option_texts(r)[letters.index(r["ground_truth"])]
+    return str(r["ground_truth"])
+
+
+def distributions(records: Sequence[dict], placed_ranks: Mapping[str, int]) -> list[Distribution]:
+    """Per type: the answers, letters and numeric-option ranks of the final questions."""
+    out = []
+    for qtype, rs in _by_type(records).items():
+        answers = Counter(_answer_text(r) for r in rs)
+        letters = tuple(sorted(Counter(r["ground_truth"] for r in rs if r.get("options")).items()))
+        ranks = tuple(sorted(Counter(placed_ranks[r["id"]] for r in rs if r["id"] in placed_ranks).items()))
+        quantiles: tuple[float, ...] = ()
+        if not rs[0].get("options") and not qtype.startswith("object_counting"):
+            v = np.array([float(r["ground_truth"]) for r in rs])
+            quantiles = tuple(float(x) for x in np.round(np.quantile(v, [0, 0.25, 0.5, 0.75, 1.0]), 3))
+        key = (lambda a: (float(a[0]), a[0])) if not rs[0].get("options") else (lambda a: (0.0, a[0]))
+        out.append(Distribution(qtype, len(rs), tuple(sorted(answers.items(), key=key)), letters, ranks, quantiles))
+    return out
+
+
+def checks(records: Sequence[dict], dists: Sequence[Distribution], blind: Sequence[BlindCell],
+           rank: RankAttackResult | None, rules: Rules) -> list[Check]:
+    """The debiasing targets (module docstring)."""
+    b, m = rules.balance, rules.numeric_mcq
+    out = []
+    by_type = _by_type(records)
+    for d in dists:
+        rs = by_type[d.question_type]
+        if d.question_type.startswith("object_counting"):
+            share = max(n for _, n in d.answers) / d.n
+            out.append(Check("max count share", d.question_type, share, f"<= {b.max_count_share:g}",
+                             share <= b.max_count_share + 1e-9))
+        if d.letters:
+            k = len(rs[0]["options"])
+            dev = max(abs(dict(d.letters).get(letter, 0) / d.n - 1 / k) for letter in "ABCDEFGHIJ"[:k])
+            out.append(Check("letter share - 1/k", d.question_type, dev, f"<= {b.letter_tolerance:g}",
+                             dev <= b.letter_tolerance + 1e-9))
+        if d.question_type.startswith("object_rel_direction_"):
+            k = len(rs[0]["options"])
+            share = max(n for _, n in d.answers) / d.n
+            limit = 1 / k + b.direction_answer_tolerance
+            out.append(Check("max direction share", d.question_type, share, f"<= {limit:.3f}", share <= limit + 1e-9))
+        if d.question_type in NUMERIC_MCQ_TYPES:
+            lo, hi, step = _numeric_option_extent(rs)
+            tol = 10.0 ** (1 - m.significant_digits)  # rounding of the shown values
+            out.append(Check("options / answer", d.question_type, lo, f">= {m.min_ratio:g}", lo >= m.min_ratio - tol))
+            out.append(Check("options / answer", d.question_type, hi, f"<= {m.max_ratio:g}", hi <= m.max_ratio + tol))
+            out.append(Check("neighbour option ratio", d.question_type, step, f">= {m.step_ratio:g}",
+                             step >= m.step_ratio * (1 - tol)))
+            k = m.num_options
+            dev = max(abs(dict(d.ranks).get(r, 0) / d.n - 1 / k) for r in range(k))
+            out.append(Check("answer rank share - 1/k", d.question_type, dev, f"<= {b.letter_tolerance:g}",
+                             dev <= b.letter_tolerance + 1e-9))
+    for c in blind:
+        if c.question_type != "overall" and c.n < b.min_judged:
+            continue  # too few questions: the gap is within sampling error (BalanceRules.min_judged)
+        out.append(Check(f"blind {c.model} - chance", c.question_type, c.gap, f"<= {BLIND_GOAL:g}",
+                         c.gap <= BLIND_GOAL + 1e-9))
+    if rank is not None:
+        out.append(Check("held-out rank attack - chance", "numeric options", rank.gap, f"<= {BLIND_GOAL:g}",
+                         rank.gap <= BLIND_GOAL + 1e-9))
+    return out
+
+
+def _numeric_option_extent(rs: Sequence[dict]) -> tuple[float, float, float]:
+    """(smallest option / answer, largest option / answer, smallest neighbour ratio) over questions."""
+    lo, hi, step = np.inf, 0.0, np.inf
+    for r in rs:
+        vals = np.array([float(t) for t in _option_texts(r)])
+        ans = float(_answer_text(r))
+        lo, hi = min(lo, vals.min() / ans), max(hi, vals.max() / ans)
+        s = np.sort(vals)
+        step = min(step, float((s[1:] / s[:-1]).min()))
+    return float(lo), float(hi), float(step)
+
+
+def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, tuple], rules: Rules
+                  ) -> list[Answerability]:
+    """Budget-stage statuses of the final questions at every ``frames.report_budgets`` budget."""
+    fr = rules.frames
+    budgets = [parse_budget(b) for b in fr.report_budgets]
+    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for sid, recs in questions.items():
+        if not recs:
+            continue
+        scene, vis = scenes[sid]
+        qs = parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scene)
+        bt = budget_truth(scene, vis, qs, budgets=budgets, profile=fr.profile, seen_threshold=fr.seen_threshold,
+                          min_budget_room_route=fr.min_budget_room_route)
+        for it in bt.items:
+            lab = budget_label(it.selection.budget)
+            counts[(lab, it.question.question_type)][it.status] += 1
+            counts[(lab, "all types")][it.status] += 1
+    order = {budget_label(b): i for i, b in enumerate(budgets)}
+    return [Answerability(b, t, *(c[s] for s in STATUSES))
+            for (b, t), c in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1] == "all types",
+                                                                   kv[0][1]))]
+
+
+def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, int],
+                 funnel: Mapping[str, Mapping[str, int]], removals, notes: Sequence[str],
+                 scenes: Mapping[str, tuple], types: tuple[str, ...], rules: Rules, seed: int) -> GenerateReport:
+    """The report of one generation (see GenerateReport). ``ranks``: the answer's rank among the
+    numeric options, by question id; ``funnel``: counts per type and step; ``removals``:
+    vistest.generate.balance.Removal; ``scenes``: scene id -> (scene, visibility)."""
+    records = [r for sid in sorted(questions) for r in questions[sid]]
+    final = Counter(r["question_type"] for r in records)
+    removed: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for rm in removals:
+        removed[rm.question_type].append((rm.step, rm.n))
+    fun = tuple(Funnel(t, f["found"], f["pooled"], f["answerable"], final.get(t, 0), tuple(removed.get(t, ())))
+                for t, f in sorted(funnel.items()))
+    if len(questions) < 10:
+        notes = [*notes, f"{len(questions)} scene(s): the targets are properties of a set; over a few scenes most "
+                         f"types have too few questions to meet them (generate over many scenes, docs/generate.md)"]
+    dists = distributions(records, ranks) if records else []
+    blind = blind_cells(records) if records else ()
+    rank = rank_attack_result(records, seed=seed) if records else None
+    return GenerateReport(seed, tuple(sorted(questions)), types, rules, fun, tuple(dists),
+                          tuple(checks(records, dists, blind, rank, rules)), tuple(blind), rank,
+                          tuple(answerability(questions, scenes, rules)), tuple(notes))

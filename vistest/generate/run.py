@@ -1,0 +1,199 @@
+"""``vistest generate``: scenes and their visibility -> a balanced set of questions.
+
+For each scene (by scene id): its facts (vistest.generate.facts), every candidate of the asked
+types (one module per family), a random pool of at most ``balance.pool_per_scene`` per type, the
+candidates whose all-frame answer the budget stage keeps at every ``frames.answerable_at`` budget
+(vistest.budget.truth: the answer holds for the frames a model sees). Then over all scenes
+together: the balancing pass (answer caps, per-scene caps, blind pruning, options:
+vistest.generate.balance), ids, and the report (vistest.generate.report).
+
+Randomness: each scene's candidates draw from ``scene_rng(seed, scene_id)`` and the balancing
+pass from ``numpy.random.default_rng(seed)``; everything is iterated in sorted order. The same
+scenes, visibility, rules and seed give byte-identical questions.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..atomic import write_atomic
+from ..budget.sampling import parse_budget
+from ..budget.truth import KEPT, budget_truth
+from ..errors import InputError
+from ..questions import parse_questions
+from ..scene import Scene
+from ..visibility.table import Visibility
+from . import appearance, counting, direction, distance, room, size
+from .balance import Placed, balance
+from .candidates import DEFAULT_TYPES, GENERATED_TYPES, NUMERIC_MCQ_TYPES, Candidate, scene_rng, to_record
+from .facts import SceneFacts
+from .report import GenerateReport, build_report
+from .rules import Rules
+
+TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": GENERATED_TYPES}
+
+
+@dataclass(frozen=True, eq=False)
+class SceneInput:
+    """One scene and its visibility table; ``source`` names the table in messages."""
+
+    scene: Scene
+    visibility: Visibility
+    source: str = "<visibility>"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The questions per scene id (records in output order) and the report."""
+
+    questions: Mapping[str, tuple[dict, ...]]
+    report: GenerateReport
+
+
+def parse_types(text: str) -> tuple[str, ...]:
+    """``revsi`` (ReVSI's types, the default), ``all``, or comma-separated type names; in the
+    generator's order. Raises InputError."""
+    text = text.strip()
+    if text in TYPE_SETS:
+        return TYPE_SETS[text]
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in names if t not in GENERATED_TYPES]
+    if bad or not names:
+        raise InputError(f"--types: expected 'revsi', 'all' or a comma-separated list of {', '.join(GENERATED_TYPES)};"
+                         f" got {text!r}")
+    return tuple(t for t in GENERATED_TYPES if t in names)
+
+
+def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rng: np.random.Generator
+                     ) -> list[Candidate]:
+    """Every candidate of ``types`` in one scene (families in a fixed order)."""
+    out = counting.candidates(facts, rules.counting, types, rng)
+    for qtype in (size.TYPE, size.TYPE + "_mcq"):
+        if qtype in types:
+            out += size.candidates(facts, rules.size, qtype, rng)
+    for qtype in (distance.ABS, distance.ABS + "_mcq"):
+        if qtype in types:
+            out += distance.abs_candidates(facts, rules.abs_distance, qtype, rng)
+    out += distance.rel_candidates(facts, rules.rel_distance, types, rng)
+    out += direction.candidates(facts, rules.rel_direction, types)
+    if appearance.TYPE in types:
+        out += appearance.candidates(facts, rules.appearance, rng)
+    out += room.candidates(facts, rules.room_size, types)
+    return sorted(out, key=lambda c: c.key)
+
+
+def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator) -> list[Candidate]:
+    """At most ``limit`` candidates per type (0: all), drawn at random; key order kept."""
+    groups: dict[str, list[Candidate]] = defaultdict(list)
+    for c in cands:
+        groups[c.question_type].append(c)
+    out = []
+    for qtype in sorted(groups):
+        g = groups[qtype]
+        if limit and len(g) > limit:
+            g = [g[i] for i in np.sort(rng.choice(len(g), size=limit, replace=False))]
+        out.extend(g)
+    return sorted(out, key=lambda c: c.key)
+
+
+def provisional_record(c: Candidate, qid: str) -> dict:
+    """The candidate as a question with its answer as option A (for the budget stage, which does
+    not look at option order)."""
+    if c.question_type in NUMERIC_MCQ_TYPES:
+        return to_record(c, qid, [c.answer_text], "A")
+    if c.answer is not None:
+        return to_record(c, qid, [c.answer, *c.distractors], "A")
+    return to_record(c, qid)
+
+
+def kept_at(scene: Scene, vis: Visibility, cands: Sequence[Candidate], rules: Rules) -> list[Candidate]:
+    """The candidates whose answer the budget stage keeps at every ``frames.answerable_at`` budget."""
+    fr = rules.frames
+    if not cands or not fr.answerable_at:
+        return list(cands)
+    recs = [provisional_record(c, f"c{i}") for i, c in enumerate(cands)]
+    qs = parse_questions([json.dumps(r) for r in recs], source="<candidates>", scene=scene)
+    bt = budget_truth(scene, vis, qs, budgets=[parse_budget(b) for b in fr.answerable_at], profile=fr.profile,
+                      seen_threshold=fr.seen_threshold, min_budget_room_route=fr.min_budget_room_route)
+    bad = {it.question.id for it in bt.items if it.status != KEPT}
+    return [c for i, c in enumerate(cands) if f"c{i}" not in bad]
+
+
+def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPES, rules: Rules = Rules(),
+             seed: int = 0, progress: bool = False) -> Generated:
+    """The whole generator (module docstring). Raises InputError on bad input."""
+    from ..progress import progress_bar
+
+    rules.validate()
+    by_id: dict[str, SceneInput] = {}
+    for inp in inputs:
+        sid = inp.scene.scene_id
+        if sid in by_id:
+            raise InputError(f"{inp.scene.root}: scene_id: {sid!r} given twice; expected distinct scenes")
+        by_id[sid] = inp
+    funnel: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(("found", "pooled", "answerable"), 0))
+    pool: list[Candidate] = []
+    with progress_bar(len(by_id), "generate", enabled=progress) as bar:
+        for sid in sorted(by_id):
+            inp = by_id[sid]
+            facts = SceneFacts(inp.scene, inp.visibility, rules.frames.seen_threshold, inp.source)
+            rng = scene_rng(seed, sid)
+            found = scene_candidates(facts, rules, types, rng)
+            pooled = draw_pool(found, rules.balance.pool_per_scene, rng)
+            ok = kept_at(inp.scene, inp.visibility, pooled, rules)
+            for stage, cs in (("found", found), ("pooled", pooled), ("answerable", ok)):
+                for c in cs:
+                    funnel[c.question_type][stage] += 1
+            pool.extend(ok)
+            bar.update(1)
+    placed, removals, notes = balance(pool, rules, np.random.default_rng(seed))
+    questions, ranks = assign_ids(placed, by_id)
+    report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
+                          {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)
+    return Generated(questions, report)
+
+
+def assign_ids(placed: Sequence[Placed], scenes: Mapping[str, SceneInput]
+               ) -> tuple[dict[str, tuple[dict, ...]], dict[str, int]]:
+    """Question records per scene, ids ``{scene_id}-{n:04d}`` in key order, and the answer's rank
+    among the numeric options by id. Each scene's records are validated as vistest questions (a
+    failure here is a bug)."""
+    per: dict[str, list[Placed]] = defaultdict(list)
+    for p in placed:
+        per[p.candidate.scene_id].append(p)
+    out, ranks = {}, {}
+    for sid in sorted(scenes):
+        recs = []
+        for n, p in enumerate(sorted(per.get(sid, []), key=lambda p: p.candidate.key), start=1):
+            recs.append(to_record(p.candidate, f"{sid}-{n:04d}", list(p.options) if p.options else None, p.letter))
+            if p.rank is not None:
+                ranks[recs[-1]["id"]] = p.rank
+        parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scenes[sid].scene)
+        out[sid] = tuple(recs)
+    return out, ranks
+
+
+def questions_jsonl(records: Sequence[dict]) -> str:
+    """The question JSONL text (one object per line, fields in a fixed order)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def write_questions(gen: Generated, output: str | os.PathLike, folder: bool) -> list[Path]:
+    """Write the questions atomically: to ``output`` (one scene) or ``output/{scene_id}.jsonl``."""
+    out = Path(output)
+    paths = []
+    if folder:
+        for sid, recs in gen.questions.items():
+            paths.append(out / f"{sid}.jsonl")
+            write_atomic(paths[-1], questions_jsonl(recs))
+    else:
+        (recs,) = gen.questions.values()
+        write_atomic(out, questions_jsonl(recs))
+        paths.append(out)
+    return paths
