@@ -199,23 +199,38 @@ def test_options_key_is_what_decides_outputs():
         assert same.key() == base
 
 
-def test_sigint_leaves_nothing_partial_trusted_and_a_rerun_completes(scenes, reference, tmp_path):
+@pytest.mark.parametrize("to", ["driver", "group"])
+def test_sigint_leaves_nothing_partial_trusted_and_a_rerun_completes(scenes, reference, tmp_path, to):
+    """SIGINT to the driver alone (kill -INT), or to its whole process group as Ctrl-C in a
+    terminal sends it (driver, workers, their ffmpeg and visibility processes at once)."""
     ref, _ = reference
     out = tmp_path / "out"
     args = [sys.executable, "-m", "vistest.cli", "batch", str(scenes), "-o", str(out), "-j", "2", *FAST, "--quiet"]
-    # a shell without job control starts background jobs with SIGINT ignored: restore the default
+
+    def own_group_default_sigint():
+        os.setpgrp()  # a process group of its own, as a terminal gives a foreground job
+        # a shell without job control starts background jobs with SIGINT ignored: restore the default
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=own_group_default_sigint)
     try:
         sid, _ = wait_for_claim(out, ("videos",), proc)
-        proc.send_signal(signal.SIGINT)  # the driver only; it stops its workers
+        if to == "driver":
+            proc.send_signal(signal.SIGINT)  # it stops its workers
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130 and "interrupted" in err, err
+    assert "Traceback" not in err, err
     assert leftovers(out) == [] and not list((out / ".vistest" / "running").glob("*"))
     finished = {p.stem for p in (out / ".vistest" / "scenes").glob("*.json")}
     assert sid not in finished and "demo-bad" not in finished
+    assert not layout.scene_dir(out, sid).exists()  # its ground truth went with it
+    recorded = failed(out) if layout.failed_path(out).exists() else []
+    assert {r["scene_id"] for r in recorded} <= {"demo-bad"}  # an interrupted scene is no failure
     rows = manifest(out)
     assert {m["scene_id"] for m in rows} == finished  # only finished scenes are listed ...
     assert all((out / m["path"]).is_file() for m in rows)  # ... and what is listed exists
@@ -245,14 +260,57 @@ def test_a_lost_worker_without_retries_is_an_infrastructure_failure(scenes, tmp_
     assert manifest(out) == []
 
 
+def children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid``."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def test_a_killed_visibility_process_is_retried_like_a_lost_worker(scenes, reference, tmp_path):
+    """The out-of-memory killer takes the task's visibility child process (SIGKILL): the task
+    neither hangs nor records a bug; its worker ends as lost and the scene is retried."""
+    ref, _ = reference
+    one = tmp_path / "one"
+    one.mkdir()
+    os.symlink(scenes / "demo-a", one / "a")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", "batch", str(one), "-o", str(out), *FAST,
+                             "--retries", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, claim = wait_for_claim(out, ("visibility",), proc)
+        deadline = time.monotonic() + 60
+        while not (kids := [k for k in children(claim.pid) if b"resource_tracker" not in
+                            Path(f"/proc/{k}/cmdline").read_bytes()]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(kids[0], signal.SIGKILL)
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stdout + err
+    assert f"lost attempt 1 (pid {claim.pid}" in stdout and "stage visibility" in stdout, stdout
+    assert "the visibility process ended without a result (killed by SIGKILL)" in err
+    assert not layout.failed_path(out).exists() and leftovers(out) == []
+    for rel in [m["path"] for m in manifest(out)] + ["scenes/demo-a/16_frame.jsonl", "scenes/demo-a/dummy_gt.jsonl"]:
+        assert (out / rel).read_bytes() == (ref / rel).read_bytes(), rel
+
+
 # ---- the Ray engine ------------------------------------------------------------------------
 @pytest.fixture
 def ray_cluster(monkeypatch):
     """A head node and a second node joining it, 1 CPU each, on 127.0.0.1 only; Ray's files in
-    a private temporary folder; no dashboard, no usage stats, small object stores. Yields the
-    environment for a driver process (RAY_ADDRESS only there). Every Ray process is stopped
-    at the end (Cluster.shutdown; its reaper process if this one dies)."""
+    a private temporary folder; no dashboard, no usage stats, small object stores. Yields (the
+    environment for a driver process (RAY_ADDRESS only there), {raylet pid: node name}). Every
+    Ray process is stopped at the end (Cluster.shutdown; its reaper process if this one dies)."""
     pytest.importorskip("ray")
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+
     tmp = tempfile.mkdtemp(prefix="vt-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     env = {"RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
            # Ray maps a loopback address to this machine's network address unless clusters are
@@ -260,32 +318,57 @@ def ray_cluster(monkeypatch):
            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from ray.cluster_utils import Cluster
-
     node = dict(num_cpus=1, object_store_memory=80 * 2**20, node_ip_address="127.0.0.1")
     cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
     try:
         cluster.add_node(**node)
-        yield {**os.environ, **env, "RAY_ADDRESS": cluster.address}
+        cluster.wait_for_nodes()
+        raylets = {n.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid: name
+                   for n, name in zip(cluster.list_all_nodes(), ("head", "second node"))}
+        assert len(raylets) == 2
+        yield {**os.environ, **env, "RAY_ADDRESS": cluster.address}, raylets
     finally:
         cluster.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def node_of(pid: int, raylets: dict[int, str]) -> str | None:
+    """The node (raylet) whose worker process ``pid`` is: the raylet among its ancestors."""
+    for _ in range(4):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the parent
+        except (OSError, ValueError, IndexError):
+            return None
+        if pid in raylets:
+            return raylets[pid]
+    return None
+
+
 def test_ray_two_nodes_killed_worker_retried_corrupt_scene_recorded_rerun_identical(scenes, reference, ray_cluster,
                                                                                       tmp_path):
     ref, _ = reference
+    env, raylets = ray_cluster
     out = tmp_path / "out"
     args = [sys.executable, "-m", "vistest.cli", "batch", str(scenes), "-o", str(out), "--engine", "ray",
             "--retries", "2", *FAST]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ray_cluster)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    nodes: dict[str, set[str]] = {}  # node -> scenes its workers ran (from the claims' pids)
     try:
         sid, claim = wait_for_claim(out, ("visibility", "budget", "videos"), proc)
+        nodes.setdefault(node_of(claim.pid, raylets), set()).add(sid)
         os.kill(claim.pid, signal.SIGKILL)  # a Ray worker process, in the middle of a scene
+        folder = out / layout.STAMPS_DIR / layout.CLAIMS_DIR
+        while proc.poll() is None:
+            for f in list(folder.glob("*.json")):
+                c = claims.read_claim(out, f.stem)
+                if c is not None and c.pid != claim.pid:
+                    nodes.setdefault(node_of(c.pid, raylets), set()).add(f.stem)
+            time.sleep(0.01)
         stdout, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
     assert proc.returncode == 1, stdout + err
+    assert set(nodes) == {"head", "second node"}, nodes  # scenes ran on both nodes
     row = next(ln for ln in stdout.splitlines() if ln.startswith(sid))
     assert " done " in row and f"lost attempt 1 (pid {claim.pid}" in row, stdout  # retried and completed
     [rec] = failed(out)  # the corrupt scene only, not retried
@@ -293,7 +376,7 @@ def test_ray_two_nodes_killed_worker_retried_corrupt_scene_recorded_rerun_identi
     assert "video.mp4: decodes to 1 frames" in rec["error"]
     assert "3 done, 0 up to date, 1 failed (input 1); 1 retried" in stdout
     assert_same_outputs(out, ref)
-    r = cli("batch", scenes, "-o", out, "--engine", "ray", *FAST, env=ray_cluster, check=1)
+    r = cli("batch", scenes, "-o", out, "--engine", "ray", *FAST, env=env, check=1)
     assert "0 done, 3 up to date, 1 failed" in r.stdout
     assert_same_outputs(out, ref)
 

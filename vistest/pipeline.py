@@ -127,25 +127,79 @@ def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) 
     return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
 
 
-def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, key: str) -> None:
-    """Compute and save a scene's visibility (in a child process: see :func:`isolated_visibility`)."""
+class ChildLost(RuntimeError):
+    """A child process of the pipeline ended without a result: killed by a signal (the
+    out-of-memory killer, a kill), not by bad input or a bug. vistest.batch treats the task
+    as lost, like a killed worker (an infrastructure failure, retried)."""
+
+
+def die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG;
+    no-op elsewhere): a child never outlives the process that waits for it."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _visibility_child(scene: Scene, occlusion: str, progress: bool, path: str, key: str, conn) -> None:
+    """A child process (see :func:`isolated_visibility`): compute and save a scene's
+    visibility; send (True, None), or (False, the exception with its traceback)."""
+    import signal
+    from multiprocessing.pool import ExceptionWithTraceback
+
     from .visibility.table import compute_visibility
 
-    vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
-    vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    vis.save(path)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops this process
+    die_with_parent()
+    try:
+        vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
+        vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        vis.save(path)
+        result = (True, None)
+    except Exception as e:  # raised again in the parent, with this traceback as its cause
+        result = (False, ExceptionWithTraceback(e, e.__traceback__))
+    conn.send(result)
+    conn.close()
 
 
 def isolated_visibility(scene: Scene, path: Path, key: str, occlusion: str = DEFAULT_OCCLUSION,
                         progress: bool = True) -> Visibility:
     """Compute the visibility (default parameters) in a spawned child process, save it to
     ``path`` with ``params["vistest_key"] = key`` and load it here: the Numba engine's
-    compiled code (~120 MB) then never joins the video writer's process."""
+    compiled code (~120 MB) then never joins the video writer's process. An exception in the
+    child is raised here; a child that ends without a result (killed) raises
+    :class:`ChildLost`. The child ignores Ctrl-C and ends with this process: an interrupt
+    here (KeyboardInterrupt, SystemExit) stops it."""
     import multiprocessing
+    import signal
 
-    with multiprocessing.get_context("spawn").Pool(1) as pool:  # leaving the block terminates the child
-        pool.apply(_visibility_worker, (scene, occlusion, progress, str(path), key))
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_visibility_child, args=(scene, occlusion, progress, str(path), key, send),
+                        name=f"vistest-visibility-{scene.scene_id}")
+    child.start()
+    send.close()
+    try:
+        try:
+            ok, error = recv.recv()
+        except EOFError:
+            child.join()
+            code = child.exitcode
+            how = (f"killed by {signal.Signals(-code).name}" if code is not None and -code in signal.valid_signals()
+                   else f"exit status {code}")
+            raise ChildLost(f"scene {scene.scene_id}: the visibility process ended without a result ({how})") from None
+        if not ok:
+            raise error
+    finally:
+        recv.close()
+        if child.is_alive():
+            child.terminate()
+        child.join()
     return Visibility.load(path)
 
 

@@ -8,7 +8,8 @@ started in milliseconds instead of an interpreter start and the imports. Because
 has its own process, the engine knows exactly which scene a lost process was running (a shared pool, such as
 concurrent.futures.ProcessPoolExecutor, breaks as a whole when one worker is killed and cannot
 say which task did it). A process that exits without an outcome (killed by a signal, the
-out-of-memory killer) is an infrastructure failure: its scene is started again, up to
+out-of-memory killer; or ended by the task because a child process of it was lost,
+vistest.batch.task.EXIT_LOST) is an infrastructure failure: its scene is started again, up to
 ``retries`` times.
 
 Interrupts: Ctrl-C (SIGINT) or SIGTERM to the driver stops every worker with SIGTERM (each
@@ -27,7 +28,8 @@ import time
 from collections import Counter, deque
 from typing import Callable, Sequence
 
-from .task import Outcome, SceneTask, lost, run_task
+from ..pipeline import die_with_parent
+from .task import EXIT_LOST, Outcome, SceneTask, lost, run_task_or_exit
 
 STOP_SECONDS = 60.0
 
@@ -69,29 +71,21 @@ def worker_context():
     return multiprocessing.get_context("spawn")
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to send this process SIGTERM when its parent dies (no-op elsewhere)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _worker(task: SceneTask, conn) -> None:
     """A worker process: run the task, send its outcome. SIGTERM raises SystemExit here, so
     the pipeline cleans up as for Ctrl-C; then nothing is sent."""
     from ..videos.write import signals_as_exit
 
-    _die_with_parent()
+    die_with_parent()
     with signals_as_exit():
-        outcome = run_task(task)
+        outcome = run_task_or_exit(task)
     conn.send(outcome)
     conn.close()
 
 
 def _how(exitcode: int) -> str:
+    if exitcode == EXIT_LOST:
+        return "a child process of the worker was lost (killed)"
     if exitcode < 0:
         try:
             return f"worker process killed by {signal.Signals(-exitcode).name}"

@@ -2,17 +2,17 @@
 
 Ray (``pip install 'vistest[ray]'``) schedules the tasks; each declares ``num_cpus`` (the
 scene's CPUs) and ``memory`` (its modelled peak, bytes), so Ray runs on each node only as
-many scenes as fit. The task is :func:`vistest.batch.task.run_task`, imported by the workers
-from their own vistest installation (the same version on every node); every node must see
-the scene files and the run folder at the same paths (a shared filesystem).
+many scenes as fit. The task is :func:`vistest.batch.task.run_task_or_exit`, imported by the
+workers from their own vistest installation (the same version on every node); every node
+must see the scene files and the run folder at the same paths (a shared filesystem).
 
 Retries are Ray's own: ``max_retries=retries`` re-runs a task whose worker process died or
 whose node was lost, and ``retry_exceptions=False`` never re-runs a task that raised. The
-task returns bad input and bugs as outcomes (it raises nothing), so only infrastructure
-failures are retried. A task still lost after its retries surfaces here as a Ray error
-(WorkerCrashedError, NodeDiedError, OutOfMemoryError, ...) and becomes an infrastructure
-failure. Ctrl-C cancels the tasks in flight (Ray raises KeyboardInterrupt in them, and the
-pipeline cleans up as for Ctrl-C) and disconnects.
+task returns bad input and bugs as outcomes (it raises nothing; it ends its worker process
+when a child process of it was lost), so only infrastructure failures are retried. A task
+still lost after its retries surfaces here as a Ray error (WorkerCrashedError, NodeDiedError,
+OutOfMemoryError, ...) and becomes an infrastructure failure. Ctrl-C cancels the tasks in
+flight (Ray raises KeyboardInterrupt in them, and the pipeline cleans up as for Ctrl-C) and disconnects.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from ..errors import InputError
 from .failures import ERROR, Failure
-from .task import Outcome, SceneTask, lost, run_task
+from .task import Outcome, SceneTask, lost, run_task_or_exit
 
 LOCAL = "local"  # --address local: start a private Ray instance on this machine
 LOCAL_OBJECT_STORE_MB = 100  # tasks exchange a few kB; Ray's minimum is 75 MB
@@ -81,7 +81,7 @@ class RayEngine:
         """Run every task; ``done(outcome)`` is called here as each scene ends."""
         ray = import_ray()
         self._connect(ray)
-        remote = ray.remote(run_task)
+        remote = ray.remote(run_task_or_exit)
         declared = dict(num_cpus=self.cpus, memory=int(self.memory_mb * 2**20), max_retries=self.retries,
                         retry_exceptions=False)
         todo = deque(tasks)

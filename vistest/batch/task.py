@@ -11,10 +11,13 @@ on any worker of any machine that sees ``RUN_DIR``:
 4. write the fragment (the scene's inputs, outputs and manifest lines), last;
 5. release the claim.
 
-It returns an :class:`Outcome` in every case but an interruption: bad input (InputError) and
-bugs (any other exception, traceback kept) are *returned* as failures, so that one scene
-cannot stop the others and an engine never retries them; only a lost process (which returns
-nothing) is retried by the engine. Arguments and outcome are plain frozen dataclasses
+It returns an :class:`Outcome` in every case but an interruption and a lost child process:
+bad input (InputError) and bugs (any other exception, traceback kept) are *returned* as
+failures, so that one scene cannot stop the others and an engine never retries them; only a
+lost process (which returns nothing) is retried by the engine. A child process of the task
+killed under it (vistest.pipeline.ChildLost: the out-of-memory killer took the visibility
+process) is raised with the claim kept; the engines end the worker with :data:`EXIT_LOST`, so
+that it is a lost process too. Arguments and outcome are plain frozen dataclasses
 (picklable for a process pool or Ray).
 """
 from __future__ import annotations
@@ -24,13 +27,14 @@ import hashlib
 import json
 import os
 import socket
+import sys
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..pipeline import VideoOptions
+from ..pipeline import ChildLost, VideoOptions
 from ..visibility.table import DEFAULT_OCCLUSION
 from . import claims
 from .failures import ERROR, INFRASTRUCTURE, INPUT, Failure
@@ -44,6 +48,8 @@ RESOURCE_FIELDS = ("max_memory_mb", "jobs", "threads", "cpus")
 # task's own process beside it: measured 166 MB (child) + 40 MB on the 640x480, 300-frame demo
 # with occlusion boxes; rounded up for longer scenes and the mesh/depth modes.
 VISIBILITY_MB = 300.0
+# exit status of a worker process ended because a child process of its task was lost (EX_TEMPFAIL)
+EXIT_LOST = 75
 
 
 def scene_memory_mb(video: VideoOptions) -> float:
@@ -135,6 +141,7 @@ def run_task(task: SceneTask) -> Outcome:
         return Outcome(sid, "failed", 1, 0.0, host, failure=Failure(INPUT, None, str(e)))
     notes = (f"lost {lost.describe()}",) if lost is not None and lost.run == task.run_id else ()
     stage_now = ["scene"]
+    keep_claim = False
 
     def stage(name: str) -> None:
         nonlocal claim
@@ -170,10 +177,26 @@ def run_task(task: SceneTask) -> Outcome:
                        notes=notes + tuple(res.warnings))
     except InputError as e:
         return failed(Failure(INPUT, stage_now[0], str(e)))
+    except ChildLost:  # as if this process was lost: its claim stays for the next attempt (the engine's wrapper)
+        keep_claim = True
+        raise
     except Exception as e:  # a bug: recorded with its traceback (failed.jsonl), and the other scenes go on
         return failed(Failure(ERROR, stage_now[0], f"{type(e).__name__}: {e}", traceback.format_exc()))
     finally:
-        claims.release(out, sid)
+        if not keep_claim:
+            claims.release(out, sid)
+
+
+def run_task_or_exit(task: SceneTask) -> Outcome:
+    """:func:`run_task`, in a worker process the engine owns (local engine, Ray): a lost
+    child process (ChildLost) ends this process with :data:`EXIT_LOST` (no outcome: the engine
+    retries the scene as for a killed worker)."""
+    try:
+        return run_task(task)
+    except ChildLost as e:
+        sys.stderr.write(f"vistest batch: {e}\n")
+        sys.stderr.flush()
+        os._exit(EXIT_LOST)
 
 
 def lost(task: SceneTask, attempts: int, error: str) -> Outcome:
