@@ -7,7 +7,8 @@ run is compared with byte for byte (visibility tables by their arrays: numpy's z
 times). Workers are killed with SIGKILL by the process id their claim file
 (RUN_DIR/.vistest/running/{scene_id}.json) names, while they are in the middle of a scene.
 The Ray test starts a real two-node Ray cluster (ray.cluster_utils.Cluster: a head and a
-second node, 1 CPU each) on 127.0.0.1 only, and stops it whatever happens.
+second node, 1 CPU each) on 127.0.0.1 only, and stops it whatever happens; which node ran a
+scene is read from the parent (the node's raylet) of the worker process its claim names.
 """
 from __future__ import annotations
 
