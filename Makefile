@@ -13,14 +13,14 @@ DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test test-fast lint bench bench-videos setup clean variants
+.PHONY: demo test test-fast lint bench bench-videos bench-batch setup clean variants
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -83,7 +83,9 @@ demo: $(STAMP)
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
 # `vistest run` into OUT, one target per scene: `make -j4 variants` runs scenes in parallel, and a
 # rerun redoes only scenes whose inputs changed or whose outputs are missing (OUT/.vistest/*.done.d
-# lists them). VARIANT_OPTS: extra `vistest run` options, e.g. VARIANT_OPTS="--dummy drop,black".
+# lists them); OUT/index.html is written once at the end. VARIANT_OPTS: extra `vistest run` options,
+# e.g. VARIANT_OPTS="--dummy drop,black". `vistest batch DIR -o OUT` does the same in one command,
+# and goes on past a failing scene, on a process pool or a Ray cluster (docs/batch.md).
 SCENES ?= scenes
 OUT    ?= variants-out
 VARIANT_OPTS ?=
@@ -92,6 +94,7 @@ override OUT    := $(patsubst %/,%,$(OUT))
 SCENE_DONE := $(patsubst $(SCENES)/%/scene.json,$(OUT)/.vistest/%.done,$(wildcard $(SCENES)/*/scene.json))
 
 variants: $(SCENE_DONE)
+	@test ! -d $(OUT) || $(VENV)/bin/vistest index $(OUT) >/dev/null
 	@echo "variants: $(words $(SCENE_DONE)) scene(s) from $(SCENES) in $(abspath $(OUT)) (manifest: $(abspath $(OUT))/manifest.jsonl)"
 
 $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(STAMP)
@@ -120,6 +123,9 @@ bench: $(STAMP)
 
 bench-videos: $(STAMP)
 	$(PY) bench/videos.py
+
+bench-batch: $(STAMP)
+	$(PY) bench/batch.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT)

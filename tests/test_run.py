@@ -21,6 +21,7 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility
 from conftest import scene_copy
+from vistest.datasets.demo import demo_batch
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,17 +147,7 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
     if not (ROOT / ".venv" / "bin" / "vistest").exists() or not shutil.which("make"):
         pytest.skip("needs make and the project's .venv")
     scenes = tmp_path / "scenes"
-    for name in ("a", "b"):
-        d = scenes / name
-        d.mkdir(parents=True)
-        src = Path(scene_json).parent
-        doc = json.loads((src / "scene.json").read_text())
-        doc.update(scene_id=f"demo-{name}", video=str(src / "video.mp4"), mesh=None,
-                   frames=[dict(f, depth=None) for f in doc["frames"]])
-        doc.pop("depth", None)
-        (d / "scene.json").write_text(json.dumps(doc))
-        text = (EXAMPLES / "demo-questions.jsonl").read_text().replace('"demo-seed0"', f'"demo-{name}"')
-        (d / "questions.jsonl").write_text(text)
+    demo_batch(scene_json, EXAMPLES / "demo-questions.jsonl", scenes, ["demo-a", "demo-b"])
     out = tmp_path / "out"
     opts = 'VARIANT_OPTS=--budgets 16 --dummy drop --preset ultrafast'
 
@@ -167,16 +158,16 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
         return [ln for ln in r.stdout.splitlines() if "bin/vistest-scene" in ln]
 
     assert len(make()) == 2
-    assert (out / ".vistest" / "a.done").is_file() and (out / ".vistest" / "a.done.d").is_file()
+    assert (out / ".vistest" / "demo-a.done").is_file() and (out / ".vistest" / "demo-a.done.d").is_file()
     rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     assert {r["scene_id"] for r in rows} == {"demo-a", "demo-b"}
     assert make() == []  # nothing changed
     (out / "16_frame" / "demo-b.mp4").unlink()
     rebuilt = make()  # b's output is missing: b only
-    assert len(rebuilt) == 1 and f"{scenes}/b " in rebuilt[0]
-    os.utime(scenes / "a" / "questions.jsonl")
+    assert len(rebuilt) == 1 and f"{scenes}/demo-b " in rebuilt[0]
+    os.utime(scenes / "demo-a" / "questions.jsonl")
     rebuilt = make()  # a's input changed: a only
-    assert len(rebuilt) == 1 and f"{scenes}/a " in rebuilt[0]
+    assert len(rebuilt) == 1 and f"{scenes}/demo-a " in rebuilt[0]
     assert make() == []
 
 

@@ -191,6 +191,13 @@ def temp_path_for(path: str | os.PathLike, register: Callable[[Path], None] | No
         return tmp
 
 
+def temp_target(name: str) -> str | None:
+    """The file name a temporary file named ``name`` (by :func:`temp_path_for`) was to
+    replace (``.x.ab12cd34.tmp.mp4`` -> ``x.mp4``), None when ``name`` is not one."""
+    m = _TEMP_RE.match(name)
+    return None if m is None else m["stem"] + (m["suffix"] or "")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path to write; on success it replaces ``path``, else it is removed.

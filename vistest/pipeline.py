@@ -36,7 +36,13 @@ from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count
 from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
                               remove_stale_files, update_manifest, write_scene_record)
 from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
-from .workers import call_in_child
+from .workers import ChildLost, call_in_child, describe_exit
+
+
+STAGES = ("scene", "questions", "video", "visibility", "budget", "videos")
+"""A scene's stages in order, as :func:`run_scene`'s ``stage`` callback names them (scene.json
+validated; questions validated (by the caller); the source video probed; visibility; budget
+GT; videos, dummy GT and manifest lines): failure records (vistest.batch) name one."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class VideoOptions:
     ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
     ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
-    ``jobs``, ``threads``: vistest.videos.write.plan_resources.
+    ``jobs``, ``threads``, ``cpus`` (default: this machine's): vistest.videos.write.plan_resources.
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
@@ -72,6 +78,7 @@ class VideoOptions:
     max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
     jobs: int | None = None
     threads: int | None = None
+    cpus: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -141,8 +148,14 @@ def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSI
                         progress: bool = True) -> Visibility:
     """Compute the visibility (default parameters, ``params["vistest_key"] = key``) in a spawned
     child process (vistest.workers.call_in_child: it dies with this one), so that the Numba
-    engine's compiled code (~120 MB) never joins the video writer's process."""
-    return call_in_child(_visibility_worker, scene, occlusion, progress, key)
+    engine's compiled code (~120 MB) never joins the video writer's process. A child killed
+    without an answer (the out-of-memory killer) raises vistest.workers.ChildLost naming the
+    scene (vistest.batch retries it like a lost worker)."""
+    try:
+        return call_in_child(_visibility_worker, scene, occlusion, progress, key)
+    except ChildLost as e:
+        raise ChildLost(f"scene {scene.scene_id}: the visibility process ended without a result "
+                        f"({describe_exit(e.exitcode)})", e.exitcode) from None
 
 
 def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = DEFAULT_OCCLUSION,
@@ -167,13 +180,14 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
 @dataclass(frozen=True)
 class SceneResult:
     """What a scene's run produced: the plan, the write report, the budget truth (``run``
-    only), the files written besides videos, and warnings."""
+    only), the files written besides videos, warnings, and its manifest lines."""
 
     plan: VariantPlan
     report: WriteReport
     truth: BudgetTruth | None
     files: tuple[Path, ...]
     warnings: tuple[str, ...]
+    manifest: tuple[dict, ...] = ()  # the scene's manifest lines (with each video's bytes and sha256)
 
     def outputs(self, outdir: str | os.PathLike) -> list[Path]:
         """Every output file of the scene: videos, then the other files."""
@@ -248,7 +262,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
               occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
               progress: bool = True, scene: Scene | None = None, questions_path: str | os.PathLike | None = None,
               spool_dir: str | os.PathLike | None = None, verify: bool = False, wait: bool = True,
-              on_wait: Callable[[str], None] | None = None) -> SceneResult:
+              on_wait: Callable[[str], None] | None = None, manifest: bool = True,
+              stage: Callable[[str], None] | None = None) -> SceneResult:
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
@@ -260,7 +275,9 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     questions came from (recorded as an input). ``spool_dir``: the work folder's location
     (vistest.videos.write.spool_folder). ``verify``: hash every output a rerun would keep.
     ``wait``/``on_wait``: what to do when another run holds the scene
-    (vistest.videos.manifest.SceneLock).
+    (vistest.videos.manifest.SceneLock). ``manifest=False``: leave ``manifest.jsonl`` alone
+    (vistest.batch merges the scene's lines, ``SceneResult.manifest``, once). ``stage``: called
+    with each stage's name as it starts (:data:`STAGES`; "scene" only when ``scene`` is not given).
 
     In order: the inputs are checked (scene id, the video against the scene, the output folder
     writable); the scene's lock is taken and what killed runs left is removed; visibility,
@@ -272,8 +289,12 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     naming the file, the field and the expectation.
     """
     outdir = Path(outdir)
-    scene = Scene.load(scene_json) if scene is None else scene
+    stage = stage or (lambda name: None)
+    if scene is None:
+        stage("scene")
+        scene = Scene.load(scene_json)
     check_scene_id(scene.scene_id, scene.source)
+    stage("video")
     scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
     check_writable(outdir)
     spool = spool_folder(outdir, spool_dir)
@@ -292,6 +313,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
             inputs["questions"] = input_record(questions_path, known.get("questions"))
         scene_dir = layout.scene_dir(outdir, sid)
         cache = None  # the visibility file of the run: None (none), False (kept as it is), True (to write)
+        stage("visibility")
         if visibility is None:
             if with_budget_files:
                 visibility, cache = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion,
@@ -299,30 +321,35 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
             else:
                 visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion), occlusion,
                                                  progress)
+        stage("budget")
         truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
                              seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
                              profile_options=opts.profile_options)
+        stage("videos")
         plan = plan_scene_videos(scene, info, visibility, questions, truth, opts, inputs["video"]["sha256"], warnings)
         report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
-                            progress=progress, records=before, verify=verify, spool_dir=spool, commit=False)
+                            cpus=opts.cpus, progress=progress, records=before, verify=verify, spool_dir=spool,
+                            commit=False)
         try:
-            files = commit_scene(outdir, plan, report, truth if with_budget_files else None,
-                                 None if cache is None else visibility if cache else False, before, inputs, options,
-                                 "run" if with_budget_files else "videos")
+            files, lines = commit_scene(outdir, plan, report, truth if with_budget_files else None,
+                                        None if cache is None else visibility if cache else False, before, inputs,
+                                        options, "run" if with_budget_files else "videos", manifest)
         finally:
             discard_videos(report)
-    return SceneResult(plan, report, truth if with_budget_files else None, tuple(files), tuple(plan.warnings))
+    return SceneResult(plan, report, truth if with_budget_files else None, tuple(files), tuple(plan.warnings),
+                       tuple(lines))
 
 
 def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: BudgetTruth | None,
                  visibility: Visibility | bool | None, before: Mapping[str, Mapping], inputs: Mapping[str, Mapping],
-                 options: Mapping[str, Any], command: str) -> list[Path]:
+                 options: Mapping[str, Any], command: str, manifest: bool = True) -> tuple[list[Path], list[dict]]:
     """Put a scene's outputs in place (the scene's lock held): the staged videos, the
     ``visibility`` file (a Visibility: written; False: the cached file, kept; None: none), the
     budget files of ``truth`` (None: none),
     ``dummy_gt.jsonl``, the scene record, the manifest lines (with each video's size and
     sha256), then delete the dummies the plan no longer lists. ``before``: the previous
-    record's files (hashes of unchanged files are reused). Returns the files besides videos."""
+    record's files (hashes of unchanged files are reused); ``manifest=False``: the lines are not
+    written (vistest.batch merges them). Returns the files besides videos and the manifest lines."""
     sid = plan.scene_id
     scene_dir = layout.scene_dir(outdir, sid)
     commit_videos(report, outdir)
@@ -346,9 +373,10 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
     write_scene_record(outdir, sid, records, inputs, options, command)
     lines = [{**r, "bytes": records[r["path"]]["bytes"], "sha256": records[r["path"]]["sha256"]}
              for r in manifest_records(plan, report.encodings)]
-    update_manifest(outdir, sid, lines)
+    if manifest:
+        update_manifest(outdir, sid, lines)
     prune_dummies(outdir, plan)
-    return files
+    return files, lines
 
 
 def _make_escape(path: str) -> str:

@@ -9,6 +9,10 @@
   at once, silently, when its parent process ends, however it ends (``kill -9`` included):
   no orphan keeps computing, and none prints a ``BrokenPipeError`` traceback when it finally
   tries to hand back a result nobody reads.
+* A child ignores Ctrl-C (SIGINT): a terminal sends it to the whole process group, and the
+  parent, which gets it too, stops the child. A child that ends without an answer (killed by a
+  signal: the out-of-memory killer, a kill) raises :class:`ChildLost` in the parent, never a hang;
+  vistest.batch treats it as an infrastructure failure (retried), not as bad input.
 """
 from __future__ import annotations
 
@@ -19,6 +23,25 @@ import traceback
 from typing import Any, Callable
 
 PARENT_POLL_S = 0.2  # how often a child checks that its parent still runs
+
+
+class ChildLost(RuntimeError):
+    """A child process ended without an answer: killed by a signal, not by bad input or a bug.
+    ``exitcode``: the child's exit status (negative: killed by that signal)."""
+
+    def __init__(self, message: str, exitcode: int | None = None):
+        super().__init__(message)
+        self.exitcode = exitcode
+
+
+def describe_exit(code: int | None) -> str:
+    """``killed by SIGKILL`` for a negative exit status (multiprocessing's convention), else
+    ``exit status N``."""
+    import signal
+
+    if code is not None and code < 0 and -code in signal.valid_signals():
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
 
 
 def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S) -> None:
@@ -36,6 +59,9 @@ def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S
 
 
 def _child(conn, parent_pid: int, fn: Callable, args: tuple, kwargs: dict) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops this process
     die_with_parent(parent_pid)
     try:
         msg = ("ok", fn(*args, **kwargs))
@@ -55,7 +81,7 @@ def call_in_child(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` in a spawned child process (which :func:`die_with_parent`); its
     return value, or its exception raised here. ``fn`` and the arguments must pickle. Leaving
     early (Ctrl-C, SIGTERM as SystemExit) kills the child. A child that dies without an answer
-    (killed, out of memory) is a RuntimeError naming its exit status."""
+    (killed, out of memory) raises :class:`ChildLost` naming its exit status."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
@@ -68,9 +94,8 @@ def call_in_child(fn: Callable, *args: Any, **kwargs: Any) -> Any:
             msg = recv.recv()
         except EOFError:
             proc.join()
-            raise RuntimeError(f"vistest worker process {proc.pid} ended without an answer (exit status "
-                               f"{proc.exitcode}; negative: killed by that signal, e.g. -9 when out of memory)") \
-                from None
+            raise ChildLost(f"vistest worker process {proc.pid} ended without an answer "
+                            f"({describe_exit(proc.exitcode)})", proc.exitcode) from None
         proc.join()
     finally:
         recv.close()

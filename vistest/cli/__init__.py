@@ -4,6 +4,7 @@
 * :mod:`.visibility`: ``visibility``;
 * :mod:`.budget`: ``frames``, ``budget`` (sampled frames, frame-budget ground truth);
 * :mod:`.videos`: ``videos``, ``run`` (budget and dummy videos; the whole pipeline of a scene);
+* :mod:`.batch`: ``batch`` (many scenes through ``run``'s pipeline, on a process pool or Ray);
 * :mod:`.look`: ``overlay``, ``timeline``, ``sheet``, ``index``;
 * :mod:`.eval`: ``score``, ``baseline``, ``export``;
 * :mod:`.generate`: ``generate`` (questions from scene ground truth);
@@ -23,6 +24,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError, is_environment_error, output_error
+from .batch import batch
 from .budget import budget, frames
 from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
@@ -63,7 +65,7 @@ def main() -> None:
     """vistest: frame-aware ground truth for spatial-reasoning benchmarks."""
 
 
-for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run,
+for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
              overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd, generate_cmd,
              reformulate_cmd):
     main.add_command(_cmd)

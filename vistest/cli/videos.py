@@ -92,9 +92,24 @@ video_options = compose(
 )
 
 
+def video_options_from(kw: dict, cpus: int | None = None):
+    """The VideoOptions that :data:`video_options`' parsed values ``kw`` say (``cpus``: see VideoOptions)."""
+    from ..pipeline import VideoOptions
+
+    return VideoOptions(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
+                        dummy_modes=kw["dummy"], fill=kw["fill"], evidence_threshold=kw["evidence_threshold"],
+                        mask_margin=kw["mask_margin"], budget_fps=kw["budget_fps"],
+                        unknown_as_evidence=not kw["keep_unknown_frames"], dummy_length=kw["dummy_length"],
+                        dummy_budgets=kw["dummy_budgets"],
+                        settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
+                        seen_threshold=kw["seen_threshold"],
+                        min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
+                        jobs=kw["jobs"], threads=kw["threads"], cpus=cpus)
+
+
 def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stamp: str | None = None) -> None:
     """Shared body of `videos` (full=False) and `run` (full=True)."""
-    from ..pipeline import VideoOptions, run_scene, write_stamp
+    from ..pipeline import run_scene, write_stamp
     from ..questions import load_questions
     from ..scene import Scene
     from ..videos.write import signals_as_exit
@@ -103,15 +118,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     if kw["ffmpeg_path"]:
         os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
     quiet, outdir = kw["quiet"], kw["output"]
-    opts = VideoOptions(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
-                        dummy_modes=kw["dummy"], fill=kw["fill"], evidence_threshold=kw["evidence_threshold"],
-                        mask_margin=kw["mask_margin"], budget_fps=kw["budget_fps"],
-                        unknown_as_evidence=not kw["keep_unknown_frames"], dummy_length=kw["dummy_length"],
-                        dummy_budgets=kw["dummy_budgets"],
-                        settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
-                        seen_threshold=kw["seen_threshold"],
-                        min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
-                        jobs=kw["jobs"], threads=kw["threads"])
+    opts = video_options_from(kw)
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
     if not questions:

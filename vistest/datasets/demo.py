@@ -568,3 +568,27 @@ def _replace_dir(src: Path, dst: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(src, dst)
+
+
+def demo_batch(scene_json: str | os.PathLike, questions_jsonl: str | os.PathLike, outdir: str | os.PathLike,
+               scene_ids: list[str]) -> list[Path]:
+    """A folder of scene folders for ``vistest batch`` from one scene (tests, benchmarks, a
+    first try): ``OUTDIR/{scene_id}/scene.json`` is ``scene_json`` under each id, with its
+    video by absolute path and without mesh or depth (occlusion none or boxes), and
+    ``questions.jsonl`` holds ``questions_jsonl``'s questions of that scene under the new id,
+    question ids prefixed ``{scene_id}-`` (ids must be unique across a run). Returns the folders."""
+    src = Path(scene_json).resolve()
+    doc = json.loads(src.read_text())
+    video = (src.parent / doc["video"]).resolve()
+    lines = [json.loads(ln) for ln in Path(questions_jsonl).read_text().splitlines() if ln.strip()]
+    folders = []
+    for sid in scene_ids:
+        d = Path(outdir) / sid
+        d.mkdir(parents=True, exist_ok=True)
+        new = dict(doc, scene_id=sid, video=str(video), mesh=None, frames=[dict(f, depth=None) for f in doc["frames"]])
+        new.pop("depth", None)
+        write_atomic(d / "scene.json", json.dumps(new))
+        qs = [dict(q, scene_id=sid, id=f"{sid}-{q['id']}") for q in lines if q.get("scene_id") == doc["scene_id"]]
+        write_atomic(d / "questions.jsonl", "".join(json.dumps(q) + "\n" for q in qs))
+        folders.append(d)
+    return folders

@@ -60,8 +60,14 @@ def read_manifest(run_dir: str | os.PathLike) -> list[dict]:
 
 def update_manifest(outdir: str | os.PathLike, scene_id: str, records: Sequence[Mapping[str, Any]]) -> Path:
     """Replace ``scene_id``'s lines of ``OUTDIR/manifest.jsonl`` by ``records`` (none: remove
-    them), under an exclusive lock, keeping other scenes' lines byte for byte; lines are
-    sorted by (scene_id, path) and the file is replaced atomically."""
+    them): :func:`replace_scenes` for one scene."""
+    return replace_scenes(outdir, {scene_id: records})
+
+
+def replace_scenes(outdir: str | os.PathLike, scenes: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
+    """Replace the lines of every scene id in ``scenes`` by its records (none: remove them),
+    in one rewrite under an exclusive lock, keeping other scenes' lines byte for byte; lines
+    are sorted by (scene_id, path) and the file is replaced atomically."""
     outdir = Path(outdir)
     path = layout.manifest_path(outdir)
     with shared_lock(outdir):
@@ -76,9 +82,10 @@ def update_manifest(outdir: str | os.PathLike, scene_id: str, records: Sequence[
                 except (json.JSONDecodeError, KeyError, TypeError):
                     raise InputError(f"{path}:{n}: not a manifest line (a JSON object with scene_id and path); "
                                      f"fix or delete the file") from None
-                if sid != scene_id:
+                if sid not in scenes:
                     rows.append((sid, p, line))
-        rows += [(scene_id, str(r["path"]), json.dumps(r, ensure_ascii=False)) for r in records]
+        for scene_id, records in scenes.items():
+            rows += [(scene_id, str(r["path"]), json.dumps(r, ensure_ascii=False)) for r in records]
         rows.sort(key=lambda r: (r[0], r[1]))
         write_atomic(path, "".join(r[2] + "\n" for r in rows))
     return path

@@ -1,0 +1,536 @@
+"""`vistest batch`: many scenes on a local process pool or a Ray cluster, resumable, fault-isolated.
+
+Scenes are copies of one tiny demo scene (160x120, 30 frames; ids demo-a, demo-b, demo-c) and
+one corrupt scene (demo-bad: its video is truncated, so ffmpeg finds 1 frame where the scene
+describes 30). One local-engine batch of the four (module-scoped) is the reference every other
+run is compared with byte for byte (visibility tables by their arrays: numpy's zip stamps
+times). Workers are killed with SIGKILL by the process id their claim file
+(RUN_DIR/.vistest/running/{scene_id}.json) names, while they are in the middle of a scene.
+The Ray test starts a real two-node Ray cluster (ray.cluster_utils.Cluster: a head and a
+second node, 1 CPU each) on 127.0.0.1 only, and stops it whatever happens; which node ran a
+scene is read from the parent (the node's raylet) of the worker process its claim names.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import Visibility, layout
+from vistest.batch import claims, state
+from vistest.batch.failures import ERROR, write_failed
+from vistest.batch.specs import SceneSpec, discover, read_scene_id
+from vistest.batch.task import SceneTask, TaskOptions, run_task
+from vistest.datasets.demo import demo_batch, make_demo_scene
+from vistest.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FAST = ["--budgets", "16,all", "--dummy", "drop", "--preset", "ultrafast"]
+GOOD = ("demo-a", "demo-b", "demo-c")
+
+
+def cli(*args, env=None, check=None):
+    r = subprocess.run([sys.executable, "-m", "vistest.cli", *map(str, args)], capture_output=True, text=True,
+                       env=env)
+    if check is not None:
+        assert r.returncode == check, r.stdout + r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batch")
+    src = make_demo_scene(root / "demo", num_frames=30, size=(160, 120), quiet=True)
+    demo_batch(src, EXAMPLES / "demo-questions.jsonl", root / "scenes", list(GOOD) + ["demo-bad"])
+    bad = root / "scenes" / "demo-bad"
+    doc = json.loads((bad / "scene.json").read_text())
+    (bad / "video.mp4").write_bytes(Path(doc["video"]).read_bytes()[:3000])  # truncated: 1 frame decodes
+    (bad / "scene.json").write_text(json.dumps(dict(doc, video="video.mp4")))
+    return root / "scenes"
+
+
+@pytest.fixture(scope="module")
+def reference(scenes, tmp_path_factory):
+    """One uninterrupted local-engine batch of the four scenes."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    r = cli("batch", scenes, "-o", out, "-j", "2", *FAST)
+    return out, r
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    """{relative path: bytes} of every file but visibility tables, the manifest's lock file and
+    the scenes' locks and records (vistest.videos.manifest: a record keeps modification times)."""
+    state = {(layout.STATE_DIR, layout.LOCKS_DIR), (layout.STATE_DIR, layout.RECORDS_DIR)}
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix != ".npz" and p.name != layout.MANIFEST_LOCK
+            and p.relative_to(out).parts[:2] not in state}
+
+
+def assert_same_outputs(out: Path, ref: Path) -> None:
+    a, b = snapshot(out), snapshot(ref)
+    assert sorted(a) == sorted(b)
+    assert [k for k in a if a[k] != b[k]] == []
+    for sid in GOOD:
+        va = Visibility.load(layout.scene_dir(out, sid) / layout.VISIBILITY)
+        vb = Visibility.load(layout.scene_dir(ref, sid) / layout.VISIBILITY)
+        for name in ("visible", "projected", "bbox"):
+            assert np.array_equal(getattr(va, name), getattr(vb, name), equal_nan=True), (sid, name)
+
+
+def manifest(out: Path) -> list[dict]:
+    return [json.loads(ln) for ln in (out / layout.MANIFEST).read_text().splitlines()]
+
+
+def failed(out: Path) -> list[dict]:
+    return [json.loads(ln) for ln in layout.failed_path(out).read_text().splitlines()]
+
+
+def leftovers(out: Path) -> list[Path]:
+    return [p for p in out.rglob("*") if ".tmp" in p.name or ".vistest-spool" in p.name]
+
+
+def wait_for_claim(out: Path, stages, proc, timeout=120.0, exclude=("demo-bad",)):
+    """(scene id, claim) of the first running scene (not in ``exclude``) whose claim is in one
+    of ``stages``, while ``proc`` runs."""
+    deadline = time.monotonic() + timeout
+    folder = out / layout.STAMPS_DIR / layout.CLAIMS_DIR
+    while time.monotonic() < deadline and proc.poll() is None:
+        for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            sid = f.stem
+            c = claims.read_claim(out, sid)
+            if sid not in exclude and c is not None and c.stage in stages:
+                return sid, c
+        time.sleep(0.01)
+    raise AssertionError(f"no scene reached {stages} (batch exit status {proc.poll()})")
+
+
+# ---- the local engine --------------------------------------------------------------------
+def test_every_good_scene_completes_and_the_corrupt_one_is_recorded(reference):
+    out, r = reference
+    assert r.returncode == 1, r.stdout + r.stderr  # a scene failed
+    [rec] = failed(out)
+    assert rec["scene_id"] == "demo-bad" and rec["kind"] == "input" and rec["stage"] == "video"  # before any output
+    assert rec["attempts"] == 1 and rec["error"].startswith(f"{rec['scene_json'][:-len('scene.json')]}video.mp4: ")
+    assert "decodes to 1 frames" in rec["error"] and "traceback" not in rec
+    rows = manifest(out)
+    assert {m["scene_id"] for m in rows} == set(GOOD)
+    assert {m["path"] for m in rows} == {p.relative_to(out).as_posix() for p in out.rglob("*.mp4")
+                                         if "demo-bad" not in str(p)}
+    page = (out / layout.INDEX_HTML).read_text()
+    assert all(f'href="{m["path"]}"' in page for m in rows)
+    # the summary table: a row per scene, totals, where the failures are
+    assert "demo-bad  failed" in r.stdout and "input: " in r.stdout
+    assert "4 scene(s): 3 done, 0 up to date, 1 failed (input 1)" in r.stdout
+    assert "failed.jsonl" in r.stderr
+    assert leftovers(out) == [] and not list((out / ".vistest" / "running").glob("*"))
+    assert not layout.scene_dir(out, "demo-bad").exists()  # its partial ground truth went with its lines
+
+
+def test_default_workers_fit_cpus_and_memory():
+    from vistest.batch.local import available_cpus, default_workers
+
+    assert default_workers(1, 1.0) == available_cpus()
+    assert default_workers(available_cpus() + 1, 1.0) == 1
+    assert default_workers(1, 1e12) == 1  # a terabyte per scene: one at a time
+
+
+def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp_path):
+    """The task is run_scene with run's options: `vistest run` of one scene, with the threads
+    the batch gives each scene (1 CPU each), writes the same bytes and manifest lines."""
+    out, _ = reference
+    single = tmp_path / "single"
+    a = scenes / "demo-a"
+    cli("run", a / "scene.json", a / "questions.jsonl", "-o", single, *FAST, "--threads", "1", "--quiet", check=0)
+    mine = snapshot(single)
+    for rel in [k for k in mine if k.endswith(".mp4") or k.startswith("scenes/")]:
+        assert mine[rel] == (out / rel).read_bytes(), rel
+    assert manifest(single) == [m for m in manifest(out) if m["scene_id"] == "demo-a"]
+
+
+def test_export_and_score_read_the_merged_run(reference, tmp_path):
+    out, _ = reference
+    cli("export", "jsonl", out, "-o", tmp_path / "jsonl", "--quiet", check=0)
+    rows = [json.loads(ln) for f in (tmp_path / "jsonl").glob("*.jsonl") for ln in f.read_text().splitlines()]
+    assert {r["scene_id"] for r in rows} == set(GOOD)
+    preds = tmp_path / "blind.jsonl"
+    cli("baseline", "-r", out, "-o", preds, check=0)
+    cli("score", preds, "-r", out, "-o", tmp_path / "score", "--quiet", check=0)
+    report = json.loads((tmp_path / "score" / "report.json").read_text())
+    assert "demo-a-demo-1" in preds.read_text() and "demo-bad" not in preds.read_text() and report
+
+
+def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, scenes, tmp_path):
+    ref, _ = reference
+    work = tmp_path / "scenes"
+    shutil.copytree(scenes, work)
+    out = tmp_path / "out"
+    cli("batch", work, "-o", out, "-j", "2", *FAST, "--quiet", check=1)
+    r = cli("batch", work, "-o", out, "-j", "2", *FAST, check=1)
+    assert "4 scene(s): 0 done, 3 up to date, 1 failed" in r.stdout  # the corrupt scene is tried again
+    os.utime(work / "demo-a" / "questions.jsonl")  # touched, same bytes: still up to date (content key)
+    lines = (work / "demo-b" / "questions.jsonl").read_text().splitlines()
+    (work / "demo-b" / "questions.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # b's questions changed
+    (out / "16_frame" / "demo-c.mp4").unlink()  # c lost an output
+    r = cli("batch", work, "-o", out, "-j", "2", *FAST, check=1)
+    assert "4 scene(s): 2 done, 1 up to date, 1 failed" in r.stdout, r.stdout
+    assert "demo-b    done" in r.stdout and "demo-c    done" in r.stdout and "demo-a    done" not in r.stdout
+    rows = manifest(out)
+    assert all("demo-b-demo-12" not in m["questions"] for m in rows if m["scene_id"] == "demo-b")
+    assert any("demo-a-demo-12" in m["questions"] for m in rows if m["scene_id"] == "demo-a")
+    assert (out / "16_frame" / "demo-c.mp4").read_bytes() == (ref / "16_frame" / "demo-c.mp4").read_bytes()
+
+
+def test_options_key_is_what_decides_outputs():
+    from vistest.pipeline import VideoOptions
+    from vistest.videos.plan import EncoderSettings
+
+    base = TaskOptions().key()
+    for other in (TaskOptions(VideoOptions(settings=EncoderSettings(crf=30))), TaskOptions(occlusion="none"),
+                  TaskOptions(VideoOptions(budgets=(16,))), TaskOptions(visibility="v.npz")):
+        assert other.key() != base
+    for same in (TaskOptions(VideoOptions(jobs=3, threads=2, cpus=4, max_memory_mb=900)), TaskOptions(ffmpeg="/x")):
+        assert same.key() == base
+
+
+@pytest.mark.parametrize("to", ["driver", "group"])
+def test_sigint_leaves_nothing_partial_trusted_and_a_rerun_completes(scenes, reference, tmp_path, to):
+    """SIGINT to the driver alone (kill -INT), or to its whole process group as Ctrl-C in a
+    terminal sends it (driver, workers, their ffmpeg and visibility processes at once)."""
+    ref, _ = reference
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "vistest.cli", "batch", str(scenes), "-o", str(out), "-j", "2", *FAST, "--quiet"]
+
+    def own_group_default_sigint():
+        os.setpgrp()  # a process group of its own, as a terminal gives a foreground job
+        # a shell without job control starts background jobs with SIGINT ignored: restore the default
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=own_group_default_sigint)
+    try:
+        sid, _ = wait_for_claim(out, ("videos",), proc)
+        if to == "driver":
+            proc.send_signal(signal.SIGINT)  # it stops its workers
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert "Traceback" not in err, err
+    assert leftovers(out) == [] and not list((out / ".vistest" / "running").glob("*"))
+    finished = {p.stem for p in (out / ".vistest" / "scenes").glob("*.json")}
+    assert sid not in finished and "demo-bad" not in finished
+    assert not layout.scene_dir(out, sid).exists()  # its ground truth went with it
+    recorded = failed(out) if layout.failed_path(out).exists() else []
+    assert {r["scene_id"] for r in recorded} <= {"demo-bad"}  # an interrupted scene is no failure
+    rows = manifest(out)
+    assert {m["scene_id"] for m in rows} == finished  # only finished scenes are listed ...
+    assert all((out / m["path"]).is_file() for m in rows)  # ... and what is listed exists
+    r = cli("batch", scenes, "-o", out, "-j", "2", *FAST, check=1)
+    assert f"{len(finished)} up to date" in r.stdout
+    assert_same_outputs(out, ref)
+
+
+def test_a_lost_worker_without_retries_is_an_infrastructure_failure(scenes, tmp_path):
+    one = tmp_path / "one"
+    one.mkdir()
+    os.symlink(scenes / "demo-a", one / "a")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", "batch", str(one), "-o", str(out), *FAST,
+                             "--retries", "0", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        sid, claim = wait_for_claim(out, ("visibility", "budget", "videos"), proc)
+        os.kill(claim.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    [rec] = failed(out)
+    assert rec["scene_id"] == "demo-a" and rec["kind"] == "infrastructure" and rec["attempts"] == 1
+    assert "killed by SIGKILL" in rec["error"] and rec["stage"] in ("visibility", "budget", "videos")
+    assert leftovers(out) == [] and claims.read_claim(out, "demo-a") is None
+    assert manifest(out) == []
+
+
+def children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid``."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def test_a_killed_visibility_process_is_retried_like_a_lost_worker(scenes, reference, tmp_path):
+    """The out-of-memory killer takes the task's visibility child process (SIGKILL): the task
+    neither hangs nor records a bug; its worker ends as lost and the scene is retried."""
+    ref, _ = reference
+    one = tmp_path / "one"
+    one.mkdir()
+    os.symlink(scenes / "demo-a", one / "a")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", "batch", str(one), "-o", str(out), *FAST,
+                             "--retries", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, claim = wait_for_claim(out, ("visibility",), proc)
+        deadline = time.monotonic() + 60
+        while not (kids := [k for k in children(claim.pid) if b"resource_tracker" not in
+                            Path(f"/proc/{k}/cmdline").read_bytes()]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(kids[0], signal.SIGKILL)
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stdout + err
+    assert f"lost attempt 1 (pid {claim.pid}" in stdout and "stage visibility" in stdout, stdout
+    assert "the visibility process ended without a result (killed by SIGKILL)" in err
+    assert not layout.failed_path(out).exists() and leftovers(out) == []
+    for rel in [m["path"] for m in manifest(out)] + ["scenes/demo-a/16_frame.jsonl", "scenes/demo-a/dummy_gt.jsonl"]:
+        assert (out / rel).read_bytes() == (ref / rel).read_bytes(), rel
+
+
+# ---- the Ray engine ------------------------------------------------------------------------
+@pytest.fixture
+def ray_cluster(monkeypatch):
+    """A head node and a second node joining it, 1 CPU each, on 127.0.0.1 only; Ray's files in
+    a private temporary folder; no dashboard, no usage stats, small object stores. Yields (the
+    environment for a driver process (RAY_ADDRESS only there), {raylet pid: node name}). Every
+    Ray process is stopped at the end (Cluster.shutdown; its reaper process if this one dies)."""
+    pytest.importorskip("ray")
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+
+    tmp = tempfile.mkdtemp(prefix="vt-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    env = {"RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
+           # Ray maps a loopback address to this machine's network address unless clusters are
+           # "disabled"; that setting keeps the driver and every node on 127.0.0.1
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    node = dict(num_cpus=1, object_store_memory=80 * 2**20, node_ip_address="127.0.0.1")
+    cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
+    try:
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        raylets = {n.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid: name
+                   for n, name in zip(cluster.list_all_nodes(), ("head", "second node"))}
+        assert len(raylets) == 2
+        yield {**os.environ, **env, "RAY_ADDRESS": cluster.address}, raylets
+    finally:
+        cluster.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def node_of(pid: int, raylets: dict[int, str]) -> str | None:
+    """The node (raylet) whose worker process ``pid`` is: the raylet among its ancestors."""
+    for _ in range(4):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the parent
+        except (OSError, ValueError, IndexError):
+            return None
+        if pid in raylets:
+            return raylets[pid]
+    return None
+
+
+def test_ray_two_nodes_killed_worker_retried_corrupt_scene_recorded_rerun_identical(scenes, reference, ray_cluster,
+                                                                                      tmp_path):
+    ref, _ = reference
+    env, raylets = ray_cluster
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "vistest.cli", "batch", str(scenes), "-o", str(out), "--engine", "ray",
+            "--retries", "2", *FAST]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    nodes: dict[str, set[str]] = {}  # node -> scenes its workers ran (from the claims' pids)
+    try:
+        sid, claim = wait_for_claim(out, ("visibility", "budget", "videos"), proc)
+        nodes.setdefault(node_of(claim.pid, raylets), set()).add(sid)
+        os.kill(claim.pid, signal.SIGKILL)  # a Ray worker process, in the middle of a scene
+        folder = out / layout.STAMPS_DIR / layout.CLAIMS_DIR
+        while proc.poll() is None:
+            for f in list(folder.glob("*.json")):
+                c = claims.read_claim(out, f.stem)
+                if c is not None and c.pid != claim.pid:
+                    nodes.setdefault(node_of(c.pid, raylets), set()).add(f.stem)
+            time.sleep(0.01)
+        stdout, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stdout + err
+    assert set(nodes) == {"head", "second node"}, nodes  # scenes ran on both nodes
+    row = next(ln for ln in stdout.splitlines() if ln.startswith(sid))
+    assert " done " in row and f"lost attempt 1 (pid {claim.pid}" in row, stdout  # retried and completed
+    [rec] = failed(out)  # the corrupt scene only, not retried
+    assert rec["scene_id"] == "demo-bad" and rec["kind"] == "input" and rec["attempts"] == 1
+    assert "video.mp4: decodes to 1 frames" in rec["error"]
+    assert "3 done, 0 up to date, 1 failed (input 1); 1 retried" in stdout
+    assert_same_outputs(out, ref)
+    r = cli("batch", scenes, "-o", out, "--engine", "ray", *FAST, env=env, check=1)
+    assert "0 done, 3 up to date, 1 failed" in r.stdout
+    assert_same_outputs(out, ref)
+
+
+# ---- the parts ---------------------------------------------------------------------------------
+def test_batch_takes_exactly_the_options_of_run():
+    from vistest.cli import main
+
+    def opts(name):
+        return {p.name: (tuple(p.opts), p.default) for p in main.commands[name].params if p.name != "help"}
+
+    run, batch = opts("run"), opts("batch")
+    own = ("stamp", "scene_json", "questions_jsonl")  # make's stamp; one scene's arguments
+    assert {k: v for k, v in batch.items() if k in run} == {k: v for k, v in run.items() if k not in own}
+    assert set(run) - set(batch) == set(own)
+
+
+def test_ray_without_an_address_is_bad_input(scenes, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    r = cli("batch", scenes, "-o", tmp_path / "out", "--engine", "ray", env=env, check=2)
+    assert r.stderr.startswith("Error: --address: expected the Ray cluster's address")
+    assert not (tmp_path / "out").exists()
+
+
+def test_scene_lists(tmp_path):
+    for name in ("x", "y", "z w"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "scene.json").write_text('{"scene_id": "s"}')
+    (tmp_path / "empty").mkdir()
+    assert [s.name for s in discover(tmp_path)] == ["x", "y", "z w"]
+    assert [s.name for s in discover(tmp_path / "x")] == ["x"]
+    lst = tmp_path / "list.txt"
+    obj = json.dumps({"scene": "x/scene.json", "questions": "q.jsonl"})
+    lst.write_text(f"# scenes\n\nx\ny/scene.json y/questions.jsonl\nz w/scene.json\tother.jsonl\n{obj}\n")
+    got = discover(lst)
+    assert [(s.scene_json, s.questions) for s in got] == [
+        (tmp_path / "x" / "scene.json", tmp_path / "x" / "questions.jsonl"),
+        (tmp_path / "y" / "scene.json", tmp_path / "y" / "questions.jsonl"),
+        (tmp_path / "z w" / "scene.json", tmp_path / "other.jsonl"),
+        (tmp_path / "x" / "scene.json", tmp_path / "q.jsonl")]
+    lst.write_text("x\na b c\n")
+    with pytest.raises(InputError, match=rf"{lst}:2: expected 'SCENE_JSON QUESTIONS_JSONL'"):
+        discover(lst)
+    with pytest.raises(InputError, match="no scene folders"):
+        discover(tmp_path / "empty")
+    bad = SceneSpec("b", tmp_path / "b.json", tmp_path / "q")
+    for text, what in (("{", "not valid JSON"), ('{"scene_id": 3}', "scene_id: expected a string"),
+                       ('{"scene_id": "../x"}', "cannot name files")):
+        bad.scene_json.write_text(text)
+        with pytest.raises(InputError, match=what):
+            read_scene_id(bad)
+
+
+def test_duplicate_scene_ids_stop_the_batch_before_anything_runs(tmp_path):
+    for name in ("x", "y"):
+        (tmp_path / "s" / name).mkdir(parents=True)
+        (tmp_path / "s" / name / "scene.json").write_text('{"scene_id": "same"}')
+    r = cli("batch", tmp_path / "s", "-o", tmp_path / "out", check=2)
+    assert r.stderr.startswith("Error: ") and "'same' is also the id of" in r.stderr
+    assert not (tmp_path / "out" / "manifest.jsonl").exists()
+
+
+def test_completeness_rule(tmp_path):
+    """state.complete: same paths and options, inputs with the same content (a touch is not a
+    change), every output at its size."""
+    out = tmp_path / "out"
+    (out / "16_frame").mkdir(parents=True)
+    video = out / "16_frame" / "s.mp4"
+    video.write_bytes(b"v" * 10)
+    spec = SceneSpec("s", tmp_path / "scene.json", tmp_path / "q.jsonl")
+    spec.scene_json.write_text('{"scene_id": "s"}')
+    spec.questions.write_text("{}\n")
+    inputs = tuple(state.InputKey.of(p) for p in (spec.scene_json, spec.questions))
+    frag = state.Fragment("s", str(spec.scene_json), str(spec.questions), "opts", inputs,
+                          state.outputs_of(out, [video]), ({"scene_id": "s", "path": "16_frame/s.mp4"},))
+    state.write_fragment(out, frag)
+    assert state.complete(out, spec, "s", "opts") == frag
+    assert state.complete(out, spec, "s", "other options") is None
+    assert state.complete(out, SceneSpec("s", spec.scene_json, tmp_path / "q2.jsonl"), "s", "opts") is None
+    os.utime(spec.questions, ns=(1, 1))  # touched: content key decides
+    assert state.complete(out, spec, "s", "opts") == frag
+    spec.questions.write_text("[]\n")  # same size, other bytes
+    assert state.complete(out, spec, "s", "opts") is None
+    spec.questions.write_text("{}\n")
+    video.write_bytes(b"v" * 9)
+    assert state.complete(out, spec, "s", "opts") is None
+    video.write_bytes(b"v" * 10)
+    state.remove_fragment(out, "s")
+    assert state.complete(out, spec, "s", "opts") is None
+
+
+def test_leftovers_of_a_scene_are_its_own(tmp_path):
+    from vistest.atomic import temp_path_for
+
+    mine = [temp_path_for(tmp_path / "16_frame" / "a.mp4"), temp_path_for(tmp_path / "dummy_drop" / "a" / "k.mp4"),
+            temp_path_for(tmp_path / "scenes" / "a" / "dummy_gt.jsonl")]
+    spool = tmp_path / ".vistest-spool-a.abcd1234"
+    spool.mkdir()
+    (spool / "0.yuv").write_bytes(b"x")
+    others = [temp_path_for(tmp_path / "16_frame" / "a.b.mp4"), temp_path_for(tmp_path / "dummy_drop" / "ab" / "k.mp4"),
+              tmp_path / "16_frame" / "a.mp4", tmp_path / ".vistest-spool-a.b.abcd1234"]
+    others[2].write_bytes(b"done")
+    others[3].mkdir()
+    assert claims.leftovers(tmp_path, "a") == sorted(mine + [spool])
+    claims.remove_leftovers(tmp_path, "a")
+    assert not any(p.exists() for p in mine + [spool]) and all(p.exists() for p in others)
+
+
+def test_claims_count_attempts_and_refuse_a_live_holder(tmp_path):
+    c1, lost = claims.take(tmp_path, "s", "run1")
+    assert c1.attempt == 1 and lost is None
+    # our own claim left behind (as if our process had been killed): the next attempt counts it
+    c2, lost = claims.take(tmp_path, "s", "run1")
+    assert c2.attempt == 2 and lost == c1
+    c3, _ = claims.take(tmp_path, "s", "run2")  # another batch run starts counting again
+    assert c3.attempt == 1
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claims.write_claim(tmp_path, "s", claims.Claim("run2", 1, c3.host, proc.pid, 0, "videos"))
+        with pytest.raises(InputError, match=f"being written by pid {proc.pid}"):
+            claims.take(tmp_path, "s", "run2")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert claims.take(tmp_path, "s", "run2")[0].attempt == 2  # dead now: a lost attempt
+    claims.release(tmp_path, "s")
+    assert claims.read_claim(tmp_path, "s") is None
+
+
+def test_a_bug_in_a_task_is_recorded_with_its_traceback_not_raised(scenes, tmp_path, monkeypatch):
+    import vistest.pipeline
+
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # run_task sets it for its process: restored after
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(vistest.pipeline, "run_scene", broken)
+    spec = discover(scenes / "demo-a")[0]
+    o = run_task(SceneTask(spec, "demo-a", tmp_path, TaskOptions(), "run"))
+    assert o.status == "failed" and o.failure.kind == ERROR and o.failure.stage == "video"
+    assert o.failure.error == "ZeroDivisionError: a bug" and "Traceback" in o.failure.traceback
+    assert not o.failure.retried and claims.read_claim(tmp_path, "demo-a") is None
+    assert state.read_fragment(tmp_path, "demo-a") is None
+
+
+def test_failed_jsonl_keeps_other_scenes_and_clears_fixed_ones(tmp_path):
+    write_failed(tmp_path, {"/a/scene.json": {"scene_json": "/a/scene.json", "error": "x"},
+                            "/b/scene.json": {"scene_json": "/b/scene.json", "error": "y"}})
+    write_failed(tmp_path, {"/a/scene.json": None, "/c/scene.json": {"scene_json": "/c/scene.json", "error": "z"}})
+    assert [r["scene_json"] for r in failed(tmp_path)] == ["/b/scene.json", "/c/scene.json"]
+    assert write_failed(tmp_path, {"/b/scene.json": None, "/c/scene.json": None}) is None
+    assert not layout.failed_path(tmp_path).exists()
