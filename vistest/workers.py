@@ -44,16 +44,24 @@ def describe_exit(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S) -> None:
-    """Start a daemon thread that ends this process (``os._exit(0)``, no output) as soon as its
-    parent is gone (the parent id changes, e.g. to 1 or a subreaper, once the parent died).
-    ``parent_pid``: the parent to watch (default: the current parent)."""
+def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S, terminate: bool = False) -> None:
+    """Start a daemon thread that ends this process as soon as its parent is gone (the parent id
+    changes, e.g. to 1 or a subreaper, once the parent died): at once and silently
+    (``os._exit(0)``), or with ``terminate`` by sending it SIGTERM, so that a handler
+    (vistest.videos.write.signals_as_exit) runs the cleanup a stopped run owes (a batch worker
+    removes its temporary files and releases its claim). ``parent_pid``: the parent to watch
+    (default: the current parent)."""
+    import signal
+
     parent = os.getppid() if parent_pid is None else parent_pid
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(poll_s)
-        os._exit(0)
+        if terminate:
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            os._exit(0)
 
     threading.Thread(target=watch, name="vistest-die-with-parent", daemon=True).start()
 

@@ -16,7 +16,7 @@ Interrupts: Ctrl-C (SIGINT) or SIGTERM to the driver stops every worker with SIG
 runs the pipeline's own cleanup: encoders killed, temporary and spool files removed, claim
 released; a worker still running after :data:`STOP_SECONDS` is killed) and re-raises. If the
 driver itself dies, the fork server ends, and a worker whose parent (the server) ends gets
-SIGTERM (Linux: PR_SET_PDEATHSIG).
+SIGTERM (vistest.workers.die_with_parent).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _worker(task: SceneTask, conn) -> None:
     the pipeline cleans up as for Ctrl-C; then nothing is sent."""
     from ..videos.write import signals_as_exit
 
-    die_with_parent()
+    die_with_parent(terminate=True)  # the fork server gone (the driver killed): SIGTERM, the cleanup below
     with signals_as_exit():
         outcome = run_task_or_exit(task)
     conn.send(outcome)
