@@ -3,7 +3,9 @@
 The output folder (``OUTDIR``, a run folder shared by any number of scenes) is laid out as
 vistest.layout says: budget and dummy videos, ``scenes/{scene_id}/`` (the visibility table,
 reused while the scene, the video size and the occlusion mode are unchanged; the budget
-ground truth; the dummies' ground truth) and ``manifest.jsonl`` (vistest.videos.manifest).
+ground truth; the dummies' ground truth; per evaluator configuration, the ``all`` budget's
+ground truth over the frames it takes, ``evaluators/{name}/all_frame.jsonl``) and
+``manifest.jsonl`` (vistest.videos.manifest).
 """
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from typing import Any, Mapping, Sequence
 
 from . import layout
 from .atomic import write_atomic
+from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
 from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
-                           budget_truth, write_budget_files)
+                           budget_truth, evaluator_truth, write_budget_files)
 from .questions import Question
-from .budget.sampling import DEFAULT_PROFILE, Budget
+from .budget.sampling import ALL, DEFAULT_PROFILE, Budget
 from .errors import InputError
 from .scene import Scene
 from .videos.write import DEFAULT_MAX_MEMORY_MB, WriteReport, write_plan
@@ -45,7 +48,9 @@ class VideoOptions:
     ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
     ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
-    ``jobs``, ``threads``: vistest.videos.write.plan_resources.
+    ``jobs``, ``threads``: vistest.videos.write.plan_resources. ``evaluators``: the evaluator
+    configurations (vistest.budget.evaluators) whose takes the manifest states for every video
+    and whose ``all`` ground truth is written (with the ``all`` budget).
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
@@ -65,6 +70,7 @@ class VideoOptions:
     max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
     jobs: int | None = None
     threads: int | None = None
+    evaluators: tuple[Evaluator, ...] = DEFAULT_EVALUATORS
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,7 +193,8 @@ def make_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
                          unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
-                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
+                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings,
+                         evaluators=opts.evaluators)
     update_manifest(outdir, scene.scene_id, [])
     report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
                         progress=progress)
@@ -230,11 +237,33 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                          profile_options=opts.profile_options)
     if with_budget_files:
         files += write_budget_files(truth, scene_dir)
+        if ALL in truth.budgets:
+            written, failed = write_evaluator_files(scene, visibility, questions, opts, outdir)
+            files += written
+            warnings = list(warnings) + failed
     plan, report, dummy_path = make_videos(scene, info, visibility, questions, truth, outdir, opts, warnings,
                                            progress)
     files.append(dummy_path)
     return SceneResult(plan, report, truth if with_budget_files else None, tuple(files),
                        tuple(plan.warnings))
+
+
+def write_evaluator_files(scene: Scene, visibility: Visibility, questions: Sequence[Question], opts: VideoOptions,
+                          outdir: str | os.PathLike) -> tuple[list[Path], list[str]]:
+    """For each of ``opts.evaluators``, the ``all`` budget's ground truth over the frames it
+    takes of the full video (vistest.budget.truth.evaluator_truth), written to
+    ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``. Returns the files and a warning per
+    evaluator that fails on the video (as its client would; no file for it). Folders of
+    evaluators no longer configured are left alone."""
+    files, failed = [], []
+    for e in opts.evaluators:
+        try:
+            truth = evaluator_truth(scene, visibility, questions, e, opts.seen_threshold, opts.min_budget_room_route)
+        except InputError as err:
+            failed.append(f"evaluator {e.name}: no all ground truth: {err}")
+            continue
+        files += write_budget_files(truth, layout.evaluator_dir(outdir, scene.scene_id, e.name))
+    return files, failed
 
 
 def _make_escape(path: str) -> str:
