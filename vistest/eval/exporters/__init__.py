@@ -37,13 +37,18 @@ class ExportOptions:
 
     ``link`` (revsi): how videos get into OUT, one of :data:`LINK_MODES`. ``protocol``
     (lmms-eval-task): scoring rules, as ``vistest score --protocol``. ``name``
-    (lmms-eval-task): task name prefix. ``progress``: progress on stderr.
+    (lmms-eval-task, revsi): lmms-eval task name prefix. ``progress``: progress on stderr.
+    ``evaluator``: the evaluator configuration whose ``all`` ground truth the ``all`` rows are
+    (None: every frame; vistest.eval.exporters.rundir). ``target`` (vlmevalkit): the VLMEvalKit
+    class, ``ReVSI``, ``VsiBench`` or ``auto``.
     """
 
     link: str = "hard"
     protocol: str = "auto"
     name: str = "vistest"
     progress: bool = True
+    evaluator: str | None = None
+    target: str = "auto"
 
 
 def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
@@ -56,10 +61,10 @@ def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
         raise InputError(f"--link: expected one of {', '.join(LINK_MODES)}, got {options.link!r}")
     from .rundir import load_run
 
-    run = load_run(run_dir)
+    run = load_run(run_dir, options.evaluator)
     module = importlib.import_module(f".{FORMATS[fmt]}", __name__)
     return module.write(run, Path(out), link=options.link, protocol=options.protocol, name=options.name,
-                        progress=options.progress)
+                        progress=options.progress, target=options.target)
 
 
 __all__ = ["FORMATS", "LINK_MODES", "ExportOptions", "ExportResult", "export"]
