@@ -638,3 +638,218 @@ def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, fr
     dummy_rows = [r for r in read_jsonl(scene_dir / "dummy_gt.jsonl")]
     cells = [c for c in report["hallucination"] if c["variant"].startswith("dummy")]
     assert cells and sum(c["n"] for c in cells) == len(dummy_rows)
+
+
+# ---------------------------------------------------------------------------------------
+# column types, an evaluator's all rows, the revsi task folder, VLMEvalKit's classes
+# ---------------------------------------------------------------------------------------
+def test_revsi_options_have_one_type_in_every_config(revsi, tmp_path):
+    """README.md states every column's type per config: ``options`` is a list of strings in every config,
+    also in one where no row has options (Arrow would infer null there)."""
+    out, _ = revsi
+    for name in CONFIGS:
+        ds = load_revsi_config(out, name, tmp_path / "c")
+        assert ds.features["options"] == datasets.List(datasets.Value("string")), (name, ds.features)
+        assert ds.features["num_frames"] == datasets.Value("string" if name == "all_frame" else "int64")
+    numeric = tmp_path / "numeric"
+    shutil.copytree(out, numeric, ignore=shutil.ignore_patterns("*.mp4"))
+    data = numeric / "data" / "16_frame.jsonl"
+    rows = [r for r in read_jsonl(data) if r["options"] is None]
+    assert rows, "expected numeric rows at 16 frames"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))  # a config without a multiple-choice row
+    ds = load_revsi_config(numeric, "16_frame", tmp_path / "c2")
+    assert ds.features["options"] == datasets.List(datasets.Value("string")) and len(ds) == len(rows)
+
+
+def test_revsi_writes_an_lmms_eval_task_folder_under_names_of_its_own(revsi):
+    """lmms_eval/: tasks named {prefix}_revsi_{n}_frame (the built-in revsi_{n}_frame would win the index), on
+    this folder as dataset_path, with utils.py importing lmms-eval's own revsi code (tests/clients/ run it)."""
+    out, _ = revsi
+    folder = out / "lmms_eval"
+    builtin = {load_task_yaml(p).get("task") or load_task_yaml(p).get("group")
+               for p in (ROOT.parent / "shared" / "reference" / "lmms-eval-revsi-task").glob("*.yaml")} \
+        or {"revsi", "revsi_16_frame", "revsi_32_frame", "revsi_64_frame", "revsi_all_frame"}
+    tasks = {load_task_yaml(folder / f"vistest_revsi_{c}.yaml")["task"] for c in CONFIGS}
+    assert tasks == {f"vistest_revsi_{c}" for c in CONFIGS} and not tasks & builtin
+    assert load_task_yaml(folder / "vistest_revsi.yaml")["task"] == sorted(tasks, key=lambda t: CONFIGS.index(
+        t.removeprefix("vistest_revsi_")))
+    template = load_task_yaml(folder / "_default_template_yaml")
+    assert template["dataset_path"] == str(out) and "dataset_kwargs" not in template
+    utils = (folder / "utils.py").read_text()
+    assert "from lmms_eval.tasks.revsi import utils" in utils and "def revsi_" not in utils
+    record = json.loads((out / RECORD).read_text())
+    assert record["info"]["lmms_eval_tasks"] == [f"vistest_revsi_{c}" for c in CONFIGS]
+
+
+def test_export_with_an_evaluator_takes_its_all_rows(run_dir, tmp_path):
+    """--evaluator NAME: the all budget's rows are that evaluator's ground truth (frames it takes of all_frame,
+    as the manifest states them); a name the run has no ground truth for, or rows whose frames the manifest does
+    not state, stop the export."""
+    name = "qwen-vl-utils.fps2"
+    out = tmp_path / "q"
+    export("revsi", run_dir, out, replace(QUIET, evaluator=name))
+    manifest = {r["path"]: r for r in read_jsonl(run_dir / "manifest.jsonl")}
+    want = {r["id"]: r for r in read_jsonl(run_dir / "scenes" / SCENE / "evaluators" / name / "all_frame.jsonl")}
+    taken = manifest[f"all_frame/{SCENE}.mp4"]["evaluators"][name]["takes"]["all"]["frames"]
+    rows = [r for r in read_jsonl(out / "data" / "all_frame.jsonl") if r["scene_id"] == SCENE]
+    assert rows and len(taken) == 4  # 60 frames at 30 frames/s, 2 frames/s
+    for r in rows:
+        assert r["evaluator"] == name and r["frame_indices"] == taken
+        assert r["ground_truth"] == want[r["id"]]["ground_truth"] and want[r["id"]]["status"] != "unanswerable"
+    assert {r["id"] for r in rows} == {i for i, w in want.items() if w["status"] != "unanswerable"
+                                       and w["question_type"] not in ("object_rel_direction_easy",
+                                                                      "obj_appearance_order")}
+    assert all(r["evaluator"] is None for r in read_jsonl(out / "data" / "16_frame.jsonl"))
+    with pytest.raises(InputError, match="no all ground truth for evaluator 'nope'"):
+        export("revsi", run_dir, tmp_path / "n", replace(QUIET, evaluator="nope"))
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad, copy_function=os.link)
+    path = bad / "scenes" / SCENE / "evaluators" / name / "all_frame.jsonl"
+    docs = read_jsonl(path)
+    docs[0]["frame_indices"] = docs[0]["frame_indices"][:-1]
+    path.unlink()
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    with pytest.raises(InputError, match="frame_indices: differ"):
+        export("jsonl", bad, tmp_path / "b", replace(QUIET, evaluator=name))
+
+
+# VLMEvalKit: the type sets and preconditions of ReVSI.build_prompt and VsiBench.build_prompt
+VLMEVALKIT_SRC = Path(os.environ.get("VISTEST_VLMEVALKIT_SRC", "/work/.mirror/open-compass+VLMEvalKit/repo"))
+
+
+def vlmevalkit_source(path: str) -> str | None:
+    """A file of VLMEvalKit's source from a checkout or bare mirror (git show HEAD:path), else None."""
+    if (VLMEVALKIT_SRC / path).is_file():
+        return (VLMEVALKIT_SRC / path).read_text()
+    if not VLMEVALKIT_SRC.is_dir():
+        return None
+    r = subprocess.run(["git", "-C", str(VLMEVALKIT_SRC), "show", f"HEAD:{path}"], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def needs_vlmevalkit(path):
+    src = vlmevalkit_source(path)
+    if src is None:
+        pytest.skip(f"VLMEvalKit's source is not here ({VLMEVALKIT_SRC}; set VISTEST_VLMEVALKIT_SRC to a checkout): "
+                    f"VLMEvalKit is not on the package registries, so CI cannot fetch it")
+    return src
+
+
+def literal_list(tree, name):
+    """The list of strings assigned to ``name`` anywhere in a parsed module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError(f"no assignment to {name}")
+
+
+def vlmevalkit_tsv(run_dir, tmp_path, target):
+    """TSVs for ``target`` of the run's rows that target can prompt (ReVSI: the rows with a ReVSI type)."""
+    from vistest.eval.exporters import vlmevalkit
+
+    run = load_run(run_dir)
+    keep = tuple(r for r in run.rows if vlmevalkit.target_type(r, target))
+    out = tmp_path / f"vlm-{target}"
+    vlmevalkit.write(replace(run, rows=keep), out, target=target)
+    return out
+
+
+def test_vlmevalkit_type_sets_are_the_sources(tmp_path):
+    """The documented constants equal the lists in VLMEvalKit's revsi.py and vsibench.py (skipped without the
+    source)."""
+    from vistest.eval.exporters.vlmevalkit import VLMEVALKIT_TYPES
+
+    revsi_tree = ast.parse(needs_vlmevalkit("vlmeval/dataset/revsi.py"))
+    assert VLMEVALKIT_TYPES["ReVSI"]["mcq"] == literal_list(revsi_tree, "MCQ_QUESTION_TYPES")
+    assert VLMEVALKIT_TYPES["ReVSI"]["number"] == literal_list(revsi_tree, "NQ_QUESTION_TYPES")
+    vsi_tree = ast.parse(needs_vlmevalkit("vlmeval/dataset/vsibench.py"))
+    assert VLMEVALKIT_TYPES["VsiBench"]["mcq"] == literal_list(vsi_tree, "mcq_items")
+    assert VLMEVALKIT_TYPES["VsiBench"]["number"] == literal_list(vsi_tree, "na_items")
+
+
+def test_vlmevalkit_export_checks_types_against_its_target(run_dir, tmp_path):
+    """auto picks VsiBench for the demo's VSI-Bench types; every row has a type the target prompts and MCQ rows
+    have options ast.literal_eval reads (what build_prompt needs); ReVSI gets ReVSI names (object_counting ->
+    object_counting_single) and its real rows' video is {scene_id}.mp4 under {root}/{n}_frame/; a target that
+    cannot prompt some rows stops the export naming them."""
+    from vistest.eval.exporters.vlmevalkit import VLMEVALKIT_TYPES, known_types
+
+    out = tmp_path / "auto"
+    res = export("vlmevalkit", run_dir, out, QUIET)
+    assert res.info["target"] == "VsiBench"
+    revsi_out = vlmevalkit_tsv(run_dir, tmp_path, "ReVSI")
+    for target, folder in (("VsiBench", out), ("ReVSI", revsi_out)):
+        for tsv in sorted(folder.glob("*.tsv")):
+            df = pd.read_csv(tsv, sep="\t")
+            assert set(df["question_type"]) <= known_types(target), (target, tsv.name)
+            for _, row in df.iterrows():
+                if row["question_type"] in VLMEVALKIT_TYPES[target]["mcq"]:
+                    opts = ast.literal_eval(row["candidates" if target == "VsiBench" else "options"])
+                    assert isinstance(opts, list) and opts and all(isinstance(o, str) for o in opts)
+                if target == "ReVSI" and row["variant"] == "budget":
+                    assert (run_dir / f"{row['num_frames']}_frame" / row["video"]).is_file()
+    df = pd.read_csv(revsi_out / "16_frame.tsv", sep="\t")
+    counting = df[df["vistest_question_type"] == "object_counting"]
+    assert len(counting) and set(counting["question_type"]) == {"object_counting_single"}
+    with pytest.raises(InputError, match=r"ReVSI cannot build a prompt for \d+ row\(s\).*demo-10 "
+                                         r"\(object_rel_direction_easy"):
+        export("vlmevalkit", run_dir, tmp_path / "r", replace(QUIET, target="ReVSI"))
+    assert not (tmp_path / "r").exists()
+
+
+def vlmevalkit_class(module_path: str, class_name: str):
+    """The real class from VLMEvalKit's source, its module run with stand-ins for the imports it needs to be
+    defined (datasets, huggingface_hub, decord, portalocker, PIL, vlmeval's helpers); build_prompt(video_llm=True)
+    uses none of them."""
+    import types
+
+    src = needs_vlmevalkit(module_path)
+    stub_names = ["vlmeval", "vlmeval.smp", "vlmeval.smp.file", "vlmeval.dataset", "vlmeval.dataset.video_base",
+                  "datasets", "huggingface_hub", "PIL", "decord", "portalocker", "tqdm"]
+    saved = {n: sys.modules.get(n) for n in stub_names}
+    stubs = {n: types.ModuleType(n) for n in stub_names}
+
+    class VideoBaseDataset:  # the base: build_prompt reads self.data and self.data_root only
+        pass
+    stubs["vlmeval.dataset.video_base"].VideoBaseDataset = VideoBaseDataset
+    for mod, names in (("vlmeval.smp", ["LMUDataRoot", "get_cache_path", "load", "modelscope_flag_set"]),
+                       ("vlmeval.smp.file", ["load"]), ("datasets", ["load_dataset"]),
+                       ("huggingface_hub", ["hf_hub_download", "snapshot_download"]), ("PIL", ["Image"]),
+                       ("tqdm", ["tqdm"])):
+        for n in names:
+            setattr(stubs[mod], n, lambda *a, **k: "")
+    try:
+        sys.modules.update(stubs)
+        module = types.ModuleType(f"vlmeval.dataset.{Path(module_path).stem}")
+        module.__package__ = "vlmeval.dataset"
+        exec(compile(src, module_path, "exec"), module.__dict__)
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return getattr(module, class_name)
+
+
+@pytest.mark.parametrize("target,module_path", [("VsiBench", "vlmeval/dataset/vsibench.py"),
+                                                ("ReVSI", "vlmeval/dataset/revsi.py")])
+def test_vlmevalkits_real_build_prompt_prompts_every_exported_row(run_dir, tmp_path, target, module_path):
+    """VLMEvalKit's own build_prompt (its source, skipped without it) builds a prompt for every row of every TSV
+    the export writes for that class, with the question and, for MCQ rows, every option in it."""
+    cls = vlmevalkit_class(module_path, target)
+    folder = vlmevalkit_tsv(run_dir, tmp_path, target)
+    checked = 0
+    for tsv in sorted(folder.glob("*.tsv")):
+        ds = object.__new__(cls)
+        ds.data = pd.read_csv(tsv, sep="\t")  # vlmeval/smp/file.py load (TSV)
+        ds.data_root = str(run_dir)
+        ds.frame_subset = tsv.name.split("_dummy")[0].removesuffix(".tsv")
+        for i, row in ds.data.iterrows():
+            message = ds.build_prompt(i if target == "ReVSI" else row, video_llm=True)
+            text = message[-1]["value"]
+            assert message[-1]["type"] == "text" and row["question"] in text
+            if isinstance(row["options"], str):
+                assert all(o in text for o in ast.literal_eval(row["options"]))
+            checked += 1
+    assert checked > 20
