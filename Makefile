@@ -13,7 +13,7 @@ DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test lint bench bench-videos setup clean variants
+.PHONY: demo test test-clients lint bench bench-videos setup clean variants
 
 setup: $(STAMP)
 
@@ -102,6 +102,26 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# `make test-clients`: tests/clients/ against the real lmms-eval package (0.7.3: its TaskManager, evaluator and
+# revsi task), and the sampler profiles against torch's own linspace (tests/test_sampling.py, which `make test`
+# runs without torch), in a cached environment of their own, .venv-clients (torch CPU, lmms-eval without its
+# model zoo: tests/clients/requirements.txt; about 2.4 GB). `make test` neither needs nor runs it.
+CLIENTS_VENV ?= .venv-clients
+CLIENTS_PY := $(CLIENTS_VENV)/bin/python
+CLIENTS_STAMP := $(CLIENTS_VENV)/.installed
+LMMS_EVAL_VERSION := 0.7.3
+
+$(CLIENTS_STAMP): pyproject.toml tests/clients/requirements.txt tests/clients/constraints.txt
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_PY) -m pip install --quiet --upgrade pip
+	$(CLIENTS_PY) -m pip install --quiet -c tests/clients/constraints.txt -r tests/clients/requirements.txt \
+		-e '.[test]'
+	$(CLIENTS_PY) -m pip install --quiet --no-deps lmms-eval==$(LMMS_EVAL_VERSION)
+	touch $(CLIENTS_STAMP)
+
+test-clients: $(CLIENTS_STAMP)
+	$(CLIENTS_PY) -m pytest -q tests/clients tests/test_sampling.py
+
 # ruff, configured in pyproject.toml ([tool.ruff]): checks only, never rewrites
 lint: $(STAMP)
 	$(VENV)/bin/ruff check vistest tests bench
@@ -113,4 +133,4 @@ bench-videos: $(STAMP)
 	$(PY) bench/videos.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT)
+	rm -rf $(VENV) $(CLIENTS_VENV) $(DEMO_OUT)

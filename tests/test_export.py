@@ -59,6 +59,12 @@ def read_jsonl(path):
     return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
 
 
+def config_file(export_dir, config):
+    """The data file of a revsi export's config (``data/{config}-{digest}.jsonl``)."""
+    (path,) = Path(export_dir).glob(f"data/{config}-*.jsonl")
+    return path
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``)."""
@@ -653,7 +659,7 @@ def test_revsi_options_have_one_type_in_every_config(revsi, tmp_path):
         assert ds.features["num_frames"] == datasets.Value("string" if name == "all_frame" else "int64")
     numeric = tmp_path / "numeric"
     shutil.copytree(out, numeric, ignore=shutil.ignore_patterns("*.mp4"))
-    data = numeric / "data" / "16_frame.jsonl"
+    data = config_file(numeric, "16_frame")
     rows = [r for r in read_jsonl(data) if r["options"] is None]
     assert rows, "expected numeric rows at 16 frames"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))  # a config without a multiple-choice row
@@ -691,7 +697,7 @@ def test_export_with_an_evaluator_takes_its_all_rows(run_dir, tmp_path):
     manifest = {r["path"]: r for r in read_jsonl(run_dir / "manifest.jsonl")}
     want = {r["id"]: r for r in read_jsonl(run_dir / "scenes" / SCENE / "evaluators" / name / "all_frame.jsonl")}
     taken = manifest[f"all_frame/{SCENE}.mp4"]["evaluators"][name]["takes"]["all"]["frames"]
-    rows = [r for r in read_jsonl(out / "data" / "all_frame.jsonl") if r["scene_id"] == SCENE]
+    rows = [r for r in read_jsonl(config_file(out, "all_frame")) if r["scene_id"] == SCENE]
     assert rows and len(taken) == 4  # 60 frames at 30 frames/s, 2 frames/s
     for r in rows:
         assert r["evaluator"] == name and r["frame_indices"] == taken
@@ -699,7 +705,7 @@ def test_export_with_an_evaluator_takes_its_all_rows(run_dir, tmp_path):
     assert {r["id"] for r in rows} == {i for i, w in want.items() if w["status"] != "unanswerable"
                                        and w["question_type"] not in ("object_rel_direction_easy",
                                                                       "obj_appearance_order")}
-    assert all(r["evaluator"] is None for r in read_jsonl(out / "data" / "16_frame.jsonl"))
+    assert all(r["evaluator"] is None for r in read_jsonl(config_file(out, "16_frame")))
     with pytest.raises(InputError, match="no all ground truth for evaluator 'nope'"):
         export("revsi", run_dir, tmp_path / "n", replace(QUIET, evaluator="nope"))
     bad = tmp_path / "bad"

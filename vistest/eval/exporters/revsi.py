@@ -13,7 +13,7 @@ reads ``{root}/{n}_frame/{video}``.
 Written (``OUT``)::
 
     README.md                    YAML front matter: configs -> data files (what load_dataset reads)
-    data/{n}_frame.jsonl         one row per answerable question at budget n
+    data/{n}_frame-{digest}.jsonl  one row per answerable question at budget n (digest: of the rows, data_file)
     {n}_frame/{scene_id}.mp4     the budget videos (hard links by default; --link)
     lmms_eval/                   an lmms-eval task folder running lmms-eval's own revsi code on it
                                  (vistest/eval/exporters/revsi_tasks.py)
@@ -41,6 +41,7 @@ relative-direction levels and appearance order have none (use ``lmms-eval-task``
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -74,9 +75,15 @@ def config_name(budget: str) -> str:
     return f"{budget}_frame"
 
 
-def data_file(budget: str) -> str:
-    """The data file of a config, relative to OUT."""
-    return f"data/{config_name(budget)}.jsonl"
+def data_file(budget: str, text: str) -> str:
+    """The data file of a config holding ``text``, relative to OUT: ``data/{n}_frame-{digest}.jsonl``.
+
+    The name carries the first 12 hex digits of the text's sha256 because ``datasets`` caches a
+    local folder's configs under the folder's *name* and the data files' *names* (measured with
+    datasets 5.2: two folders named ``export`` holding different rows load the first one's rows
+    from the cache), so a changed config, or another export in a folder of the same name, must
+    change the file name to be read."""
+    return f"data/{config_name(budget)}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}.jsonl"
 
 
 def revsi_question_type(row: ExportRow) -> str | None:
@@ -184,7 +191,7 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
             warnings.append(f"{config}: every row was left out; config not written")
             continue
         data[config] = jsonl_text(revsi_record(r, t) for r, t in keep)
-        parts.append(Part(config, data_file(b), len(keep)))
+        parts.append(Part(config, data_file(b, data[config]), len(keep)))
         for r, _t in keep:
             rel = budget_video_path(r.scene_id, r.num_frames)
             videos[rel] = r.video
