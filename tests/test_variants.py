@@ -30,7 +30,7 @@ from vistest.videos.write import (encoder_memory_mb, fill_rects, is_long, plan_p
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames
-from vistest.budget.evaluators import DEFAULT_EVALUATORS, EVALUATORS, parse_evaluators
+from vistest.budget.evaluators import DEFAULT_EVALUATORS, parse_evaluators
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
