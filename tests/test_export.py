@@ -859,3 +859,24 @@ def test_vlmevalkits_real_build_prompt_prompts_every_exported_row(run_dir, tmp_p
                 assert all(o in text for o in ast.literal_eval(row["options"]))
             checked += 1
     assert checked > 20
+
+
+def test_vlmevalkits_real_revsi_class_prompts_every_row_of_the_revsi_export(revsi, tmp_path):
+    """VLMEvalKit's ReVSI on the revsi export as its prepare_dataset reads it (load_dataset per config, video =
+    {scene_id}.mp4, options serialized with the module's own _serialize_options): a prompt for every row, and
+    every row's video at {root}/{n}_frame/{video}."""
+    cls = vlmevalkit_class("vlmeval/dataset/revsi.py", "ReVSI")
+    serialize = cls.__init__.__globals__["_serialize_options"]
+    out, _ = revsi
+    checked = 0
+    for config in CONFIGS:
+        ds = load_revsi_config(out, config, tmp_path / "c")
+        df = ds.add_column("video", [f"{x['scene_id']}.mp4" for x in ds]).to_pandas()
+        df["options"] = df["options"].apply(serialize)
+        obj = object.__new__(cls)
+        obj.data, obj.data_root, obj.frame_subset = df, str(out), config
+        for i in range(len(df)):
+            message = obj.build_prompt(i, video_llm=True)
+            assert Path(message[0]["value"]).is_file() and df["question"][i] in message[-1]["value"]
+            checked += 1
+    assert checked == sum(len(read_jsonl(config_file(out, c))) for c in CONFIGS) > 20
