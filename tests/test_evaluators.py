@@ -78,3 +78,13 @@ def test_cli_rejects_a_bad_evaluator_with_exit_status_2(tmp_path):
     r = CliRunner().invoke(main, ["run", str(tmp_path / "s.json"), str(tmp_path / "q.jsonl"), "-o", str(tmp_path),
                                   "--evaluator", "x=internvl:frames=0"])
     assert r.exit_code == 2 and "Error: --evaluator 'x=internvl:frames=0'" in r.output, r.output
+
+
+@pytest.mark.parametrize("frames,taken", [(16, 16), (32, 20), (64, 20)])
+def test_lmms_eval_qwen2_5_vl_max_num_frames_on_a_full_video(frames, taken):
+    """lmms-eval qwen2_5_vl with max_num_frames 16/32/64 on 300 frames at 30 frames/s: qwen-vl-utils decodes 20
+    (2 frames/s), the model keeps np.unique(np.linspace(0, 19, max_num_frames, dtype=int)) of them: 16/20/20."""
+    (e,) = parse_evaluator(f"lmms-eval.qwen2_5_vl@{frames}")
+    decoded = np.rint(np.linspace(0, 299, 20)).astype(int)  # exact here: no .5 ties on this grid
+    keep = np.unique(np.linspace(0, 19, frames, dtype=int))
+    assert e.takes(300, 30.0, "all").tolist() == decoded[keep].tolist() and len(keep) == taken
