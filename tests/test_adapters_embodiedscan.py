@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from vistest.datasets import AdapterError, import_scene
-from vistest.scene import Scene, box_corners
+from vistest.geometry import box_corners
+from vistest.scene import Scene
 
 ALIGN = np.array([[0, -1, 0, 1], [1, 0, 0, 2], [0, 0, 1, 0], [0, 0, 0, 1]], float)
 C2G0 = np.array([[1, 0, 0, 0.5], [0, 0, 1, -3], [0, -1, 0, 1.2], [0, 0, 0, 1]])

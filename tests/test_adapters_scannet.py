@@ -16,7 +16,8 @@ import pytest
 import trimesh
 
 from vistest.datasets import AdapterError, import_scene
-from vistest.scene import Scene, box_corners
+from vistest.geometry import box_corners
+from vistest.scene import Scene
 
 ALIGN = [[0, -1, 0, 1], [1, 0, 0, 2], [0, 0, 1, 0], [0, 0, 0, 1]]
 CHAIR = [[x, y, z] for z in (0, 1) for y in (0, 1) for x in (-2, 0)]
@@ -119,3 +120,50 @@ def test_cli_import_writes_scene_and_reports_errors(tmp_path):
     assert [f.index for f in scene.frames] == [0, 1] and scene.fps == 15.0  # .sens frames 0 and 2
     res = CliRunner().invoke(main, ["import", "nosuch", str(scan), "-o", str(tmp_path / "x")])
     assert res.exit_code == 2 and "dataset: expected one of arkitscenes, embodiedscan, scannet" in res.output
+
+
+def test_scannet_files_are_found_by_what_the_folder_holds(tmp_path):
+    # a folder whose name is not the scan id (how real downloads get renamed): the scan's files are
+    # still found by their contents (the one *_vh_clean_2.ply, *.aggregation.json, ...), with its id
+    scan = write_scannet_scan(tmp_path)
+    renamed = scan.rename(tmp_path / "my scan copy")
+    out = tmp_path / "out"
+    scene = Scene.load(import_scene("scannet", renamed, out))
+    assert scene.scene_id == "scene0000_00" and [o.label for o in scene.objects] == ["chair"]
+    np.testing.assert_allclose(scene.boxes_to_world, np.linalg.inv(ALIGN), atol=1e-12)  # the .txt was read
+    assert scene.frames[0].image is not None and scene.path(scene.frames[0].image).name == "0.jpg"
+    assert json.loads((out / "provenance.json").read_text())["notes"]["scan_info"] == "scene0000_00.txt"
+    # the high-resolution mesh's aggregation sits beside it in real downloads: not an ambiguity
+    (renamed / "scene0000_00_vh_clean.aggregation.json").write_text("{}")
+    assert Scene.load(import_scene("scannet", renamed, tmp_path / "out2")).scene_id == "scene0000_00"
+    # -O scene=ID names the files explicitly
+    assert Scene.load(import_scene("scannet", renamed, tmp_path / "out3",
+                                   options={"scene": "scene0000_00"})).objects
+
+
+def test_scannet_ambiguous_or_partial_scan_folders_are_errors(tmp_path):
+    scan = write_scannet_scan(tmp_path)
+    (scan / "scene0001_00_vh_clean_2.ply").write_bytes((scan / "scene0000_00_vh_clean_2.ply").read_bytes())
+    with pytest.raises(AdapterError, match=r"more than one scan .*scene0000_00, scene0001_00.*-O scene=ID"):
+        import_scene("scannet", scan, tmp_path / "out")
+    assert Scene.load(import_scene("scannet", scan, tmp_path / "out", options={"scene": "scene0000_00"})).objects
+    (scan / "scene0001_00_vh_clean_2.ply").unlink()
+    (scan / "scene0000_00_vh_clean_2.0.010000.segs.json").unlink()
+    with pytest.raises(AdapterError, match=r"annotation of scene0000_00 is incomplete: missing "
+                                           r"scene0000_00_vh_clean_2\.0\.010000\.segs\.json"):
+        import_scene("scannet", scan, tmp_path / "out")
+
+
+def test_an_import_that_finds_no_boxes_is_an_error(tmp_path):
+    scan = write_scannet_scan(tmp_path)
+    for name in ("scene0000_00.aggregation.json", "scene0000_00_vh_clean_2.0.010000.segs.json"):
+        (scan / name).unlink()  # a frames-only export (the test split has no annotation)
+    out = tmp_path / "out"
+    with pytest.raises(AdapterError, match="scannet found no box annotation there.*--boxes none"):
+        import_scene("scannet", scan, out)
+    assert not (out / "scene.json").exists()
+    assert Scene.load(import_scene("scannet", scan, out, boxes="none")).objects == ()
+    # an annotation whose objects are all skipped labels is no annotation either
+    scan2 = write_scannet_scan(tmp_path / "b")
+    with pytest.raises(AdapterError, match="segGroups: no object left"):
+        import_scene("scannet", scan2, out, options={"skip_labels": "chair,wall"})

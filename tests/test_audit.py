@@ -52,7 +52,7 @@ def test_consistent_scene_passes(good):
     assert r.passed, r.text()
     assert r.best == "as given" and r.failures == ()
     assert r.as_is.surface_dist < 0.05 and r.as_is.contradicted_share < 0.05 and r.as_is.far_share == 0.0
-    assert set(r.evidence) == {"depth", "mesh"}
+    assert set(r.evidence) == {"depth", "mesh", "colour"}
     for f in r.fits[1:]:  # every convention change fits worse
         assert f.score > r.as_is.score
 
@@ -73,7 +73,7 @@ def test_convention_error_fails_and_names_the_fix(good, broken, fix):
 
 
 def test_skipped_alignment_with_mesh_only(good):
-    r = audit_scene(skipped(good), alignments=ALIGN, use_depth=False, params=FAST)
+    r = audit_scene(skipped(good), alignments=ALIGN, use_depth=False, use_colour=False, params=FAST)
     assert r.evidence == ("mesh",) and not r.passed
     assert r.best == "inverse(axisAlignment) as boxes_to_world"
     assert not any(h.pose for h in hypotheses(good, poses=False))  # a mesh cannot judge poses
@@ -102,3 +102,70 @@ def test_cli_audit_exit_status_and_json(good, tmp_path):
             assert doc["best"] == "inverse(align) as boxes_to_world"
     res = runner.invoke(main, ["audit", str(tmp_path / "missing.json")])
     assert res.exit_code == 2 and "cannot read scene file" in res.output
+
+
+# ---- colour evidence: the mesh's colours against the video, no depth frames ----------------
+def no_depth(s: Scene) -> Scene:
+    return replace(s, frames=tuple(replace(f, depth=None) for f in s.frames), depth=None)
+
+
+def opengl(s: Scene) -> Scene:
+    return replace(s, frames=tuple(replace(f, camera_to_world=f.camera_to_world @ np.diag([1.0, -1, -1, 1]))
+                                   for f in s.frames))
+
+
+def double_resolution_intrinsics(s: Scene) -> Scene:
+    return replace(s, camera=s.camera.scaled(2.0, 2.0))  # K of the 320x240 render given for 160x120 frames
+
+
+def test_colour_evidence_passes_the_consistent_scene_without_depth(good):
+    r = audit_scene(no_depth(good), alignments=ALIGN, params=FAST)
+    assert r.evidence == ("mesh", "colour")
+    assert r.passed and r.best == "as given", r.text()
+    assert r.as_is.colour > 0.6 and len(r.as_is.colour_frames) == r.frames_audited
+    for f in r.fits:
+        if f.name in ("pose inverted", "OpenGL camera axes") or f.name.startswith("intrinsics for"):
+            assert f.colour < r.as_is.colour - 0.3, r.text()
+    assert "colour" in r.text() and r.to_dict()["fits"][0]["colour"] == pytest.approx(r.as_is.colour, abs=1e-6)
+
+
+@pytest.mark.parametrize("broken, fix", [
+    (opengl, "OpenGL camera axes"),
+    (inverted, "pose inverted"),
+    (double_resolution_intrinsics, "intrinsics for 320x240"),
+])
+def test_colour_evidence_names_the_pose_and_intrinsics_fix_without_depth(good, broken, fix):
+    r = audit_scene(broken(no_depth(good)), alignments=ALIGN, params=FAST)
+    assert r.evidence == ("mesh", "colour") and not r.passed
+    assert r.best == fix, r.text()
+    assert f"better with the fix '{fix}'" in r.message and "rank correlation" in r.message
+    assert r.fit(fix).colour > 0.6 and r.as_is.colour < 0.25
+
+
+def test_colour_consistency_is_rank_based_and_pose_sensitive():
+    """A coloured plane seen head-on; the image is the plane's own colours per cell (the
+    reference), then gamma- and gain-distorted (exposure): still 1; a shifted pose: not."""
+    from vistest.datasets.audit import colour_consistency
+    from vistest.scene import Intrinsics
+
+    rng = np.random.default_rng(0)
+    k = Intrinsics(100.0, 100.0, 79.5, 59.5)
+    cw, ch = 32, 24
+    # one colour per cell: cell (i, j) covers pixels [5j, 5j+5) x [5i, 5i+5) of a 160x120 image
+    cells = rng.uniform(0, 255, (ch, cw, 3))
+    jj, ii = np.meshgrid(np.arange(cw * 5), np.arange(ch * 5))
+    u, v = jj.ravel() + 0.0, ii.ravel() + 0.0
+    z = 2.0
+    pts = np.stack([(u - k.cx) / k.fx * z, (v - k.cy) / k.fy * z, np.full(u.shape, z)], -1)
+    cols = cells[(v // 5).astype(int), (u // 5).astype(int)]
+    eye = np.eye(4)
+    rho, cover = colour_consistency(pts, cols, cells, eye, k, (160, 120))
+    assert rho == pytest.approx(1.0, abs=1e-9) and cover == 1.0
+    exposed = 255 * (cells / 255) ** 0.6 * 0.7
+    assert colour_consistency(pts, cols, exposed, eye, k, (160, 120))[0] == pytest.approx(1.0, abs=1e-9)
+    moved = eye.copy()
+    moved[0, 3] = 0.35  # 17.5 px: every cell sees its neighbour's colours
+    assert abs(colour_consistency(pts, cols, cells, moved, k, (160, 120))[0]) < 0.2
+    behind = eye.copy()
+    behind[:3, :3] = np.diag([1.0, -1.0, -1.0])  # OpenGL axes: the plane is behind the camera
+    assert colour_consistency(pts, cols, cells, behind, k, (160, 120)) == (0.0, 0.0)

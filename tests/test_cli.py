@@ -16,7 +16,7 @@ from vistest.budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE,
 from vistest.cli import main
 from vistest.cli.options import parse_key_value
 from vistest.errors import InputError
-from vistest.visibility.table import DEFAULT_OCCLUSION, OCCLUSION_MODES
+from vistest.visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES
 
 
 def _pose_at(z: float) -> list:
@@ -151,7 +151,7 @@ def test_shared_options_have_one_spelling_and_one_default():
                 assert set(p.opts) == {"--profile", "-p"}, (name, p.opts)
                 assert p.default == DEFAULT_PROFILE, name
             elif pname == "occlusion":
-                assert list(p.type.choices) == list(OCCLUSION_MODES) and p.default == DEFAULT_OCCLUSION, name
+                assert list(p.type.choices) == list(OCCLUSION_CHOICES) and p.default == DEFAULT_OCCLUSION, name
             elif pname == "seen_threshold":
                 assert p.default == DEFAULT_SEEN_THRESHOLD, name
             elif pname == "min_budget_room_route":

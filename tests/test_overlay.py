@@ -153,13 +153,14 @@ def test_label_kernel_leaves_the_engine_results_unchanged():
         present = {int(o) for o in np.unique(labels[fi]) if o >= 0}
         assert all(vis.visible[fi, o] > 0 for o in present)
     # the labelled compilation returns the same numbers as the default one
-    from vistest.visibility.table import frame_cameras
-    _, _, rots = scene.world_boxes()
+    from vistest.visibility.table import containment, frame_cameras
+    centers, sizes, rots = scene.world_boxes()
     w2c, kin = frame_cameras(scene, scene.frames)
     valid = np.array([f.valid for f in scene.frames])
     out = [np.empty((30, 10)), np.empty((30, 10)), np.empty((30, 10, 4))]
     raster.visibility_kernel(w2c, kin, valid, world_corners(scene), rots, *scene.image_size, ws, hs, DEFAULT_NEAR,
-                             True, np.zeros((0, 0)), 0.0, *out, np.full((30, ws * hs), -1, np.int64))
+                             True, np.zeros((0, 0)), 0.0, containment(centers, sizes, rots), *out,
+                             np.full((30, ws * hs), -1, np.int64))
     for a, b in zip(out, (vis.projected, vis.visible, vis.bbox)):
         np.testing.assert_array_equal(a, b)
 

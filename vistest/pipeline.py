@@ -32,7 +32,7 @@ from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMM
                           manifest_records, plan_variants)
 from .videos.ffmpeg import VideoInfo, count_frames, probe
 from .videos.manifest import prune_dummies, update_manifest
-from .visibility.table import DEFAULT_OCCLUSION, Visibility
+from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,9 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
 # ---------------------------------------------------------------------------------------
 def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) -> str:
     """What a cached visibility table depends on: scene.json's bytes, the (possibly scaled)
-    image size and the occlusion mode (default scale, near and depth tolerance)."""
-    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}"
+    image size, the occlusion mode (default scale, near and depth tolerance) and the version
+    of the occlusion rules (a table computed under older rules is never reused)."""
+    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
 
 
 def _visibility_worker(scene: Scene, occlusion: str, progress: bool, path: str, key: str) -> None:
@@ -213,7 +214,9 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     """The whole pipeline for one scene (see the module docstring for what goes where).
 
     ``visibility``: a precomputed table (else computed, or reused from
-    ``scenes/{id}/visibility.npz``). ``with_budget_files``: also write the visibility
+    ``scenes/{id}/visibility.npz``) with ``occlusion`` (``auto``: the scene's mesh, else its
+    depth frames, else boxes; :func:`vistest.visibility.table.choose_occlusion`).
+    ``with_budget_files``: also write the visibility
     cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
     and manifest lines are written (``vistest videos``). Raises InputError (VideoError for
     the video) naming the file, the field and the expectation.
@@ -225,6 +228,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     scene_dir = layout.scene_dir(outdir, scene.scene_id)
     files: list[Path] = []
     if visibility is None:
+        occlusion, _ = choose_occlusion(scene, occlusion)
         if with_budget_files:
             visibility = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion, progress)
             files.append(scene_dir / layout.VISIBILITY)

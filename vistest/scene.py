@@ -78,7 +78,9 @@ class Frame:
     ``camera_to_world`` is None for an invalid frame (lost tracking); such frames are
     kept (never silently dropped) and every per-frame result for them is NaN.
     ``intrinsics`` overrides the scene camera for this frame when set. ``depth`` is a
-    path (relative to the scene file) of a depth image registered to this frame.
+    path (relative to the scene file) of a depth image registered to this frame;
+    ``image`` the path of this frame's colour image when it exists as a file (a scan's
+    posed images; otherwise the frame is only in ``video``).
     """
 
     index: int
@@ -86,6 +88,7 @@ class Frame:
     camera_to_world: np.ndarray | None
     intrinsics: Intrinsics | None = None
     depth: str | None = None
+    image: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -230,6 +233,8 @@ class Scene:
                 fd["intrinsics"] = f.intrinsics.to_json()
             if f.depth is not None:
                 fd["depth"] = f.depth
+            if f.image is not None:
+                fd["image"] = f.image
             frames.append(fd)
         doc["frames"] = frames
         doc["objects"] = [{"id": o.id, "label": o.label, "center": o.center.tolist(), "size": o.size.tolist(),
@@ -405,7 +410,8 @@ class _Parser:
             pose = self.rigid(f["camera_to_world"], f"{fld}.camera_to_world", allow_invalid=True)
             k = self.intrinsics(f["intrinsics"], f"{fld}.intrinsics") if f.get("intrinsics") is not None else None
             d = self.file(f["depth"], f"{fld}.depth") if f.get("depth") is not None else None
-            out.append(Frame(index=idx, time=t, camera_to_world=pose, intrinsics=k, depth=d))
+            im = self.file(f["image"], f"{fld}.image") if f.get("image") is not None else None
+            out.append(Frame(index=idx, time=t, camera_to_world=pose, intrinsics=k, depth=d, image=im))
         return tuple(out)
 
     def objects(self, v: Any) -> tuple[SceneObject, ...]:

@@ -29,7 +29,7 @@ def frames(profile: str, options: dict, budget: str, num_frames: int, fps: float
 @budgets_option()
 @profile_options()
 @output_option("Output folder for {budget}_frame.jsonl.", folder=True, aliases=OUTDIR_ALIAS)
-@visibility_option("Visibility .npz from 'vistest visibility' (default: computed now, box occlusion).")
+@visibility_option("Visibility .npz from 'vistest visibility' (default: computed now, occlusion auto).")
 @seen_threshold_option()
 @min_budget_room_route_option()
 @quiet_option("No progress and no summary table.")
@@ -40,11 +40,17 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
     from ..budget.truth import budget_truth, summary_table, write_budget_files
     from ..questions import load_questions
     from ..scene import Scene
-    from ..visibility.table import Visibility, compute_visibility
+    from ..visibility.table import Visibility, choose_occlusion, compute_visibility
 
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
-    vis = Visibility.load(visibility_npz) if visibility_npz else compute_visibility(scene, progress=not quiet)
+    if visibility_npz:
+        vis = Visibility.load(visibility_npz)
+    else:
+        occlusion, why = choose_occlusion(scene)
+        if not quiet:
+            click.echo(f"occlusion: {occlusion} ({why})", err=True)
+        vis = compute_visibility(scene, occlusion=occlusion, progress=not quiet)
     truth = budget_truth(scene, vis, questions, budgets=budgets, profile=profile, seen_threshold=seen_threshold,
                          min_budget_room_route=min_budget_room_route, profile_options=options)
     paths = write_budget_files(truth, output)

@@ -65,7 +65,8 @@ def import_cmd(dataset, path, output, boxes, frames, video, options, quiet):
               help="Candidate alignment to test: ScanNet sceneXXXX_XX.txt, provenance.json, JSON 4x4 (repeatable).")
 @click.option("--no-provenance", is_flag=True, help="Ignore the alignments in provenance.json beside the scene.")
 @click.option("--evidence", type=click.Choice(["auto", "depth", "mesh"]), default="auto", show_default=True,
-              help="What to check against (auto: depth frames and mesh, whichever exist).")
+              help="What to check against (auto: depth frames, and the mesh with its colours against the frames, "
+                   "whichever exist).")
 @click.option("--max-frames", type=click.IntRange(1), default=60, show_default=True,
               help="Frames audited (evenly spaced).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,

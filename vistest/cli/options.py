@@ -22,7 +22,7 @@ from ..budget.evaluators import DEFAULT, EVALUATORS, parse_evaluators
 from ..budget.sampling import DEFAULT_PROFILE, PROFILES, budget_label, parse_budgets
 from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
 from ..errors import InputError
-from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_MODES
+from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES
 
 DEFAULT_BUDGETS_TEXT = ",".join(budget_label(b) for b in DEFAULT_BUDGETS)  # "16,32,64,all"
 OUTDIR_ALIAS = ("--outdir",)  # -o/--output was -o/--outdir in budget, score, sheet, videos, run
@@ -137,9 +137,10 @@ def key_value_option(help: str) -> Decorator:
 
 
 def occlusion_option(help: str = "Occlusion mode when visibility is computed.") -> Decorator:
-    """``--occlusion`` (choices :data:`vistest.visibility.table.OCCLUSION_MODES`)."""
-    return click.option("--occlusion", type=click.Choice(list(OCCLUSION_MODES)), default=DEFAULT_OCCLUSION,
-                        show_default=True, help=help)
+    """``--occlusion`` (choices :data:`vistest.visibility.table.OCCLUSION_CHOICES`, default
+    ``auto``: the scene's mesh, else its depth frames, else boxes)."""
+    return click.option("--occlusion", type=click.Choice(list(OCCLUSION_CHOICES)), default=DEFAULT_OCCLUSION,
+                        show_default=True, help=help + " auto: the scene's mesh, else its depth frames, else boxes.")
 
 
 def visibility_option(help: str = "Visibility .npz from 'vistest visibility' (default: computed now).") -> Decorator:

@@ -90,7 +90,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     from ..questions import load_questions
     from ..scene import Scene
     from ..videos.write import signals_as_exit
-    from ..visibility.table import Visibility
+    from ..visibility.table import Visibility, choose_occlusion
 
     if kw["ffmpeg_path"]:
         os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
@@ -107,8 +107,13 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     scene = Scene.load(scene_json)
     questions = load_questions(questions_jsonl, scene=scene)
     vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
+    occlusion = kw["occlusion"]
+    if vis is None:
+        occlusion, why = choose_occlusion(scene, occlusion)
+        if not quiet:
+            click.echo(f"occlusion: {occlusion} ({why})", err=True)
     with signals_as_exit():
-        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=kw["occlusion"],
+        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=occlusion,
                         scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
                         scene=scene)
     if full:

@@ -22,9 +22,12 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, 
     """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
     from ..atomic import write_atomic
     from ..scene import Scene
-    from ..visibility.table import compute_visibility
+    from ..visibility.table import choose_occlusion, compute_visibility
 
     scene = Scene.load(scene_json)
+    occlusion, why = choose_occlusion(scene, occlusion)
+    if not quiet:
+        click.echo(f"occlusion: {occlusion} ({why})", err=True)
     vis = compute_visibility(scene, occlusion=occlusion, scale=scale, near=near, depth_tol=depth_tol,
                              progress=not quiet)
     vis.save(output)

@@ -111,7 +111,8 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
 
     For a frame source, ``boxes`` picks the annotation: None / ``"native"`` (the
     dataset's own), ``"none"``, or ``"KIND:PATH"`` (a box source such as
-    ``vsibench:meta.json`` or ``embodiedscan:infos.pkl``). For a box-only source
+    ``vsibench:meta.json`` or ``embodiedscan:infos.pkl``). Finding no box annotation, or
+    one with no objects, is an error unless ``boxes="none"``. For a box-only source
     (VSI-Bench meta info), ``frames`` = ``"KIND:PATH"`` names the frame source.
     ``video``: the video file the frame indices refer to (stored relative).
     ``options``: adapter options by name (see each adapter's ``options``).
@@ -152,10 +153,14 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
         box_set = None
     elif box_adapter is frame_adapter:
         box_set = capture.boxes
-        if box_set is None and boxes == "native":
-            raise AdapterError(f"{frame_path}: {dataset} has no box annotation there (see docs/adapters.md)")
     else:
         box_set = box_adapter.read_boxes(box_path, capture, opts[1])
+    if box_adapter is not None and (box_set is None or not box_set.objects):
+        # a silent import without boxes is the worst failure: the scene would look empty
+        what = "no box annotation" if box_set is None else f"an annotation with no objects ({box_set.source})"
+        raise AdapterError(f"{box_path}: {box_adapter.name} found {what} there (expected: "
+                           f"{box_adapter.path_help}; see docs/adapters.md); pass --boxes none to import the frames "
+                           f"without boxes")
     if video is not None and not Path(video).is_file():
         raise AdapterError(f"{video}: --video: file not found")
     return write_scene(capture, box_set, out_dir, video=video)

@@ -28,6 +28,7 @@ written rotated into ``SCENE_DIR/depth/``. All or nothing: never only some of th
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
             cams.append(k)
             bar.update(1)
     camera = cams[0]
-    frames = [f if f.intrinsics != camera else Frame(f.index, f.time, f.camera_to_world, None, f.depth) for f in frames]
+    frames = [f if f.intrinsics != camera else replace(f, intrinsics=None) for f in frames]
     has_depth = any(f.depth for f in frames)
     mesh = vdir / f"{vid}_3dod_mesh.ply"
     anno = vdir / f"{vid}_3dod_annotation.json"

@@ -17,8 +17,11 @@ alignment matrices exist for the scene (``vistest audit`` tests them as hypothes
 """
 from __future__ import annotations
 
+import builtins
+import collections
 import json
 import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +66,7 @@ class BoxSet:
 class Capture:
     """Frames and cameras read from a frame source, in the pose world (see module doc).
 
-    ``mesh`` and every ``Frame.depth`` are absolute paths here; :func:`write_scene`
+    ``mesh`` and every ``Frame.depth`` / ``Frame.image`` are absolute paths here; :func:`write_scene`
     makes them relative to the scene file. ``boxes`` is the source's own annotation
     (None when it has none). ``dataset``/``scene_id`` identify the scan for box
     sources that need them.
@@ -96,6 +99,71 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         raise AdapterError(f"{path}: cannot read {what} ({e.strerror})") from None
     except json.JSONDecodeError as e:
         raise AdapterError(f"{path}: {what}: not valid JSON (line {e.lineno}: {e.msg})") from None
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Rebuilds plain Python values and numpy arrays/scalars/dtypes; refuses every other global.
+
+    Allowed globals (each mapped to one fixed callable, whatever module spelling the pickle
+    uses): numpy's array and scalar reconstructors under their numpy 1.x (``numpy.core.*``)
+    and 2.x (``numpy._core.*``) names, ``numpy.ndarray``, ``numpy.dtype``, ``_codecs.encode``
+    restricted to latin-1 (how protocols 0-2 store ``bytes``, hence numpy buffers), builtin
+    containers and scalars (``__builtin__`` is protocol 0-2's name for ``builtins``) and
+    ``collections.OrderedDict``. Nothing is imported by name, so a pickle can never reach
+    ``os.system``, ``eval`` or any other callable.
+    """
+
+    def find_class(self, module: str, name: str):
+        allowed = _pickle_globals()
+        module = {"__builtin__": "builtins", "copy_reg": "copyreg"}.get(module, module)
+        try:
+            return allowed[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only numpy arrays and plain Python "
+                                         f"values are read)") from None
+
+
+def _latin1_encode(text, encoding: str = "latin1"):
+    """``_codecs.encode`` as protocols 0-2 use it for ``bytes``: latin-1 only."""
+    if encoding.lower().replace("_", "-") not in ("latin1", "latin-1", "iso-8859-1") or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"refusing _codecs.encode(..., {encoding!r}): only latin-1 text encodes bytes")
+    return text.encode("latin-1")
+
+
+_PICKLE_GLOBALS: dict = {}
+
+
+def _pickle_globals() -> dict:
+    """The (module, name) -> callable table of :class:`_SafeUnpickler` (built once)."""
+    if not _PICKLE_GLOBALS:
+        arr = np.zeros(1)
+        reconstruct = arr.__reduce__()[0]
+        frombuffer = arr.__reduce_ex__(5)[0]
+        scalar = np.float64(0).__reduce__()[0]
+        table = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype, ("_codecs", "encode"): _latin1_encode,
+                 ("collections", "OrderedDict"): collections.OrderedDict}
+        for core in ("numpy.core", "numpy._core"):
+            table[(f"{core}.multiarray", "_reconstruct")] = reconstruct
+            table[(f"{core}.multiarray", "scalar")] = scalar
+            table[(f"{core}.numeric", "_frombuffer")] = frombuffer
+        for name in ("list", "dict", "tuple", "set", "frozenset", "str", "int", "float", "bool", "bytes", "bytearray",
+                     "complex"):
+            table[("builtins", name)] = getattr(builtins, name)
+        _PICKLE_GLOBALS.update(table)
+    return _PICKLE_GLOBALS
+
+
+def read_pickle(path: str | os.PathLike, what: str) -> Any:
+    """A pickle (any protocol, 0-5) of plain values and numpy arrays, read safely
+    (:class:`_SafeUnpickler`); errors name the file and what it should have been."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            return _SafeUnpickler(fh).load()
+    except OSError as e:
+        raise AdapterError(f"{path}: cannot read {what} ({e.strerror})") from None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError, IndexError, KeyError) as e:
+        raise AdapterError(f"{path}: cannot read {what} ({e})") from None
 
 
 def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4),
@@ -307,7 +375,8 @@ def assemble(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike,
     def rel(p: str | None) -> str | None:
         return None if p is None else os.path.relpath(Path(p).resolve(), out_dir)
 
-    frames = tuple(Frame(f.index, f.time, f.camera_to_world, f.intrinsics, rel(f.depth)) for f in capture.frames)
+    frames = tuple(Frame(f.index, f.time, f.camera_to_world, f.intrinsics, rel(f.depth), rel(f.image))
+                   for f in capture.frames)
     objects = boxes.objects if boxes is not None else ()
     b2w = boxes.boxes_to_world if boxes is not None else np.eye(4)
     room = boxes.room if boxes is not None else None

@@ -16,12 +16,13 @@ in ``rotation_3d_in_euler``); sizes are full extents about the centre (origin
 Image paths are relative to the dataset root with the first component dropped
 (``explorer.py``): give it as ``data_root``.
 
-The pickle is read with an unpickler that only builds numpy arrays and plain Python
-values, never arbitrary objects.
+The pickle (any protocol: OpenMMLab's ``dump`` writes protocol 2, whose numpy arrays go
+through ``_codecs.encode``) is read with :func:`vistest.datasets.common.read_pickle`, which
+only builds numpy arrays and plain Python values, never arbitrary objects.
 """
 from __future__ import annotations
 
-import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,25 +32,9 @@ from . import common as c
 from ..geometry import rigid_inverse
 
 
-class _SafeUnpickler(pickle.Unpickler):
-    """Allows numpy arrays/scalars and builtins containers only."""
-
-    def find_class(self, module: str, name: str):
-        if (module.split(".")[0] == "numpy" and name in {"_reconstruct", "ndarray", "dtype", "scalar", "_frombuffer"}) \
-                or (module == "builtins" and name in {"list", "dict", "tuple", "set", "frozenset", "str", "int",
-                                                      "float", "bool", "bytes", "complex"}) \
-                or (module == "collections" and name == "OrderedDict"):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
-
-
 def load_infos(path: Path) -> dict:
-    """The info pickle as a dict with ``data_list`` and ``metainfo``."""
-    try:
-        with open(path, "rb") as f:
-            doc = _SafeUnpickler(f).load()
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as e:
-        raise c.AdapterError(f"{path}: cannot read EmbodiedScan info pickle ({e})") from None
+    """The info pickle as a dict with ``data_list`` and ``metainfo`` (read safely, any protocol)."""
+    doc = c.read_pickle(path, "EmbodiedScan info pickle")
     if not isinstance(doc, dict) or not isinstance(doc.get("data_list"), list):
         raise c.AdapterError(f"{path}: data_list: expected a list of samples")
     return doc
@@ -134,11 +119,12 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
                                  f"{where}.images[{i}].cam2global")
         idx = int(stems[i]) if numeric else n
         d = file(im.get("depth_path"))
+        colour = file(im.get("img_path"))
         frames.append(Frame(index=idx, time=idx / fps, camera_to_world=pose, intrinsics=k,
-                            depth=str(d) if d else None))
+                            depth=str(d) if d else None, image=str(colour) if colour else None))
         cams.append(k)
     camera = cams[0]
-    frames = [f if f.intrinsics != camera else Frame(f.index, f.time, f.camera_to_world, None, f.depth) for f in frames]
+    frames = [f if f.intrinsics != camera else replace(f, intrinsics=None) for f in frames]
     if "image_size" in opts:
         size = opts["image_size"]
     else:

@@ -1,6 +1,6 @@
 """ScanNet v2: a SensReader export plus the scan's annotation files.
 
-PATH is one scan folder ``sceneXXXX_XX/`` holding (SensReader ``reader.py`` with
+PATH is one scan folder (any name) holding (SensReader ``reader.py`` with
 ``--export_color_images --export_depth_images --export_poses --export_intrinsics``):
 
 * ``color/{i}.jpg`` (1296x968) and ``depth/{i}.png`` (640x480, uint16, depth_shift
@@ -15,6 +15,12 @@ PATH is one scan folder ``sceneXXXX_XX/`` holding (SensReader ``reader.py`` with
   (``segIndices``: segment of each vertex) and ``sceneXXXX_XX.aggregation.json``
   (``segGroups``: objectId, label, segments).
 
+The scan's files are found by what the folder holds (:func:`scan_files`): the scan id is
+the prefix of its one ``*_vh_clean_2.ply`` / ``*.aggregation.json`` /
+``*_vh_clean_2.0.010000.segs.json`` (or ``-O scene=ID``), so a renamed folder still
+imports; several scans in one folder, a partial annotation or names that disagree are
+errors, never a silent import without boxes.
+
 Native boxes: per object, the axis-aligned box of its vertices in the axis-aligned
 world (votenet/mmdetection3d convention), so ``boxes_to_world = inverse(axisAlignment)``;
 without ``axisAlignment`` the boxes are axis-aligned in the raw world (identity).
@@ -23,7 +29,7 @@ Frame ``index`` = the ``.sens`` frame number (``frame_step`` N: keep every N-th,
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,11 +97,92 @@ def _size(info: dict, key_w: str, key_h: str, image: Path | None, default: tuple
     raise c.AdapterError(f"{where}: {key_w}/{key_h}: missing, and no image to read the size from")
 
 
+MESH_SUFFIX = "_vh_clean_2.ply"
+SEGS_SUFFIX = "_vh_clean_2.0.010000.segs.json"
+AGG_SUFFIX = ".aggregation.json"
+HIRES_AGG_SUFFIX = "_vh_clean.aggregation.json"  # the high-resolution mesh's: not the one paired with _vh_clean_2
+
+
+@dataclass(frozen=True)
+class ScanFiles:
+    """The files of one scan found in its folder; None where absent."""
+
+    scene_id: str
+    info: Path | None
+    mesh: Path | None
+    segs: Path | None
+    aggregation: Path | None
+
+    @property
+    def annotated(self) -> bool:
+        return self.aggregation is not None
+
+
+def scan_files(path: Path, scene: str | None = None) -> ScanFiles:
+    """Find the scan's files by what ``path`` holds.
+
+    With ``scene``: ``{scene}.txt``, ``{scene}_vh_clean_2.ply``, ``..._vh_clean_2.0.010000.segs.json``
+    and ``{scene}.aggregation.json``. Without: the scan id is the one prefix of the folder's
+    ``*_vh_clean_2.ply``, ``*.aggregation.json`` (not ``*_vh_clean.aggregation.json``, which goes
+    with the high-resolution mesh) and ``*_vh_clean_2.0.010000.segs.json``; with none of them, the
+    one ``*.txt`` holding ``key = value`` lines, else the folder name. Raises AdapterError when
+    the folder holds several scans, when those files name different scans, or when the
+    annotation is partial (an aggregation without its segments or mesh: boxes need all three).
+    """
+    def ids(suffix: str, exclude: str | None = None) -> set[str]:
+        return {p.name[: -len(suffix)] for p in path.glob(f"*{suffix}")
+                if p.is_file() and len(p.name) > len(suffix) and not (exclude and p.name.endswith(exclude))}
+
+    if scene is None:
+        found = {"*" + MESH_SUFFIX: ids(MESH_SUFFIX), "*" + AGG_SUFFIX: ids(AGG_SUFFIX, HIRES_AGG_SUFFIX),
+                 "*" + SEGS_SUFFIX: ids(SEGS_SUFFIX)}
+        every = set().union(*found.values())
+        if len(every) > 1:
+            listing = "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in found.items() if v)
+            raise c.AdapterError(f"{path}: these ScanNet files name more than one scan ({listing}); "
+                                 f"expected one scan per folder, or give -O scene=ID")
+        if every:
+            scene = every.pop()
+        else:
+            infos = [p for p in sorted(path.glob("*.txt")) if _looks_like_info(p)]
+            if len(infos) > 1:
+                raise c.AdapterError(f"{path}: several scan info files ({', '.join(p.name for p in infos)}); "
+                                     f"give -O scene=ID")
+            scene = infos[0].stem if infos else path.name
+
+    def opt(name: str) -> Path | None:
+        p = path / name
+        return p if p.is_file() else None
+
+    files = ScanFiles(scene, opt(f"{scene}.txt"), opt(scene + MESH_SUFFIX), opt(scene + SEGS_SUFFIX),
+                      opt(scene + AGG_SUFFIX))
+    if files.aggregation is not None or files.segs is not None:
+        missing = [n for n, p in ((scene + AGG_SUFFIX, files.aggregation), (scene + SEGS_SUFFIX, files.segs),
+                                  (scene + MESH_SUFFIX, files.mesh)) if p is None]
+        if missing:
+            raise c.AdapterError(f"{path}: ScanNet annotation of {scene} is incomplete: missing {', '.join(missing)} "
+                                 f"(boxes need the aggregation, its segments and the _vh_clean_2 mesh)")
+    return files
+
+
+def _looks_like_info(p: Path) -> bool:
+    """Is ``p`` a ``sceneXXXX_XX.txt`` meta file (``key = value`` lines with a known key)?"""
+    try:
+        head = p.read_text(errors="replace")[:4096]
+    except OSError:
+        return False
+    return any(line.split("=")[0].strip() in ("axisAlignment", "colorWidth", "sceneType", "numColorFrames")
+               for line in head.splitlines() if "=" in line)
+
+
 def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) -> c.Capture:
     """Frames, cameras, depth, mesh and native boxes of one ScanNet scan folder."""
-    scene_id = opts.get("scene", path.name)
-    info_path = path / f"{scene_id}.txt"
-    info = read_info(info_path) if info_path.is_file() else {}
+    if not path.is_dir():
+        raise c.AdapterError(f"{path}: expected a ScanNet scan folder (SensReader export + annotation)")
+    files = scan_files(path, opts.get("scene"))
+    scene_id = files.scene_id
+    info = read_info(files.info) if files.info is not None else {}
+    info_path = files.info or path / f"{scene_id}.txt"
     align = axis_alignment(info, info_path)
     poses = _numbered(path / "pose", ".txt")
     if not poses:
@@ -119,32 +206,31 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
             m = c.read_matrix_txt(poses[n], allow_neg_inf=True)
             pose = c.pose_or_invalid(m, str(poses[n]))
             d = str(depths[n]) if n in depths else None
-            frames.append(Frame(index=n // step, time=(n // step) / fps, camera_to_world=pose, depth=d))
+            img = (colors if images == "color" else depths).get(n)
+            frames.append(Frame(index=n // step, time=(n // step) / fps, camera_to_world=pose, depth=d,
+                                image=str(img) if img is not None and images == "color" else None))
     depth = DepthSpec(scale=opts.get("depth_scale", 1000.0), image_size=depth_size, camera=k_depth) if depths else None
-    mesh = path / f"{scene_id}_vh_clean_2.ply"
     capture = c.Capture(
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
-        mesh=str(mesh) if mesh.is_file() else None,
+        mesh=str(files.mesh) if files.mesh is not None else None,
         alignments=((("scannet axisAlignment (raw scan world -> axis-aligned world)", align),)
                     if align is not None else ()),
-        extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent"})
-    boxes = native_boxes(path, scene_id, align, opts.get("skip_labels", DEFAULT_SKIP))
+        extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent",
+               "scan_info": files.info.name if files.info is not None else "absent"})
+    boxes = native_boxes(files, align, opts.get("skip_labels", DEFAULT_SKIP)) if files.annotated else None
     return replace(capture, boxes=boxes)
 
 
-def native_boxes(path: Path, scene_id: str, align: np.ndarray | None, skip: frozenset) -> c.BoxSet | None:
+def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) -> c.BoxSet:
     """Boxes from ``.aggregation.json`` + ``_vh_clean_2.0.010000.segs.json`` + ``_vh_clean_2.ply``.
 
     Each object is the axis-aligned box of its vertices in the axis-aligned world
     (raw world when the scan has no ``axisAlignment``). Labels in ``skip`` (case-
-    insensitive; default wall, floor, ceiling) are left out. None if a file is missing.
+    insensitive; default wall, floor, ceiling) are left out; an annotation that leaves
+    no object is an error.
     """
-    agg_path = path / f"{scene_id}.aggregation.json"
-    seg_path = path / f"{scene_id}_vh_clean_2.0.010000.segs.json"
-    mesh_path = path / f"{scene_id}_vh_clean_2.ply"
-    if not (agg_path.is_file() and seg_path.is_file() and mesh_path.is_file()):
-        return None
+    agg_path, seg_path, mesh_path = files.aggregation, files.segs, files.mesh
     agg = c.read_json(agg_path, "aggregation")
     segs = c.read_json(seg_path, "segments")
     if not isinstance(segs, dict) or not isinstance(segs.get("segIndices"), list):
@@ -170,13 +256,17 @@ def native_boxes(path: Path, scene_id: str, align: np.ndarray | None, skip: froz
             raise c.AdapterError(f"{where}.segments: no vertex of {mesh_path.name} belongs to these segments")
         oid = str(g.get("objectId", g.get("id", i)))
         objects.append(c.aabb_object(oid, str(g["label"]), verts_box_world[mask]))
+    if not objects:
+        raise c.AdapterError(f"{agg_path}: segGroups: no object left ({len(agg['segGroups'])} groups, labels "
+                             f"{', '.join(sorted(skip)) or '-'} skipped); expected the scan's annotated objects")
     world = "scannet axis-aligned world" if align is not None else "scannet raw scan world (no axisAlignment)"
     return c.BoxSet(objects=tuple(objects), boxes_to_world=rigid_inverse(a), world=world,
                     source=f"ScanNet aggregation {agg_path.name} + {seg_path.name}")
 
 
 ADAPTER_OPTIONS = (
-    ("scene", "scan id (default: the folder name)", c.text),
+    ("scene", "scan id (default: the prefix of the folder's *_vh_clean_2.ply / *.aggregation.json, else "
+              "the folder name)", c.text),
     ("images", "which images the frames are: color (default, 1296x968, intrinsic_color) or depth "
                "(640x480, intrinsic_depth)", c.choice("color", "depth")),
     ("frame_step", "keep every N-th .sens frame; index = number // N (default 1)", c.positive_int),
@@ -191,7 +281,7 @@ def _adapter():
 
     return Adapter(name="scannet", title="ScanNet v2 (SensReader export + aggregation/segs annotation)",
                    reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes"}),
-                   path_help="a scan folder sceneXXXX_XX/ with color/, depth/, pose/, intrinsic/",
+                   path_help="a scan folder with color/, depth/, pose/, intrinsic/ and the scan's files",
                    options=tuple(Option(*o) for o in ADAPTER_OPTIONS), read_capture=read_capture,
                    read_boxes=lambda p, cap, o: read_capture(p, o, p).boxes)
 

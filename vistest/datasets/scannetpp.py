@@ -22,6 +22,7 @@ axes (x right, y down, z forward); ``vistest audit`` tests the OpenGL alternativ
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +78,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     if not frames:
         raise c.AdapterError(f"{pij}: no frame left with frame_step={step}")
     camera = cams[0]
-    frames = [f if f.intrinsics != camera else Frame(f.index, f.time, f.camera_to_world, None, f.depth) for f in frames]
+    frames = [f if f.intrinsics != camera else replace(f, intrinsics=None) for f in frames]
     first_depth = next((f.depth for f in frames if f.depth), None)
     depth = DepthSpec(scale=1000.0, image_size=c.image_size_of(first_depth)) if first_depth else None
     mesh = path / "scans" / "mesh_aligned_0.05.ply"

@@ -163,14 +163,16 @@ def clip_segment(seg: Sequence[float], x0: float, y0: float, x1: float, y1: floa
 def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int, int], near: float,
                  corners: np.ndarray | None = None) -> np.ndarray:
     """(len(frames), hs, ws) int64: the index of the box visible at each working-grid sample
-    (boxes hide each other; -1 = none; all -1 for invalid frames), from the engine's kernel."""
-    from ..visibility.table import frame_cameras
+    (boxes hide each other but not the boxes they contain, as in ``boxes`` occlusion; where a
+    box and its container both show, the inner box; -1 = none; all -1 for invalid frames),
+    from the engine's kernel."""
+    from ..visibility.table import containment, frame_cameras
 
     ws, hs = working_size
     w, h = scene.image_size
     if corners is None:
         corners = world_corners(scene)
-    _, _, rots = scene.world_boxes()
+    centers, sizes, rots = scene.world_boxes()
     n, no = len(frames), len(scene.objects)
     labels = np.full((n, hs * ws), -1, np.int64)
     if n == 0 or no == 0:
@@ -179,7 +181,7 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
     valid = np.array([f.valid for f in frames], bool)
     proj, vis, bbox = np.empty((n, no)), np.empty((n, no)), np.empty((n, no, 4))
     raster.visibility_kernel(w2c, kin, valid, corners, np.ascontiguousarray(rots), w, h, ws, hs, float(near), True,
-                             np.zeros((0, 0)), 0.0, proj, vis, bbox, labels)
+                             np.zeros((0, 0)), 0.0, containment(centers, sizes, rots), proj, vis, bbox, labels)
     return labels.reshape(n, hs, ws)
 
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the visibility engine: exact silhouettes and a box z-buffer.
+"""Numba kernels of the visibility engine: exact silhouettes, a box k-buffer, the observed-depth test.
 
 Conventions (shared with :mod:`vistest.visibility.table`):
 
@@ -14,7 +14,19 @@ Conventions (shared with :mod:`vistest.visibility.table`):
 * Rasterisation is half-open: sample j is inside a span [xl, xr) when
   xl <= j < xr, and likewise for rows, so faces that share an edge never both
   claim a sample on it.
-* The z-buffer holds inverse depth 1/z (0 = empty); a larger value is nearer.
+* The z-buffer holds inverse depth 1/z (0 = empty); a larger value is nearer. In
+  ``boxes`` occlusion a box can show through the boxes that contain it (``contains[a,
+  b]``: box a does not hide box b). Boxes in no such pair go to a plain z-buffer; the
+  others ("involved") to a *k-buffer* that keeps, per sample, the ``kd`` nearest of their
+  surfaces, nearest first, ``kd = 1 +`` the largest number of containers of any box:
+  enough for the rule, since a box with more than that many surfaces in front of it has
+  a non-container in front. A sample shows the plain front box when it is nearer than
+  every involved surface; otherwise each involved entry nearer than the plain front
+  whose predecessors all contain it.
+* With observed geometry (a depth row per frame), boxes do not hide each other at all:
+  a sample of a box's silhouette is visible unless the observed depth is nearer than
+  the box's *entry* surface (where the ray enters the solid; the near plane when the
+  camera is inside the box) by more than the tolerance.
 
 Box corners are numbered by bits: corner k has local sign (-1)^(1 - bit_b(k)) on
 axis b (bit 0 = x, bit 1 = y, bit 2 = z).
@@ -121,12 +133,21 @@ def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
 
 
 @njit(cache=True)
-def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
-    """Fill a convex polygon on the working grid with inverse depth a0 + aj*j + ai*i.
+def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, vis, vb):
+    """Fill a convex polygon of box ``oid`` on the working grid, inverse depth a0 + aj*j + ai*i.
 
-    Writes (1/z, oid) where nearer than the z-buffer; returns the samples covered.
-    Edges are evaluated with their endpoints in a canonical order so that two faces
-    sharing an edge compute bit-identical span ends.
+    Without observed depth (``drow`` empty) the polygon is inserted into the z-buffer
+    (``kd`` = 1: ``zk``/``ik`` span the grid) or the k-buffer (``kd`` entries per sample,
+    nearest first, over the rectangle ``kr`` = (j0, i0, width) of the grid that holds the
+    polygon; see the module docstring).
+    With it (``drow``: per sample ``d + tol`` for the frame's observed z-depth d in metres,
+    ``inf`` where the depth is missing), each covered sample is tested at once: visible
+    unless the observed depth is nearer than the polygon by more than ``tol``, i.e. when
+    ``z (d + tol) >= 1`` for the polygon's inverse depth z (no division; missing depth is
+    always visible, and so is everything with ``see_all``); visible samples are counted in
+    ``vis[oid]`` and bound ``vb[oid]`` (j0, i0, j1, i1).
+    Returns the samples covered. Edges are evaluated with their endpoints in a canonical
+    order so that two faces sharing an edge compute bit-identical span ends.
     """
     vmin = np.inf
     vmax = -np.inf
@@ -135,16 +156,17 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
         vmax = max(vmax, vs[k])
     i0 = max(int(math.ceil(vmin)), 0)
     i1 = min(int(math.ceil(vmax)) - 1, hs - 1)
+    observed = drow.shape[0] > 0
     count = 0
     for i in range(i0, i1 + 1):
         xl = np.inf
         xr = -np.inf
         for k in range(n):
-            ua, va, ub, vb = us[k], vs[k], us[(k + 1) % n], vs[(k + 1) % n]
-            if va > vb or (va == vb and ua > ub):
-                ua, va, ub, vb = ub, vb, ua, va
-            if va <= i < vb:
-                x = ua + (i - va) * (ub - ua) / (vb - va)
+            ua, va, ub, vb_ = us[k], vs[k], us[(k + 1) % n], vs[(k + 1) % n]
+            if va > vb_ or (va == vb_ and ua > ub):
+                ua, va, ub, vb_ = ub, vb_, ua, va
+            if va <= i < vb_:
+                x = ua + (i - va) * (ub - ua) / (vb_ - va)
                 xl = min(xl, x)
                 xr = max(xr, x)
         if xl > xr:
@@ -155,12 +177,48 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid):
             continue
         row = i * ws
         iz = a0 + ai * i
+        count += j1 - j0 + 1
+        if observed:
+            first = j1 + 1
+            last = j0 - 1
+            seen = 0
+            if see_all:
+                first, last, seen = j0, j1, j1 - j0 + 1
+            else:
+                for j in range(j0, j1 + 1):  # branch-free count (vectorises); the ends are found below
+                    seen += (iz + aj * j) * drow[row + j] >= 1.0
+                if seen:
+                    first = j0
+                    while (iz + aj * first) * drow[row + first] < 1.0:
+                        first += 1
+                    last = j1
+                    while (iz + aj * last) * drow[row + last] < 1.0:
+                        last -= 1
+            if seen:
+                vis[oid] += seen
+                vb[oid, 0] = min(vb[oid, 0], first)
+                vb[oid, 1] = min(vb[oid, 1], i)
+                vb[oid, 2] = max(vb[oid, 2], last)
+                vb[oid, 3] = max(vb[oid, 3], i)
+            continue
+        if kd == 1:  # a plain z-buffer
+            for j in range(j0, j1 + 1):
+                z = iz + aj * j
+                if z > zk[row + j]:
+                    zk[row + j] = z
+                    ik[row + j] = oid
+            continue
         for j in range(j0, j1 + 1):
             z = iz + aj * j
-            if z > zbuf[row + j]:
-                zbuf[row + j] = z
-                idb[row + j] = oid
-        count += j1 - j0 + 1
+            base = ((i - kr[1]) * kr[2] + (j - kr[0])) * kd
+            if z > zk[base + kd - 1]:
+                p = kd - 1
+                while p > 0 and zk[base + p - 1] < z:
+                    zk[base + p] = zk[base + p - 1]
+                    ik[base + p] = ik[base + p - 1]
+                    p -= 1
+                zk[base + p] = z
+                ik[base + p] = oid
     return count
 
 
@@ -253,9 +311,13 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
 
 
 @njit(cache=True)
-def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, us, vs, cu, cv, eu, ev, px, py, hx,
-                hy, nrm, off):
-    """Z-buffer one box (camera-space corners pc) on the working grid; return its sample count.
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, kr, drow, vis, vb, us, vs, cu, cv,
+                eu, ev, px, py, hx, hy, nrm, off):
+    """Rasterise one box (camera-space corners pc) on the working grid; return its sample count.
+
+    Into the k-buffer, or tested against observed depth (see :func:`_raster`); a box that
+    contains the camera is entered at the near plane, so with observed depth every
+    sample of its silhouette is visible.
 
     Seen from outside, a box is a solid clipped at z = near: its front faces (camera
     outside the face plane) clipped to z >= near, plus the near-plane cap where it
@@ -310,33 +372,76 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zbuf, idb, u
         aj = nx / (fxs * c)
         ai = ny / (fys * c)
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
-        count += _raster(us, vs, n, a0, aj, ai, ws, hs, zbuf, idb, oid)
+        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, inside, vis, vb)
     if not inside and ncap >= 3:
         m = convex_hull(capx, capy, ncap, hx, hy)
         if m >= 3:
-            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, zbuf, idb, oid)
+            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, kr, drow, False, vis, vb)
     return count
 
 
+@njit(cache=True, inline="always")
+def _count(vis, vb, o, j, i):
+    """Sample (j, i) shows box o: count it and grow its bounds."""
+    vis[o] += 1
+    vb[o, 0] = min(vb[o, 0], j)
+    vb[o, 1] = min(vb[o, 1], i)
+    vb[o, 2] = max(vb[o, 2], j)
+    vb[o, 3] = max(vb[o, 3], i)
+
+
+@njit(cache=True)
+def kbuffer_depth(contains):
+    """Entries per sample the k-buffer needs: 1 + the most containers any box has.
+
+    ``contains`` (O, O) bool, ``contains[a, b]``: box a does not hide box b; (0, 0) = none.
+    """
+    kd = 1
+    for b in range(contains.shape[1]):
+        n = 1
+        for a in range(contains.shape[0]):
+            if contains[a, b] and a != b:
+                n += 1
+        kd = max(kd, n)
+    return kd
+
+
 @njit(cache=True, parallel=True)
-def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol,
+def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
                       out_proj, out_vis, out_bbox, out_labels=None):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
 
     w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
     corners (O, 8, 3) and axes (O, 3, 3) in the pose world; (w, h) native size;
-    (ws, hs) working grid; raster: False for occlusion "none" (visible = projected);
-    depth (F, hs*ws) z-depth in metres per sample (<= 0: missing, counts as visible),
-    or shape (0, 0) for no depth test. Invalid frames get NaN everywhere.
+    (ws, hs) working grid; raster: False for occlusion "none" (visible = projected).
+    depth (F, hs*ws): observed z-depth in metres per sample (<= 0: missing, counts as
+    visible): boxes do not hide each other, only the observed surface does (see the module
+    docstring); or shape (0, 0): boxes hide each other, except that box a never hides box
+    b where ``contains[a, b]`` ((O, O) bool, or (0, 0) for no such pair).
+    Invalid frames get NaN everywhere.
     ``out_labels``: None (the default, compiled without it), or (F, hs*ws) int64 that
-    receives, for valid frames with ``raster``, the index of the box visible at each
-    working sample (row-major, sample (j, i) at i*ws + j) or -1; other rows are untouched.
+    receives, for valid frames with ``raster`` and no depth, the index of the box visible
+    at each working sample (row-major, sample (j, i) at i*ws + j) or -1; where several are
+    visible (a box and the boxes containing it), the innermost: the farthest visible one.
+    Other rows are untouched.
     """
     nf = w2c.shape[0]
     no = corners.shape[0]
     sx = ws / w
     sy = hs / h
     use_depth = depth.shape[0] > 0
+    use_contains = contains.shape[0] > 0
+    kd = 1 if use_depth or not use_contains else kbuffer_depth(contains)
+    involved = np.zeros(no, np.bool_)
+    if use_contains and not use_depth:
+        for a in range(no):
+            for b in range(no):
+                if contains[a, b] and a != b:
+                    involved[a] = True
+                    involved[b] = True
+    nbuf = ws * hs if raster and not use_depth else 0
+    nkbuf = ws * hs * kd if raster and not use_depth and involved.any() else 0
+    no_depth = np.zeros(0)
     for f in prange(nf):
         if not valid[f]:
             for o in range(no):
@@ -368,8 +473,35 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         off = np.empty(6)
         hull_bb = np.full((no, 4), np.nan)
         sil = np.zeros(no, np.int64)
-        zbuf = np.zeros(ws * hs) if raster else np.zeros(0)
-        idb = np.full(ws * hs, -1, np.int64) if raster else np.zeros(0, np.int64)
+        vis = np.zeros(no, np.int64)
+        vb = np.empty((no, 4))
+        for o in range(no):
+            vb[o, 0] = vb[o, 1] = np.inf
+            vb[o, 2] = vb[o, 3] = -np.inf
+        z0 = np.zeros(nbuf)  # plain z-buffer: boxes in no containment pair
+        i0 = np.full(nbuf, -1, np.int64)
+        # the k-buffer (for the others) covers the working samples their silhouettes may reach in this
+        # frame (hull bounds plus one sample), and is not allocated when none of them is in view
+        kx0, ky0, kx1, ky1 = ws, hs, -1, -1
+        if nkbuf > 0:
+            for o in range(no):
+                if involved[o] and _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px,
+                                              py, hx, hy, tx, ty, bb) > 0.0:
+                    kx0 = min(kx0, max(int(math.floor((bb[0] + 0.5) * sx - 0.5)) - 1, 0))
+                    ky0 = min(ky0, max(int(math.floor((bb[1] + 0.5) * sy - 0.5)) - 1, 0))
+                    kx1 = max(kx1, min(int(math.ceil((bb[2] + 0.5) * sx - 0.5)) + 1, ws - 1))
+                    ky1 = max(ky1, min(int(math.ceil((bb[3] + 0.5) * sy - 0.5)) + 1, hs - 1))
+        kr = np.array([kx0, ky0, max(kx1 - kx0 + 1, 0)], np.int64)
+        nk = kr[2] * max(ky1 - ky0 + 1, 0) * kd
+        zk = np.zeros(nk)
+        ik = np.full(nk, -1, np.int64)
+        full = np.array([0, 0, ws], np.int64)
+        drow = no_depth
+        if use_depth:  # d + tol per sample, inf where the depth is missing (visible: z (d + tol) >= 1 for z > 0)
+            drow = np.empty(ws * hs)
+            for k in range(ws * hs):
+                d = depth[f, k]
+                drow[k] = d + depth_tol if d > 0.0 else np.inf
         area_img = float(w) * float(h)
         for o in range(no):
             area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
@@ -378,9 +510,12 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
             if area > 0.0:
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
-                if raster:
-                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zbuf, idb,
-                                         us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                if raster and involved[o]:
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, kr, drow,
+                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                elif raster:
+                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, full, drow,
+                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
         if not raster:
             for o in range(no):
                 out_vis[f, o] = out_proj[f, o]
@@ -390,30 +525,35 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                     continue
                 _bbox_pixels(hull_bb[o], -np.inf, -np.inf, np.inf, np.inf, w, h, out_bbox[f, o])
             continue
-        vis = np.zeros(no, np.int64)
-        vb = np.empty((no, 4))
-        for o in range(no):
-            vb[o, 0] = vb[o, 1] = np.inf
-            vb[o, 2] = vb[o, 3] = -np.inf
-        if out_labels is not None:
-            out_labels[f, :] = -1
-        for i in range(hs):
-            for j in range(ws):
-                k = i * ws + j
-                o = idb[k]
-                if o < 0:
-                    continue
-                if use_depth:
-                    d = depth[f, k]
-                    if d > 0.0 and 1.0 / zbuf[k] > d + depth_tol:
-                        continue  # hidden behind the observed surface
-                vis[o] += 1
-                if out_labels is not None:
-                    out_labels[f, k] = o
-                vb[o, 0] = min(vb[o, 0], j)
-                vb[o, 1] = min(vb[o, 1], i)
-                vb[o, 2] = max(vb[o, 2], j)
-                vb[o, 3] = max(vb[o, 3], i)
+        if not use_depth:
+            if out_labels is not None:
+                out_labels[f, :] = -1
+            for i in range(hs):
+                for j in range(ws):
+                    k = i * ws + j
+                    front = z0[k]
+                    inrect = nk > 0 and kx0 <= j <= kx1 and ky0 <= i <= ky1
+                    base = ((i - ky0) * kr[2] + (j - kx0)) * kd
+                    if not inrect or zk[base] <= front:  # the plain front box, if any, is nearest
+                        o = i0[k]
+                        if o >= 0:
+                            _count(vis, vb, o, j, i)
+                            if out_labels is not None:
+                                out_labels[f, k] = o
+                        continue
+                    for e in range(kd):
+                        o = ik[base + e]
+                        if o < 0 or zk[base + e] <= front:
+                            break  # the rest is behind the plain front box
+                        shown = True
+                        for q in range(e):  # every surface in front must belong to a box containing o
+                            if not contains[ik[base + q], o]:
+                                shown = False
+                                break
+                        if shown:
+                            _count(vis, vb, o, j, i)
+                            if out_labels is not None:
+                                out_labels[f, k] = o
         for o in range(no):
             p = out_proj[f, o]
             if p <= 0.0:

@@ -100,16 +100,18 @@ class BoxSegRenderer(_Renderer):
         """(O,) bool: is ``point`` (world) strictly inside each box."""
         return boxes_contain(point, self.centers, self.sizes, self.rotations)
 
-    def labels(self, c2w_cv: np.ndarray, k: Intrinsics, only: int | None = None) -> np.ndarray:
+    def labels(self, c2w_cv: np.ndarray, k: Intrinsics, only: int | None = None, hide=()) -> np.ndarray:
         """(H, W) int image of box index + 1 per pixel (0 = none).
 
-        ``only``: render just that box (its unoccluded silhouette).
+        ``only``: render just that box (its unoccluded silhouette); ``hide``: box indices
+        left out of the render.
         """
         self._set_camera(c2w_cv, k)
         inside = self.contains(np.asarray(c2w_cv)[:3, 3])
+        hidden = set(int(i) for i in hide)
         seg_map = {}
         for i in range(self.num_boxes):
-            shown = only is None or only == i
+            shown = (only is None or only == i) and i not in hidden
             node = self.inside[i] if inside[i] else self.outside[i]
             other = self.outside[i] if inside[i] else self.inside[i]
             node.mesh.is_visible = shown
@@ -121,10 +123,19 @@ class BoxSegRenderer(_Renderer):
         c = color.astype(np.int64)
         return c[..., 0] + (c[..., 1] << 8) + (c[..., 2] << 16)
 
-    def counts(self, c2w_cv: np.ndarray, k: Intrinsics) -> np.ndarray:
-        """(O,) visible pixel count of each box (nearest drawn face)."""
+    def counts(self, c2w_cv: np.ndarray, k: Intrinsics, contains: np.ndarray | None = None) -> np.ndarray:
+        """(O,) visible pixel count of each box (nearest drawn face).
+
+        ``contains`` (O, O) bool, ``contains[a, b]``: box a does not hide box b (the engine's
+        ``boxes`` rule): such a box b is counted in a second render without its containers,
+        where it is visible when it is the nearest drawn face.
+        """
         lab = self.labels(c2w_cv, k)
-        return np.bincount(lab.ravel(), minlength=self.num_boxes + 1)[1:]
+        out = np.bincount(lab.ravel(), minlength=self.num_boxes + 1)[1:]
+        if contains is not None:
+            for b in np.flatnonzero(np.asarray(contains).any(axis=0)):
+                out[b] = int((self.labels(c2w_cv, k, hide=np.flatnonzero(contains[:, b])) == b + 1).sum())
+        return out
 
 
 class MeshDepthRenderer(_Renderer):

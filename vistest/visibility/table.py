@@ -7,18 +7,32 @@ For every frame f and object o of a scene:
   clipped against the near plane ``z = near`` (so a box straddling the camera plane
   is clipped, never dropped or mirrored), projected, its convex hull clipped to the
   image rectangle ``[-0.5, W-0.5] x [-0.5, H-0.5]`` and measured.
-* ``visible[f, o]``: fraction of the image area where the box is the nearest surface.
-  Boxes are *solids* seen from outside: a pixel belongs to the box its ray enters
-  first (after the near plane). A box that contains the camera centre is seen from
-  inside: its inner walls are its surface, so nearer boxes still show in front of it.
-  Computed by z-buffering at a working resolution (``scale``) and reported as
+* ``visible[f, o]``: fraction of the image area where the object may be seen, by the
+  occlusion mode's rule (docs/visibility.md):
+
+  - ``depth`` / ``mesh`` (observed geometry: the frame's depth image, or the scene mesh
+    rendered): boxes do not hide each other; a silhouette sample is visible unless the
+    observed surface is nearer than the box's *entry* surface (where the ray enters the
+    solid) by more than ``depth_tol``. A loose box's entry lies in front of the object,
+    so the object's own surface (behind the entry) counts as visible, and an object
+    nested in another's box is seen wherever its own surface shows.
+  - ``boxes`` (no observed geometry): boxes are opaque solids seen from outside, except
+    that a box never hides a box it *contains*: one with at least ``CONTAIN_SHARE`` of
+    its volume inside it (a table inside an L-sofa's box, pillows on a sofa, a chair
+    tucked under a desk). A box that contains the camera centre is seen from inside:
+    its inner walls are its surface.
+  - ``none``: ``visible = projected``.
+
+  Computed at a working resolution (``scale``) and reported as
   ``projected * visible_samples / silhouette_samples`` so that an unoccluded box is
   exact and only occlusion boundaries carry sampling error (see docs/visibility.md).
 * ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
   ``image[y0:y1, x0:x1]``) of the visible region at native resolution; NaN when the
   object is not visible.
 
-Invalid frames (no pose) give NaN in every field, never zeros.
+Invalid frames (no pose) give NaN in every field, never zeros. ``occlusion="auto"``
+(the default) uses the scene's observed geometry when it has some: the mesh, else the
+depth frames, else the boxes (:func:`choose_occlusion`).
 """
 from __future__ import annotations
 
@@ -31,10 +45,13 @@ import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import InputError
-from ..geometry import box_corners, rigid_inverse
+from ..geometry import box_corners, box_inside_share, rigid_inverse
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
-DEFAULT_OCCLUSION = "boxes"
+OCCLUSION_CHOICES = ("auto",) + OCCLUSION_MODES  # what a user may ask for; "auto": choose_occlusion
+DEFAULT_OCCLUSION = "auto"
+RULES_VERSION = 2  # bumped when the occlusion rules change (cached tables keyed by it): 2 = containment, entry depth
+CONTAIN_SHARE = 0.5  # boxes mode: box a does not hide box b when this share of b's volume is inside a
 ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")
 
 
@@ -120,15 +137,86 @@ def default_scale(image_size: tuple[int, int]) -> float:
     return min(1.0, WORK_SIZE / max(image_size))
 
 
+def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, str]:
+    """The occlusion mode to use for ``scene`` and why, as ``(mode, reason)``.
+
+    ``auto``: ``mesh`` when the scene has a mesh with faces (a point cloud cannot be
+    rendered as a surface), else ``depth`` when a frame has a depth image, else
+    ``boxes``. Observed geometry is preferred because real annotations are loose and
+    nested: a solid-box z-buffer lets a container's box hide what stands inside it.
+    Any other value is checked against what the scene has and returned as is.
+    """
+    if occlusion not in OCCLUSION_CHOICES:
+        raise InputError(f"occlusion: expected one of {', '.join(OCCLUSION_CHOICES)}, got {occlusion!r}")
+    has_depth = any(f.depth for f in scene.frames)
+    faces = scene.mesh is not None and mesh_has_faces(scene.path(scene.mesh))
+    if occlusion == "mesh":
+        if scene.mesh is None:
+            raise InputError(f"{scene.source}: mesh: missing; expected a mesh file for occlusion 'mesh'")
+        if not faces:
+            raise InputError(f"{scene.path(scene.mesh)}: mesh: occlusion 'mesh' needs a triangle mesh, "
+                             f"this file has no faces (a point cloud)")
+        return "mesh", "asked for"
+    if occlusion == "depth" and not has_depth:
+        raise InputError(f"{scene.source}: frames[].depth: no frame has a depth image; expected some for "
+                         f"occlusion 'depth'")
+    if occlusion != "auto":
+        return occlusion, "asked for"
+    if faces:
+        return "mesh", f"the scene's mesh ({scene.mesh}) hides what is behind it"
+    if has_depth:
+        why = "" if scene.mesh is None else f"; its mesh {scene.mesh} is a point cloud"
+        return "depth", f"the scene's depth frames hide what is behind them{why}"
+    why = ("no mesh or depth frames" if scene.mesh is None
+           else f"its mesh {scene.mesh} is a point cloud and no depth frames")
+    return "boxes", f"the scene has {why}: boxes hide each other (not what they contain)"
+
+
+def mesh_has_faces(path) -> bool:
+    """Does the mesh file hold triangles (rather than only points)? A PLY's header says
+    so (its ``element face`` count); other formats are loaded with trimesh."""
+    path = os.fspath(path)
+    if path.lower().endswith(".ply"):
+        try:
+            with open(path, "rb") as fh:
+                for _ in range(200):
+                    line = fh.readline()
+                    if not line or line.strip() == b"end_header":
+                        return False
+                    parts = line.split()
+                    if parts[:2] == [b"element", b"face"] and len(parts) == 3:
+                        return int(parts[2]) > 0
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: mesh: cannot read the PLY header ({e})") from None
+        return False
+    import trimesh
+
+    geom = trimesh.load(path, force="mesh")
+    return len(getattr(geom, "faces", ())) > 0
+
+
+def containment(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, share: float = CONTAIN_SHARE) -> np.ndarray:
+    """(O, O) bool ``c[a, b]``: box a contains box b, so a does not hide b in ``boxes`` mode.
+
+    Contained means at least ``share`` of b's volume lies inside a
+    (:func:`vistest.geometry.box_inside_share`); a box does not contain itself.
+    """
+    c = box_inside_share(centers, sizes, rots) >= share
+    np.fill_diagonal(c, False)
+    return c
+
+
 def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float | None = None,
                        near: float = DEFAULT_NEAR, depth_tol: float = DEFAULT_DEPTH_TOL, chunk: int = 256,
                        progress: bool = False) -> Visibility:
     """Frames x objects visibility of ``scene`` (see the module docstring for definitions).
 
-    ``occlusion``: ``none`` (visible = projected), ``boxes`` (z-buffer of all boxes),
-    ``depth`` (boxes, and also hidden where behind the frame's depth image by more than
-    ``depth_tol`` metres; missing depth counts as visible), ``mesh`` (as ``depth``, with
-    depth rendered from ``scene.mesh`` by pyrender at the working resolution).
+    ``occlusion``: ``auto`` (default: :func:`choose_occlusion`: mesh, else depth, else
+    boxes), ``none`` (visible = projected), ``boxes`` (boxes hide each other, not what
+    they contain), ``depth`` (only the frame's depth image hides a box: where it is
+    nearer than the box's entry surface by more than ``depth_tol`` metres; missing depth
+    counts as visible), ``mesh`` (as ``depth``, with depth rendered from ``scene.mesh``
+    by pyrender at the working resolution). ``params["occlusion"]`` records the mode used.
     ``scale``: working resolution as a fraction of the native one (0 < scale <= 1);
     None: :func:`default_scale` (a 160-sample grid on the longer side).
     ``near``: near plane in metres. Frames are processed ``chunk`` at a time (memory
@@ -137,24 +225,21 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
     from . import raster
     from ..progress import progress_bar
 
-    if occlusion not in OCCLUSION_MODES:
-        raise InputError(f"occlusion: expected one of {', '.join(OCCLUSION_MODES)}, got {occlusion!r}")
+    occlusion, _ = choose_occlusion(scene, occlusion)
     if scale is None:
         scale = default_scale(scene.image_size)
     if not (0.0 < scale <= 1.0):
         raise InputError(f"scale: expected 0 < scale <= 1, got {scale!r}")
     if not (near > 0.0):
         raise InputError(f"near: expected a positive distance in metres, got {near!r}")
-    if occlusion == "mesh" and scene.mesh is None:
-        raise InputError(f"{scene.source}: mesh: missing; expected a mesh file for occlusion 'mesh'")
-    if occlusion == "depth" and not any(f.depth for f in scene.frames):
-        raise InputError(f"{scene.source}: frames[].depth: no frame has a depth image; expected some for "
-                         f"occlusion 'depth'")
 
     w, h = scene.image_size
     ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
     centers, sizes, rots = scene.world_boxes()
     corners = box_corners(centers, sizes, rots)
+    contains = containment(centers, sizes, rots) if occlusion == "boxes" else np.zeros((0, 0), bool)
+    if not contains.any():
+        contains = np.zeros((0, 0), bool)
     nf, no = len(scene.frames), len(scene.objects)
     projected = np.full((nf, no), np.nan)
     visible = np.full((nf, no), np.nan)
@@ -165,7 +250,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
         from .render import MeshDepthRenderer
         mesh_renderer = MeshDepthRenderer(scene.path(scene.mesh), ws, hs, near=near)
     try:
-        with progress_bar(nf, f"visibility {scene.scene_id}", enabled=progress) as bar:
+        with progress_bar(nf, f"visibility {scene.scene_id} ({occlusion})", enabled=progress) as bar:
             for s in range(0, nf, chunk):
                 frames = scene.frames[s:s + chunk]
                 w2c, kin = frame_cameras(scene, frames)
@@ -177,17 +262,20 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
                                                            scene.intrinsics_for(f).scaled(ws / w, hs / h)).reshape(-1)
                                       if f.valid else np.zeros(ws * hs) for f in frames])
                 raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
-                                         occlusion != "none", depth, depth_tol,
+                                         occlusion != "none", depth, depth_tol, contains,
                                          projected[s:s + chunk], visible[s:s + chunk], bbox[s:s + chunk])
                 bar.update(len(frames))
     finally:
         if mesh_renderer is not None:
             mesh_renderer.close()
+    params = {"occlusion": occlusion, "scale": float(scale), "near": float(near), "depth_tol": float(depth_tol),
+              "working_size": [ws, hs]}
+    if occlusion == "boxes":
+        params["contain_share"] = CONTAIN_SHARE
     return Visibility(scene_id=scene.scene_id, projected=projected, visible=visible, bbox=bbox,
                       object_ids=np.array(scene.object_ids, dtype=str),
-                      frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid,
-                      params={"occlusion": occlusion, "scale": float(scale), "near": float(near),
-                              "depth_tol": float(depth_tol), "working_size": [ws, hs]}, source=scene.source)
+                      frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid, params=params,
+                      source=scene.source)
 
 
 def frame_cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
