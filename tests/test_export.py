@@ -719,25 +719,61 @@ def test_export_with_an_evaluator_takes_its_all_rows(run_dir, tmp_path):
         export("jsonl", bad, tmp_path / "b", replace(QUIET, evaluator=name))
 
 
-# VLMEvalKit: the type sets and preconditions of ReVSI.build_prompt and VsiBench.build_prompt
+def test_score_against_an_evaluator_s_all_ground_truth(run_dir, tmp_path):
+    """docs/sampling.md: ``vistest score PREDS -r RUN/scenes/ID/evaluators/NAME`` scores a client's ``all``
+    answers against the ground truth over the frames it takes: its own answers score 1.0 there, and the same
+    answers score below 1.0 against every frame's all_frame.jsonl where the two differ."""
+    name = "lmms-eval.llava_vid"
+    folder = run_dir / "scenes" / SCENE / "evaluators" / name
+    rows = [r for r in read_jsonl(folder / "all_frame.jsonl") if r["status"] != "unanswerable"]
+    every = {r["id"]: r for r in read_jsonl(run_dir / "scenes" / SCENE / "all_frame.jsonl")}
+    assert any(r["ground_truth"] != every[r["id"]]["ground_truth"] for r in rows), "a weak test: nothing differs"
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": r["id"], "num_frames": "all", "prediction": str(r["ground_truth"])})
+                             + "\n" for r in rows))
+
+    def overall(scene_dir, out):
+        cli("score", preds, "-r", scene_dir, "-o", out, "--quiet")
+        summary = json.loads((out / "report.json").read_text())["summary"]
+        return next(s["overall"] for s in summary if s["model"] == "predictions" and s["budget"] == "all")
+    assert overall(folder, tmp_path / "own") == pytest.approx(1.0)
+    assert overall(run_dir / "scenes" / SCENE, tmp_path / "every") < 1.0
+
+
+# VLMEvalKit: the type sets and preconditions of ReVSI.build_prompt and VsiBench.build_prompt. Its source comes from a
+# checkout or bare mirror (VISTEST_VLMEVALKIT_SRC), else from an installed ``vlmeval`` package: `make test-clients`
+# installs ms-vlmeval (VLMEvalKit packaged by ModelScope, --no-deps; its vlmeval/dataset/vsibench.py is the one of
+# VLMEvalKit e8e78f05, byte for byte; it has no revsi.py), so CI runs the VsiBench checks; the ReVSI ones need a
+# checkout.
 VLMEVALKIT_SRC = Path(os.environ.get("VISTEST_VLMEVALKIT_SRC", "/work/.mirror/open-compass+VLMEvalKit/repo"))
 
 
+def installed_vlmeval() -> Path | None:
+    """The folder holding an installed ``vlmeval`` package's source (found, not imported), else None."""
+    spec = importlib.util.find_spec("vlmeval")
+    return Path(spec.origin).parent.parent if spec and spec.origin else None
+
+
 def vlmevalkit_source(path: str) -> str | None:
-    """A file of VLMEvalKit's source from a checkout or bare mirror (git show HEAD:path), else None."""
+    """A file of VLMEvalKit's source from a checkout or bare mirror (git show HEAD:path), else from an installed
+    ``vlmeval`` package, else None."""
     if (VLMEVALKIT_SRC / path).is_file():
         return (VLMEVALKIT_SRC / path).read_text()
-    if not VLMEVALKIT_SRC.is_dir():
-        return None
-    r = subprocess.run(["git", "-C", str(VLMEVALKIT_SRC), "show", f"HEAD:{path}"], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
+    if VLMEVALKIT_SRC.is_dir():
+        r = subprocess.run(["git", "-C", str(VLMEVALKIT_SRC), "show", f"HEAD:{path}"], capture_output=True,
+                           text=True)
+        if r.returncode == 0:
+            return r.stdout
+    site = installed_vlmeval()
+    return (site / path).read_text() if site and (site / path).is_file() else None
 
 
 def needs_vlmevalkit(path):
     src = vlmevalkit_source(path)
     if src is None:
-        pytest.skip(f"VLMEvalKit's source is not here ({VLMEVALKIT_SRC}; set VISTEST_VLMEVALKIT_SRC to a checkout): "
-                    f"VLMEvalKit is not on the package registries, so CI cannot fetch it")
+        pytest.skip(f"VLMEvalKit's {path} is not here (no checkout at {VLMEVALKIT_SRC}: set VISTEST_VLMEVALKIT_SRC; "
+                    f"no installed vlmeval package that has it: `make test-clients` installs ms-vlmeval, which has "
+                    f"vsibench.py only)")
     return src
 
 
@@ -760,17 +796,17 @@ def vlmevalkit_tsv(run_dir, tmp_path, target):
     return out
 
 
-def test_vlmevalkit_type_sets_are_the_sources(tmp_path):
+@pytest.mark.parametrize("target,module_path,mcq,number", [
+    ("ReVSI", "vlmeval/dataset/revsi.py", "MCQ_QUESTION_TYPES", "NQ_QUESTION_TYPES"),
+    ("VsiBench", "vlmeval/dataset/vsibench.py", "mcq_items", "na_items")])
+def test_vlmevalkit_type_sets_are_the_sources(target, module_path, mcq, number):
     """The documented constants equal the lists in VLMEvalKit's revsi.py and vsibench.py (skipped without the
     source)."""
     from vistest.eval.exporters.vlmevalkit import VLMEVALKIT_TYPES
 
-    revsi_tree = ast.parse(needs_vlmevalkit("vlmeval/dataset/revsi.py"))
-    assert VLMEVALKIT_TYPES["ReVSI"]["mcq"] == literal_list(revsi_tree, "MCQ_QUESTION_TYPES")
-    assert VLMEVALKIT_TYPES["ReVSI"]["number"] == literal_list(revsi_tree, "NQ_QUESTION_TYPES")
-    vsi_tree = ast.parse(needs_vlmevalkit("vlmeval/dataset/vsibench.py"))
-    assert VLMEVALKIT_TYPES["VsiBench"]["mcq"] == literal_list(vsi_tree, "mcq_items")
-    assert VLMEVALKIT_TYPES["VsiBench"]["number"] == literal_list(vsi_tree, "na_items")
+    tree = ast.parse(needs_vlmevalkit(module_path))
+    assert VLMEVALKIT_TYPES[target]["mcq"] == literal_list(tree, mcq)
+    assert VLMEVALKIT_TYPES[target]["number"] == literal_list(tree, number)
 
 
 def test_vlmevalkit_export_checks_types_against_its_target(run_dir, tmp_path):

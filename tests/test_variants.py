@@ -235,6 +235,32 @@ def test_fps_evaluator_frames_of_all_frame_are_its_function_of_the_written_video
     assert differ, f"{name}: its {len(want)} frames support the same answers as every frame (a weak test)"
 
 
+def test_manifest_states_every_evaluator_s_frames_of_every_written_video(demo):
+    """Every written video (budget videos, all_frame, full-length dummies), every budget it serves, every
+    configuration of the run: the manifest's take is the configuration's profile function of the written file's
+    own frame count and rate (read back), with counts and missing frames that agree with its frames; no blanket
+    claim. A full-length black or mask dummy serves 16, 32 and all: qwen2.5-vl takes 20 of its 300 frames for each."""
+    names = [e.name for e in demo["opts"].evaluators]
+    lengths = set()
+    for path, rec in demo["manifest"].items():
+        lengths.add((rec["variant"].split("-")[0], rec["length"]))
+        n, fps = count_frames(demo["out"] / path), probe(demo["out"] / path).fps
+        assert list(rec["evaluators"]) == names, path
+        for e in demo["opts"].evaluators:
+            takes = rec["evaluators"][e.name]["takes"]
+            assert set(takes) == {str(b) for b in rec["budgets"]}, (path, takes.keys())
+            for b in rec["budgets"]:
+                t = takes[str(b)]
+                want = select_frames(e.profile, n, e.request(b), fps=fps, **e.option_dict).tolist()
+                assert t["frames"] == want and t["taken"] == len(want) and t["distinct"] == len(set(want)), (path, b)
+                assert t["every_frame"] == (want == list(range(n)))
+                assert t.get("missing", []) == sorted(set(range(n)) - set(want)), (path, e.name, b)
+        if rec["length"] == "full" and rec["variant"] != "budget" and rec["mode"] != "drop":  # drop: fewer frames
+            assert n == 300 and all(rec["evaluators"]["lmms-eval.qwen2_5_vl"]["takes"][str(b)]["taken"] == 20
+                                    for b in rec["budgets"]), path
+    assert {("budget", "budget"), ("budget", "full"), ("dummy", "full")} <= lengths, lengths
+
+
 def test_every_frame_and_segment_evaluators_on_all_frame(demo):
     """every-frame takes the 300 frames (its all ground truth is all_frame.jsonl's); InternVL asked 300 segments
     misses frame 299 and repeats frame 150 (get_index's centres); VLMEvalKit's ReVSI asks 128 (int(i*300/129))."""
