@@ -6,6 +6,9 @@ this is tests/test_variants.py (the demo's all_frame, read back from the file).
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -88,3 +91,33 @@ def test_lmms_eval_qwen2_5_vl_max_num_frames_on_a_full_video(frames, taken):
     decoded = np.rint(np.linspace(0, 299, 20)).astype(int)  # exact here: no .5 ties on this grid
     keep = np.unique(np.linspace(0, 19, frames, dtype=int))
     assert e.takes(300, 30.0, "all").tolist() == decoded[keep].tolist() and len(keep) == taken
+
+
+def test_an_evaluator_failing_on_the_video_gets_no_all_ground_truth(tmp_path):
+    """vistest run: a configuration its client would fail with on the video (qwen-vl-utils asked more frames than
+    a 24-frame video has) is a warning and has no all_frame.jsonl; a rerun where it fails removes the file an
+    earlier run wrote under that name (it is not this video's ground truth); the manifest states the error."""
+    from vistest.datasets.demo import make_demo_scene
+    from vistest.pipeline import VideoOptions, run_scene
+    from vistest.questions import load_questions
+    from vistest.scene import Scene
+    from vistest.videos.plan import EncoderSettings
+
+    scene_json = make_demo_scene(tmp_path / "scene", num_frames=24, size=(160, 120), quiet=True)
+    questions = load_questions(Path(__file__).resolve().parent.parent / "examples" / "demo-questions.jsonl",
+                               scene=Scene.load(scene_json))
+    out = tmp_path / "out"
+    fast = EncoderSettings(preset="ultrafast", intra_preset="ultrafast")
+
+    def run(spec):
+        opts = VideoOptions(budgets=("all",), dummy_modes=(), settings=fast, evaluators=parse_evaluators([spec]))
+        return run_scene(scene_json, questions, out, opts, progress=False)
+    gt = out / "scenes" / "demo-seed0" / "evaluators" / "q" / "all_frame.jsonl"
+    run("q=uniform:frames=8")
+    assert len(json.loads(gt.read_text().splitlines()[0])["frame_indices"]) == 8
+    res = run("q=qwen-vl-utils:frames=64")
+    assert not gt.exists()
+    assert any(w.startswith("evaluator q: no all ground truth") and "removed the earlier run's" in w
+               for w in res.warnings), res.warnings
+    (rec,) = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+    assert "nframes should be in" in rec["evaluators"]["q"]["takes"]["all"]["error"]

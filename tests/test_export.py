@@ -834,7 +834,8 @@ def test_vlmevalkit_export_checks_types_against_its_target(run_dir, tmp_path):
     counting = df[df["vistest_question_type"] == "object_counting"]
     assert len(counting) and set(counting["question_type"]) == {"object_counting_single"}
     with pytest.raises(InputError, match=r"ReVSI cannot build a prompt for \d+ row\(s\).*demo-10 "
-                                         r"\(object_rel_direction_easy"):
+                                         r"\(object_rel_direction_easy: \d+ row\(s\), first at .*16_frame.jsonl:\d+\)"
+                                         r".*demo-11 \(obj_appearance_order"):
         export("vlmevalkit", run_dir, tmp_path / "r", replace(QUIET, target="ReVSI"))
     assert not (tmp_path / "r").exists()
 

@@ -257,14 +257,18 @@ def write_evaluator_files(scene: Scene, visibility: Visibility, questions: Seque
     """For each of ``opts.evaluators``, the ``all`` budget's ground truth over the frames it
     takes of the full video (vistest.budget.truth.evaluator_truth), written to
     ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``. Returns the files and a warning per
-    evaluator that fails on the video (as its client would; no file for it). Folders of
-    evaluators no longer configured are left alone."""
+    evaluator that fails on the video (as its client would; no file for it, and an earlier run's
+    file for it, now not this video's, is removed). Folders of evaluators no longer configured
+    are left alone."""
     files, failed = [], []
     for e in opts.evaluators:
         try:
             truth = evaluator_truth(scene, visibility, questions, e, opts.seen_threshold, opts.min_budget_room_route)
         except InputError as err:
-            failed.append(f"evaluator {e.name}: no all ground truth: {err}")
+            stale = layout.evaluator_dir(outdir, scene.scene_id, e.name) / layout.budget_file_name(ALL)
+            gone = f" (removed the earlier run's {stale})" if stale.is_file() else ""
+            stale.unlink(missing_ok=True)
+            failed.append(f"evaluator {e.name}: no all ground truth: {err}{gone}")
             continue
         files += write_budget_files(truth, layout.evaluator_dir(outdir, scene.scene_id, e.name))
     return files, failed

@@ -62,7 +62,7 @@ from .output import (
     Part,
     count_left_out,
 )
-from .revsi import revsi_question_type, rows_text
+from .revsi import revsi_question_type
 from .rundir import ExportRow, RunData, answer_text
 
 COLUMNS = ("index", "id", "variant", "scene_id", "num_frames", "question_type", "vistest_question_type", "question",
@@ -126,9 +126,20 @@ def resolve_target(target: str, rows: list[ExportRow]) -> str:
     return REVSI if rows and all(target_type(r, REVSI) for r in rows) else VSIBENCH
 
 
+def questions_text(bad: list[tuple[ExportRow, str]], limit: int = 8) -> str:
+    """The questions of the refused rows, each once (``demo-10 (object_rel_direction_easy: 13 rows,
+    first at FILE:LINE)``), the first ``limit`` of them."""
+    by_q: dict[tuple[str, str], list[ExportRow]] = {}
+    for r, _ in bad:
+        by_q.setdefault((r.id, r.question_type), []).append(r)
+    named = [f"{qid} ({qtype}: {len(rs)} row(s), first at {rs[0].where})" for (qid, qtype), rs in by_q.items()]
+    more = f" and {len(named) - limit} more question(s)" if len(named) > limit else ""
+    return ", ".join(named[:limit]) + more
+
+
 def check_rows(rows: list[ExportRow], target: str) -> dict[int, str]:
-    """``{id(row): target type}`` of every row; an InputError naming the rows ``target`` cannot
-    prompt (no type of its own or by mapping, or an MCQ row without options)."""
+    """``{id(row): target type}`` of every row; an InputError naming the questions and rows
+    ``target`` cannot prompt (no type of its own or by mapping, or an MCQ row without options)."""
     types, bad = {}, []
     for r in rows:
         t = target_type(r, target)
@@ -140,7 +151,7 @@ def check_rows(rows: list[ExportRow], target: str) -> dict[int, str]:
     if bad:
         why = sorted({p for _, p in bad})
         raise InputError(f"--target {target}: VLMEvalKit's {target} cannot build a prompt for {len(bad)} row(s) "
-                         f"({'; '.join(why)}): {rows_text([r for r, _ in bad])}; it knows "
+                         f"({'; '.join(why)}): {questions_text(bad)}; it knows "
                          f"{', '.join(sorted(known_types(target)))} (docs/export.md: the type mapping). Choose the "
                          f"other --target, or leave these questions out of the run")
     return types
