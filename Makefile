@@ -13,7 +13,7 @@ DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test test-fast lint bench bench-videos bench-batch setup clean variants
+.PHONY: demo test test-fast test-clients lint bench bench-videos bench-batch setup clean variants
 
 setup: $(STAMP)
 
@@ -114,6 +114,29 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
 
+# `make test-clients`: tests/clients/ against the real lmms-eval package (0.7.3: its TaskManager, evaluator and
+# revsi task), the sampler profiles against torch's own linspace (tests/test_sampling.py, which `make test` runs
+# without torch), and the VLMEvalKit checks of tests/test_export.py against VLMEvalKit's own VsiBench source (from
+# ms-vlmeval, VLMEvalKit packaged by ModelScope; its ReVSI class is in no package: those checks need a checkout,
+# VISTEST_VLMEVALKIT_SRC), in a cached environment of their own, .venv-clients (torch CPU, lmms-eval and ms-vlmeval
+# without their dependencies: tests/clients/{requirements,no-deps}.txt; about 2.4 GB, about 4 minutes to set up, then reused
+# until pyproject.toml or the requirements change). `make test` neither needs nor runs it.
+CLIENTS_VENV ?= .venv-clients
+CLIENTS_PY := $(CLIENTS_VENV)/bin/python
+CLIENTS_STAMP := $(CLIENTS_VENV)/.installed
+
+$(CLIENTS_STAMP): pyproject.toml tests/clients/requirements.txt tests/clients/constraints.txt tests/clients/no-deps.txt
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_PY) -m pip install --quiet --upgrade pip
+	$(CLIENTS_PY) -m pip install --quiet -c tests/clients/constraints.txt -r tests/clients/requirements.txt \
+		-e '.[test]'
+	$(CLIENTS_PY) -m pip install --quiet --no-deps -r tests/clients/no-deps.txt
+	touch $(CLIENTS_STAMP)
+
+test-clients: $(CLIENTS_STAMP)
+	$(CLIENTS_PY) -m pytest -q tests/clients tests/test_sampling.py
+	$(CLIENTS_PY) -m pytest -q tests/test_export.py -k vlmevalkit
+
 # ruff, configured in pyproject.toml ([tool.ruff]): checks only, never rewrites
 lint: $(STAMP)
 	$(VENV)/bin/ruff check vistest tests bench
@@ -128,4 +151,4 @@ bench-batch: $(STAMP)
 	$(PY) bench/batch.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT)
+	rm -rf $(VENV) $(CLIENTS_VENV) $(DEMO_OUT)

@@ -173,3 +173,14 @@ def pytest_collection_modifyitems(config, items):
         return
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# tests/clients/ run against the real evaluator packages (lmms-eval, torch): `make test-clients`, in its own
+# environment (.venv-clients). Where they are not installed (`make test`), the folder is not collected.
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+collect_ignore = [] if _has("lmms_eval") else ["clients"]

@@ -60,6 +60,12 @@ def read_jsonl(path):
     return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
 
 
+def config_file(export_dir, config):
+    """The data file of a revsi export's config (``data/{config}-{digest}.jsonl``)."""
+    (path,) = Path(export_dir).glob(f"data/{config}-*.jsonl")
+    return path
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, demo_small):
     """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``)."""
@@ -323,7 +329,7 @@ def test_jsonl_rows_have_absolute_paths_and_provenance(run_dir, tmp_path, frames
     out = tmp_path / "jl"
     export("jsonl", run_dir, out, QUIET)
     rows = read_jsonl(out / "vistest.jsonl")
-    n_truth = sum(len(read_jsonl(p)) for p in (run_dir / "scenes").rglob("*.jsonl"))
+    n_truth = sum(len(read_jsonl(p)) for p in (run_dir / "scenes").rglob("*.jsonl") if "evaluators" not in p.parts)
     assert len(rows) == n_truth
     assert len({(r["id"], r["variant"], r["budget"]) for r in rows}) == len(rows)
     for r in rows:
@@ -639,3 +645,276 @@ def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, fr
     dummy_rows = [r for r in read_jsonl(scene_dir / "dummy_gt.jsonl")]
     cells = [c for c in report["hallucination"] if c["variant"].startswith("dummy")]
     assert cells and sum(c["n"] for c in cells) == len(dummy_rows)
+
+
+# ---------------------------------------------------------------------------------------
+# column types, an evaluator's all rows, the revsi task folder, VLMEvalKit's classes
+# ---------------------------------------------------------------------------------------
+def test_revsi_options_have_one_type_in_every_config(revsi, tmp_path):
+    """README.md states every column's type per config: ``options`` is a list of strings in every config,
+    also in one where no row has options (Arrow would infer null there)."""
+    out, _ = revsi
+    for name in CONFIGS:
+        ds = load_revsi_config(out, name, tmp_path / "c")
+        assert ds.features["options"] == datasets.List(datasets.Value("string")), (name, ds.features)
+        assert ds.features["num_frames"] == datasets.Value("string" if name == "all_frame" else "int64")
+    numeric = tmp_path / "numeric"
+    shutil.copytree(out, numeric, ignore=shutil.ignore_patterns("*.mp4"))
+    data = config_file(numeric, "16_frame")
+    rows = [r for r in read_jsonl(data) if r["options"] is None]
+    assert rows, "expected numeric rows at 16 frames"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))  # a config without a multiple-choice row
+    ds = load_revsi_config(numeric, "16_frame", tmp_path / "c2")
+    assert ds.features["options"] == datasets.List(datasets.Value("string")) and len(ds) == len(rows)
+
+
+def test_revsi_writes_an_lmms_eval_task_folder_under_names_of_its_own(revsi):
+    """lmms_eval/: tasks named {prefix}_revsi_{n}_frame (the built-in revsi_{n}_frame would win the index), on
+    this folder as dataset_path, with utils.py importing lmms-eval's own revsi code (tests/clients/ run it)."""
+    out, _ = revsi
+    folder = out / "lmms_eval"
+    builtin = {load_task_yaml(p).get("task") or load_task_yaml(p).get("group")
+               for p in (ROOT.parent / "shared" / "reference" / "lmms-eval-revsi-task").glob("*.yaml")} \
+        or {"revsi", "revsi_16_frame", "revsi_32_frame", "revsi_64_frame", "revsi_all_frame"}
+    tasks = {load_task_yaml(folder / f"vistest_revsi_{c}.yaml")["task"] for c in CONFIGS}
+    assert tasks == {f"vistest_revsi_{c}" for c in CONFIGS} and not tasks & builtin
+    assert load_task_yaml(folder / "vistest_revsi.yaml")["task"] == sorted(tasks, key=lambda t: CONFIGS.index(
+        t.removeprefix("vistest_revsi_")))
+    template = load_task_yaml(folder / "_default_template_yaml")
+    assert template["dataset_path"] == str(out) and "dataset_kwargs" not in template
+    utils = (folder / "utils.py").read_text()
+    assert "from lmms_eval.tasks.revsi import utils" in utils and "def revsi_" not in utils
+    record = json.loads((out / RECORD).read_text())
+    assert record["info"]["lmms_eval_tasks"] == [f"vistest_revsi_{c}" for c in CONFIGS]
+
+
+def test_export_with_an_evaluator_takes_its_all_rows(run_dir, tmp_path):
+    """--evaluator NAME: the all budget's rows are that evaluator's ground truth (frames it takes of all_frame,
+    as the manifest states them); a name the run has no ground truth for, or rows whose frames the manifest does
+    not state, stop the export."""
+    name = "qwen-vl-utils.fps2"
+    out = tmp_path / "q"
+    export("revsi", run_dir, out, replace(QUIET, evaluator=name))
+    manifest = {r["path"]: r for r in read_jsonl(run_dir / "manifest.jsonl")}
+    want = {r["id"]: r for r in read_jsonl(run_dir / "scenes" / SCENE / "evaluators" / name / "all_frame.jsonl")}
+    taken = manifest[f"all_frame/{SCENE}.mp4"]["evaluators"][name]["takes"]["all"]["frames"]
+    rows = [r for r in read_jsonl(config_file(out, "all_frame")) if r["scene_id"] == SCENE]
+    assert rows and len(taken) == 4  # 60 frames at 30 frames/s, 2 frames/s
+    for r in rows:
+        assert r["evaluator"] == name and r["frame_indices"] == taken
+        assert r["ground_truth"] == want[r["id"]]["ground_truth"] and want[r["id"]]["status"] != "unanswerable"
+    assert {r["id"] for r in rows} == {i for i, w in want.items() if w["status"] != "unanswerable"
+                                       and w["question_type"] not in ("object_rel_direction_easy",
+                                                                      "obj_appearance_order")}
+    assert all(r["evaluator"] is None for r in read_jsonl(config_file(out, "16_frame")))
+    with pytest.raises(InputError, match="no all ground truth for evaluator 'nope'"):
+        export("revsi", run_dir, tmp_path / "n", replace(QUIET, evaluator="nope"))
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad, copy_function=os.link)
+    path = bad / "scenes" / SCENE / "evaluators" / name / "all_frame.jsonl"
+    docs = read_jsonl(path)
+    docs[0]["frame_indices"] = docs[0]["frame_indices"][:-1]
+    path.unlink()
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    with pytest.raises(InputError, match="frame_indices: differ"):
+        export("jsonl", bad, tmp_path / "b", replace(QUIET, evaluator=name))
+
+
+def test_score_against_an_evaluator_s_all_ground_truth(run_dir, tmp_path):
+    """docs/sampling.md: ``vistest score PREDS -r RUN/scenes/ID/evaluators/NAME`` scores a client's ``all``
+    answers against the ground truth over the frames it takes: its own answers score 1.0 there, and the same
+    answers score below 1.0 against every frame's all_frame.jsonl where the two differ."""
+    name = "lmms-eval.llava_vid"
+    folder = run_dir / "scenes" / SCENE / "evaluators" / name
+    rows = [r for r in read_jsonl(folder / "all_frame.jsonl") if r["status"] != "unanswerable"]
+    every = {r["id"]: r for r in read_jsonl(run_dir / "scenes" / SCENE / "all_frame.jsonl")}
+    assert any(r["ground_truth"] != every[r["id"]]["ground_truth"] for r in rows), "a weak test: nothing differs"
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": r["id"], "num_frames": "all", "prediction": str(r["ground_truth"])})
+                             + "\n" for r in rows))
+
+    def overall(scene_dir, out):
+        cli("score", preds, "-r", scene_dir, "-o", out, "--quiet")
+        summary = json.loads((out / "report.json").read_text())["summary"]
+        return next(s["overall"] for s in summary if s["model"] == "predictions" and s["budget"] == "all")
+    assert overall(folder, tmp_path / "own") == pytest.approx(1.0)
+    assert overall(run_dir / "scenes" / SCENE, tmp_path / "every") < 1.0
+
+
+# VLMEvalKit: the type sets and preconditions of ReVSI.build_prompt and VsiBench.build_prompt. Its source comes from a
+# checkout or bare mirror (VISTEST_VLMEVALKIT_SRC), else from an installed ``vlmeval`` package: `make test-clients`
+# installs ms-vlmeval (VLMEvalKit packaged by ModelScope, --no-deps; its vlmeval/dataset/vsibench.py is the one of
+# VLMEvalKit e8e78f05, byte for byte; it has no revsi.py), so CI runs the VsiBench checks; the ReVSI ones need a
+# checkout.
+VLMEVALKIT_SRC = Path(os.environ.get("VISTEST_VLMEVALKIT_SRC", "/work/.mirror/open-compass+VLMEvalKit/repo"))
+
+
+def installed_vlmeval() -> Path | None:
+    """The folder holding an installed ``vlmeval`` package's source (found, not imported), else None."""
+    spec = importlib.util.find_spec("vlmeval")
+    return Path(spec.origin).parent.parent if spec and spec.origin else None
+
+
+def vlmevalkit_source(path: str) -> str | None:
+    """A file of VLMEvalKit's source from a checkout or bare mirror (git show HEAD:path), else from an installed
+    ``vlmeval`` package, else None."""
+    if (VLMEVALKIT_SRC / path).is_file():
+        return (VLMEVALKIT_SRC / path).read_text()
+    if VLMEVALKIT_SRC.is_dir():
+        r = subprocess.run(["git", "-C", str(VLMEVALKIT_SRC), "show", f"HEAD:{path}"], capture_output=True,
+                           text=True)
+        if r.returncode == 0:
+            return r.stdout
+    site = installed_vlmeval()
+    return (site / path).read_text() if site and (site / path).is_file() else None
+
+
+def needs_vlmevalkit(path):
+    src = vlmevalkit_source(path)
+    if src is None:
+        pytest.skip(f"VLMEvalKit's {path} is not here (no checkout at {VLMEVALKIT_SRC}: set VISTEST_VLMEVALKIT_SRC; "
+                    f"no installed vlmeval package that has it: `make test-clients` installs ms-vlmeval, which has "
+                    f"vsibench.py only)")
+    return src
+
+
+def literal_list(tree, name):
+    """The list of strings assigned to ``name`` anywhere in a parsed module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError(f"no assignment to {name}")
+
+
+def vlmevalkit_tsv(run_dir, tmp_path, target):
+    """TSVs for ``target`` of the run's rows that target can prompt (ReVSI: the rows with a ReVSI type)."""
+    from vistest.eval.exporters import vlmevalkit
+
+    run = load_run(run_dir)
+    keep = tuple(r for r in run.rows if vlmevalkit.target_type(r, target))
+    out = tmp_path / f"vlm-{target}"
+    vlmevalkit.write(replace(run, rows=keep), out, target=target)
+    return out
+
+
+@pytest.mark.parametrize("target,module_path,mcq,number", [
+    ("ReVSI", "vlmeval/dataset/revsi.py", "MCQ_QUESTION_TYPES", "NQ_QUESTION_TYPES"),
+    ("VsiBench", "vlmeval/dataset/vsibench.py", "mcq_items", "na_items")])
+def test_vlmevalkit_type_sets_are_the_sources(target, module_path, mcq, number):
+    """The documented constants equal the lists in VLMEvalKit's revsi.py and vsibench.py (skipped without the
+    source)."""
+    from vistest.eval.exporters.vlmevalkit import VLMEVALKIT_TYPES
+
+    tree = ast.parse(needs_vlmevalkit(module_path))
+    assert VLMEVALKIT_TYPES[target]["mcq"] == literal_list(tree, mcq)
+    assert VLMEVALKIT_TYPES[target]["number"] == literal_list(tree, number)
+
+
+def test_vlmevalkit_export_checks_types_against_its_target(run_dir, tmp_path):
+    """auto picks VsiBench for the demo's VSI-Bench types; every row has a type the target prompts and MCQ rows
+    have options ast.literal_eval reads (what build_prompt needs); ReVSI gets ReVSI names (object_counting ->
+    object_counting_single) and its real rows' video is {scene_id}.mp4 under {root}/{n}_frame/; a target that
+    cannot prompt some rows stops the export naming them."""
+    from vistest.eval.exporters.vlmevalkit import VLMEVALKIT_TYPES, known_types
+
+    out = tmp_path / "auto"
+    res = export("vlmevalkit", run_dir, out, QUIET)
+    assert res.info["target"] == "VsiBench"
+    revsi_out = vlmevalkit_tsv(run_dir, tmp_path, "ReVSI")
+    for target, folder in (("VsiBench", out), ("ReVSI", revsi_out)):
+        for tsv in sorted(folder.glob("*.tsv")):
+            df = pd.read_csv(tsv, sep="\t")
+            assert set(df["question_type"]) <= known_types(target), (target, tsv.name)
+            for _, row in df.iterrows():
+                if row["question_type"] in VLMEVALKIT_TYPES[target]["mcq"]:
+                    opts = ast.literal_eval(row["candidates" if target == "VsiBench" else "options"])
+                    assert isinstance(opts, list) and opts and all(isinstance(o, str) for o in opts)
+                if target == "ReVSI" and row["variant"] == "budget":
+                    assert (run_dir / f"{row['num_frames']}_frame" / row["video"]).is_file()
+    df = pd.read_csv(revsi_out / "16_frame.tsv", sep="\t")
+    counting = df[df["vistest_question_type"] == "object_counting"]
+    assert len(counting) and set(counting["question_type"]) == {"object_counting_single"}
+    with pytest.raises(InputError, match=r"ReVSI cannot build a prompt for \d+ row\(s\).*demo-10 "
+                                         r"\(object_rel_direction_easy: \d+ row\(s\), first at .*16_frame.jsonl:\d+\)"
+                                         r".*demo-11 \(obj_appearance_order"):
+        export("vlmevalkit", run_dir, tmp_path / "r", replace(QUIET, target="ReVSI"))
+    assert not (tmp_path / "r").exists()
+
+
+def vlmevalkit_class(module_path: str, class_name: str):
+    """The real class from VLMEvalKit's source, its module run with stand-ins for the imports it needs to be
+    defined (datasets, huggingface_hub, decord, portalocker, PIL, vlmeval's helpers); build_prompt(video_llm=True)
+    uses none of them."""
+    import types
+
+    src = needs_vlmevalkit(module_path)
+    stub_names = ["vlmeval", "vlmeval.smp", "vlmeval.smp.file", "vlmeval.dataset", "vlmeval.dataset.video_base",
+                  "datasets", "huggingface_hub", "PIL", "decord", "portalocker", "tqdm"]
+    saved = {n: sys.modules.get(n) for n in stub_names}
+    stubs = {n: types.ModuleType(n) for n in stub_names}
+
+    class VideoBaseDataset:  # the base: build_prompt reads self.data and self.data_root only
+        pass
+    stubs["vlmeval.dataset.video_base"].VideoBaseDataset = VideoBaseDataset
+    for mod, names in (("vlmeval.smp", ["LMUDataRoot", "get_cache_path", "load", "modelscope_flag_set"]),
+                       ("vlmeval.smp.file", ["load"]), ("datasets", ["load_dataset"]),
+                       ("huggingface_hub", ["hf_hub_download", "snapshot_download"]), ("PIL", ["Image"]),
+                       ("tqdm", ["tqdm"])):
+        for n in names:
+            setattr(stubs[mod], n, lambda *a, **k: "")
+    try:
+        sys.modules.update(stubs)
+        module = types.ModuleType(f"vlmeval.dataset.{Path(module_path).stem}")
+        module.__package__ = "vlmeval.dataset"
+        exec(compile(src, module_path, "exec"), module.__dict__)
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return getattr(module, class_name)
+
+
+@pytest.mark.parametrize("target,module_path", [("VsiBench", "vlmeval/dataset/vsibench.py"),
+                                                ("ReVSI", "vlmeval/dataset/revsi.py")])
+def test_vlmevalkits_real_build_prompt_prompts_every_exported_row(run_dir, tmp_path, target, module_path):
+    """VLMEvalKit's own build_prompt (its source, skipped without it) builds a prompt for every row of every TSV
+    the export writes for that class, with the question and, for MCQ rows, every option in it."""
+    cls = vlmevalkit_class(module_path, target)
+    folder = vlmevalkit_tsv(run_dir, tmp_path, target)
+    checked = 0
+    for tsv in sorted(folder.glob("*.tsv")):
+        ds = object.__new__(cls)
+        ds.data = pd.read_csv(tsv, sep="\t")  # vlmeval/smp/file.py load (TSV)
+        ds.data_root = str(run_dir)
+        ds.frame_subset = tsv.name.split("_dummy")[0].removesuffix(".tsv")
+        for i, row in ds.data.iterrows():
+            message = ds.build_prompt(i if target == "ReVSI" else row, video_llm=True)
+            text = message[-1]["value"]
+            assert message[-1]["type"] == "text" and row["question"] in text
+            if isinstance(row["options"], str):
+                assert all(o in text for o in ast.literal_eval(row["options"]))
+            checked += 1
+    assert checked > 20
+
+
+def test_vlmevalkits_real_revsi_class_prompts_every_row_of_the_revsi_export(revsi, tmp_path):
+    """VLMEvalKit's ReVSI on the revsi export as its prepare_dataset reads it (load_dataset per config, video =
+    {scene_id}.mp4, options serialized with the module's own _serialize_options): a prompt for every row, and
+    every row's video at {root}/{n}_frame/{video}."""
+    cls = vlmevalkit_class("vlmeval/dataset/revsi.py", "ReVSI")
+    serialize = cls.__init__.__globals__["_serialize_options"]
+    out, _ = revsi
+    checked = 0
+    for config in CONFIGS:
+        ds = load_revsi_config(out, config, tmp_path / "c")
+        df = ds.add_column("video", [f"{x['scene_id']}.mp4" for x in ds]).to_pandas()
+        df["options"] = df["options"].apply(serialize)
+        obj = object.__new__(cls)
+        obj.data, obj.data_root, obj.frame_subset = df, str(out), config
+        for i in range(len(df)):
+            message = obj.build_prompt(i, video_llm=True)
+            assert Path(message[0]["value"]).is_file() and df["question"][i] in message[-1]["value"]
+            checked += 1
+    assert checked == sum(len(read_jsonl(config_file(out, c))) for c in CONFIGS) > 20

@@ -32,12 +32,16 @@ from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames
 from conftest import scene_copy
+from vistest.budget.evaluators import DEFAULT_EVALUATORS, parse_evaluators
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 W, H, N = 320, 240, 300
 COLOUR_MAX_PIXELS = 12  # codec and anti-aliasing blends of *other* colours reach 8 pixels per frame in the source
 SETTINGS = EncoderSettings(crf=4, preset="ultrafast", intra_preset="ultrafast")
+# beside the defaults: qwen-vl-utils at 1 frame/s capped at 8 frames, InternVL asked 300 segments
+EXTRA_EVALUATORS = parse_evaluators(["qwen-fps1-max8=qwen-vl-utils-fps:frames=8,sample_fps=1",
+                                     "internvl-300=internvl:frames=300"])
 
 
 def decoded_frames(path):
@@ -63,7 +67,8 @@ def demo(tmp_path_factory, demo_full):
     qpath.write_text("\n".join(lines + [json.dumps(extra)]) + "\n")
     scene = Scene.load(scene_json)
     questions = load_questions(qpath, scene=scene)
-    opts = VideoOptions(budgets=(16, 32, "all"), dummy_length="full", dummy_budgets=(16, 32, "all"), settings=SETTINGS)
+    opts = VideoOptions(budgets=(16, 32, "all"), dummy_length="full", dummy_budgets=(16, 32, "all"), settings=SETTINGS,
+                        evaluators=DEFAULT_EVALUATORS + EXTRA_EVALUATORS)
     out = root / "out"
     res = run_scene(scene_json, questions, out, opts, progress=False)
     manifest = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
@@ -156,12 +161,123 @@ def test_budget_video_rates_and_profile_report(demo):
     for label, fps in (("16", 1.0), ("32", 1.0), ("all", 30.0)):
         rec = demo["manifest"][f"{label}_frame/{sid}.mp4"]
         assert rec["fps"] == fps and probe(demo["out"] / rec["path"]).fps == fps
+        if label == "all":  # no sampler profile is asked for "all": the evaluator configurations say what they take
+            assert rec["profiles"] == {} and rec["evaluators"]["every-frame"]["takes"]["all"]["every_frame"]
+            continue
         for name in ("uniform", "vlmevalkit-generic", "qwen-vl-utils", "qwen-vl-utils-fps", "lmms-eval-qwen2.5-vl",
                      "llava-vid"):
             assert rec["profiles"][name][label]["takes_every_frame"], (label, name, rec["profiles"][name])
+        # clients asking their own frame count: 32 of a 16-frame video repeats every frame (uniform), qwen2.5-vl
+        # decodes at 2 frames/s (16 at 1 frame/s) and keeps them all
+        ev = rec["evaluators"]
+        assert ev["lmms-eval.qwen2_5_vl"]["takes"][label]["every_frame"]
+        assert ev["vlmevalkit.ReVSI"]["takes"][label]["every_frame"]
+        if label == "16":
+            # lmms-eval llava_onevision.py load_video: np.linspace(0, total_frame_num - 1, max_frames_num, dtype=int)
+            assert ev["lmms-eval.llava_onevision"]["takes"]["16"]["frames"] == \
+                np.linspace(0, 15, 32, dtype=int).tolist()
     internvl = demo["manifest"][f"16_frame/{sid}.mp4"]["profiles"]["internvl"]["16"]
     assert internvl["missing"] == [15] and internvl["repeated"] == [8]
     assert any("internvl" in w for w in demo["manifest"][f"16_frame/{sid}.mp4"]["warnings"])
+
+
+# ---- what evaluators take of all_frame, and the all ground truth over it ----------------
+# frames of the demo's 300-frame, 30 frames/s all_frame each client takes (issue #16, measured with the clients:
+# qwen-vl-utils fps=2 and lmms-eval qwen2_5_vl take 20, llava_vid 10; 1 frame/s capped at 8 takes 8)
+FPS_EVALUATORS = {"qwen-vl-utils.fps2": 20, "lmms-eval.qwen2_5_vl": 20, "lmms-eval.llava_vid": 10,
+                  "qwen-fps1-max8": 8}
+
+
+def seen_frames(vis, frames, cols, threshold=0.05):
+    """For each column, the frames of ``frames`` in which it covers more than ``threshold`` of the image."""
+    rows = {int(f): r for r, f in enumerate(np.asarray(vis.frame_index))}
+    return [{f for f in frames if vis.valid[rows[f]] and vis.visible[rows[f], c] > threshold} for c in cols]
+
+
+@pytest.mark.parametrize("name", list(FPS_EVALUATORS))
+def test_fps_evaluator_frames_of_all_frame_are_its_function_of_the_written_video(demo, name):
+    """The manifest's frames for all_frame are the evaluator's profile function of the written video (its
+    decoded frame count and frame rate, read back from the file), as many as the real client takes, and the
+    evaluator's all ground truth is computed over exactly those frames (checked against the visibility table
+    for counting and object questions)."""
+    sid = demo["scene"].scene_id
+    rec = demo["manifest"][f"all_frame/{sid}.mp4"]
+    path = demo["out"] / rec["path"]
+    n, fps = count_frames(path), probe(path).fps
+    ev = next(e for e in demo["opts"].evaluators if e.name == name)
+    want = select_frames(ev.profile, n, ev.request("all"), fps=fps, **ev.option_dict).tolist()
+    take = rec["evaluators"][name]["takes"]["all"]
+    assert (n, fps) == (300, 30.0) and take["frames"] == want and len(want) == FPS_EVALUATORS[name], take
+    assert rec["evaluators"][name]["config"]["profile"] == ev.profile
+    assert any(w.startswith(f"evaluator {name} takes {len(want)} of these 300") for w in rec["warnings"])
+    taken = [rec["source_frames"][p] for p in want]
+    rows = [json.loads(ln) for ln in (demo["out"] / "scenes" / sid / "evaluators" / name / "all_frame.jsonl")
+            .read_text().splitlines()]
+    every = {r["id"]: r for r in (json.loads(ln) for ln in (demo["out"] / "scenes" / sid / "all_frame.jsonl")
+                                  .read_text().splitlines())}
+    assert [r["id"] for r in rows] == list(every)
+    vis, ids = demo["vis"], [o.id for o in demo["scene"].objects]
+    labels = {o.id: o.label for o in demo["scene"].objects}
+    differ = 0
+    for r in rows:
+        assert r["frame_indices"] == taken and r["evaluator"] == name and r["frames_taken"] == len(want)
+        assert r["num_frames"] == "all" and set(r["evidence_frames"]) <= set(taken)
+        differ += (r["status"], r["ground_truth"]) != (every[r["id"]]["status"], every[r["id"]]["ground_truth"])
+        if r["question_type"] == "object_counting":
+            inst = [o for o in ids if labels[o] in ([r["category"]] if isinstance(r["category"], str)
+                                                    else r["category"])]
+            n_seen = sum(1 for s in seen_frames(vis, taken, [ids.index(o) for o in inst]) if s)
+            assert (r["ground_truth"] is None) == (n_seen == 0) and (n_seen == 0 or int(r["ground_truth"]) == n_seen)
+        elif r["question_type"] in ("object_size_estimation", "object_abs_distance", "object_rel_distance"):
+            unseen = [o for o, s in zip(r["objects"], seen_frames(vis, taken, [ids.index(o) for o in r["objects"]]))
+                      if not s]
+            assert (r["status"] == "unanswerable") == bool(unseen) and r["unseen"] == unseen, r
+        elif r["question_type"] == "room_size_estimation":  # fewer than 32 distinct frames: ReVSI's 16-frame rule
+            assert r["status"] == "unanswerable" and r["reason"] == "budget_below_minimum"
+    assert differ, f"{name}: its {len(want)} frames support the same answers as every frame (a weak test)"
+
+
+def test_manifest_states_every_evaluator_s_frames_of_every_written_video(demo):
+    """Every written video (budget videos, all_frame, full-length dummies), every budget it serves, every
+    configuration of the run: the manifest's take is the configuration's profile function of the written file's
+    own frame count and rate (read back), with counts and missing frames that agree with its frames; no blanket
+    claim. A full-length black or mask dummy serves 16, 32 and all: qwen2.5-vl takes 20 of its 300 frames for each."""
+    names = [e.name for e in demo["opts"].evaluators]
+    lengths = set()
+    for path, rec in demo["manifest"].items():
+        lengths.add((rec["variant"].split("-")[0], rec["length"]))
+        n, fps = count_frames(demo["out"] / path), probe(demo["out"] / path).fps
+        assert list(rec["evaluators"]) == names, path
+        for e in demo["opts"].evaluators:
+            takes = rec["evaluators"][e.name]["takes"]
+            assert set(takes) == {str(b) for b in rec["budgets"]}, (path, takes.keys())
+            for b in rec["budgets"]:
+                t = takes[str(b)]
+                want = select_frames(e.profile, n, e.request(b), fps=fps, **e.option_dict).tolist()
+                assert t["frames"] == want and t["taken"] == len(want) and t["distinct"] == len(set(want)), (path, b)
+                assert t["every_frame"] == (want == list(range(n)))
+                assert t.get("missing", []) == sorted(set(range(n)) - set(want)), (path, e.name, b)
+        if rec["length"] == "full" and rec["variant"] != "budget" and rec["mode"] != "drop":  # drop: fewer frames
+            assert n == 300 and all(rec["evaluators"]["lmms-eval.qwen2_5_vl"]["takes"][str(b)]["taken"] == 20
+                                    for b in rec["budgets"]), path
+    assert {("budget", "budget"), ("budget", "full"), ("dummy", "full")} <= lengths, lengths
+
+
+def test_every_frame_and_segment_evaluators_on_all_frame(demo):
+    """every-frame takes the 300 frames (its all ground truth is all_frame.jsonl's); InternVL asked 300 segments
+    misses frame 299 and repeats frame 150 (get_index's centres); VLMEvalKit's ReVSI asks 128 (int(i*300/129))."""
+    sid = demo["scene"].scene_id
+    ev = demo["manifest"][f"all_frame/{sid}.mp4"]["evaluators"]
+    assert ev["every-frame"]["takes"]["all"]["frames"] == list(range(300))
+    internvl = ev["internvl-300"]["takes"]["all"]
+    assert internvl["taken"] == 300 and internvl["missing"] == [299] and internvl["frames"].count(150) == 2
+    assert ev["vlmevalkit.ReVSI"]["takes"]["all"]["frames"] == [int(i * 300 / 129) for i in range(1, 129)]
+    scene_dir = demo["out"] / "scenes" / sid
+    strip = ("evaluator", "evaluator_config", "frames_taken", "sampler_profile")
+    every = [{k: v for k, v in json.loads(ln).items() if k not in strip}
+             for ln in (scene_dir / "evaluators" / "every-frame" / "all_frame.jsonl").read_text().splitlines()]
+    assert every == [{k: v for k, v in json.loads(ln).items() if k not in strip}
+                     for ln in (scene_dir / "all_frame.jsonl").read_text().splitlines()]
 
 
 # ---- dummies ----------------------------------------------------------------------------

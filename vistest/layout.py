@@ -29,6 +29,8 @@ score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
         visibility.npz                      VISIBILITY: the visibility table, reused while valid
         {n}_frame.jsonl                     budget_file_name(): frame-budget ground truth
         dummy_gt.jsonl                      DUMMY_GT: the ground truth of every dummy
+        evaluators/{name}/all_frame.jsonl   evaluator_file(): the all budget's ground truth over the
+                                            frames evaluator configuration {name} takes of all_frame
         score/                              score_dir(): default output of vistest score
 
 A *scene folder* ``RUN_DIR/scenes/{scene_id}`` holds one scene's ground truth on its own; the
@@ -59,6 +61,7 @@ FRAGMENTS_DIR = "scenes"  # under STAMPS_DIR
 CLAIMS_DIR = "running"    # under STAMPS_DIR
 VISIBILITY = "visibility.npz"
 DUMMY_GT = "dummy_gt.jsonl"
+EVALUATORS_DIR = "evaluators"  # scenes/{scene_id}/evaluators/{name}/: ground truth per evaluator configuration
 SCORE_DIR = "score"
 BUDGET_DIR = "budget"  # RUN_DIR/budget/{n}_frame.jsonl: read by vistest score when RUN_DIR has no budget file
 DUMMY_KEY_CHARS = 16  # hex digits of a dummy's content key in its file name
@@ -112,6 +115,17 @@ def budget_of_file(name: str) -> str | None:
     """The budget label (``"16"``, ``"all"``) of a ``{n}_frame.jsonl`` file name, else None."""
     m = _BUDGET_FILE.match(name)
     return m.group(1) if m else None
+
+
+def evaluator_dir(run_dir: str | os.PathLike, scene_id: str, name: str) -> Path:
+    """``RUN_DIR/scenes/{scene_id}/evaluators/{name}``: a folder of ``{n}_frame.jsonl`` files
+    (``all_frame.jsonl``) for one evaluator configuration, readable as a scene folder."""
+    return scene_dir(run_dir, scene_id) / EVALUATORS_DIR / name
+
+
+def evaluator_file(scene_id: str, name: str) -> str:
+    """``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``, relative to the run folder."""
+    return f"{SCENES_DIR}/{scene_id}/{EVALUATORS_DIR}/{name}/{budget_file_name('all')}"
 
 
 def scene_dir(run_dir: str | os.PathLike, scene_id: str) -> Path:

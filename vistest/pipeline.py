@@ -3,7 +3,9 @@
 The output folder (``OUTDIR``, a run folder shared by any number of scenes) is laid out as
 vistest.layout says: budget and dummy videos, ``scenes/{scene_id}/`` (the visibility table,
 reused while the scene, the video size and the occlusion mode are unchanged; the budget
-ground truth; the dummies' ground truth), ``manifest.jsonl`` and the scene's record and lock
+ground truth; the dummies' ground truth; per evaluator configuration, the ``all`` budget's
+ground truth over the frames it takes, ``evaluators/{name}/all_frame.jsonl``), ``manifest.jsonl``
+and the scene's record and lock
 (vistest.videos.manifest). :func:`run_scene` checks its inputs before it writes anything and
 replaces the scene's outputs only once all are written (its docstring); :func:`scene_status`
 says, cheaply, whether a scene is complete and up to date.
@@ -20,10 +22,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import layout
 from .atomic import check_writable, file_record, write_atomic
+from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
 from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
-                           budget_truth, write_budget_files)
+                           budget_truth, evaluator_truth, write_budget_files)
 from .questions import Question, load_questions
-from .budget.sampling import DEFAULT_PROFILE, Budget
+from .budget.sampling import ALL, DEFAULT_PROFILE, Budget
 from .errors import InputError
 from .jsonl import parse_json, read_text
 from .scene import Scene, check_scene_id
@@ -59,6 +62,8 @@ class VideoOptions:
     ``all`` always uses full-length dummies); ``seen_threshold``
     and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
     ``jobs``, ``threads``, ``cpus`` (default: this machine's): vistest.videos.write.plan_resources.
+    ``evaluators``: the evaluator configurations (vistest.budget.evaluators) whose takes the
+    manifest states for every video and whose ``all`` ground truth is written (with the ``all`` budget).
     """
 
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
@@ -79,6 +84,7 @@ class VideoOptions:
     jobs: int | None = None
     threads: int | None = None
     cpus: int | None = None
+    evaluators: tuple[Evaluator, ...] = DEFAULT_EVALUATORS
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,7 +211,8 @@ def plan_scene_videos(scene: Scene, info: VideoInfo, visibility: Visibility, que
                          evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
                          budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
                          unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
-                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings)
+                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings,
+                         evaluators=opts.evaluators)
 
 
 def questions_key(questions: Sequence[Question]) -> str:
@@ -325,6 +332,10 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
                              seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
                              profile_options=opts.profile_options)
+        evaluators, stale_evaluators = [], []
+        if with_budget_files and ALL in truth.budgets:
+            evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, opts, outdir)
+            warnings = list(warnings) + failed
         stage("videos")
         plan = plan_scene_videos(scene, info, visibility, questions, truth, opts, inputs["video"]["sha256"], warnings)
         report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
@@ -333,7 +344,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         try:
             files, lines = commit_scene(outdir, plan, report, truth if with_budget_files else None,
                                         None if cache is None else visibility if cache else False, before, inputs,
-                                        options, "run" if with_budget_files else "videos", manifest)
+                                        options, "run" if with_budget_files else "videos", manifest, evaluators,
+                                        stale_evaluators)
         finally:
             discard_videos(report)
     return SceneResult(plan, report, truth if with_budget_files else None, tuple(files), tuple(plan.warnings),
@@ -342,10 +354,13 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
 
 def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: BudgetTruth | None,
                  visibility: Visibility | bool | None, before: Mapping[str, Mapping], inputs: Mapping[str, Mapping],
-                 options: Mapping[str, Any], command: str, manifest: bool = True) -> tuple[list[Path], list[dict]]:
+                 options: Mapping[str, Any], command: str, manifest: bool = True,
+                 evaluators: Sequence[tuple[str, BudgetTruth]] = (), stale_evaluators: Sequence[Path] = ()
+                 ) -> tuple[list[Path], list[dict]]:
     """Put a scene's outputs in place (the scene's lock held): the staged videos, the
     ``visibility`` file (a Visibility: written; False: the cached file, kept; None: none), the
-    budget files of ``truth`` (None: none),
+    budget files of ``truth`` (None: none), the ``all`` ground truth of each of ``evaluators``
+    ((name, truth); ``stale_evaluators``: earlier runs' files of evaluators that now fail, removed),
     ``dummy_gt.jsonl``, the scene record, the manifest lines (with each video's size and
     sha256), then delete the dummies the plan no longer lists. ``before``: the previous
     record's files (hashes of unchanged files are reused); ``manifest=False``: the lines are not
@@ -360,6 +375,10 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
         files.append(scene_dir / layout.VISIBILITY)
     if truth is not None:
         files += write_budget_files(truth, scene_dir)
+    for name, t in evaluators:
+        files += write_budget_files(t, layout.evaluator_dir(outdir, sid, name))
+    for stale in stale_evaluators:
+        stale.unlink(missing_ok=True)
     dummy_path = scene_dir / layout.DUMMY_GT
     write_atomic(dummy_path, dummy_gt_jsonl(plan))
     files.append(dummy_path)
@@ -377,6 +396,28 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
         update_manifest(outdir, sid, lines)
     prune_dummies(outdir, plan)
     return files, lines
+
+
+def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Question], opts: VideoOptions,
+                     outdir: str | os.PathLike) -> tuple[list[tuple[str, BudgetTruth]], list[str], list[Path]]:
+    """For each of ``opts.evaluators``, the ``all`` budget's ground truth over the frames it
+    takes of the full video (vistest.budget.truth.evaluator_truth), to be written to
+    ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl`` (:func:`commit_scene`). Returns
+    (name, truth) per evaluator, a warning per evaluator that fails on the video (as its client
+    would; no file for it), and the earlier run's files of those, which are no longer this
+    video's (removed at commit). Folders of evaluators no longer configured are left alone."""
+    truths, failed, stale = [], [], []
+    for e in opts.evaluators:
+        try:
+            truths.append((e.name, evaluator_truth(scene, visibility, questions, e, opts.seen_threshold,
+                                                   opts.min_budget_room_route)))
+        except InputError as err:
+            old = layout.evaluator_dir(outdir, scene.scene_id, e.name) / layout.budget_file_name(ALL)
+            gone = f" (removed the earlier run's {old})" if old.is_file() else ""
+            if old.is_file():
+                stale.append(old)
+            failed.append(f"evaluator {e.name}: no all ground truth: {err}{gone}")
+    return truths, failed, stale
 
 
 def _make_escape(path: str) -> str:

@@ -54,6 +54,7 @@ from ..errors import InputError
 from ..eval.answers import none_letter, normalize_text
 from ..layout import budget_file_name
 from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
+from .evaluators import Evaluator
 from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, check_options, parse_budget, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
@@ -83,7 +84,7 @@ DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route
 # kept as original_ground_truth); the rule parameters come from budget_jsonl
 BUDGET_FIELDS = ("num_frames", "frame_indices", "status", "reason", "original_ground_truth", "sampler_profile",
                  "unseen", "evidence_frames", "invalid_frames", "frames_without_visibility", "unsupported",
-                 "seen_threshold", "min_budget_room_route")
+                 "seen_threshold", "min_budget_room_route", "evaluator", "evaluator_config", "frames_taken")
 
 
 def question_record(budget_record: Mapping[str, Any]) -> dict:
@@ -101,7 +102,11 @@ class FrameSelection:
     ``frame_indices``: 0-based decoded frame numbers in selection order (duplicates kept).
     ``invalid_frames``: selected frames whose pose is invalid. ``frames_without_visibility``:
     selected frames with no row in the visibility table. Both sorted, unique; neither
-    witnesses anything.
+    witnesses anything. ``evaluator``: the evaluator configuration whose frames these are
+    (vistest.budget.evaluators; None: the run's sampler profile at this budget).
+    ``rule_budget``: the budget the room size / route planning rule compares with its minimum
+    (None: ``budget``; an evaluator's ``all`` selection: the distinct frames it takes, or
+    ``"all"`` when it takes every frame).
     """
 
     profile: str
@@ -109,6 +114,8 @@ class FrameSelection:
     frame_indices: tuple[int, ...]
     invalid_frames: tuple[int, ...]
     frames_without_visibility: tuple[int, ...]
+    evaluator: str | None = None
+    rule_budget: Budget | None = None
 
     @property
     def label(self) -> str:
@@ -139,6 +146,7 @@ class QuestionTruth:
     unseen: tuple[str, ...] = ()
     evidence_frames: tuple[int, ...] = ()
     unsupported: bool = False
+    evaluator_config: Mapping[str, Any] | None = None
 
     @property
     def original_ground_truth(self) -> Any:
@@ -146,7 +154,10 @@ class QuestionTruth:
 
     def to_record(self) -> dict:
         """The output JSON object: the question's fields, then the budget's fields
-        (:data:`BUDGET_FIELDS`; :func:`question_record` inverts it)."""
+        (:data:`BUDGET_FIELDS`; :func:`question_record` inverts it). An evaluator's row
+        (:func:`evaluator_truth`) adds ``evaluator`` (its name), ``evaluator_config`` (profile,
+        options, frames asked) and ``frames_taken``; its ``frame_indices`` are the source frames
+        that configuration takes, the frames the row's answer assumes."""
         rec = dict(self.question.record)
         rec.update({
             "num_frames": self.selection.budget,
@@ -163,6 +174,10 @@ class QuestionTruth:
         })
         if self.unsupported:
             rec["unsupported"] = True
+        if self.selection.evaluator is not None:
+            rec["evaluator"] = self.selection.evaluator
+            rec["evaluator_config"] = dict(self.evaluator_config or {})
+            rec["frames_taken"] = len(self.selection.frame_indices)
         return rec
 
 
@@ -235,11 +250,17 @@ class _Table:
 
     def select(self, profile: str, budget: Budget, num_frames: int, fps: float,
                options: Mapping[str, Any]) -> FrameSelection:
-        idx = select_frames(profile, num_frames, budget, fps=fps, **options)
-        uniq = sorted(set(idx.tolist()))
+        return self.selection(profile, budget, select_frames(profile, num_frames, budget, fps=fps, **options))
+
+    def selection(self, profile: str, budget: Budget, idx: Sequence[int], evaluator: str | None = None,
+                  rule_budget: Budget | None = None) -> FrameSelection:
+        """The FrameSelection of the source frames ``idx`` (selection order), with the ones that
+        cannot witness."""
+        idx = [int(x) for x in idx]
+        uniq = sorted(set(idx))
         no_row = tuple(f for f in uniq if f not in self.row)
         invalid = tuple(f for f in uniq if f in self.row and not self.valid[self.row[f]])
-        return FrameSelection(profile, budget, tuple(int(x) for x in idx.tolist()), invalid, no_row)
+        return FrameSelection(profile, budget, tuple(idx), invalid, no_row, evaluator, rule_budget)
 
     def sightings(self, sel: FrameSelection, cols: Sequence[int]) -> list[list[int]]:
         """For each column, the witnessing selected frames (sorted) in which it is seen."""
@@ -342,7 +363,8 @@ def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
 
 
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
-    if sel.budget != ALL and int(sel.budget) < minimum:
+    budget = sel.budget if sel.rule_budget is None else sel.rule_budget
+    if budget != ALL and int(budget) < minimum:
         return _unanswerable(q, sel, REASON_BUDGET_BELOW_MINIMUM)
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_BUDGET_SUFFICIENT)
 
@@ -395,6 +417,19 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
                 raise InputError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
 
 
+def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Question], seen_threshold: float,
+                min_budget_room_route: int) -> _Table:
+    """The visibility indexed for the rules, after checking the rule parameters and the questions."""
+    if not 0.0 <= float(seen_threshold) < 1.0:
+        raise InputError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
+    if (isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int)
+            or min_budget_room_route < 1):
+        raise InputError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
+    table = _Table(scene, visibility, float(seen_threshold))
+    _check_questions(scene, table, questions)
+    return table
+
+
 def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                  budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
                  seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
@@ -412,11 +447,6 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     route planning are answerable. Raises InputError (naming the scene, visibility or
     questions file, the field and the expectation) on inconsistent inputs.
     """
-    if not 0.0 <= float(seen_threshold) < 1.0:
-        raise InputError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
-    if (isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int)
-            or min_budget_room_route < 1):
-        raise InputError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
     bs: list[Budget] = []
     for b in budgets:
         pb = parse_budget(b, "budgets")
@@ -426,8 +456,7 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     n = scene.num_frames if num_frames is None else num_frames
     opts = dict(profile_options or {})
     check_options(profile, opts)
-    table = _Table(scene, visibility, float(seen_threshold))
-    _check_questions(scene, table, questions)
+    table = _rule_table(scene, visibility, questions, seen_threshold, min_budget_room_route)
     selections = []
     for b in bs:
         try:
@@ -438,6 +467,32 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     selections = tuple(selections)
     items = tuple(question_truth(q, sel, table, min_budget_room_route) for sel in selections for q in questions)
     return BudgetTruth(scene.scene_id, profile, n, float(seen_threshold), min_budget_room_route, selections, items)
+
+
+def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question], evaluator: Evaluator,
+                    seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                    min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
+                    num_frames: int | None = None) -> BudgetTruth:
+    """GT(frames) of the ``all`` budget for one evaluator configuration: every question over
+    the source frames ``evaluator`` takes from the full video (``num_frames`` decoded frames,
+    default ``scene.num_frames``, at ``scene.fps``: what it takes of ``all_frame``, which holds
+    every source frame at the source rate). Room size and route planning compare the distinct
+    frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
+    names the evaluator and its configuration (:meth:`QuestionTruth.to_record`)."""
+    table = _rule_table(scene, visibility, questions, seen_threshold, min_budget_room_route)
+    n = scene.num_frames if num_frames is None else num_frames
+    try:
+        idx = evaluator.takes(n, scene.fps, ALL)
+    except InputError as e:
+        raise InputError(f"{scene.source}: frames: evaluator {evaluator.name!r} cannot sample the {n}-frame video "
+                         f"at {scene.fps:g} fps: {e}") from None
+    distinct = len(set(idx.tolist()))
+    sel = table.selection(evaluator.profile, ALL, idx, evaluator.name, ALL if distinct == n else distinct)
+    config = evaluator.to_json()
+    items = tuple(replace(question_truth(q, sel, table, min_budget_room_route), evaluator_config=config)
+                  for q in questions)
+    return BudgetTruth(scene.scene_id, evaluator.profile, n, float(seen_threshold), min_budget_room_route, (sel,),
+                       items)
 
 
 # ---------------------------------------------------------------------------------------

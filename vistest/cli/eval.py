@@ -123,17 +123,27 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
               help="revsi: how the budget videos get into the export (hard links fall back to copies).")
 @click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
               help="lmms-eval-task: parsing and scoring rules (as vistest score).")
-@click.option("--name", default="vistest", show_default=True, help="lmms-eval-task: task name prefix.")
+@click.option("--name", default="vistest", show_default=True,
+              help="lmms-eval-task, revsi: lmms-eval task name prefix.")
+@click.option("--evaluator", default=None, metavar="NAME",
+              help="The all budget's rows: the ground truth of this evaluator configuration of the run "
+                   "(scenes/ID/evaluators/NAME/all_frame.jsonl: over the frames it takes; docs/sampling.md). "
+                   "Default: every frame (all_frame.jsonl).")
+@click.option("--target", type=click.Choice(["auto", "ReVSI", "VsiBench"]), default="auto", show_default=True,
+              help="vlmevalkit: the VLMEvalKit dataset class the TSVs are for (question types are checked against "
+                   "it and mapped where a mapping exists; auto: ReVSI when every row has a ReVSI type, else "
+                   "VsiBench).")
 @click.option("--verify", is_flag=True,
               help="Hash every video against the manifest (default: its size, and its hash when its time changed).")
 @quiet_option("No progress and no summary.")
-def export_cmd(fmt, run_dir, output, link, protocol, name, verify, quiet):
+def export_cmd(fmt, run_dir, output, link, protocol, name, evaluator, target, verify, quiet):
     """Export RUN_DIR (the output folder of 'vistest run') as FORMAT: revsi (ReVSI release layout for
     lmms-eval's revsi task and VLMEvalKit), lmms-eval-task (--include_path folder, real and
     dummy videos), vlmevalkit (TSVs), jsonl (every row, absolute paths, provenance)."""
     from ..eval.exporters import ExportOptions, export
 
-    res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet, verify=verify))
+    res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet, verify=verify,
+                                                     evaluator=evaluator, target=target))
     if not quiet:
         click.echo(res.summary_text(), nl=False)
         click.echo(f"wrote {res.out / 'vistest_export.json'}", err=True)

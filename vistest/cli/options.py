@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import click
 
+from ..budget.evaluators import DEFAULT, EVALUATORS, parse_evaluators
 from ..budget.sampling import DEFAULT_PROFILE, PROFILES, budget_label, parse_budgets
 from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
 from ..errors import InputError
@@ -122,6 +123,17 @@ def profile_options(help_extra: str = "") -> Decorator:
         click.option("--profile", "-p", default=DEFAULT_PROFILE, show_default=True, type=click.Choice(list(PROFILES)),
                      help=PROFILE_HELP + (" " + help_extra if help_extra else "")),
         key_value_option(PROFILE_OPTION_HELP))
+
+
+def evaluator_option() -> Decorator:
+    """``--evaluator SPEC`` (repeatable; parsed into the tuple ``evaluators``, the defaults when
+    absent): evaluator configurations (vistest.budget.evaluators, docs/sampling.md)."""
+    return click.option("--evaluator", "evaluators", multiple=True, metavar="SPEC",
+                        callback=lambda ctx, param, specs: parse_evaluators(specs),
+                        help=f"Evaluator configuration whose frames the manifest states for every video and whose "
+                             f"all-budget ground truth is written (repeatable): {', '.join(EVALUATORS)}, "
+                             f"'{DEFAULT}' (all of them, the default), NAME@FRAMES, or "
+                             f"NAME=PROFILE[:frames=K|budget,all_frames=K,OPTION=VALUE,...] (docs/sampling.md).")
 
 
 def key_value_option(help: str) -> Decorator:

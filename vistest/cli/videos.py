@@ -13,8 +13,9 @@ from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVI
                            DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
 from ..videos.write import DEFAULT_MAX_MEMORY_MB, SPOOL_ENV
 from ..budget.sampling import parse_budgets
-from .options import (OUTDIR_ALIAS, budgets_option, compose, min_budget_room_route_option, occlusion_option,
-                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
+from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
+                      occlusion_option, output_option, profile_options, quiet_option, seen_threshold_option,
+                      visibility_option, warn)
 
 _DEFAULT_SETTINGS = EncoderSettings()
 
@@ -36,6 +37,7 @@ video_options = compose(
                   "see vistest/layout.py).", folder=True, aliases=OUTDIR_ALIAS),
     budgets_option(),
     profile_options("Its selections are what the budget videos hold."),
+    evaluator_option(),
     click.option("--dummy", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
                  help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
     click.option("--dummy-length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
@@ -104,7 +106,7 @@ def video_options_from(kw: dict, cpus: int | None = None):
                         settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
                         seen_threshold=kw["seen_threshold"],
                         min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
-                        jobs=kw["jobs"], threads=kw["threads"], cpus=cpus)
+                        jobs=kw["jobs"], threads=kw["threads"], cpus=cpus, evaluators=kw["evaluators"])
 
 
 def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stamp: str | None = None) -> None:

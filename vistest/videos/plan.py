@@ -25,9 +25,13 @@ Every n-frame video (budget video, budget dummy) is *all-intra* H.264 (every fra
 frame), assembled by stream copy from the scene's pool of encoded frames, so each distinct
 frame is encoded once per scene however many videos hold it (vistest.videos.write).
 
-For every video and every budget it serves, the plan records which frames of the *written*
-video each known profile takes (:func:`video_takes`, :class:`ProfileTake`); one that drops
-or repeats a frame is a warning.
+For every video and every numeric budget it serves, the plan records which frames of the
+*written* video each known sampler profile takes when asked for that budget
+(:func:`video_takes`, :class:`ProfileTake`); one that drops or repeats a frame is a warning.
+For every budget it serves, ``all`` included, it records what each evaluator configuration
+of the run (vistest.budget.evaluators: a profile with the settings a real client runs it
+with, e.g. qwen-vl-utils at 2 frames/s) takes from it (:func:`evaluator_takes`); on
+``all_frame`` one that does not take every frame is a warning naming its ``all`` ground truth.
 
 Evidence: frame f carries evidence for a question when any referenced object (``objects``,
 or every instance of a ``category``) has ``visible[f, o] > evidence_threshold`` (default
@@ -65,11 +69,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
 from ..budget.sampling import ALL, PROFILES, Budget, budget_label, parse_budget, select_frames
 from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
 from ..eval.answers import none_letter
-from ..layout import budget_video_path, dummy_video_path
+from ..layout import budget_video_path, dummy_video_path, evaluator_file
 from ..questions import RULE_COUNTING, Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
@@ -179,7 +184,8 @@ class ProfileTake:
         return out
 
 
-Takes = tuple[tuple[Budget, tuple[ProfileTake, ...]], ...]  # per budget served, every profile's take
+Takes = tuple[tuple[Budget, tuple[ProfileTake, ...]], ...]  # per numeric budget served, every profile's take
+EvaluatorTakes = tuple[tuple[Budget, tuple[EvaluatorTake, ...]], ...]  # per budget served, every evaluator's take
 
 
 @dataclass(frozen=True)
@@ -198,8 +204,10 @@ class Variant:
     serves. ``objects``/``evidence_frames``: a dummy's removed objects and their evidence
     frames. ``timeline``: a budget dummy's (frames of the full-length dummy, positions the
     profile takes there). ``remux_key``/``remux_note``: all_frame's key as a stream copy of
-    the source (tried first), or why it cannot be one (None: it may). ``takes``: per budget
-    served, what each profile takes from this video (:func:`video_takes`).
+    the source (tried first), or why it cannot be one (None: it may). ``takes``: per numeric
+    budget served, what each profile asked for it takes from this video (:func:`video_takes`);
+    ``evaluator_takes``: per budget served, what each evaluator configuration takes
+    (:func:`evaluator_takes`).
     """
 
     scene_id: str
@@ -224,6 +232,7 @@ class Variant:
     remux_key: str | None = None
     remux_note: str | None = None
     takes: Takes = ()
+    evaluator_takes: EvaluatorTakes = ()
     warnings: tuple[str, ...] = ()
 
     @property
@@ -403,9 +412,34 @@ def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | No
 
 def video_takes(num_frames: int, fps: float, budgets: Sequence[Budget], profile: str | None = None,
                 options: Mapping[str, Any] | None = None) -> Takes:
-    """Per budget a video serves, every profile's take of it (:func:`profile_takes`): the one
-    place the manifest's ``profiles`` of every video come from."""
-    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets)
+    """Per numeric budget a video serves, every profile's take of it when asked for that budget
+    (:func:`profile_takes`): the one place the manifest's ``profiles`` of every video come from.
+    The ``all`` budget asks a sampler profile for nothing (what a client takes of a full video
+    depends on its settings): :func:`evaluator_takes` states it."""
+    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets if b != ALL)
+
+
+def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[Budget],
+                    evaluators: Sequence[Evaluator]) -> EvaluatorTakes:
+    """Per budget a video serves, what each evaluator configuration takes of it (its profile's
+    function of the video's frame count and rate, with its options and frame request): the one
+    place the manifest's ``evaluators`` of every video come from."""
+    return tuple((b, tuple(evaluator_take(e, num_frames, fps, b) for e in evaluators)) for b in budgets)
+
+
+def _all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
+    """all_frame: one warning per evaluator that does not take every frame, naming the ``all``
+    ground truth computed over the frames it takes (vistest.pipeline writes it)."""
+    out = []
+    for _b, ts in takes:
+        for t in ts:
+            if t.error is not None:
+                out.append(f"evaluator {t.evaluator.name} fails on this {t.num_frames}-frame video: {t.error}")
+            elif not t.every_frame:
+                out.append(f"evaluator {t.evaluator.name} takes {len(t.frames)} of these {t.num_frames} frames "
+                           f"({len(set(t.frames))} distinct; asked {t.request}): its all ground truth is "
+                           f"{evaluator_file(scene_id, t.evaluator.name)}")
+    return tuple(out)
 
 
 def _take_warnings(takes: Takes) -> tuple[str, ...]:
@@ -438,11 +472,12 @@ def remux_note(codec: str | None, container: str | None, size: tuple[int, int]) 
 def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, size: tuple[int, int],
                    source_fps: float, budget_fps: float, settings: EncoderSettings, questions: Sequence[str] = (),
                    profile_options: Mapping[str, Any] | None = None,
-                   remux_blocker: str | None = "the source was not probed") -> Variant:
+                   remux_blocker: str | None = "the source was not probed",
+                   evaluators: Sequence[Evaluator] = ()) -> Variant:
     """The budget video of one selection: its frames in selection order at ``budget_fps``,
     all-intra (``all``: every frame at ``source_fps``, tried as a stream copy of the source
-    when ``remux_blocker``, the source's :func:`remux_note`, is None), with the profile takes
-    and their warnings."""
+    when ``remux_blocker``, the source's :func:`remux_note`, is None), with the profile and
+    ``evaluators`` takes and their warnings."""
     frames = tuple(int(i) for i in selection.frame_indices)
     if any(b < a for a, b in zip(frames, frames[1:])):
         raise InputError(f"{scene_id}: budget {selection.label}: profile {selection.profile!r} selected frames out "
@@ -450,13 +485,16 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
     full = selection.budget == ALL
     fps = source_fps if full else budget_fps
     takes = video_takes(len(frames), fps, (selection.budget,), selection.profile, profile_options)
+    etakes = evaluator_takes(len(frames), fps, (selection.budget,), evaluators)
+    warnings = _take_warnings(takes) + (_all_frame_warnings(scene_id, etakes) if full else ())
     key = content_key(_recipe(source_key, size, fps, settings, frames, intra=not full))
     remux_key = content_key(_remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
     return Variant(scene_id, "budget", budget_video_path(scene_id, selection.budget), float(fps), size, frames, key,
                    budget=selection.budget, budgets=(selection.budget,),
                    length=LENGTH_FULL if full else LENGTH_BUDGET, profile=selection.profile,
                    questions=tuple(questions), remux_key=remux_key,
-                   remux_note=remux_blocker if full else None, takes=takes, warnings=_take_warnings(takes))
+                   remux_note=remux_blocker if full else None, takes=takes, evaluator_takes=etakes,
+                   warnings=warnings)
 
 
 # ---------------------------------------------------------------------------------------
@@ -633,14 +671,15 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
                  budgets: Sequence[Budget], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
                  unknown_as_evidence: bool = True, length: str = DEFAULT_DUMMY_LENGTH, profile: str = "uniform",
                  profile_options: Mapping[str, Any] | None = None, budget_fps: float = DEFAULT_BUDGET_FPS,
-                 ) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
+                 evaluators: Sequence[Evaluator] = ()) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
     """Dummy videos (shared by questions with identical recipes) and one DummyTruth per
     (question, mode) with its video per dummy budget. ``budgets``: the dummy budgets;
     ``length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
     ``profile_options`` at budget n on the full-length dummy's timeline, at ``fps``, written
     at ``budget_fps``) or ``full`` (every budget uses the full-length dummy). The ``all``
     budget always uses the full-length dummy. Questions about no object (room size, route
-    planning) get only the allblack dummy."""
+    planning) get only the allblack dummy. ``evaluators``: the configurations whose takes
+    each dummy records (:func:`evaluator_takes`)."""
     for m in modes:
         if m not in DUMMY_MODES:
             raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
@@ -697,12 +736,13 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     for path, g in groups.items():
         budgets_served = tuple(g["budgets"])
         takes = video_takes(len(g["frames"]), g["fps"], budgets_served, profile, opts)
+        etakes = evaluator_takes(len(g["frames"]), g["fps"], budgets_served, evaluators)
         variants.append(Variant(scene.scene_id, "dummy", path, g["fps"], size, g["frames"], g["key"], black=g["black"],
                                 masks=g["masks"], fill=g["fill"], mode=g["mode"], budget=g["budget"],
                                 budgets=budgets_served, length=LENGTH_FULL if g["full"] else LENGTH_BUDGET,
                                 profile=profile, questions=tuple(g["questions"]), objects=tuple(g["objects"]),
                                 evidence_frames=tuple(sorted(g["evidence"])), timeline=g["timeline"], takes=takes,
-                                warnings=_take_warnings(takes)))
+                                evaluator_takes=etakes, warnings=_take_warnings(takes)))
     return tuple(variants), tuple(truths)
 
 
@@ -733,7 +773,8 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
                   budget_fps: float = DEFAULT_BUDGET_FPS, settings: EncoderSettings = EncoderSettings(),
                   profile_options: Mapping[str, Any] | None = None, unknown_as_evidence: bool = True,
                   dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[Budget] | None = None,
-                  source_info: VideoInfo | None = None, warnings: Sequence[str] = ()) -> VariantPlan:
+                  source_info: VideoInfo | None = None, warnings: Sequence[str] = (),
+                  evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
@@ -742,7 +783,8 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     of it; ``size``: its decoded (W, H) (odd sizes are padded to even on the right/bottom);
     ``source_info``: its probe (codec and container decide whether all_frame is tried as a
     stream copy; None: it is encoded). ``dummy_length``/``dummy_budgets``: see
-    :func:`plan_dummies` and :func:`dummy_budgets_of`. ``scene.num_frames`` must be the
+    :func:`plan_dummies` and :func:`dummy_budgets_of`. ``evaluators``: the evaluator
+    configurations whose takes every video records. ``scene.num_frames`` must be the
     decoded frame count (checked by the caller against the video). Other parameters: see the
     module docstring.
     """
@@ -766,11 +808,11 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     full_range = bool(source_info and source_info.full_range)
     pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
     variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, budget_fps, settings, qids,
-                               profile_options, blocker) for sel in selections]
+                               profile_options, blocker, evaluators) for sel in selections]
     table = EvidenceTable(visibility, n, evidence_threshold)
     dummies, truths = plan_dummies(scene, table, questions, dummy_modes, pixels, size, scene.fps, settings,
                                    dbudgets, fill, mask_margin, unknown_as_evidence, dummy_length, profile,
-                                   profile_options, budget_fps)
+                                   profile_options, budget_fps, evaluators)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
@@ -814,7 +856,11 @@ def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, 
         "crf": None if copied else plan.settings.crf,
         "preset": None if copied else (plan.settings.intra_preset if v.intra else plan.settings.preset),
         "profiles": {name: {budget_label(b): dict(t.to_json()) for b, ts in v.takes for t in ts if t.profile == name}
-                     for name in PROFILES},
+                     for name in PROFILES if v.takes},
+        "evaluators": {e.evaluator.name: {"config": e.evaluator.to_json(),
+                                          "takes": {budget_label(b): t.to_json() for b, ts in v.evaluator_takes
+                                                    for t in ts if t.evaluator.name == e.evaluator.name}}
+                       for e in (v.evaluator_takes[0][1] if v.evaluator_takes else ())},
     }
     if v.timeline is not None:
         rec["timeline"] = {"num_frames": v.timeline[0], "fps": plan.source_fps, "positions": list(v.timeline[1])}

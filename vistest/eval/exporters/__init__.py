@@ -37,9 +37,12 @@ class ExportOptions:
 
     ``link`` (revsi): how videos get into OUT, one of :data:`LINK_MODES`. ``protocol``
     (lmms-eval-task): scoring rules, as ``vistest score --protocol``. ``name``
-    (lmms-eval-task): task name prefix. ``progress``: progress on stderr. ``verify``: hash every
-    video the export uses against the manifest (default: its size always, its hash when its time
-    changed since the run wrote it; vistest.eval.exporters.rundir.verify_videos).
+    (lmms-eval-task, revsi): lmms-eval task name prefix. ``progress``: progress on stderr.
+    ``verify``: hash every video the export uses against the manifest (default: its size always,
+    its hash when its time changed since the run wrote it; vistest.eval.exporters.rundir.verify_videos).
+    ``evaluator``: the evaluator configuration whose ``all`` ground truth the ``all`` rows are
+    (None: every frame; vistest.eval.exporters.rundir). ``target`` (vlmevalkit): the VLMEvalKit
+    class, ``ReVSI``, ``VsiBench`` or ``auto``.
     """
 
     link: str = "hard"
@@ -47,6 +50,8 @@ class ExportOptions:
     name: str = "vistest"
     progress: bool = True
     verify: bool = False
+    evaluator: str | None = None
+    target: str = "auto"
 
 
 def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
@@ -59,10 +64,10 @@ def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
         raise InputError(f"--link: expected one of {', '.join(LINK_MODES)}, got {options.link!r}")
     from .rundir import load_run
 
-    run = load_run(run_dir, options.verify)
+    run = load_run(run_dir, options.verify, options.evaluator)
     module = importlib.import_module(f".{FORMATS[fmt]}", __name__)
     return module.write(run, Path(out), link=options.link, protocol=options.protocol, name=options.name,
-                        progress=options.progress)
+                        progress=options.progress, target=options.target)
 
 
 __all__ = ["FORMATS", "LINK_MODES", "ExportOptions", "ExportResult", "export"]

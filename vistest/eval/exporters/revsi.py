@@ -13,9 +13,15 @@ reads ``{root}/{n}_frame/{video}``.
 Written (``OUT``)::
 
     README.md                    YAML front matter: configs -> data files (what load_dataset reads)
-    data/{n}_frame.jsonl         one row per answerable question at budget n
+    data/{n}_frame-{digest}.jsonl  one row per answerable question at budget n (digest: of the rows, data_file)
     {n}_frame/{scene_id}.mp4     the budget videos (hard links by default; --link)
+    lmms_eval/                   an lmms-eval task folder running lmms-eval's own revsi code on it
+                                 (vistest/eval/exporters/revsi_tasks.py)
     vistest_export.json          the record: rows, rows left out and why, files
+
+README.md also states every column's type per config (``dataset_info``:
+vistest.eval.exporters.columns.COLUMN_TYPES), so ``options`` is a list of strings in every
+config, also where no row has options.
 
 Data files are JSON Lines, not Parquet: vistest needs no pyarrow to write them (``datasets``
 brings its own to read them), they are text a user can read and diff, and a rerun writes
@@ -35,6 +41,7 @@ relative-direction levels and appearance order have none (use ``lmms-eval-task``
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -53,7 +60,8 @@ from .output import (
     Part,
     count_left_out,
 )
-from .columns import base_record, jsonl_text
+from .columns import COLUMN_TYPES, base_record, features_yaml, jsonl_text
+from .revsi_tasks import FOLDER as TASK_FOLDER, write_tasks
 from .rundir import ExportRow, RunData
 
 REVSI_TYPES = frozenset(n for n, t in QUESTION_TYPES.items() if "ReVSI" in t.benchmarks)
@@ -67,9 +75,15 @@ def config_name(budget: str) -> str:
     return f"{budget}_frame"
 
 
-def data_file(budget: str) -> str:
-    """The data file of a config, relative to OUT."""
-    return f"data/{config_name(budget)}.jsonl"
+def data_file(budget: str, text: str) -> str:
+    """The data file of a config holding ``text``, relative to OUT: ``data/{n}_frame-{digest}.jsonl``.
+
+    The name carries the first 12 hex digits of the text's sha256 because ``datasets`` caches a
+    local folder's configs under the folder's *name* and the data files' *names* (measured with
+    datasets 5.2: two folders named ``export`` holding different rows load the first one's rows
+    from the cache), so a changed config, or another export in a folder of the same name, must
+    change the file name to be read."""
+    return f"data/{config_name(budget)}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}.jsonl"
 
 
 def revsi_question_type(row: ExportRow) -> str | None:
@@ -107,12 +121,25 @@ def left_out_text(left_out: list[LeftOut]) -> str:
                      for r, xs in reasons.items()) or "-"
 
 
-def readme(run: RunData, parts: list[Part], left_out: list[LeftOut]) -> str:
-    """README.md: the ``configs`` front matter ``datasets`` reads, then a short card."""
+def config_features(name: str) -> dict:
+    """The column types of a config: :data:`COLUMN_TYPES` plus ``vistest_question_type``;
+    ``num_frames`` is a string in ``all_frame`` ("all")."""
+    types = {**COLUMN_TYPES, "vistest_question_type": "string"}
+    if name == config_name("all"):
+        types["num_frames"] = "string"
+    return types
+
+
+def readme(run: RunData, parts: list[Part], left_out: list[LeftOut], tasks: list[str] = ()) -> str:
+    """README.md: the ``configs`` and ``dataset_info`` (column types) front matter ``datasets``
+    reads, then a short card."""
     front = ["---", "configs:"]
     for p in parts:
         front += [f"- config_name: {json.dumps(p.name)}", "  data_files:",
                   f"  - split: {json.dumps(SPLIT)}", f"    path: {json.dumps(p.file)}"]
+    front.append("dataset_info:")
+    for p in parts:
+        front += [f"- config_name: {json.dumps(p.name)}", *features_yaml(config_features(p.name))]
     front.append("---")
     body = ["", "# ReVSI-layout export of a vistest run", "",
             f"Written by `vistest export revsi` from `{run.root}` (scenes: {', '.join(run.scenes)}).",
@@ -121,14 +148,25 @@ def readme(run: RunData, parts: list[Part], left_out: list[LeftOut]) -> str:
             'ds = datasets.load_dataset("/path/to/this/folder", name="16_frame", split="test")', "```", "",
             "Videos: `{num_frames}_frame/{scene_id}.mp4` beside this file. Columns and the rows left out: "
             "vistest's docs/export.md; counts below and in `vistest_export.json`.", "",
+            f"lmms-eval's own revsi task on this folder, offline: `lmms-eval --model ... --include_path "
+            f"{TASK_FOLDER} --tasks {tasks[0] if tasks else '...'}` (tasks: {', '.join(tasks) or 'none'}; the "
+            f"built-in `revsi_*` names would resolve to the hub dataset).", "",
             "| config | rows | left out |", "|---|---|---|"]
     for p in parts:
         body.append(f"| {p.name} | {p.rows} | {left_out_text([x for x in left_out if x.part == p.name])} |")
     return "\n".join(front + body) + "\n"
 
 
-def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = True, **_) -> ExportResult:
-    """Export ``run`` to ``out`` in the ReVSI layout (module docstring)."""
+def rows_text(rows: list[ExportRow], limit: int = 8) -> str:
+    """``demo-9 (object_rel_direction_easy), ...`` naming the rows (the first ``limit``)."""
+    named = ", ".join(f"{r.id} ({r.question_type}, {r.where})" for r in rows[:limit])
+    return named + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = True, name: str = "vistest",
+          **_) -> ExportResult:
+    """Export ``run`` to ``out`` in the ReVSI layout, with the lmms-eval task folder of its
+    configs under task names prefixed ``name`` (module docstring)."""
     folder = OutputFolder(out, "revsi", run.root)
     parts: list[Part] = []
     left: list[LeftOut] = []
@@ -136,20 +174,24 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
     data: dict[str, str] = {}
     videos: dict[str, str] = {}  # relative path in OUT -> relative path in the run
     for b in run.budgets:
-        name = config_name(b)
+        config = config_name(b)
         rows = [r for r in run.real_rows if r.budget == b]
         answerable = [r for r in rows if r.answerable]
-        left += count_left_out(name, LEFT_UNANSWERABLE, [r for r in rows if not r.answerable])
-        left += count_left_out(name, LEFT_UNSCORABLE, [r for r in answerable if not r.scorable])
-        left += count_left_out(name, LEFT_VISTEST_ONLY, [r for r in answerable if r.scorable and r.vistest_scored])
+        left += count_left_out(config, LEFT_UNANSWERABLE, [r for r in rows if not r.answerable])
+        left += count_left_out(config, LEFT_UNSCORABLE, [r for r in answerable if not r.scorable])
+        left += count_left_out(config, LEFT_VISTEST_ONLY, [r for r in answerable if r.scorable and r.vistest_scored])
         typed = [(r, revsi_question_type(r)) for r in answerable if r.scorable and not r.vistest_scored]
-        left += count_left_out(name, LEFT_NO_REVSI_TYPE, [r for r, t in typed if t is None])
+        untyped = [r for r, t in typed if t is None]
+        left += count_left_out(config, LEFT_NO_REVSI_TYPE, untyped)
+        if untyped:
+            warnings.append(f"{config}: {len(untyped)} row(s) of a type ReVSI does not know, with no ReVSI "
+                            f"counterpart, left out: {rows_text(untyped)}")
         keep = [(r, t) for r, t in typed if t is not None]
         if not keep:
-            warnings.append(f"{name}: every row was left out; config not written")
+            warnings.append(f"{config}: every row was left out; config not written")
             continue
-        data[name] = jsonl_text(revsi_record(r, t) for r, t in keep)
-        parts.append(Part(name, data_file(b), len(keep)))
+        data[config] = jsonl_text(revsi_record(r, t) for r, t in keep)
+        parts.append(Part(config, data_file(b, data[config]), len(keep)))
         for r, _t in keep:
             rel = budget_video_path(r.scene_id, r.num_frames)
             videos[rel] = r.video
@@ -159,5 +201,8 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
             bar.update(1)
     for p in parts:
         folder.text(p.file, data[p.name])
-    folder.text("README.md", readme(run, parts, left))
-    return folder.finish(parts, left, warnings, {"split": SPLIT, "link": link})
+    tasks = write_tasks(folder, folder.out, name, [p.name for p in parts]) if parts else []
+    folder.text("README.md", readme(run, parts, left, tasks))
+    return folder.finish(parts, left, warnings, {"split": SPLIT, "link": link, "lmms_eval_tasks": tasks,
+                                                 "lmms_eval_group": f"{name}_revsi" if tasks else None,
+                                                 "evaluator": run.evaluator})

@@ -20,6 +20,11 @@ runs), and every such video must still be the file the run wrote: its size the m
 truth itself is read and validated by vistest.eval.records' loaders, so an
 export accepts exactly what ``vistest score -r RUN/scenes/{scene_id}`` accepts.
 
+``evaluator`` (:func:`load_run`): the ``all`` budget's real rows come from that evaluator
+configuration's ground truth, ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``
+(computed over the frames it takes of ``all_frame``; vistest.budget.evaluators), checked
+against the frames the manifest says it takes; None: ``all_frame.jsonl`` (every frame).
+
 Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label);
 ``num_frames`` its JSON value (16 or ``"all"``), as in the budget files; video paths are
 '/'-separated and relative to the run directory. Errors are vistest.errors.InputError naming the file,
@@ -29,19 +34,19 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from ...errors import InputError
-from ...layout import MANIFEST, SCENES_DIR, budget_video_path
+from ...layout import MANIFEST, SCENES_DIR, budget_file_name, budget_video_path, evaluator_dir
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ...atomic import check_file
 from ...videos.manifest import read_manifest as read_manifest_records
 from ...videos.manifest import read_scene_record
 from ..answers import is_abstain_answer
-from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_run_dir
+from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_budget_file, load_run_dir
 
 
 @dataclass(frozen=True)
@@ -118,9 +123,10 @@ class ExportRow:
 class VideoEntry:
     """One manifest line: ``path`` (relative to the run directory), ``num_frames``,
     ``source_frames``, ``black_frames``, ``key``, ``fps``, ``profile`` (budget videos),
-    ``source`` (the source video, absolute) and ``source_key``; ``bytes`` and ``sha256`` of the
-    file as written (None in manifests of older versions) and ``mtime_ns``, its modification
-    time then (from the scene's record; None when unknown)."""
+    ``source`` (the source video, absolute), ``source_key``, ``evaluators`` (per evaluator
+    configuration, per budget label, the positions of the video's frames it takes); ``bytes``
+    and ``sha256`` of the file as written (None in manifests of older versions) and
+    ``mtime_ns``, its modification time then (from the scene's record; None when unknown)."""
 
     scene_id: str
     path: str
@@ -132,6 +138,7 @@ class VideoEntry:
     profile: str | None
     source: str | None
     source_key: str | None
+    evaluators: Mapping[str, Mapping[str, tuple[int, ...] | None]] = field(default_factory=dict)
     bytes: int | None = None
     sha256: str | None = None
     mtime_ns: int | None = None
@@ -142,13 +149,16 @@ class RunData:
     """Everything an exporter reads from a run directory. ``root``: the run directory
     (absolute); ``rows``: real rows (budget order, then scene, then question order) followed
     by dummy rows (scene, then the order of dummy_gt.jsonl); ``videos``: manifest lines by
-    path; ``scenes``: scene ids, sorted; ``budgets``: budget labels present, in budget order."""
+    path; ``scenes``: scene ids, sorted; ``budgets``: budget labels present, in budget order;
+    ``evaluator``: the evaluator configuration whose ``all`` ground truth the ``all`` rows are
+    (None: every frame)."""
 
     root: Path
     rows: tuple[ExportRow, ...]
     videos: Mapping[str, VideoEntry]
     scenes: tuple[str, ...]
     budgets: tuple[str, ...]
+    evaluator: str | None = None
 
     def video_abspath(self, rel: str) -> Path:
         """The absolute path of a video given relative to the run directory."""
@@ -200,7 +210,7 @@ def manifest_videos(root: Path) -> dict[str, VideoEntry]:
             _int_list(doc.get("source_frames", []), where, "source_frames"),
             _int_list(doc.get("black_frames", []), where, "black_frames"),
             doc.get("key"), doc.get("fps"), doc.get("profile"), doc.get("source"), doc.get("source_key"),
-            size, sha, mtime)
+            _evaluator_frames(doc.get("evaluators"), where), size, sha, mtime)
     return out
 
 
@@ -215,6 +225,24 @@ def verify_videos(root: Path, rows: list[ExportRow], videos: Mapping[str, VideoE
         if why is not None:
             raise InputError(f"{root / rel}: {why} (manifest.jsonl: bytes, sha256): the video changed after 'vistest "
                              f"run' wrote it (truncated, overwritten?); rerun 'vistest run' to rewrite it")
+
+
+
+def _evaluator_frames(doc: Any, where: str) -> Mapping[str, Mapping[str, tuple[int, ...] | None]]:
+    """``{name: {budget: positions or None}}`` from a manifest line's ``evaluators``."""
+    if doc is None:
+        return MappingProxyType({})
+    if not isinstance(doc, dict):
+        raise InputError(f"{where}: evaluators: expected an object (docs/videos.md), got {type(doc).__name__}")
+    out = {}
+    for name, e in doc.items():
+        takes = e.get("takes") if isinstance(e, dict) else None
+        if not isinstance(takes, dict):
+            raise InputError(f"{where}: evaluators.{name}.takes: expected an object of budgets")
+        out[name] = MappingProxyType({b: None if t.get("frames") is None else
+                                      _int_list(t["frames"], where, f"evaluators.{name}.takes.{b}.frames")
+                                      for b, t in takes.items()})
+    return MappingProxyType(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,7 +283,14 @@ def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str,
             raise InputError(f"{where}: num_frames: no budget video {rel} in {root / MANIFEST}; rerun 'vistest run' "
                              f"with this budget, or delete the stale {Path(truth.source).name}")
         fi = doc.get("frame_indices")
-        if fi is not None and tuple(fi) != entry.source_frames:
+        want = entry.source_frames
+        if doc.get("evaluator") is not None:  # an evaluator's all row: the frames it takes of the video
+            taken = entry.evaluators.get(str(doc["evaluator"]), {}).get(truth.budget)
+            if taken is None:
+                raise InputError(f"{where}: evaluator: {root / MANIFEST} states no frames that {doc['evaluator']!r} "
+                                 f"takes of {rel}; rerun 'vistest run' with --evaluator {doc['evaluator']}")
+            want = tuple(entry.source_frames[p] for p in taken)
+        if fi is not None and tuple(fi) != want:
             raise InputError(f"{where}: frame_indices: differ from the frames of {rel} in {root / MANIFEST}; the "
                              f"ground truth and the video come from different runs (rerun 'vistest run')")
     if not (root / str(rel)).is_file():
@@ -263,13 +298,30 @@ def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str,
     return str(rel), entry
 
 
-def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry]) -> list[ExportRow]:
-    """The rows of one ``scenes/{scene_id}/`` folder (budget files, then dummy_gt.jsonl)."""
-    scene_id = scene_dir.name
+def scene_truths(root: Path, scene_dir: Path, evaluator: str | None = None) -> tuple[list, list[str]]:
+    """The truths of one scene folder and their files; with ``evaluator``, its ``all`` rows
+    replace ``all_frame.jsonl``'s (an InputError when the run has none for it)."""
     truth = load_run_dir(scene_dir)
-    raw = _raw_records([Path(f) for f in truth.files])
+    truths, files = list(truth.truths), list(truth.files)
+    if evaluator is None:
+        return truths, files
+    path = evaluator_dir(root, scene_dir.name, evaluator) / budget_file_name("all")
+    if not path.is_file():
+        raise InputError(f"{path}: not found: the run has no all ground truth for evaluator {evaluator!r} (rerun "
+                         f"'vistest run' with the all budget and --evaluator {evaluator}; docs/sampling.md)")
+    truths = [t for t in truths if t.is_dummy or t.budget != "all"] + list(load_budget_file(path))
+    return truths, files + [str(path)]
+
+
+def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry],
+               evaluator: str | None = None) -> list[ExportRow]:
+    """The rows of one ``scenes/{scene_id}/`` folder (budget files, then dummy_gt.jsonl;
+    ``evaluator``: its ``all`` rows instead of ``all_frame.jsonl``'s)."""
+    scene_id = scene_dir.name
+    truths, files = scene_truths(root, scene_dir, evaluator)
+    raw = _raw_records([Path(f) for f in files])
     rows = []
-    for t in truth.truths:
+    for t in truths:
         doc = raw[(t.source, t.line)]
         if str(doc.get("scene_id", scene_id)) != scene_id:
             raise InputError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
@@ -299,9 +351,10 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
                              f"scenes of a run directory")
 
 
-def load_run(run_dir: str | os.PathLike, verify: bool = False) -> RunData:
+def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | None = None) -> RunData:
     """Every row of a ``vistest run`` output folder, checked against its manifest, and every
-    video the rows use checked against its record (:func:`verify_videos`; ``verify``: hash all)."""
+    video the rows use checked against its record (:func:`verify_videos`; ``verify``: hash all);
+    ``evaluator``: the ``all`` rows from that evaluator configuration's ground truth."""
     root = Path(run_dir).resolve()
     if not root.is_dir():
         raise InputError(f"{run_dir}: run directory: not a folder")
@@ -313,7 +366,7 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False) -> RunData:
     videos = manifest_videos(root)
     rows: list[ExportRow] = []
     for d in scene_dirs:
-        rows += scene_rows(root, d, videos)
+        rows += scene_rows(root, d, videos, evaluator)
     check_ids_across_scenes(rows)
     verify_videos(root, rows, videos, verify)
     budgets = sorted({r.budget for r in rows}, key=budget_sort_key)
@@ -321,7 +374,7 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False) -> RunData:
     real = sorted((r for r in rows if not r.is_dummy), key=lambda r: order[r.budget])  # stable: scene, question
     dummy = [r for r in rows if r.is_dummy]
     return RunData(root, tuple(real + dummy), MappingProxyType(videos), tuple(d.name for d in scene_dirs),
-                   tuple(budgets))
+                   tuple(budgets), evaluator)
 
 
 def answer_text(v: Any) -> str | None:

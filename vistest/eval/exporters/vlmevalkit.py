@@ -14,28 +14,44 @@ sep='\\t')``). Columns its video datasets use:
   ``candidates`` (``repr`` of the options), ``answer``; ``video`` is a path relative to the
   dataset root, read as ``os.path.join(root, video)``.
 
+Each export is for one class (``--target``): the rows' ``question_type`` must be a type the
+class builds a prompt for, else ``build_prompt`` fails (ReVSI assigns its prompt only for its
+13 types: ``UnboundLocalError``; VsiBench's ``get_task_type`` raises ``ValueError``). The type
+sets are :data:`VLMEVALKIT_TYPES`, taken from the source (tests/test_export.py checks them
+against a VLMEvalKit checkout when one is present). A row of another type is mapped where
+the benchmarks name the same question differently (:data:`TO_VSIBENCH`, and to ReVSI
+vistest.eval.exporters.revsi.revsi_question_type); a row with no mapping stops the export
+with an InputError naming the rows. ``auto``: ReVSI when every row has a ReVSI type, else
+VsiBench. Multiple-choice rows must carry options (both classes parse them with
+``ast.literal_eval``).
+
 Written (``OUT``)::
 
     {n}_frame.tsv          the budget videos' answerable questions (what ReVSI's n_frame subset holds)
     {n}_frame_dummy.tsv    the dummies of budget n (evaluate with the model sampling n frames)
-    vistest_export.json    the record
+    vistest_export.json    the record (``info.target``: the class)
 
 Columns: ``index`` (0..rows-1), ``id``, ``variant``, ``scene_id``, ``num_frames``,
-``question_type`` (the question's own type), ``question``, ``options`` and ``candidates``
-(``repr`` of the option list; empty for numbers), ``ground_truth`` and ``answer`` (the
-answer the video supports; empty where the dummy makes the question unanswerable),
-``video`` (relative to the run directory, with ``.mp4``: the VsiBench convention, with the
-run directory as the dataset root), ``video_path`` (absolute), ``video_frames``,
-``status``, ``reason``, ``original_ground_truth``, ``dummy_mode``, ``expectation``.
-VLMEvalKit keeps every column in its prediction file, so ``id``, ``variant`` and
-``num_frames`` turn its predictions into the plain JSONL ``vistest score`` reads.
+``question_type`` (the target class's type), ``vistest_question_type`` (the question's own),
+``question``, ``options`` and ``candidates`` (``repr`` of the option list; empty for
+numbers), ``ground_truth`` and ``answer`` (the answer the video supports; empty where the
+dummy makes the question unanswerable), ``video`` (VsiBench: relative to the run directory,
+with ``.mp4``, the VsiBench convention with the run directory as the dataset root; ReVSI real
+rows: ``{scene_id}.mp4``, which ``ReVSI.video_path`` opens as ``{root}/{n}_frame/{video}``;
+ReVSI dummy rows: relative to the run directory), ``video_path`` (absolute),
+``video_frames``, ``status``, ``reason``, ``original_ground_truth``, ``dummy_mode``,
+``expectation``, ``evaluator``. VLMEvalKit keeps every column in its prediction file, so
+``id``, ``variant`` and ``num_frames`` turn its predictions into the plain JSONL ``vistest
+score`` reads.
 """
 from __future__ import annotations
 
 import csv
 import io
 from pathlib import Path
+from types import MappingProxyType
 
+from ...errors import InputError
 from .output import (
     LEFT_NO_VIDEO,
     LEFT_UNANSWERABLE,
@@ -46,11 +62,99 @@ from .output import (
     Part,
     count_left_out,
 )
+from .revsi import revsi_question_type
 from .rundir import ExportRow, RunData, answer_text
 
-COLUMNS = ("index", "id", "variant", "scene_id", "num_frames", "question_type", "question", "options", "candidates",
-           "ground_truth", "answer", "video", "video_path", "video_frames", "status", "reason",
-           "original_ground_truth", "dummy_mode", "expectation")
+COLUMNS = ("index", "id", "variant", "scene_id", "num_frames", "question_type", "vistest_question_type", "question",
+           "options", "candidates", "ground_truth", "answer", "video", "video_path", "video_frames", "status",
+           "reason", "original_ground_truth", "dummy_mode", "expectation", "evaluator")
+
+REVSI, VSIBENCH = "ReVSI", "VsiBench"
+TARGETS = ("auto", REVSI, VSIBENCH)
+# The question types each class builds a prompt for, from VLMEvalKit's source (commit e8e78f05):
+# vlmeval/dataset/revsi.py MCQ_QUESTION_TYPES / NQ_QUESTION_TYPES (ReVSI.build_prompt) and
+# vlmeval/dataset/vsibench.py VsiBench.get_task_type mcq_items / na_items.
+VLMEVALKIT_TYPES = MappingProxyType({
+    REVSI: MappingProxyType({
+        "mcq": ("object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
+                "object_rel_direction_forward_hard", "object_rel_direction_backward_hard",
+                "object_rel_distance_closest", "object_rel_distance_farthest", "route_planning"),
+        "number": ("object_counting_single", "object_counting_multiple", "object_abs_distance",
+                   "object_size_estimation", "room_size_estimation_single", "room_size_estimation_multiple")}),
+    VSIBENCH: MappingProxyType({
+        "mcq": ("obj_appearance_order", "object_rel_direction_easy", "object_rel_direction_hard",
+                "object_rel_direction_medium", "object_rel_distance", "route_planning"),
+        "number": ("object_abs_distance", "object_size_estimation", "object_counting", "room_size_estimation")}),
+})
+# ReVSI types VSI-Bench asks under another name (the ReVSI relative directions, forward/backward
+# easy/hard, are defined differently from VSI-Bench's easy/medium/hard: no mapping)
+TO_VSIBENCH = MappingProxyType({
+    "object_counting_single": "object_counting", "object_counting_multiple": "object_counting",
+    "room_size_estimation_single": "room_size_estimation", "room_size_estimation_multiple": "room_size_estimation",
+    "object_rel_distance_closest": "object_rel_distance", "object_rel_distance_farthest": "object_rel_distance",
+})
+
+
+def known_types(target: str) -> frozenset[str]:
+    """Every question type ``target``'s build_prompt handles."""
+    return frozenset(VLMEVALKIT_TYPES[target]["mcq"]) | frozenset(VLMEVALKIT_TYPES[target]["number"])
+
+
+def target_type(row: ExportRow, target: str) -> str | None:
+    """The row's question type for ``target`` (its own, or mapped), None when there is none."""
+    if target == REVSI:
+        t = revsi_question_type(row)
+    else:
+        t = TO_VSIBENCH.get(row.question_type, row.question_type)
+    return t if t in known_types(target) else None
+
+
+def prompt_problem(row: ExportRow, qtype: str, target: str) -> str | None:
+    """Why ``target``'s build_prompt could not prompt the row as ``qtype``, or None: MCQ rows
+    need their options (parsed with ast.literal_eval)."""
+    if qtype in VLMEVALKIT_TYPES[target]["mcq"] and not row.options:
+        return "a multiple-choice type without options"
+    return None
+
+
+def resolve_target(target: str, rows: list[ExportRow]) -> str:
+    """``target``, or for ``auto`` ReVSI when every row has a ReVSI type, else VsiBench."""
+    if target not in TARGETS:
+        raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
+    if target != "auto":
+        return target
+    return REVSI if rows and all(target_type(r, REVSI) for r in rows) else VSIBENCH
+
+
+def questions_text(bad: list[tuple[ExportRow, str]], limit: int = 8) -> str:
+    """The questions of the refused rows, each once (``demo-10 (object_rel_direction_easy: 13 rows,
+    first at FILE:LINE)``), the first ``limit`` of them."""
+    by_q: dict[tuple[str, str], list[ExportRow]] = {}
+    for r, _ in bad:
+        by_q.setdefault((r.id, r.question_type), []).append(r)
+    named = [f"{qid} ({qtype}: {len(rs)} row(s), first at {rs[0].where})" for (qid, qtype), rs in by_q.items()]
+    more = f" and {len(named) - limit} more question(s)" if len(named) > limit else ""
+    return ", ".join(named[:limit]) + more
+
+
+def check_rows(rows: list[ExportRow], target: str) -> dict[int, str]:
+    """``{id(row): target type}`` of every row; an InputError naming the questions and rows
+    ``target`` cannot prompt (no type of its own or by mapping, or an MCQ row without options)."""
+    types, bad = {}, []
+    for r in rows:
+        t = target_type(r, target)
+        problem = "a type the class does not know, with no mapping" if t is None else prompt_problem(r, t, target)
+        if problem:
+            bad.append((r, problem))
+        else:
+            types[id(r)] = t
+    if bad:
+        why = sorted({p for _, p in bad})
+        raise InputError(f"--target {target}: VLMEvalKit's {target} cannot build a prompt for {len(bad)} row(s) "
+                         f"({'; '.join(why)}): {questions_text(bad)}; it knows "
+                         f"{', '.join(sorted(known_types(target)))} (docs/export.md: the type mapping). Choose the "
+                         f"other --target, or leave these questions out of the run")
+    return types
 
 
 def options_repr(options: tuple[str, ...] | None) -> str:
@@ -59,30 +163,37 @@ def options_repr(options: tuple[str, ...] | None) -> str:
     return repr([str(o) for o in options]) if options else ""
 
 
-def tsv_row(run: RunData, index: int, row: ExportRow) -> list[str]:
-    """One TSV row in :data:`COLUMNS` order; None becomes the empty cell."""
+def video_column(row: ExportRow, target: str) -> str:
+    """``video``: ``{scene_id}.mp4`` for ReVSI's real rows (its video_path adds ``{root}/{n}_frame/``),
+    else the path relative to the run directory."""
+    return f"{row.scene_id}.mp4" if target == REVSI and not row.is_dummy else row.video
+
+
+def tsv_row(run: RunData, index: int, row: ExportRow, qtype: str, target: str) -> list[str]:
+    """One TSV row in :data:`COLUMNS` order (``qtype``: the target's question type); None
+    becomes the empty cell."""
     gt = answer_text(row.ground_truth)
     opts = options_repr(row.options)
-    values = [index, row.id, row.variant, row.scene_id, row.num_frames, row.question_type, row.question, opts, opts,
-              gt, gt, row.video, str(run.video_abspath(row.video)), row.video_frames, row.status, row.reason,
-              answer_text(row.original_ground_truth), row.record.get("dummy_mode"), row.record.get("expectation")]
+    values = [index, row.id, row.variant, row.scene_id, row.num_frames, qtype, row.question_type, row.question, opts,
+              opts, gt, gt, video_column(row, target), str(run.video_abspath(row.video)), row.video_frames,
+              row.status, row.reason, answer_text(row.original_ground_truth), row.record.get("dummy_mode"),
+              row.record.get("expectation"), row.record.get("evaluator")]
     return ["" if v is None else str(v) for v in values]
 
 
-def tsv_text(run: RunData, rows: list[ExportRow]) -> str:
+def tsv_text(run: RunData, rows: list[ExportRow], types: dict[int, str], target: str) -> str:
     """A TSV (tab-separated, ``"``-quoted where needed, as pandas reads it) of ``rows``."""
     buf = io.StringIO()
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
     w.writerow(COLUMNS)
     for i, r in enumerate(rows):
-        w.writerow(tsv_row(run, i, r))
+        w.writerow(tsv_row(run, i, r, types[id(r)], target))
     return buf.getvalue()
 
 
-def write(run: RunData, out: str | Path, **_) -> ExportResult:
-    """Export ``run`` to ``out`` as VLMEvalKit TSVs (module docstring)."""
-    folder = OutputFolder(out, "vlmevalkit", run.root)
-    parts, left, warnings = [], [], []
+def write(run: RunData, out: str | Path, target: str = "auto", **_) -> ExportResult:
+    """Export ``run`` to ``out`` as VLMEvalKit TSVs for the class ``target`` (module docstring)."""
+    plan = []
     for b in run.budgets:
         real = [r for r in run.real_rows if r.budget == b]
         dummy = [r for r in run.dummy_rows if r.budget == b]
@@ -94,12 +205,19 @@ def write(run: RunData, out: str | Path, **_) -> ExportResult:
                 (f"{b}_frame_dummy.tsv", [r for r in dummy if r.video is not None and not r.vistest_scored],
                  [(LEFT_NO_VIDEO, [r for r in dummy if r.video is None]),
                   (LEFT_VISTEST_ONLY, [r for r in dummy if r.video is not None and r.vistest_scored])])):
-            for reason, lost in gone:
-                left += count_left_out(name, reason, lost)
-            if not rows:
-                if any(lost for _, lost in gone):
-                    warnings.append(f"{name}: every row was left out; file not written")
-                continue
-            folder.text(name, tsv_text(run, rows))
-            parts.append(Part(name, name, len(rows)))
-    return folder.finish(parts, left, warnings, {"video_root": str(run.root)})
+            plan.append((name, rows, gone))
+    target = resolve_target(target, [r for _, rows, _ in plan for r in rows])
+    types = check_rows([r for _, rows, _ in plan for r in rows], target)
+    folder = OutputFolder(out, "vlmevalkit", run.root)
+    parts, left, warnings = [], [], []
+    for name, rows, gone in plan:
+        for reason, lost in gone:
+            left += count_left_out(name, reason, lost)
+        if not rows:
+            if any(lost for _, lost in gone):
+                warnings.append(f"{name}: every row was left out; file not written")
+            continue
+        folder.text(name, tsv_text(run, rows, types, target))
+        parts.append(Part(name, name, len(rows)))
+    return folder.finish(parts, left, warnings, {"video_root": str(run.root), "target": target,
+                                                 "evaluator": run.evaluator})
