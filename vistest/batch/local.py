@@ -78,7 +78,10 @@ def _worker(task: SceneTask, conn) -> None:
 
     die_with_parent(terminate=True)  # the fork server gone (the driver killed): SIGTERM, the cleanup below
     with signals_as_exit():
-        outcome = run_task_or_exit(task)
+        try:
+            outcome = run_task_or_exit(task)
+        except KeyboardInterrupt:  # Ctrl-C to the process group: the task cleaned up on its way out
+            raise SystemExit(130) from None  # ends the process quietly (no traceback), as the driver's SIGTERM does
     conn.send(outcome)
     conn.close()
 
