@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -64,6 +65,30 @@ def make_scene(boxes, poses, **kw) -> Scene:
 @pytest.fixture
 def scene_factory():
     return make_scene
+
+
+# ---------------------------------------------------------------------------------------
+# the command line and export files (tests/test_export.py, tests/clients/)
+# ---------------------------------------------------------------------------------------
+def cli(*args):
+    """``vistest ARGS`` in this process (click's runner); asserts exit status 0."""
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def read_jsonl(path):
+    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+
+
+def config_file(export_dir, config):
+    """The data file of a revsi export's config (``data/{config}-{digest}.jsonl``)."""
+    (path,) = Path(export_dir).glob(f"data/{config}-*.jsonl")
+    return path
 
 
 # ---------------------------------------------------------------------------------------

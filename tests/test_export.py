@@ -41,6 +41,7 @@ from vistest.eval.records import Prediction, ScoreError, load_predictions, load_
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
 from vistest.videos.ffmpeg import count_frames
+from conftest import cli, config_file, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
@@ -48,22 +49,6 @@ SCENE, COPY = "demo-seed0", "demo-copy"
 NUM_FRAMES = 60
 CONFIGS = ("16_frame", "32_frame", "64_frame", "all_frame")
 QUIET = ExportOptions(progress=False)
-
-
-def cli(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    assert r.exit_code == 0, r.output
-    return r
-
-
-def read_jsonl(path):
-    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
-
-
-def config_file(export_dir, config):
-    """The data file of a revsi export's config (``data/{config}-{digest}.jsonl``)."""
-    (path,) = Path(export_dir).glob(f"data/{config}-*.jsonl")
-    return path
 
 
 @pytest.fixture(scope="module")

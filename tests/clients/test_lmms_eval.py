@@ -10,7 +10,6 @@ and logged samples), never an exit status.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -20,7 +19,6 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
 
 lmms_eval = pytest.importorskip("lmms_eval", reason="make test-clients installs lmms-eval in .venv-clients")
 from lmms_eval.api.model import lmms  # noqa: E402
@@ -28,38 +26,21 @@ from lmms_eval.evaluator import simple_evaluate  # noqa: E402
 from lmms_eval.tasks import TaskManager  # noqa: E402
 
 import vistest  # noqa: E402,F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
-from vistest.cli import main  # noqa: E402
-from vistest.datasets.demo import make_demo_scene  # noqa: E402
 from vistest.videos.ffmpeg import count_frames  # noqa: E402
+from conftest import DEMO_SMALL, cli, config_file, read_jsonl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
 SCENE = "demo-seed0"
-NUM_FRAMES = 60
+NUM_FRAMES = DEMO_SMALL["num_frames"]
 BUILTIN_REVSI = Path(lmms_eval.__file__).parent / "tasks" / "revsi"
 
 
-def cli(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    assert r.exit_code == 0, r.output
-    return r
-
-
-def read_jsonl(path):
-    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
-
-
-def config_file(export_dir, config):
-    """The data file of a revsi export's config (``data/{config}-{digest}.jsonl``)."""
-    (path,) = Path(export_dir).glob(f"data/{config}-*.jsonl")
-    return path
-
-
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """The demo scene (320x240, 60 frames at 30 frames/s) through ``vistest run`` with drop dummies."""
+def run_dir(tmp_path_factory, demo_small):
+    """The session's demo (320x240, 60 frames at 30 frames/s) through ``vistest run`` with drop dummies."""
     base = tmp_path_factory.mktemp("clients")
-    scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
+    scene = demo_small
     run = base / "run"
     cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--dummy", "drop", "--quiet")
     return run

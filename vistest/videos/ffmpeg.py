@@ -623,6 +623,19 @@ class VideoWriter:
 _FRAME_RE = re.compile(rb"^frame=\s*(\d+)\s*$", re.MULTILINE)
 
 
+def run_decode(path: str | os.PathLike, args: list[str]) -> subprocess.CompletedProcess:
+    """Run the ffmpeg decode command ``args`` of the video ``path`` to its end (stdout and
+    stderr captured, bytes). VideoError naming ``path`` when ffmpeg cannot start or fails."""
+    try:
+        res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
+    if res.returncode != 0:
+        raise VideoError(f"{path}: ffmpeg could not decode the video ({exit_text(res.returncode)}):\n"
+                         f"{stderr_tail(res.stderr)}")
+    return res
+
+
 def count_frames(path: str | os.PathLike) -> int:
     """Number of frames in the first video stream of ``path``, by decoding all of it.
 
@@ -634,14 +647,7 @@ def count_frames(path: str | os.PathLike) -> int:
     if not path.is_file():
         raise VideoError(f"{path}: video file not found")
     stream = ffmpeg.output(ffmpeg.input(str(path)), "-", format="null", map="0:v:0", fps_mode="passthrough")
-    args = _command(stream, "-nostats", "-progress", "pipe:1")
-    try:
-        res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
-    if res.returncode != 0:
-        raise VideoError(f"{path}: ffmpeg could not decode the video ({exit_text(res.returncode)}):\n"
-                         f"{stderr_tail(res.stderr)}")
+    res = run_decode(path, _command(stream, "-nostats", "-progress", "pipe:1"))
     counts = _FRAME_RE.findall(res.stdout)
     if not counts:
         raise VideoError(f"{path}: ffmpeg reported no progress (no 'frame=' line); is there a video stream?")
@@ -707,14 +713,7 @@ def decode_hashes(path: str | os.PathLike, threads: int | None = None) -> FrameH
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: video file not found")
-    args = hash_command(path, threads)
-    try:
-        res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        raise VideoError(f"{path}: cannot start ffmpeg {ffmpeg_exe()!r}: {e}") from None
-    if res.returncode != 0:
-        raise VideoError(f"{path}: ffmpeg could not decode the video ({exit_text(res.returncode)}):\n"
-                         f"{stderr_tail(res.stderr)}")
+    res = run_decode(path, hash_command(path, threads))
     return parse_frame_hashes(res.stdout.decode("ascii", "replace"), str(path))
 
 
