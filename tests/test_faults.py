@@ -41,6 +41,7 @@ import pytest
 from click.testing import CliRunner
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import layout
 from vistest.atomic import parse_temp_name, write_atomic
 from vistest.cli import main
 from vistest.errors import OutputError
@@ -552,6 +553,24 @@ def test_temporary_names_say_who_made_them(tmp_path):
     assert remove_stale(tmp_path) == [gone]  # a dead process of this host
     assert sorted(remove_stale(tmp_path, ["a.b"], locked=True)) == sorted([other, old])  # under the lock: all
     assert tmp.exists()
+
+
+def test_a_rerun_removes_what_a_kill_left_in_every_folder_of_the_scene(clean, scene_json, tmp_path):
+    """kill -9 while the scene's files are put in place (the commit) can leave a temporary file in
+    any folder the scene owns, an evaluator's ground truth folder included: the rerun removes it."""
+    from vistest.atomic import host_name
+
+    out = copy_run(clean, tmp_path / "out")
+    folders = [out / "16_frame", layout.scene_dir(out, SID)]
+    folders += [d for d in (layout.scene_dir(out, SID) / layout.EVALUATORS_DIR).iterdir() if d.is_dir()]
+    assert len(folders) > 2  # the default evaluator configurations have folders
+    left = [d / f".{'all_frame' if d.parent.name == layout.EVALUATORS_DIR else SID}.0123abcd_1_{host_name()}.tmp"
+            f"{'.jsonl' if d.parent.name == layout.EVALUATORS_DIR else '.mp4'}" for d in folders]
+    for p in left:
+        p.write_text("")
+    cli("run", scene_json, QUESTIONS, "-o", out, *FAST)
+    assert [p for p in left if p.exists()] == []
+    assert state(out) == state(clean)
 
 
 def test_commands_remove_what_killed_commands_left_in_their_output_folder(clean, scene_json, tmp_path):

@@ -195,9 +195,10 @@ class SceneLock:
 def remove_stale_files(outdir: str | os.PathLike, scene_id: str, spool: str | os.PathLike | None = None) -> list[Path]:
     """Remove what killed runs left (vistest.atomic.remove_stale), with the scene's lock held:
     every temporary file of the scene's own files (its videos, its ``scenes/{scene_id}/``
-    files, its record) and its work folders in ``outdir``, whoever made them; in ``outdir``'s
-    shared places (``manifest.jsonl``, ``index.html``, make stamps) and in ``spool`` (another
-    work folder location), those of processes of this host that have ended."""
+    files and those of ``scenes/{scene_id}/evaluators/*/``, its record) and its work folders
+    in ``outdir``, whoever made them; in ``outdir``'s shared places (``manifest.jsonl``,
+    ``index.html``, make stamps) and in ``spool`` (another work folder location), those of
+    processes of this host that have ended."""
     outdir = Path(outdir)
     gone = remove_stale(outdir, work_prefix=layout.SPOOL_PREFIX)
     gone += remove_stale(outdir, [scene_id], locked=True, work_prefix=layout.SPOOL_PREFIX)
@@ -207,6 +208,10 @@ def remove_stale_files(outdir: str | os.PathLike, scene_id: str, spool: str | os
     for d in layout.scene_video_dirs(outdir, scene_id):
         gone += remove_stale(d, None if d in own else [scene_id], locked=True)
     gone += remove_stale(layout.scene_dir(outdir, scene_id), locked=True)
+    evaluators = layout.scene_dir(outdir, scene_id) / layout.EVALUATORS_DIR
+    for d in sorted(evaluators.iterdir()) if evaluators.is_dir() else ():
+        if d.is_dir():  # each evaluator configuration's ground truth (vistest.pipeline.commit_scene)
+            gone += remove_stale(d, locked=True)
     gone += remove_stale(layout.scene_record_path(outdir, scene_id).parent, [scene_id], locked=True)
     gone += remove_stale(outdir / layout.STATE_DIR)
     return gone
