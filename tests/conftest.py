@@ -91,6 +91,21 @@ def config_file(export_dir, config):
     return path
 
 
+@pytest.fixture(scope="module")
+def frames_of():
+    """count_frames with a cache (each video is decoded once per module)."""
+    from vistest.videos.ffmpeg import count_frames
+
+    cache = {}
+
+    def count(path):
+        key = os.path.realpath(path)
+        if key not in cache:
+            cache[key] = count_frames(path)
+        return cache[key]
+    return count
+
+
 # ---------------------------------------------------------------------------------------
 # session-wide demo scenes
 # ---------------------------------------------------------------------------------------

@@ -40,7 +40,6 @@ from vistest.eval.metrics import ALL_TYPES, evaluate_row
 from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
-from vistest.videos.ffmpeg import count_frames
 from conftest import cli, config_file, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,18 +81,6 @@ def revsi(run_dir, hf_home):
     r = cli("export", "revsi", run_dir, "-o", out)
     return out, r.output
 
-
-@pytest.fixture(scope="module")
-def frames_of():
-    """count_frames with a cache (each video is decoded once)."""
-    cache = {}
-
-    def count(path):
-        key = os.path.realpath(path)
-        if key not in cache:
-            cache[key] = count_frames(path)
-        return cache[key]
-    return count
 
 
 def budget_rows(run_dir, scene, config):

@@ -26,7 +26,6 @@ from lmms_eval.evaluator import simple_evaluate  # noqa: E402
 from lmms_eval.tasks import TaskManager  # noqa: E402
 
 import vistest  # noqa: E402,F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
-from vistest.videos.ffmpeg import count_frames  # noqa: E402
 from conftest import DEMO_SMALL, cli, config_file, read_jsonl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,17 +44,6 @@ def run_dir(tmp_path_factory, demo_small):
     cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--dummy", "drop", "--quiet")
     return run
 
-
-@pytest.fixture(scope="module")
-def frames_of():
-    cache = {}
-
-    def count(path):
-        key = os.path.realpath(path)
-        if key not in cache:
-            cache[key] = count_frames(path)
-        return cache[key]
-    return count
 
 
 class Oracle(lmms):
