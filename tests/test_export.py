@@ -340,6 +340,12 @@ def load_task_yaml(path: Path) -> dict:
     return cfg
 
 
+def task_name(cfg: dict) -> str:
+    """The name lmms-eval indexes a task YAML under: a group file's ``group`` (its ``task`` is the list of
+    members), else its ``task``."""
+    return cfg.get("group") or cfg["task"]
+
+
 def import_utils(folder: Path, name: str = "vistest_task_utils"):
     """lmms_eval/utils.py import_function: utils.py beside the YAML, by file location."""
     spec = importlib.util.spec_from_file_location(name, folder / "utils.py")
@@ -645,7 +651,7 @@ def test_revsi_writes_an_lmms_eval_task_folder_under_names_of_its_own(revsi):
     this folder as dataset_path, with utils.py importing lmms-eval's own revsi code (tests/clients/ run it)."""
     out, _ = revsi
     folder = out / "lmms_eval"
-    builtin = {load_task_yaml(p).get("task") or load_task_yaml(p).get("group")
+    builtin = {task_name(load_task_yaml(p))
                for p in (ROOT.parent / "shared" / "reference" / "lmms-eval-revsi-task").glob("*.yaml")} \
         or {"revsi", "revsi_16_frame", "revsi_32_frame", "revsi_64_frame", "revsi_all_frame"}
     tasks = {load_task_yaml(folder / f"vistest_revsi_{c}.yaml")["task"] for c in CONFIGS}
