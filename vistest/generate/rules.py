@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..budget.truth import DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
 from ..errors import InputError
 
 REVSI_CODE = "ReVSI code"
@@ -229,15 +230,17 @@ class BalanceRules:
 class FrameRules:
     """What the video shows: the visibility table and the budget stage decide answerability."""
 
-    seen_threshold: float = param(0.05, "an object is seen in a frame when its visible fraction of the image "
-                                        "exceeds this (first appearances, answerability)",
+    seen_threshold: float = param(DEFAULT_SEEN_THRESHOLD,
+                                  "an object is seen in a frame when its visible fraction of the image "
+                                  "exceeds this (first appearances, answerability)",
                                   "the budget stage's default (vistest.budget.truth), ReVSI's 5%")
     answerable_at: tuple[str, ...] = param(("all",), "keep a question only when the budget stage keeps its answer "
                                                      "at every one of these budgets", ISSUE)
     profile: str = param("uniform", "sampler profile of the budget stage (docs/sampling.md)", VISTEST)
     report_budgets: tuple[str, ...] = param(("16", "32", "64", "all"), "budgets of the answerability report",
                                             f"{REVSI_PAPER} (16/32/64/all)")
-    min_budget_room_route: int = param(32, "budget stage: room size needs at least this many frames",
+    min_budget_room_route: int = param(DEFAULT_MIN_BUDGET_ROOM_ROUTE,
+                                       "budget stage: room size needs at least this many frames",
                                        "the budget stage's default (ReVSI excludes room size at 16)")
 
 
