@@ -22,9 +22,9 @@ import numpy as np
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
 from vistest.visibility.render import BoxSegRenderer
 from vistest.datasets.synthetic import random_box_scene
-from vistest.scene import box_corners
+from vistest.geometry import box_corners
 from vistest.visibility import raster
-from vistest.visibility.table import _cameras, compute_visibility, containment, default_scale
+from vistest.visibility.table import compute_visibility, containment, default_scale, frame_cameras
 
 
 def main() -> None:
@@ -79,7 +79,7 @@ def observed_depth_fps(scene, working_size, repeats: int) -> float:
     w, h = scene.image_size
     centers, sizes, rots = scene.world_boxes()
     corners = box_corners(centers, sizes, rots)
-    w2c, kin = _cameras(scene, scene.frames)
+    w2c, kin = frame_cameras(scene, scene.frames)
     valid = np.array([f.valid for f in scene.frames])
     nf, no = len(scene.frames), len(centers)
     depth = np.random.default_rng(0).uniform(1.0, 6.0, (nf, ws * hs))

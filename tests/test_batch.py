@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -170,6 +171,7 @@ def test_export_and_score_read_the_merged_run(reference, tmp_path):
     assert "demo-a-demo-1" in preds.read_text() and "demo-bad" not in preds.read_text() and report
 
 
+@pytest.mark.slow  # three batches over the scenes
 def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, scenes, tmp_path):
     ref, _ = reference
     work = tmp_path / "scenes"
@@ -203,6 +205,7 @@ def test_options_key_is_what_decides_outputs():
         assert same.key() == base
 
 
+@pytest.mark.slow  # two batches interrupted and rerun (SIGINT to the driver or its process group)
 @pytest.mark.parametrize("to", ["driver", "group"])
 def test_sigint_leaves_nothing_partial_trusted_and_a_rerun_completes(scenes, reference, tmp_path, to):
     """SIGINT to the driver alone (kill -INT), or to its whole process group as Ctrl-C in a
@@ -348,6 +351,7 @@ def node_of(pid: int, raylets: dict[int, str]) -> str | None:
     return None
 
 
+@pytest.mark.slow  # a two-node Ray cluster, a killed worker, a rerun
 def test_ray_two_nodes_killed_worker_retried_corrupt_scene_recorded_rerun_identical(scenes, reference, ray_cluster,
                                                                                       tmp_path):
     ref, _ = reference
@@ -432,6 +436,20 @@ def test_scene_lists(tmp_path):
         bad.scene_json.write_text(text)
         with pytest.raises(InputError, match=what):
             read_scene_id(bad)
+
+
+def test_a_deeply_nested_or_non_utf8_scene_json_is_an_error_naming_it(tmp_path):
+    scene = tmp_path / "s" / "x" / "scene.json"
+    scene.parent.mkdir(parents=True)
+    scene.write_text('{"scene_id": "x", "objects": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    r = cli("batch", tmp_path / "s", "-o", tmp_path / "out", check=1)  # issue: RecursionError
+    assert "Traceback" not in r.stderr and "RecursionError" not in r.stdout + r.stderr
+    [rec] = failed(tmp_path / "out")  # the scene fails at once, as bad input, naming its scene.json
+    assert rec["kind"] == "input" and rec["stage"] == "scene"
+    assert rec["error"].startswith(f"{scene}: JSON nested too deeply")
+    scene.write_bytes(b'{"scene_id": "x\xff"}')
+    with pytest.raises(InputError, match=rf"{re.escape(str(scene))}:1: column 16: not UTF-8 text"):
+        read_scene_id(SceneSpec("x", scene, scene.parent / "questions.jsonl"))
 
 
 def test_duplicate_scene_ids_stop_the_batch_before_anything_runs(tmp_path):

@@ -720,11 +720,11 @@ def test_score_against_an_evaluator_s_all_ground_truth(run_dir, tmp_path):
 
 
 # VLMEvalKit: the type sets and preconditions of ReVSI.build_prompt and VsiBench.build_prompt. Its source comes from a
-# checkout or bare mirror (VISTEST_VLMEVALKIT_SRC), else from an installed ``vlmeval`` package: `make test-clients`
-# installs ms-vlmeval (VLMEvalKit packaged by ModelScope, --no-deps; its vlmeval/dataset/vsibench.py is the one of
-# VLMEvalKit e8e78f05, byte for byte; it has no revsi.py), so CI runs the VsiBench checks; the ReVSI ones need a
-# checkout.
-VLMEVALKIT_SRC = Path(os.environ.get("VISTEST_VLMEVALKIT_SRC", "/work/.mirror/open-compass+VLMEvalKit/repo"))
+# checkout or bare mirror (the path in VISTEST_VLMEVALKIT_SRC; unset: none), else from an installed ``vlmeval``
+# package: `make test-clients` installs ms-vlmeval (VLMEvalKit packaged by ModelScope, --no-deps; its
+# vlmeval/dataset/vsibench.py is the one of VLMEvalKit e8e78f05, byte for byte; it has no revsi.py), so CI runs the
+# VsiBench checks; the ReVSI ones need a checkout, and are skipped without one.
+VLMEVALKIT_SRC = Path(os.environ["VISTEST_VLMEVALKIT_SRC"]) if os.environ.get("VISTEST_VLMEVALKIT_SRC") else None
 
 
 def installed_vlmeval() -> Path | None:
@@ -736,9 +736,9 @@ def installed_vlmeval() -> Path | None:
 def vlmevalkit_source(path: str) -> str | None:
     """A file of VLMEvalKit's source from a checkout or bare mirror (git show HEAD:path), else from an installed
     ``vlmeval`` package, else None."""
-    if (VLMEVALKIT_SRC / path).is_file():
+    if VLMEVALKIT_SRC is not None and (VLMEVALKIT_SRC / path).is_file():
         return (VLMEVALKIT_SRC / path).read_text()
-    if VLMEVALKIT_SRC.is_dir():
+    if VLMEVALKIT_SRC is not None and VLMEVALKIT_SRC.is_dir():
         r = subprocess.run(["git", "-C", str(VLMEVALKIT_SRC), "show", f"HEAD:{path}"], capture_output=True,
                            text=True)
         if r.returncode == 0:
@@ -750,9 +750,11 @@ def vlmevalkit_source(path: str) -> str | None:
 def needs_vlmevalkit(path):
     src = vlmevalkit_source(path)
     if src is None:
-        pytest.skip(f"VLMEvalKit's {path} is not here (no checkout at {VLMEVALKIT_SRC}: set VISTEST_VLMEVALKIT_SRC; "
-                    f"no installed vlmeval package that has it: `make test-clients` installs ms-vlmeval, which has "
-                    f"vsibench.py only)")
+        where = (f"VISTEST_VLMEVALKIT_SRC={VLMEVALKIT_SRC} has no {path}" if VLMEVALKIT_SRC is not None else
+                 "VISTEST_VLMEVALKIT_SRC is unset")
+        pytest.skip(f"VLMEvalKit's {path} is not here ({where}: set it to a VLMEvalKit checkout or bare mirror to run "
+                    f"this check; no installed vlmeval package has it either: `make test-clients` installs "
+                    f"ms-vlmeval, which has vsibench.py only)")
     return src
 
 

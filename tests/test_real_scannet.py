@@ -36,7 +36,7 @@ import pytest
 import trimesh
 
 from vistest.datasets import import_scene
-from vistest.datasets.audit import CheckParams, audit_scene, colour_scores, _gather
+from vistest.datasets.audit import CheckParams, audit_scene, colour_scores, gather_evidence
 from vistest.datasets.common import read_pickle
 from vistest.scene import Scene
 from vistest.visibility.table import compute_visibility, containment
@@ -147,7 +147,7 @@ def test_real_scan_imports_with_the_boxes_mmdetection3d_computed(real):
 
 def test_real_photos_score_the_right_convention_far_above_the_opengl_flip(real):
     params = CheckParams()
-    ev = _gather(real, use_depth=False, use_mesh=True, params=params)
+    ev = gather_evidence(real, use_depth=False, use_mesh=True, params=params)
     assert ev.colour_points is not None and all(im is not None for im in ev.images)
     right = np.array(colour_scores(real, ev, params))
     gl = replace(real, frames=tuple(replace(f, camera_to_world=f.camera_to_world @ np.diag([1.0, -1, -1, 1]))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..jsonl import parse_json, read_text
 from ..videos.plan import check_scene_id
 
 SCENE_FILE = "scene.json"
@@ -76,7 +77,7 @@ def from_list(path: str | os.PathLike) -> list[SceneSpec]:
             try:
                 doc = json.loads(line)
                 fields = [doc["scene"], doc["questions"]]
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
                 raise InputError(f"{path}:{n}: expected a JSON object with 'scene' and 'questions' paths") from None
             if not all(isinstance(f, str) for f in fields):
                 raise InputError(f"{path}:{n}: 'scene' and 'questions' must be paths (strings)")
@@ -110,14 +111,7 @@ def read_scene_id(spec: SceneSpec) -> str:
     """The ``scene_id`` of ``spec``'s scene.json (JSON read, the id checked to name files; the
     rest is validated by the task). InputError naming the file and field."""
     path = spec.scene_json
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{path}: cannot read scene file ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    doc = parse_json(read_text(path, InputError, "scene file"), str(path), InputError)
     if not isinstance(doc, dict) or not isinstance(doc.get("scene_id"), str):
         raise InputError(f"{path}: scene_id: expected a string (docs/scene-format.md)")
     return check_scene_id(doc["scene_id"], str(path))

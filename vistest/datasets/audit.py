@@ -359,7 +359,7 @@ def provenance_alignments(scene_path: str | os.PathLike) -> list[tuple[str, np.n
 # evidence
 # ---------------------------------------------------------------------------------------
 @dataclass
-class _Evidence:
+class Evidence:
     """Per audited frame: depth on the working grid (F, N) metres (0 = none) or None;
     mesh points (M, 3) or None; the grid and frame choice. Colour: surface points
     (C, 3) and their RGB (C, 3) 0-255, and per audited frame its image averaged over the
@@ -431,7 +431,12 @@ def surface_points(path, samples: int = 200_000) -> tuple[np.ndarray, np.ndarray
     return np.concatenate([verts, pts]), None
 
 
-def _gather(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams, use_colour: bool = True) -> _Evidence:
+def gather_evidence(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams,
+                    use_colour: bool = True) -> Evidence:
+    """The :class:`Evidence` :func:`audit_scene` checks ``scene`` against: its audited frames
+    and grid, depth samples (``use_depth`` and the scene has depth), mesh points (``use_mesh``
+    and it has a mesh) and, with ``use_colour``, the mesh's colours and the frames' images
+    (for :func:`colour_scores`)."""
     from ..visibility.table import depth_samples
 
     frames = _audit_frames(scene, params)
@@ -440,9 +445,9 @@ def _gather(scene: Scene, use_depth: bool, use_mesh: bool, params: CheckParams, 
     if use_depth and any(f.depth for f in frames):
         depth = depth_samples(scene, frames, ws, hs)
     if not (use_mesh and scene.mesh is not None):
-        return _Evidence(frames, ws, hs, depth, None)
+        return Evidence(frames, ws, hs, depth, None)
     points, colours = surface_points(scene.path(scene.mesh), params.mesh_samples)
-    ev = _Evidence(frames, ws, hs, depth, points)
+    ev = Evidence(frames, ws, hs, depth, points)
     if use_colour and colours is not None:
         keep = np.flatnonzero(np.isfinite(colours).all(axis=1))
         if len(keep) > params.colour_points:
@@ -552,7 +557,7 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def colour_scores(scene: Scene, ev: _Evidence, params: CheckParams) -> tuple[float, ...]:
+def colour_scores(scene: Scene, ev: Evidence, params: CheckParams) -> tuple[float, ...]:
     """Per audited frame with an image: :func:`colour_consistency`'s rho for ``scene``'s
     poses and intrinsics (a frame whose pose is unknown under the scene scores 0)."""
     by_index = {f.index: f for f in scene.frames}
@@ -582,7 +587,7 @@ def _rays(scene: Scene, frame: Frame, ws: int, hs: int) -> np.ndarray:
     return np.stack([(u - k.cx) / k.fx, (v - k.cy) / k.fy, np.ones_like(u, float)], -1).reshape(-1, 3)
 
 
-def _observed_points(scene: Scene, ev: _Evidence, params: CheckParams) -> np.ndarray | None:
+def _observed_points(scene: Scene, ev: Evidence, params: CheckParams) -> np.ndarray | None:
     """Observed points in the pose world under ``scene``'s poses and intrinsics (a
     hypothesis applied): back-projected depth images (if any) plus mesh points;
     voxel-downsampled."""
@@ -714,7 +719,7 @@ def sightings(scene: Scene, frames: tuple[Frame, ...], depth: np.ndarray, ws: in
     return seen, contra
 
 
-def _fit(scene: Scene, h: Hypothesis, ev: _Evidence, params: CheckParams, th: Thresholds, cache: dict) -> Fit:
+def _fit(scene: Scene, h: Hypothesis, ev: Evidence, params: CheckParams, th: Thresholds, cache: dict) -> Fit:
     """Run every available check on ``scene`` under hypothesis ``h``."""
     s = apply(scene, h)
     centers, sizes, rots = s.world_boxes()
@@ -810,7 +815,7 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
     if not (has_depth or has_mesh):
         raise InputError(f"{scene.source}: nothing to audit against: expected depth frames "
                          f"(frames[i].depth) or a mesh (mesh)")
-    ev = _gather(scene, has_depth, has_mesh, params, use_colour)
+    ev = gather_evidence(scene, has_depth, has_mesh, params, use_colour)
     hyps = hypotheses(scene, alignments, poses=ev.depth is not None or ev.colour_points is not None)
     cache: dict = {}
     fits = []

@@ -11,7 +11,7 @@ axes. Boxes are solids: two boxes that intersect or touch are at distance 0.
   vertex and a face, or two edges).
 * :func:`footprint`: a box's outline on the floor plane (convex hull of its corners' XY).
 * :func:`polygon_distance`: closest-point distance between two convex polygons (0 when they
-  overlap). :func:`polygon_area`: shoelace area (vistest.scene's).
+  overlap). :func:`polygon_area`: shoelace area (vistest.geometry's).
 * :func:`ccw_angle_deg`: the angle, in degrees in [0, 360), from a facing direction to a
   target direction in the floor plane, counter-clockwise seen from above (+Z), so 90 is
   to the left and 270 to the right (ReVSI's ``_calculate_angle`` convention).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scene import box_corners, polygon_area
+from ..geometry import box_corners, polygon_area
 
 __all__ = ["EDGES", "corners", "point_box_distance", "segments_enter_box", "segment_distances", "boxes_intersect",
            "box_distance", "convex_hull_2d", "footprint", "polygon_area", "polygon_distance", "ccw_angle_deg"]
@@ -31,7 +31,7 @@ _EPS = 1e-12
 
 
 def corners(center, size, rotation) -> np.ndarray:
-    """(8, 3) world corners of one box (numbering of :func:`vistest.scene.box_corners`)."""
+    """(8, 3) world corners of one box (numbering of :func:`vistest.geometry.box_corners`)."""
     return box_corners(np.asarray(center, float)[None], np.asarray(size, float)[None],
                        np.asarray(rotation, float)[None])[0]
 

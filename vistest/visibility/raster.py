@@ -270,7 +270,7 @@ def camera_corners(pw, r, t, near, pc):
 def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
     """Project a camera-space box clipped to the half-space z >= near: the engine's geometry.
 
-    pc: (8, 3) camera coordinates of the corners (numbering of :func:`vistest.scene.box_corners`).
+    pc: (8, 3) camera coordinates of the corners (numbering of :func:`vistest.geometry.box_corners`).
     Pixel coordinates (OpenCV: integer = pixel centre) for intrinsics (fx, fy, cx, cy) are
     written to cu, cv (8,) for every corner in front of the plane, and to eu, ev (12,) for
     the point where edge e (``EDGES[e]``) crosses z = near; entries of corners behind the
