@@ -13,7 +13,7 @@ DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test test-fast test-clients lint bench bench-videos bench-batch setup clean variants
+.PHONY: demo test test-slow test-all test-clients lint bench bench-videos bench-batch setup clean variants
 
 setup: $(STAMP)
 
@@ -102,17 +102,23 @@ $(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(S
 
 -include $(wildcard $(OUT)/.vistest/*.done.d)
 
-# `make test`: the whole suite, as CI runs it, on every core (pytest-xdist, one test module per
-# worker at a time, longest modules first: see tests/conftest.py). `make test-fast`: the same without
-# the tests marked slow. TEST_JOBS=0: in this process, no workers.
+# `make test`: the fast tier, every test not marked slow (pytest -m "not slow"), on every core
+# (pytest-xdist, one test module per worker at a time, longest modules first: see tests/conftest.py).
+# `make test-slow`: the slow tier (the cold Numba compile, the 300-frame video decode checks, Ray on
+# two nodes, kill/SIGINT loops, every sampler profile, the random pyrender scenes). CI (.ci/run) runs
+# both; `make test-all` runs both in one pytest run. TEST_JOBS=0: in this process, no workers.
+# PYTHONDONTWRITEBYTECODE is cleared so that pytest caches its compiled test modules (__pycache__/, ignored).
 TEST_JOBS ?= auto
-PYTEST := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP)
-	$(PYTEST)
-
-test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
+
+test-all: $(STAMP)
+	$(PYTEST)
 
 # `make test-clients`: tests/clients/ against the real lmms-eval package (0.7.3: its TaskManager, evaluator and
 # revsi task), the sampler profiles against torch's own linspace (tests/test_sampling.py, which `make test` runs

@@ -14,7 +14,8 @@ They are shared, so they are read-only: a test that writes beside scene.json tak
 :func:`scene_copy` first, and a test that changes a run folder copies it first
 (``shutil.copytree``) instead of running again.
 
-``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder``: each test module
+``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder -m "not slow"`` (the
+fast tier; ``make test-slow``: ``-m slow``, the slow tier; CI runs both): each test module
 runs on one xdist worker, so a module-scoped fixture is built once, and the longest modules
 (``LONGEST_FIRST``) are handed out first; the session fixtures above are built once per run
 whichever workers use them.
@@ -181,12 +182,12 @@ def demo_tiny(tmp_path_factory) -> Path:
 # ---------------------------------------------------------------------------------------
 # session hooks
 # ---------------------------------------------------------------------------------------
-# The longest modules (CPU time of `make test`), longest first. Under pytest-xdist `make test`
+# The longest modules (CPU time of `make test` and `make test-slow`), longest first. Under pytest-xdist `make test`
 # hands whole modules to the workers in collection order (--dist loadfile --no-loadscope-reorder),
 # so these go first and the workers finish together; the other modules follow in their usual
 # order. A stale list costs balance only, never correctness.
-LONGEST_FIRST = ("test_variants.py", "test_visibility.py", "test_run.py", "test_audit.py", "test_export.py",
-                 "test_demo.py", "test_index_html.py")
+LONGEST_FIRST = ("test_export.py", "test_variants.py", "test_batch.py", "test_visibility.py", "test_faults.py",
+                 "test_audit.py", "test_run.py", "test_generate.py", "test_demo.py")
 
 
 def pytest_sessionstart(session):

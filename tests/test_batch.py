@@ -159,6 +159,7 @@ def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp
     assert manifest(single) == [m for m in manifest(out) if m["scene_id"] == "demo-a"]
 
 
+@pytest.mark.slow  # export and score over the merged run
 def test_export_and_score_read_the_merged_run(reference, tmp_path):
     out, _ = reference
     cli("export", "jsonl", out, "-o", tmp_path / "jsonl", "--quiet", check=0)
@@ -279,6 +280,7 @@ def children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow  # a batch whose visibility child is killed, then retried
 def test_a_killed_visibility_process_is_retried_like_a_lost_worker(scenes, reference, tmp_path):
     """The out-of-memory killer takes the task's visibility child process (SIGKILL): the task
     neither hangs nor records a bug; its worker ends as lost and the scene is retried."""

@@ -264,6 +264,7 @@ def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     assert len(list((out / "depth").iterdir())) == MIN_FRAMES  # the old depth folder, never half-replaced
 
 
+@pytest.mark.slow  # renders the demo three times
 def test_rerun_keeps_an_up_to_date_demo_and_redoes_a_changed_one(tmp_path):
     """The same parameters leave the folder as it is (the video is not byte-deterministic across
     processes, and derived videos are keyed by its bytes); other parameters, --force, or a

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# the 300-frame demo the example questions are written for (conftest.py demo_full): slow tier
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -26,7 +26,6 @@ from click.testing import CliRunner
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
-from vistest.datasets.demo import make_demo_scene
 from vistest.errors import InputError
 from vistest.eval import answers
 from vistest.eval.answers import CANNOT_DETERMINE, PROTOCOLS, STRESS_METRICS, score_answer
@@ -532,13 +531,12 @@ STRESS_RESPONSES = ("A", "B", "C", "D", "E", "None of these", CANNOT_DETERMINE, 
 
 
 @pytest.fixture(scope="module")
-def stress_run(tmp_path_factory):
-    """The demo (320x240, 60 frames) with its questions reformulated, run at 16 frames and all,
-    with drop dummies at both (a 16-frame budget dummy, the full-length one for all)."""
+def stress_run(tmp_path_factory, demo_small):
+    """The session's demo (320x240, 60 frames) with its questions reformulated, run at 16 frames
+    and all, with drop dummies at both (a 16-frame budget dummy, the full-length one for all)."""
     base = tmp_path_factory.mktemp("stress")
-    scene = make_demo_scene(base / "scene", num_frames=NUM_FRAMES, size=(320, 240), quiet=True)
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
-    cli("run", scene, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
+    cli("run", demo_small, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
         "--dummy-budgets", "16,all", "--preset", "ultrafast", "--quiet")
     return base / "run"
 
@@ -598,6 +596,7 @@ def test_lmms_eval_task_reproduces_vistest_score_on_a_reformulated_set(stress_ru
 # ---------------------------------------------------------------------------------------
 # budget dummies (the default of vistest run): exports and score
 # ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # decodes every dummy video of the run
 def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, frames_of):
     """A default run writes budget dummies: every dummy row of budget n is asked on the n-frame
     video ``dummy_{mode}/{n}_frame/{scene}/...`` holding the frames the row lists (uniform: n of

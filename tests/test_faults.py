@@ -267,6 +267,7 @@ KILL_POINTS = {
 }
 
 
+@pytest.mark.slow  # a run killed at several points, each followed by a rerun
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
 def test_kill9_at_several_points_then_rerun_leaves_nothing_and_matches_a_clean_run(clean, scene_json, tmp_path):
     killed_mid_run = []

@@ -143,6 +143,7 @@ def test_interrupted_run_leaves_nothing_trusted_and_rerun_is_identical(clean, sc
     assert np.array_equal(a.visible, b.visible, equal_nan=True)
 
 
+@pytest.mark.slow  # make over two scenes, then a rerun
 def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
     if not (ROOT / ".venv" / "bin" / "vistest").exists() or not shutil.which("make"):
         pytest.skip("needs make and the project's .venv")

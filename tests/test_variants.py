@@ -36,6 +36,10 @@ from vistest.budget.evaluators import DEFAULT_EVALUATORS, parse_evaluators
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# The tests on the module's run (fixture ``demo``: 300 frames, every dummy written and decoded) are
+# in the slow tier (``make test-slow``, run by CI); the video stage's fast coverage is test_run.py,
+# test_nested_occlusion.py and the unit tests below that need no run.
+SLOW = pytest.mark.slow
 W, H, N = 320, 240, 300
 COLOUR_MAX_PIXELS = 12  # codec and anti-aliasing blends of *other* colours reach 8 pixels per frame in the source
 SETTINGS = EncoderSettings(crf=4, preset="ultrafast", intra_preset="ultrafast")
@@ -141,6 +145,7 @@ def render_checked(demo, mode):
 
 
 # ---- budget videos ----------------------------------------------------------------------
+@SLOW
 def test_budget_videos_hold_exactly_the_selected_frames(demo, decoded):
     src = demo["source"].astype(np.int16)
     truth = demo["res"].truth
@@ -156,6 +161,7 @@ def test_budget_videos_hold_exactly_the_selected_frames(demo, decoded):
             assert all(np.abs(got[k] - src[j]).mean() > err for j in near), (rec["path"], k, i)
 
 
+@SLOW
 def test_budget_video_rates_and_profile_report(demo):
     sid = demo["scene"].scene_id
     for label, fps in (("16", 1.0), ("32", 1.0), ("all", 30.0)):
@@ -194,6 +200,7 @@ def seen_frames(vis, frames, cols, threshold=0.05):
     return [{f for f in frames if vis.valid[rows[f]] and vis.visible[rows[f], c] > threshold} for c in cols]
 
 
+@SLOW
 @pytest.mark.parametrize("name", list(FPS_EVALUATORS))
 def test_fps_evaluator_frames_of_all_frame_are_its_function_of_the_written_video(demo, name):
     """The manifest's frames for all_frame are the evaluator's profile function of the written video (its
@@ -237,6 +244,7 @@ def test_fps_evaluator_frames_of_all_frame_are_its_function_of_the_written_video
     assert differ, f"{name}: its {len(want)} frames support the same answers as every frame (a weak test)"
 
 
+@SLOW
 def test_manifest_states_every_evaluator_s_frames_of_every_written_video(demo):
     """Every written video (budget videos, all_frame, full-length dummies), every budget it serves, every
     configuration of the run: the manifest's take is the configuration's profile function of the written file's
@@ -263,6 +271,7 @@ def test_manifest_states_every_evaluator_s_frames_of_every_written_video(demo):
     assert {("budget", "budget"), ("budget", "full"), ("dummy", "full")} <= lengths, lengths
 
 
+@SLOW
 def test_every_frame_and_segment_evaluators_on_all_frame(demo):
     """every-frame takes the 300 frames (its all ground truth is all_frame.jsonl's); InternVL asked 300 segments
     misses frame 299 and repeats frame 150 (get_index's centres); VLMEvalKit's ReVSI asks 128 (int(i*300/129))."""
@@ -281,6 +290,7 @@ def test_every_frame_and_segment_evaluators_on_all_frame(demo):
 
 
 # ---- dummies ----------------------------------------------------------------------------
+@SLOW
 def test_detector_sees_the_objects_in_the_source(demo):
     """The colour check below is meaningful: where an object shows more than 100 pixels, its
     hue is found in the source frames."""
@@ -291,6 +301,7 @@ def test_detector_sees_the_objects_in_the_source(demo):
         assert (counts > 20).mean() > 0.9, (rec["objects"], counts)
 
 
+@SLOW
 def test_drop_dummies_remove_every_frame_showing_the_object(demo, decoded):
     src = demo["source"].astype(np.int16)
     for rec, k in render_checked(demo, "drop"):
@@ -302,6 +313,7 @@ def test_drop_dummies_remove_every_frame_showing_the_object(demo, decoded):
         assert counts.max() <= COLOUR_MAX_PIXELS, (rec["path"], rec["objects"], counts.max())
 
 
+@SLOW
 def test_black_dummies_keep_timing_and_black_out_the_evidence(demo, decoded):
     src = demo["source"].astype(np.int16)
     for rec, k in render_checked(demo, "black"):
@@ -316,6 +328,7 @@ def test_black_dummies_keep_timing_and_black_out_the_evidence(demo, decoded):
         assert colour_pixels(got, k).max() <= COLOUR_MAX_PIXELS
 
 
+@SLOW
 def test_mask_dummies_hide_the_object_and_leave_the_others(demo, decoded):
     src = demo["source"]
     uniq = unique_hue_objects(demo["scene"])
@@ -345,6 +358,7 @@ def test_mask_dummies_hide_the_object_and_leave_the_others(demo, decoded):
             assert shown.any() and (after[shown] >= 0.9 * before[shown]).all(), (rec["objects"], other)
 
 
+@SLOW
 def test_allblack_dummy(demo, decoded):
     path = f"dummy_allblack/{demo['scene'].scene_id}.mp4"
     assert decoded[path].shape[0] == N and decoded[path].max() <= 4
@@ -352,6 +366,7 @@ def test_allblack_dummy(demo, decoded):
     assert set(demo["manifest"][path]["questions"]) == {q.id for q in demo["questions"]}
 
 
+@SLOW
 def test_identical_evidence_shares_one_dummy(demo):
     for mode in ("drop", "black", "mask"):
         recs = [r for r in demo["manifest"].values() if r["mode"] == mode and "demo-5" in r["questions"]]
@@ -359,6 +374,7 @@ def test_identical_evidence_shares_one_dummy(demo):
         assert recs[0]["path"].endswith(recs[0]["key"][:16] + ".mp4")
 
 
+@SLOW
 def test_dummy_ground_truth(demo):
     rows = demo["dummy_gt"]
     by = {(r["id"], r["variant"], r["num_frames"]): r for r in rows}
@@ -381,6 +397,7 @@ def test_dummy_ground_truth(demo):
 
 
 # ---- manifest and files -----------------------------------------------------------------
+@SLOW
 def test_every_manifest_video_decodes_to_its_frames(demo):
     out = demo["out"]
     on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*.mp4"))
@@ -394,6 +411,7 @@ def test_every_manifest_video_decodes_to_its_frames(demo):
             assert field in rec
 
 
+@SLOW
 def test_plan_without_writing_is_deterministic(demo):
     scene, vis, qs = demo["scene"], demo["vis"], demo["questions"]
     truth = budget_truth(scene, vis, qs, budgets=(16, "all"))
@@ -407,6 +425,7 @@ def test_plan_without_writing_is_deterministic(demo):
     assert not {v.key for v in a.variants} & {v.key for v in c.variants}  # encoder settings are in the key
 
 
+@SLOW
 def test_frame_count_and_size_mismatches_are_clear_errors(demo):
     doc = demo["scene"].to_dict()
     tmp_path = demo["scene_json"].parent  # beside scene.json: its relative paths resolve
@@ -474,6 +493,7 @@ def test_resources_fit_the_memory_budget_and_are_deterministic():
     assert not plan_resources((1296, 968), "veryslow", 3, cpus=2, max_memory_mb=100).fits
 
 
+@SLOW
 def test_passes_put_the_pool_in_the_first_and_never_black_only_variants(demo):
     plan = demo["res"].plan
     long_ = [v for v in sorted(plan.variants, key=lambda v: v.path) if is_long(v)]
@@ -526,6 +546,7 @@ def budget_dummy_run(demo, out, profile, modes=("drop", "black", "mask")):
     return res, manifest
 
 
+@SLOW
 @pytest.mark.parametrize("profile", list(PROFILES))
 def test_budget_dummy_frames_are_what_the_profile_takes_from_the_full_length_dummy(demo, full_length, profile,
                                                                                    tmp_path):
@@ -554,6 +575,7 @@ def test_budget_dummy_frames_are_what_the_profile_takes_from_the_full_length_dum
             assert take["takes_every_frame"], (profile, rec["path"], take)
 
 
+@SLOW
 def test_drop_budget_dummies_carry_no_evidence(demo, tmp_path):
     """No frame of a drop budget dummy shows a removed object: by the visibility table (every
     removed object invisible in every source frame it holds) and by colour in the decoded
@@ -583,6 +605,7 @@ def test_drop_budget_dummies_carry_no_evidence(demo, tmp_path):
         assert r["ground_truth"] == ("0" if r["id"] == "demo-1" else None)
 
 
+@SLOW
 def test_budget_dummies_share_the_pool(demo, tmp_path):
     """The black and mask dummies of a budget hold the budget video's frames: the pool encodes
     each distinct frame once, so far fewer frames are encoded than the videos hold."""
@@ -604,6 +627,7 @@ def framemd5(path):
     return [ln.split(",")[-1].strip() for ln in r.stdout.splitlines() if ln and not ln.startswith("#")]
 
 
+@SLOW
 def test_all_frame_is_a_frame_exact_stream_copy(demo):
     sid = demo["scene"].scene_id
     rec = demo["manifest"][f"all_frame/{sid}.mp4"]
@@ -630,6 +654,7 @@ def _ffmpeg(*args):
     subprocess.run([ffmpeg_exe(), "-v", "error", "-y", *map(str, args)], check=True)
 
 
+@SLOW
 @pytest.mark.parametrize("kind", ["mjpeg-avi", "vfr-mp4"])
 def test_all_frame_falls_back_to_encoding_and_says_why(demo, tmp_path, kind):
     """A source that cannot be stream-copied frame-exactly: MJPEG in AVI (not H.264 in
@@ -663,6 +688,7 @@ def test_all_frame_falls_back_to_encoding_and_says_why(demo, tmp_path, kind):
 
 
 # ---- reruns (last: they rewrite outputs) --------------------------------------------------
+@SLOW
 def test_rerun_skips_matching_outputs_and_redoes_the_rest(demo):
     out, sid = demo["out"], demo["scene"].scene_id
     kw = dict(opts=demo["opts"], progress=False)

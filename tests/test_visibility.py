@@ -128,6 +128,7 @@ def rel_errors(scene, vis, ref, check_projected=True):
     return np.concatenate(ev), np.array(ep)
 
 
+@pytest.mark.slow  # 1,600 pyrender renders each; fast tier: test_nested_boxes_agree_with_pyrender, test_render.py
 @pytest.mark.parametrize("seed", [1, 2])
 def test_agrees_with_pyrender_on_random_scenes(seed):
     from vistest.visibility.render import BoxSegRenderer
