@@ -61,7 +61,7 @@ def test_consistent_scene_passes(good):
 @pytest.mark.parametrize("broken, fix", [
     (skipped, "inverse(axisAlignment) as boxes_to_world"),
     (transposed, "rotation transposed"),
-    (inverted, "pose inverted"),
+    pytest.param(inverted, "pose inverted", marks=pytest.mark.slow),  # the colour test names it in the fast tier
 ])
 def test_convention_error_fails_and_names_the_fix(good, broken, fix):
     r = audit_scene(broken(good), alignments=ALIGN, params=FAST)

@@ -87,6 +87,7 @@ def test_video_decodes_to_every_frame(demo):
 
 
 # ---- determinism ---------------------------------------------------------------------------
+@pytest.mark.slow  # renders the demo three times
 def test_same_seed_same_outputs_other_seed_differs(demo_tiny, tmp_path):
     """The session's smallest demo (rendered by another process under xdist) rendered again."""
     demo = demo_tiny
@@ -241,6 +242,7 @@ def test_depth_edges_at_pixel_centres(scene):
     assert checked > 0.9 * 5 * (W + H)
 
 
+@pytest.mark.slow  # an interrupted render, then a rerun
 def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     """A run killed mid-render removes the old scene.json first and leaves no temp files."""
     import vistest.datasets.demo as demo_mod

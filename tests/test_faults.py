@@ -111,6 +111,7 @@ def copy_run(clean: Path, dest: Path) -> Path:
 
 
 # ---- broken output trusted --------------------------------------------------------------------
+@pytest.mark.slow  # four damaged outputs, each followed by a rerun
 def test_truncated_or_corrupted_output_is_rewritten_by_the_rerun(clean, scene_json, tmp_path):
     out = copy_run(clean, tmp_path / "out")
     allf, b16 = out / "all_frame" / f"{SID}.mp4", out / "16_frame" / f"{SID}.mp4"
@@ -194,6 +195,7 @@ def _read_until(proc: subprocess.Popen, text: str, timeout: float = 120.0) -> st
     return got
 
 
+@pytest.mark.slow  # two runs at once, then a --no-wait run
 def test_concurrent_runs_of_one_scene_serialise(clean, scene_json, tmp_path, monkeypatch):
     import vistest.pipeline as pipeline
 
@@ -389,7 +391,7 @@ def test_unwritable_output_folder_is_an_error(command, clean, scene_json, tmp_pa
         assert r.exit_code == 2 and f"{locked}" in r.output and "ermission denied" in r.output, r.output
 
 
-@pytest.mark.parametrize("command, limit", [("visibility", 1000), ("budget", 100)])
+@pytest.mark.parametrize("command, limit", [pytest.param("visibility", 1000, marks=pytest.mark.slow), ("budget", 100)])
 def test_full_disk_in_visibility_and_budget_is_an_error(command, limit, clean, scene_json, tmp_path):
     args = {"visibility": ["visibility", scene_json, "-o", tmp_path / "v.npz", "--quiet"],
             "budget": ["budget", scene_json, QUESTIONS, "-o", tmp_path / "b", "--quiet",
@@ -439,6 +441,7 @@ def test_deeply_nested_scene_and_absurd_frame_index_are_errors(scene_json, tmp_p
     assert r.exit_code == 2 and f"{huge}: frames[{N - 1}].index: expected a decoded frame number" in r.output
 
 
+@pytest.mark.slow  # compiles the kernels cold in a fresh process
 def test_numba_without_a_writable_cache_compiles_with_one_warning(tmp_path):
     pkg = tmp_path / "ro"
     pkg.mkdir()

@@ -366,6 +366,7 @@ def _run_cli(args, env_seed):
                           text=True, check=True)
 
 
+@pytest.mark.slow  # two generations in fresh processes
 def test_same_inputs_and_seed_give_identical_bytes_across_processes(tmp_path, rooms):
     args = []
     for inp in rooms[:3]:

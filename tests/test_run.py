@@ -111,6 +111,7 @@ def videos_in_progress(out):
     return [p for p in out.rglob("*") if (".tmp" in p.name and p.suffix == ".mp4") or ".vistest-spool" in p.name]
 
 
+@pytest.mark.slow  # two runs interrupted, each followed by a rerun
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_nothing_trusted_and_rerun_is_identical(clean, scene_json, tmp_path, sig):
     ref, _ = clean
