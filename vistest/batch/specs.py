@@ -17,7 +17,6 @@ is read from ``scene.json`` by :func:`read_scene_id` before anything runs.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,21 +63,17 @@ def from_list(path: str | os.PathLike) -> list[SceneSpec]:
     line for a line that is none of the three forms, or when there is no scene."""
     path = Path(path)
     base = path.parent
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the list of scenes ({e})") from None
+    text = read_text(path, InputError, "list of scenes")
     specs = []
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-                fields = [doc["scene"], doc["questions"]]
-            except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
-                raise InputError(f"{path}:{n}: expected a JSON object with 'scene' and 'questions' paths") from None
+            doc = parse_json(line, str(path), InputError, f":{n}")
+            if not isinstance(doc, dict) or "scene" not in doc or "questions" not in doc:
+                raise InputError(f"{path}:{n}: expected a JSON object with 'scene' and 'questions' paths")
+            fields = [doc["scene"], doc["questions"]]
             if not all(isinstance(f, str) for f in fields):
                 raise InputError(f"{path}:{n}: 'scene' and 'questions' must be paths (strings)")
         else:
