@@ -12,6 +12,7 @@ scene is read from the parent (the node's raylet) of the worker process its clai
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from vistest.batch.failures import ERROR, write_failed
 from vistest.batch.specs import SceneSpec, discover, read_scene_id
 from vistest.batch.task import SceneTask, TaskOptions, run_task
 from vistest.datasets.demo import demo_batch, make_demo_scene
+from vistest.atomic import files_record
 from vistest.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -488,6 +490,17 @@ def test_completeness_rule(tmp_path):
     video.write_bytes(b"v" * 9)
     assert state.complete(out, spec, "s", "opts") is None
     video.write_bytes(b"v" * 10)
+    mesh = tmp_path / "mesh.ply"  # what occlusion read: one more input
+    mesh.write_bytes(b"m" * 10)
+    with_mesh = dataclasses.replace(frag, evidence=files_record(tmp_path, [mesh]))
+    state.write_fragment(out, with_mesh)
+    assert state.complete(out, spec, "s", "opts") == with_mesh
+    os.utime(mesh, ns=(1, 1))
+    assert state.complete(out, spec, "s", "opts") == with_mesh
+    mesh.write_bytes(b"n" * 10)
+    assert state.complete(out, spec, "s", "opts") is None
+    mesh.unlink()
+    assert state.complete(out, spec, "s", "opts") is None
     state.remove_fragment(out, "s")
     assert state.complete(out, spec, "s", "opts") is None
 

@@ -102,6 +102,77 @@ def test_cli_errors_name_file_and_field(scene_json, tmp_path):
     assert r.returncode != 0 and "no-ffmpeg" in r.stderr
 
 
+# ---- the mesh and depth images occlusion reads are inputs --------------------------------------------
+def test_a_changed_mesh_reruns_the_scene_and_recomputes_its_visibility(scene_json, tmp_path):
+    """The demo's mesh (``auto`` occlusion renders it) is an input like scene.json: after it
+    changes, the scene is no longer current (named), a rerun computes the table again (equal
+    to one computed from the new mesh, unlike the stale one), and make's stamp lists the mesh."""
+    import trimesh
+
+    from vistest.pipeline import VideoOptions, scene_status
+    from vistest.scene import Scene
+    from vistest.videos.plan import EncoderSettings
+    from vistest.visibility.table import compute_visibility
+
+    scene = scene_copy(scene_json, tmp_path / "scene")  # files copied (mesh.ply), depth/ linked
+    out, questions = tmp_path / "out", EXAMPLES / "demo-questions.jsonl"
+    args = ["--budgets", "16", "--dummy", "drop", "--preset", "ultrafast", "--quiet"]
+    opts = VideoOptions(budgets=(16,), dummy_modes=("drop",), settings=EncoderSettings(preset="ultrafast"))
+    cli("run", scene, questions, "-o", out, *args)
+    assert scene_status(out, scene, questions, opts).current
+    before = Visibility.load(out / "scenes" / "demo-seed0" / "visibility.npz")
+    mesh = Scene.load(scene).path(Scene.load(scene).mesh)
+    lifted = trimesh.load(mesh, process=False)
+    lifted.vertices[:, 2] += 50.0  # walls and furniture out of every view: nothing hides the boxes
+    lifted.export(mesh)
+    st = scene_status(out, scene, questions, opts)
+    assert not st.current and any(r.startswith("input occlusion") and "differs" in r for r in st.reasons), st.reasons
+    cli("run", scene, questions, "-o", out, *args, "--stamp", tmp_path / "stamp")
+    after = Visibility.load(out / "scenes" / "demo-seed0" / "visibility.npz")
+    fresh = compute_visibility(Scene.load(scene))
+    assert np.array_equal(after.visible, fresh.visible, equal_nan=True)
+    assert not np.array_equal(after.visible, before.visible, equal_nan=True)
+    assert after.params["vistest_key"] != before.params["vistest_key"]
+    assert "mesh.ply" in (tmp_path / "stamp.d").read_text()
+    assert scene_status(out, scene, questions, opts).current
+
+
+def test_depth_images_are_keyed_by_content(scene_json, tmp_path, monkeypatch):
+    """``depth`` occlusion's key covers every depth image by content: a touched file keeps it
+    (and a rerun with the earlier record hashes nothing), one changed pixel or a missing file
+    changes it; ``boxes`` reads no file."""
+    import cv2
+
+    from vistest import atomic
+    from vistest.pipeline import occlusion_evidence, visibility_key
+    from vistest.scene import Scene
+
+    root = tmp_path / "scene"
+    shutil.copytree(Path(scene_json).parent, root)
+    scene = Scene.load(root / "scene.json")
+    key = visibility_key(root / "scene.json", scene, "depth")
+    rec = occlusion_evidence(scene, "depth")
+    depth = sorted((root / "depth").iterdir())
+    assert rec["files"] == [f"depth/{p.name}" for p in depth] and len(depth) == scene.num_frames
+    assert rec["sha256"] in key and "evidence" not in visibility_key(root / "scene.json", scene, "boxes")
+    assert occlusion_evidence(scene, "boxes") is None
+    os.utime(depth[7], ns=(1, 1))  # touched: same content
+    assert atomic.check_files(rec) is None
+    assert visibility_key(root / "scene.json", scene, "depth") == key
+    hashed = []
+    real = atomic.sha256_file
+    monkeypatch.setattr(atomic, "sha256_file", lambda p, *a: hashed.append(p) or real(p, *a))
+    again = occlusion_evidence(scene, "depth", known=occlusion_evidence(scene, "depth"))
+    assert again["sha256"] == rec["sha256"] and len(hashed) == len(depth)  # the second record hashed nothing
+    img = cv2.imread(str(depth[7]), cv2.IMREAD_UNCHANGED)
+    img[0, 0] += 1
+    cv2.imwrite(str(depth[7]), img)
+    assert "differs" in atomic.check_files(rec)
+    assert visibility_key(root / "scene.json", scene, "depth") != key
+    depth[7].unlink()
+    assert atomic.check_files(rec) == f"{depth[7]}: missing"
+
+
 def leftovers(out):
     return [p for p in out.rglob("*") if ".tmp" in p.name or ".vistest-spool" in p.name]
 

@@ -15,7 +15,9 @@
 * **Records** (:func:`file_record`, :func:`check_file`): a file's size, sha256 and
   modification time when it was written; a file matches its record when its size is the
   recorded one and, unless its modification time is the recorded one too, its sha256 is
-  (``verify`` always hashes).
+  (``verify`` always hashes). A set of files (a scene's depth images) has one record of the
+  same kind (:func:`files_record`, :func:`check_files`): digests over its files' sizes and
+  times, and over their contents.
 """
 from __future__ import annotations
 
@@ -265,4 +267,60 @@ def check_file(path: str | os.PathLike, record: Mapping, verify: bool = False) -
         return None
     if sha256_file(path) != record.get("sha256"):
         return "its sha256 differs from the recorded one"
+    return None
+
+
+def _files_stat(root: Path, files: Iterable[str]) -> tuple[str, int]:
+    """(sha256 of each file's ``relative path, size, mtime_ns`` line, total bytes); OSError
+    (FileNotFoundError) when one is missing."""
+    h, total = hashlib.sha256(), 0
+    for rel in files:
+        st = os.stat(root / rel)
+        total += st.st_size
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest(), total
+
+
+def _files_content(root: Path, files: Iterable[str]) -> str:
+    """sha256 of each file's ``relative path, sha256`` line: a content key of the set that
+    does not depend on where the folder lies or when its files were written."""
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(f"{rel}\0{sha256_file(root / rel)}\n".encode())
+    return h.hexdigest()
+
+
+def files_record(root: str | os.PathLike, paths: Iterable[str | os.PathLike], known: Mapping | None = None) -> dict:
+    """The record of a set of files below ``root`` (e.g. the mesh and depth images a
+    visibility table is computed from): ``{"root": absolute root, "files": [paths relative
+    to it, '/'-separated, sorted], "bytes": total, "stat": sha256 over each file's relative
+    path, size and mtime_ns, "sha256": sha256 over each file's relative path and sha256}``.
+    One record however many files (a scan has thousands of depth images). ``known``: an
+    earlier record of the same set whose ``sha256`` is reused while ``stat`` is unchanged,
+    so that a rerun hashes nothing (the shortcut of :func:`file_record`)."""
+    root = Path(root).resolve()
+    files = sorted({Path(os.path.relpath(Path(p).resolve(), root)).as_posix() for p in paths})
+    stat, total = _files_stat(root, files)
+    if known and known.get("root") == str(root) and known.get("files") == files and known.get("stat") == stat \
+            and known.get("sha256"):
+        sha = known["sha256"]
+    else:
+        sha = _files_content(root, files)
+    return {"root": str(root), "files": files, "bytes": total, "stat": stat, "sha256": sha}
+
+
+def check_files(record: Mapping, verify: bool = False) -> str | None:
+    """Why the files of ``record`` (:func:`files_record`) no longer match it, or None when they
+    do: a file missing (named); else, when ``verify`` or a size or modification time changed,
+    another content digest. As :func:`check_file`, the times are a shortcut only: an edit
+    keeping a file's size and nanosecond modification time is not seen without ``verify``."""
+    root, files = Path(str(record.get("root", ""))), [str(f) for f in record.get("files") or ()]
+    try:
+        stat, _ = _files_stat(root, files)
+    except FileNotFoundError as e:
+        return f"{e.filename}: missing"
+    if not verify and stat == record.get("stat"):
+        return None
+    if _files_content(root, files) != record.get("sha256"):
+        return f"the content of its {len(files)} file(s) below {root} differs from the recorded one"
     return None

@@ -2,7 +2,8 @@
 
 The output folder (``OUTDIR``, a run folder shared by any number of scenes) is laid out as
 vistest.layout says: budget and dummy videos, ``scenes/{scene_id}/`` (the visibility table,
-reused while the scene, the video size and the occlusion mode are unchanged; the budget
+reused while the scene, the video size, the occlusion mode and the mesh or depth images it
+reads are unchanged: :func:`visibility_key`; the budget
 ground truth; the dummies' ground truth; per evaluator configuration, the ``all`` budget's
 ground truth over the frames it takes, ``evaluators/{name}/all_frame.jsonl``), ``manifest.jsonl``
 and the scene's record and lock
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import layout
-from .atomic import check_writable, file_record, write_atomic
+from .atomic import check_writable, file_record, files_record, write_atomic
 from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
 from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
                            budget_truth, evaluator_truth, write_budget_files)
@@ -38,7 +39,7 @@ from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMM
 from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
 from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
                               remove_stale_files, update_manifest, write_scene_record)
-from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion
+from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion, occlusion_inputs
 from .workers import ChildLost, call_in_child, describe_exit
 
 
@@ -134,11 +135,31 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
 # ---------------------------------------------------------------------------------------
 # visibility, cached per scene
 # ---------------------------------------------------------------------------------------
-def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str) -> str:
+def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str, evidence: Mapping | None = None
+                   ) -> str:
     """What a cached visibility table depends on: scene.json's bytes, the (possibly scaled)
-    image size, the occlusion mode (default scale, near and depth tolerance) and the version
-    of the occlusion rules (a table computed under older rules is never reused)."""
-    return f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
+    image size, the occlusion mode (default scale, near and depth tolerance), the version
+    of the occlusion rules (a table computed under older rules is never reused) and, for
+    ``mesh`` and ``depth``, the content of the files occlusion reads (``evidence``: their
+    vistest.atomic.files_record, see :func:`occlusion_evidence`; None: computed here)."""
+    if evidence is None:
+        evidence = occlusion_evidence(scene, occlusion)
+    key = f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
+    return key if evidence is None else f"{key}:evidence{evidence['sha256']}"
+
+
+def occlusion_evidence(scene: Scene, occlusion: str, known: Mapping | None = None) -> dict | None:
+    """The record (vistest.atomic.files_record, relative to the scene's folder) of the files
+    a table in mode ``occlusion`` reads (vistest.visibility.table.occlusion_inputs: the mesh,
+    or every depth image); None for ``boxes`` and ``none``. ``known``: the scene's earlier
+    record of them (no hashing while sizes and times are unchanged)."""
+    files = occlusion_inputs(scene, occlusion)
+    if not files:
+        return None
+    try:
+        return files_record(scene.root, files, known)
+    except FileNotFoundError as e:
+        raise InputError(f"{e.filename}: missing; {scene.source} names it for occlusion {occlusion!r}") from None
 
 
 def _visibility_worker(scene: Scene, occlusion: str, progress: bool, key: str) -> Visibility:
@@ -165,11 +186,12 @@ def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSI
 
 
 def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, occlusion: str = DEFAULT_OCCLUSION,
-                     progress: bool = True) -> tuple[Visibility, bool]:
-    """The scene's visibility: read from ``cache`` when its key matches, else computed (default
-    parameters, in a child process). Returns (visibility, computed); a computed one is not
-    saved here: :func:`run_scene` writes it with the scene's other files."""
-    key = visibility_key(scene_json, scene, occlusion)
+                     progress: bool = True, evidence: Mapping | None = None) -> tuple[Visibility, bool]:
+    """The scene's visibility: read from ``cache`` when its key (:func:`visibility_key`, with
+    ``evidence``) matches, else computed (default parameters, in a child process). Returns
+    (visibility, computed); a computed one is not saved here: :func:`run_scene` writes it
+    with the scene's other files."""
+    key = visibility_key(scene_json, scene, occlusion, evidence)
     if cache.is_file():
         try:
             vis = Visibility.load(cache)
@@ -186,7 +208,8 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
 @dataclass(frozen=True)
 class SceneResult:
     """What a scene's run produced: the plan, the write report, the budget truth (``run``
-    only), the files written besides videos, warnings, and its manifest lines."""
+    only), the files written besides videos, warnings, its manifest lines, and the record of
+    the mesh or depth files its visibility was computed from (None: none read)."""
 
     plan: VariantPlan
     report: WriteReport
@@ -194,6 +217,7 @@ class SceneResult:
     files: tuple[Path, ...]
     warnings: tuple[str, ...]
     manifest: tuple[dict, ...] = ()  # the scene's manifest lines (with each video's bytes and sha256)
+    evidence: Mapping[str, Any] | None = None  # the occlusion files read (occlusion_evidence), None: none
 
     def outputs(self, outdir: str | os.PathLike) -> list[Path]:
         """Every output file of the scene: videos, then the other files."""
@@ -318,16 +342,19 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                   "video": input_record(scene.path(scene.video), known.get("video"))}
         if questions_path is not None:
             inputs["questions"] = input_record(questions_path, known.get("questions"))
+        evidence = None if visibility is not None else occlusion_evidence(scene, occlusion, known.get("occlusion"))
+        if evidence is not None:
+            inputs["occlusion"] = evidence
         scene_dir = layout.scene_dir(outdir, sid)
         cache = None  # the visibility file of the run: None (none), False (kept as it is), True (to write)
         stage("visibility")
         if visibility is None:
             if with_budget_files:
                 visibility, cache = scene_visibility(scene, scene_json, scene_dir / layout.VISIBILITY, occlusion,
-                                                     progress)
+                                                     progress, evidence)
             else:
-                visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion), occlusion,
-                                                 progress)
+                visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion, evidence),
+                                                 occlusion, progress)
         stage("budget")
         truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
                              seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
@@ -349,7 +376,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         finally:
             discard_videos(report)
     return SceneResult(plan, report, truth if with_budget_files else None, tuple(files), tuple(plan.warnings),
-                       tuple(lines))
+                       tuple(lines), evidence)
 
 
 def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: BudgetTruth | None,

@@ -7,6 +7,8 @@ scene's fragment ``RUN_DIR/.vistest/scenes/{scene_id}.json`` (vistest.layout.fra
 * ``options``: the key of the options that decide its outputs (``TaskOptions.key``);
 * ``inputs``: each input file (scene.json, questions, source video, a given visibility table)
   with its size, modification time (ns) and sha256, taken before the task read it;
+* ``evidence``: the mesh or depth images the scene's occlusion read, as one record
+  (vistest.atomic.files_record; null when none: boxes occlusion, or a given table);
 * ``outputs``: each output (videos, visibility, budget and dummy ground truth; paths relative
   to RUN_DIR) with its size;
 * ``manifest``: the scene's manifest lines, which the batch merges into ``manifest.jsonl``.
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import layout
-from ..atomic import write_atomic
+from ..atomic import check_files, write_atomic
 from ..videos.plan import file_key
 from .specs import SceneSpec
 
@@ -75,6 +77,7 @@ class Fragment:
     inputs: tuple[InputKey, ...]
     outputs: tuple[tuple[str, int], ...]
     manifest: tuple[Mapping[str, Any], ...]
+    evidence: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
         """The fragment file's text: one JSON object, keys sorted (the same scene, inputs and
@@ -83,7 +86,8 @@ class Fragment:
                "questions": self.questions, "options": self.options,
                "inputs": [vars(k) for k in self.inputs],
                "outputs": [{"path": p, "size": s} for p, s in self.outputs],
-               "manifest": [dict(r) for r in self.manifest]}
+               "manifest": [dict(r) for r in self.manifest],
+               "evidence": None if self.evidence is None else dict(self.evidence)}
         return json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n"
 
     @classmethod
@@ -96,7 +100,7 @@ class Fragment:
                    tuple(InputKey(str(k["path"]), int(k["size"]), int(k["mtime_ns"]), str(k["sha256"]))
                          for k in doc["inputs"]),
                    tuple((str(o["path"]), int(o["size"])) for o in doc["outputs"]),
-                   tuple(doc["manifest"]))
+                   tuple(doc["manifest"]), doc["evidence"])
 
 
 def outputs_of(run_dir: str | os.PathLike, paths: Sequence[str | os.PathLike]) -> tuple[tuple[str, int], ...]:
@@ -134,7 +138,9 @@ def complete(run_dir: str | os.PathLike, spec: SceneSpec, scene_id: str, options
 
     * a fragment exists (a task finished the scene and wrote it last);
     * it was run from the same scene.json and questions paths with the same output options;
-    * every input is unchanged (:meth:`InputKey.unchanged`: content keys);
+    * every input is unchanged (:meth:`InputKey.unchanged`: content keys), and so are the
+      mesh or depth images its occlusion read (vistest.atomic.check_files: one ``stat`` per
+      file; their content digest when a size or time changed);
     * every output it lists exists with the size it had.
     """
     run_dir = Path(run_dir)
@@ -144,6 +150,8 @@ def complete(run_dir: str | os.PathLike, spec: SceneSpec, scene_id: str, options
     if frag.scene_json != str(spec.scene_json) or frag.questions != str(spec.questions):
         return None
     if not all(k.unchanged() for k in frag.inputs):
+        return None
+    if frag.evidence is not None and check_files(frag.evidence) is not None:
         return None
     for rel, size in frag.outputs:
         try:

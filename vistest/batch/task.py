@@ -170,7 +170,7 @@ def run_task(task: SceneTask) -> Outcome:
                         scale_intrinsics=opts.scale_intrinsics, progress=False, scene=scene, manifest=False,
                         stage=stage, questions_path=spec.questions)
         frag = Fragment(sid, str(spec.scene_json), str(spec.questions), opts.key(), inputs,
-                        outputs_of(out, res.outputs(out)), res.manifest)
+                        outputs_of(out, res.outputs(out)), res.manifest, res.evidence)
         write_fragment(out, frag)
         return Outcome(sid, "done", claim.attempt, round(time.perf_counter() - t0, 3), host,
                        written=len(res.report.written), up_to_date=len(res.report.skipped),

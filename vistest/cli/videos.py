@@ -147,6 +147,8 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
             write_index(outdir)
     if stamp:
         inputs = [scene_json, questions_jsonl, str(scene.path(scene.video))]
+        if res.evidence is not None:  # the mesh or depth images occlusion read
+            inputs += [str(Path(res.evidence["root"]) / f) for f in res.evidence["files"]]
         write_stamp(stamp, inputs, res.outputs(outdir), {"scene_id": scene.scene_id, "videos": len(res.plan.variants)})
     if not quiet:
         _video_summary(res, outdir)

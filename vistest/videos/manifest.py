@@ -12,8 +12,9 @@
   ``flock`` locks: the system releases them when the holder ends, however it ends.
 * **The scene record** (``RUN_DIR/.vistest/records/{scene_id}.json``, :func:`write_scene_record`)
   says what the scene's last completed run wrote: every file (videos, visibility, ground truth)
-  with its size, sha256 and modification time, the inputs (scene.json, the video, the questions)
-  and the options. :func:`check_scene` tells from it, cheaply (sizes and times; hashes only
+  with its size, sha256 and modification time, the inputs (scene.json, the video, the questions,
+  and as one record the mesh or depth images occlusion read: vistest.atomic.files_record) and the
+  options. :func:`check_scene` tells from it, cheaply (sizes and times; hashes only
   when a time changed, or when asked), whether the scene is complete and up to date.
 * **Stale files** (:func:`remove_stale_files`): temporary files and work folders left by a run
   that was killed (``kill -9``) are recognised by the process and host in their names
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import layout
-from ..atomic import check_file, ensure_folder, file_record, remove_stale, write_atomic
+from ..atomic import check_file, check_files, ensure_folder, file_record, remove_stale, write_atomic
 from ..errors import InputError, is_environment_error, output_error
 from ..jsonl import iter_jsonl, parse_json, read_text
 from .plan import VariantPlan
@@ -241,7 +242,8 @@ def read_scene_record(outdir: str | os.PathLike, scene_id: str) -> dict | None:
 def write_scene_record(outdir: str | os.PathLike, scene_id: str, files: Mapping[str, Mapping],
                        inputs: Mapping[str, Mapping], options: Mapping[str, Any], command: str) -> Path:
     """Write the scene's record atomically: ``files`` ({path relative to RUN_DIR: {bytes,
-    sha256, mtime_ns[, key]}}), ``inputs`` ({name: {path, bytes, sha256, mtime_ns}}),
+    sha256, mtime_ns[, key]}}), ``inputs`` ({name: {path, bytes, sha256, mtime_ns}}; ``occlusion``:
+    a vistest.atomic.files_record),
     ``options`` (and their key), ``command`` (``run`` or ``videos``)."""
     from .. import __version__
 
@@ -295,9 +297,16 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
             reasons.append(f"{outdir / p}: {why}")
     complete = not reasons
     for name, irec in (rec.get("inputs") or {}).items():
-        why = check_file(irec.get("path", ""), irec, verify) if isinstance(irec, dict) else "not recorded"
-        if why is not None:
-            reasons.append(f"input {name} {irec.get('path') if isinstance(irec, dict) else ''}: {why}")
+        if not isinstance(irec, dict):
+            reasons.append(f"input {name}: not recorded")
+        elif "files" in irec:  # a set of files: the mesh or depth images occlusion read
+            why = check_files(irec, verify)
+            if why is not None:
+                reasons.append(f"input {name} ({len(irec['files'])} file(s) below {irec.get('root')}): {why}")
+        else:
+            why = check_file(irec.get("path", ""), irec, verify)
+            if why is not None:
+                reasons.append(f"input {name} {irec.get('path')}: {why}")
     for name, given in (inputs or {}).items():
         irec = (rec.get("inputs") or {}).get(name)
         if not isinstance(irec, dict) or irec.get("path") != str(Path(given).resolve()):

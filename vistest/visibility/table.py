@@ -40,6 +40,7 @@ import csv
 import io
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -170,6 +171,19 @@ def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, st
     why = ("no mesh or depth frames" if scene.mesh is None
            else f"its mesh {scene.mesh} is a point cloud and no depth frames")
     return "boxes", f"the scene has {why}: boxes hide each other (not what they contain)"
+
+
+def occlusion_inputs(scene, occlusion: str) -> tuple[Path, ...]:
+    """The files besides scene.json that a table computed in mode ``occlusion`` (a mode of
+    :data:`OCCLUSION_MODES`, not ``auto``: :func:`choose_occlusion` first) is computed from:
+    ``mesh``: the mesh file; ``depth``: every frame's depth image; ``boxes``, ``none``: none.
+    A cached table is reused only while these are unchanged (vistest.pipeline.visibility_key):
+    a mesh fixed or depth images re-exported beside an unchanged scene.json change the table."""
+    if occlusion == "mesh":
+        return (scene.path(scene.mesh),)
+    if occlusion == "depth":
+        return tuple(sorted({scene.path(f.depth) for f in scene.frames if f.depth}))
+    return ()
 
 
 def mesh_has_faces(path) -> bool:
