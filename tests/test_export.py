@@ -51,11 +51,13 @@ QUIET = ExportOptions(progress=False)
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, demo_small):
-    """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``)."""
+    """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``). Depth
+    occlusion (the demo's depth frames; exports do not depend on the mode, and no pyrender import
+    and renders per run: tests/test_run.py runs the default, mesh)."""
     base = tmp_path_factory.mktemp("export")
     scene = demo_small  # NUM_FRAMES frames, 320x240
     run = base / "run"
-    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--quiet")
+    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
     copy = base / "copy"
     shutil.copytree(scene.parent, copy)
     doc = json.loads((copy / "scene.json").read_text())
@@ -63,8 +65,8 @@ def run_dir(tmp_path_factory, demo_small):
     (copy / "scene.json").write_text(json.dumps(doc))
     questions = [{**q, "scene_id": COPY, "id": f"copy-{q['id']}"} for q in read_jsonl(QUESTIONS)]
     (copy / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    cli("run", copy / "scene.json", copy / "questions.jsonl", "-o", run, "--preset", "ultrafast", "--quiet",
-        "--dummy", "drop")
+    cli("run", copy / "scene.json", copy / "questions.jsonl", "-o", run, "--preset", "ultrafast",
+        "--occlusion", "depth", "--quiet", "--dummy", "drop")
     return run
 
 
@@ -537,7 +539,7 @@ def stress_run(tmp_path_factory, demo_small):
     base = tmp_path_factory.mktemp("stress")
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
     cli("run", demo_small, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
-        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--quiet")
+        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
     return base / "run"
 
 

@@ -59,7 +59,9 @@ ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
 SID = "demo-seed0"
 N = DEMO_TINY["num_frames"]
-FAST = ["--budgets", "16,all", "--crf", "10", "--quiet"]
+# depth occlusion: the demo's depth frames, not its mesh (no pyrender import and renders per run; the
+# default, mesh, is run by tests/test_run.py and test_nested_occlusion.py). "--quiet" stays last.
+FAST = ["--occlusion", "depth", "--budgets", "16,all", "--crf", "10", "--quiet"]
 
 
 def cli(*args, check=True, **kw) -> subprocess.CompletedProcess:
@@ -598,12 +600,13 @@ def test_commands_remove_what_killed_commands_left_in_their_output_folder(clean,
 def test_scene_status_is_cheap_and_trustworthy(clean, scene_json, tmp_path):
     out = copy_run(clean, tmp_path / "out")
     opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=10))
-    st = scene_status(out, scene_json, QUESTIONS, opts)
+    st = scene_status(out, scene_json, QUESTIONS, opts, occlusion="depth")
     assert st.complete and st.current and st.reasons == ()
-    assert not scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16,))).current
+    assert not scene_status(out, scene_json, QUESTIONS, opts).current  # auto: the mesh, not the depth frames
+    assert not scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16,)), occlusion="depth").current
     gt = out / "scenes" / SID / "16_frame.jsonl"
     gt.write_text(gt.read_text() + "\n")
-    st = scene_status(out, scene_json, QUESTIONS, opts)
+    st = scene_status(out, scene_json, QUESTIONS, opts, occlusion="depth")
     assert not st.complete and any(str(gt) in r for r in st.reasons)
     record = json.loads((out / ".vistest" / "records" / f"{SID}.json").read_text())
     assert record["files"][f"16_frame/{SID}.mp4"]["sha256"] == hashlib.sha256(

@@ -643,16 +643,19 @@ def _face_samples(k: int = 4) -> np.ndarray:
 FACE_SAMPLES = _face_samples()
 
 
-def box_distances(points: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray
+def box_distances(points: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, tree=None
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Per box: (near_dist, surface_dist) in metres to the observed ``points`` (see module doc).
 
     ``near_dist`` is 0 when a point lies inside the box, else the smallest face-sample
-    distance (the box surface is sampled on a 4 x 4 grid per face).
+    distance (the box surface is sampled on a 4 x 4 grid per face). ``tree``: a
+    ``scipy.spatial.cKDTree`` of ``points`` already built (hypotheses that keep the cameras
+    share one), else built here.
     """
-    from scipy.spatial import cKDTree
+    if tree is None:
+        from scipy.spatial import cKDTree
 
-    tree = cKDTree(points)
+        tree = cKDTree(points)
     near, surf = np.full(len(centers), np.nan), np.full(len(centers), np.nan)
     for o, (c, s, r) in enumerate(zip(centers, sizes, rots)):
         samples = c + (FACE_SAMPLES * s) @ r.T
@@ -688,12 +691,15 @@ def sightings(scene: Scene, frames: tuple[Frame, ...], depth: np.ndarray, ws: in
         rc, t = f.camera_to_world[:3, :3], f.camera_to_world[:3, 3]
         dirs = _rays(scene, f, ws, hs) @ rc.T  # world directions, camera z-component 1
         org = np.einsum("odk,od->ok", rots, t - centers)  # camera centre in each box frame (O, 3)
-        dl = np.einsum("odk,nd->onk", rots, dirs)  # (O, N, 3)
-        dl = np.where(np.abs(dl) < 1e-12, 1e-12, dl)
-        t1 = (-half[:, None, :] - org[:, None, :]) / dl
-        t2 = (half[:, None, :] - org[:, None, :]) / dl
-        tmin = np.minimum(t1, t2).max(axis=2)
-        tmax = np.maximum(t1, t2).min(axis=2)
+        # slabs, one box axis at a time ((O, N) arrays; a reduction over a length-3 axis is slow)
+        tmin, tmax = np.full((no, len(dirs)), -np.inf), np.full((no, len(dirs)), np.inf)
+        for k in range(3):
+            dk = np.einsum("od,nd->on", rots[:, :, k], dirs)  # ray directions along box axis k
+            dk = np.where(np.abs(dk) < 1e-12, 1e-12, dk)
+            t1 = (-half[:, k, None] - org[:, k, None]) / dk
+            t2 = (half[:, k, None] - org[:, k, None]) / dk
+            np.maximum(tmin, np.minimum(t1, t2), out=tmin)
+            np.minimum(tmax, np.maximum(t1, t2), out=tmax)
         inside = (np.abs(org) < half).all(axis=1)
         hit = tmax > np.maximum(tmin, params.near)
         front = np.where(inside[:, None], tmax, np.maximum(tmin, params.near))  # z-buffer depth
@@ -729,10 +735,16 @@ def _fit(scene: Scene, h: Hypothesis, ev: Evidence, params: CheckParams, th: Thr
         points_key = camera_key if ev.depth is not None else None  # a mesh alone does not move with the cameras
         if ("points", points_key) not in cache:
             cache[("points", points_key)] = _observed_points(s, ev, params)
-        cache[camera_key] = (cache[("points", points_key)], colour)
-    pts, colour = cache[camera_key]
+            cache[("tree", points_key)] = None  # built when a box needs it
+        cache[camera_key] = (points_key, colour)
+    points_key, colour = cache[camera_key]
+    pts = cache[("points", points_key)]
     no = len(centers)
-    near, surf = (box_distances(pts, centers, sizes, rots) if pts is not None and no
+    if pts is not None and no and cache[("tree", points_key)] is None:
+        from scipy.spatial import cKDTree
+
+        cache[("tree", points_key)] = cKDTree(pts)
+    near, surf = (box_distances(pts, centers, sizes, rots, cache[("tree", points_key)]) if pts is not None and no
                   else (np.full(no, np.nan), np.full(no, np.nan)))
     if ev.depth is not None and ev.frames:
         seen, contra = sightings(s, ev.frames, ev.depth, ev.ws, ev.hs, params)
