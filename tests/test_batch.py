@@ -110,6 +110,8 @@ def wait_for_claim(out: Path, stages, proc, timeout=120.0, exclude=("demo-bad",)
     folder = out / layout.STAMPS_DIR / layout.CLAIMS_DIR
     while time.monotonic() < deadline and proc.poll() is None:
         for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if f.name.startswith("."):  # a claim being written (vistest.atomic's temporary name), not a claim
+                continue
             sid = f.stem
             c = claims.read_claim(out, sid)
             if sid not in exclude and c is not None and c.stage in stages:
@@ -371,7 +373,7 @@ def test_ray_two_nodes_killed_worker_retried_corrupt_scene_recorded_rerun_identi
         os.kill(claim.pid, signal.SIGKILL)  # a Ray worker process, in the middle of a scene
         folder = out / layout.STAMPS_DIR / layout.CLAIMS_DIR
         while proc.poll() is None:
-            for f in list(folder.glob("*.json")):
+            for f in [f for f in folder.glob("*.json") if not f.name.startswith(".")]:  # not one being written
                 c = claims.read_claim(out, f.stem)
                 if c is not None and c.pid != claim.pid:
                     nodes.setdefault(node_of(c.pid, raylets), set()).add(f.stem)
