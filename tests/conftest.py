@@ -186,8 +186,8 @@ def demo_tiny(tmp_path_factory) -> Path:
 # hands whole modules to the workers in collection order (--dist loadfile --no-loadscope-reorder),
 # so these go first and the workers finish together; the other modules follow in their usual
 # order. A stale list costs balance only, never correctness.
-LONGEST_FIRST = ("test_export.py", "test_variants.py", "test_batch.py", "test_visibility.py", "test_faults.py",
-                 "test_audit.py", "test_run.py", "test_generate.py", "test_demo.py")
+LONGEST_FIRST = ("test_export.py", "test_variants.py", "test_run.py", "test_faults.py", "test_batch.py",
+                 "test_visibility.py", "test_generate.py", "test_audit.py", "test_nested_occlusion.py", "test_demo.py")
 
 
 def pytest_sessionstart(session):
