@@ -362,8 +362,8 @@ def _fsize_limit(limit: int):
 def test_full_disk_mid_run_leaves_the_previous_outputs(clean, scene_json, tmp_path):
     out = copy_run(clean, tmp_path / "out")
     before = state(out, with_times=True)
-    r = cli("run", scene_json, QUESTIONS, "-o", out, "--budgets", "16,all", "--crf", "12", "--quiet", check=False,
-            preexec_fn=_fsize_limit(20_000))  # crf 12: every video to write; the pool outgrows the limit
+    r = cli("run", scene_json, QUESTIONS, "-o", out, *FAST[:2], "--budgets", "16,all", "--crf", "12", "--quiet",
+            check=False, preexec_fn=_fsize_limit(20_000))  # crf 12: every video to write; the pool outgrows the limit
     assert r.returncode == 2 and r.stderr.startswith("Error: ") and "Traceback" not in r.stderr, r.stderr
     assert "file size limit" in r.stderr  # named: the file being written and why
     assert state(out, with_times=True) == before and leftovers(out) == []  # issue: finished dummies were left
