@@ -138,9 +138,10 @@ def test_a_changed_mesh_reruns_the_scene_and_recomputes_its_visibility(scene_jso
 
 
 def test_depth_images_are_keyed_by_content(scene_json, tmp_path, monkeypatch):
-    """``depth`` occlusion's key covers every depth image by content: a touched file keeps it
-    (and a rerun with the earlier record hashes nothing), one changed pixel or a missing file
-    changes it; ``boxes`` reads no file."""
+    """``depth`` occlusion's key covers every depth image by content, under the names scene.json
+    gives them (a copy whose depth/ is a link keys alike): a touched file keeps it (and a rerun
+    with the earlier record hashes nothing), one changed pixel or a missing file changes it;
+    ``boxes`` reads no file."""
     import cv2
 
     from vistest import atomic
@@ -155,6 +156,8 @@ def test_depth_images_are_keyed_by_content(scene_json, tmp_path, monkeypatch):
     depth = sorted((root / "depth").iterdir())
     assert rec["files"] == [f"depth/{p.name}" for p in depth] and len(depth) == scene.num_frames
     assert rec["sha256"] in key and "evidence" not in visibility_key(root / "scene.json", scene, "boxes")
+    linked = scene_copy(scene_json, tmp_path / "linked")  # depth/ a link to the shared folder: the same key
+    assert visibility_key(linked, Scene.load(linked), "depth") == key
     assert occlusion_evidence(scene, "boxes") is None
     os.utime(depth[7], ns=(1, 1))  # touched: same content
     assert atomic.check_files(rec) is None

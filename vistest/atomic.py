@@ -298,8 +298,8 @@ def files_record(root: str | os.PathLike, paths: Iterable[str | os.PathLike], kn
     One record however many files (a scan has thousands of depth images). ``known``: an
     earlier record of the same set whose ``sha256`` is reused while ``stat`` is unchanged,
     so that a rerun hashes nothing (the shortcut of :func:`file_record`)."""
-    root = Path(root).resolve()
-    files = sorted({Path(os.path.relpath(Path(p).resolve(), root)).as_posix() for p in paths})
+    root = Path(os.path.abspath(root))  # links are not resolved: the names are the set's own
+    files = sorted({Path(os.path.relpath(os.path.abspath(p), root)).as_posix() for p in paths})
     stat, total = _files_stat(root, files)
     if known and known.get("root") == str(root) and known.get("files") == files and known.get("stat") == stat \
             and known.get("sha256"):
@@ -319,6 +319,8 @@ def check_files(record: Mapping, verify: bool = False) -> str | None:
         stat, _ = _files_stat(root, files)
     except FileNotFoundError as e:
         return f"{e.filename}: missing"
+    except OSError as e:  # not readable any more: changed, as far as a record can tell
+        return f"{e.filename}: {e.strerror}"
     if not verify and stat == record.get("stat"):
         return None
     if _files_content(root, files) != record.get("sha256"):

@@ -179,10 +179,13 @@ def occlusion_inputs(scene, occlusion: str) -> tuple[Path, ...]:
     ``mesh``: the mesh file; ``depth``: every frame's depth image; ``boxes``, ``none``: none.
     A cached table is reused only while these are unchanged (vistest.pipeline.visibility_key):
     a mesh fixed or depth images re-exported beside an unchanged scene.json change the table."""
+    def path(rel: str) -> Path:  # as scene.json names it: a linked folder is not resolved (its copy keys alike)
+        return Path(os.path.normpath(os.path.abspath(Path(scene.root) / rel)))
+
     if occlusion == "mesh":
-        return (scene.path(scene.mesh),)
+        return (path(scene.mesh),)
     if occlusion == "depth":
-        return tuple(sorted({scene.path(f.depth) for f in scene.frames if f.depth}))
+        return tuple(sorted({path(f.depth) for f in scene.frames if f.depth}))
     return ()
 
 
