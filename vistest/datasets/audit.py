@@ -733,18 +733,16 @@ def _fit(scene: Scene, h: Hypothesis, ev: Evidence, params: CheckParams, th: Thr
     if camera_key not in cache:
         colour = colour_scores(s, ev, params) if ev.colour_points is not None else ()
         points_key = camera_key if ev.depth is not None else None  # a mesh alone does not move with the cameras
-        if ("points", points_key) not in cache:
-            cache[("points", points_key)] = _observed_points(s, ev, params)
-            cache[("tree", points_key)] = None  # built when a box needs it
+        if ("points", points_key) not in cache:  # the points and their k-d tree, shared by the hypotheses
+            from scipy.spatial import cKDTree
+
+            points = _observed_points(s, ev, params)
+            cache[("points", points_key)] = (points, None if points is None else cKDTree(points))
         cache[camera_key] = (points_key, colour)
     points_key, colour = cache[camera_key]
-    pts = cache[("points", points_key)]
+    pts, tree = cache[("points", points_key)]
     no = len(centers)
-    if pts is not None and no and cache[("tree", points_key)] is None:
-        from scipy.spatial import cKDTree
-
-        cache[("tree", points_key)] = cKDTree(pts)
-    near, surf = (box_distances(pts, centers, sizes, rots, cache[("tree", points_key)]) if pts is not None and no
+    near, surf = (box_distances(pts, centers, sizes, rots, tree) if pts is not None and no
                   else (np.full(no, np.nan), np.full(no, np.nan)))
     if ev.depth is not None and ev.frames:
         seen, contra = sightings(s, ev.frames, ev.depth, ev.ws, ev.hs, params)
