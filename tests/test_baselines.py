@@ -2,6 +2,8 @@
 on constructed option sets whose leak is known."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -138,7 +140,12 @@ def test_always_two_counting_scores_like_vsibench():
 def test_modal_answer_ties_median_and_fallbacks():
     mcq = [truth(f"m{i}", "route_planning", g, options=["A. x", "B. y", "C. z"]) for i, g in enumerate("CBBC")]
     assert modal_answer(mcq) == "B"  # tie B/C: the smaller letter
-    assert modal_answer([truth(f"c{i}", "object_counting_single", g) for i, g in enumerate([3, 1, 3, 1])]) == "1"
+    assert modal_answer([truth(f"c{i}", "object_counting_single", g) for i, g in enumerate([3, 1, 3, 1])]) in "13"
+    # tied counts are drawn at random (seeded by the values), not always the smallest (issue #23)
+    picks = [modal_answer([truth(f"c{i}", "object_counting_single", g) for i, g in enumerate([a, b, c])])
+             for a, b, c in ((1, 2, 3), (2, 4, 5), (1, 5, 8), (3, 4, 9), (2, 3, 7), (1, 6, 9))]
+    assert len({p for p in picks}) > 1 and any(p != min(t) for p, t in zip(
+        picks, ("123", "245", "158", "349", "237", "169")))
     dist = [truth(f"d{i}", "object_abs_distance", g) for i, g in enumerate(["1.5", "2.5", "10"])]
     assert modal_answer(dist) == "2.5"  # continuous: the median
     # room size unanswerable at 16 (and a dummy): answered with the type's answer pooled over budgets
@@ -170,3 +177,98 @@ def test_format_number_and_jsonl_round_trip():
     text = predictions_jsonl(in_sample(rows), MOST_FREQUENT)
     back = parse_plain_predictions(text.splitlines(), "b.jsonl")
     assert [(p.key, p.prediction) for p in back] == [(("q1", "budget", "16"), "2"), (("q1", "budget", "all"), "3")]
+
+
+# ---------------------------------------------------------------------------------------
+# every blind attack, held out by scene (vistest.eval.attacks)
+# ---------------------------------------------------------------------------------------
+def _attack_set(seed=0, scenes=12):
+    """Per scene: 4 closest-object questions whose options are 4 of 8 labels in random letter
+    order, the keyed option "bed" whenever offered (a planted label prior), else a random one;
+    4 counting questions, "How many lamp(s)" always 1 (a planted per-label prior), other labels
+    2-9 at random."""
+    from vistest.eval.attacks import ATTACKS  # noqa: F401 (the module under test)
+
+    rng = np.random.default_rng(seed)
+    labels = ["bed", "chair", "table", "lamp", "sofa", "desk", "tv", "sink"]
+    rows = []
+    for s in range(scenes):
+        for q in range(4):
+            opts = list(rng.choice(labels, 4, replace=False))
+            key = opts.index("bed") if "bed" in opts else int(rng.integers(4))
+            rows.append(truth(f"s{s}r{q}", "object_rel_distance_closest", "ABCD"[key], budget="all",
+                              options=[f"{'ABCD'[i]}. {o}" for i, o in enumerate(opts)], scene_id=f"s{s}",
+                              question=f"Which of these objects is the closest to the {labels[q]}?"))
+        for q, lab in enumerate(["lamp", "chair", "table", "sofa"]):
+            n = 1 if lab == "lamp" else int(rng.integers(2, 10))
+            rows.append(truth(f"s{s}c{q}", "object_counting_single", str(n), budget="all", scene_id=f"s{s}",
+                              question=f"How many {lab}(s) are in the scene?"))
+    return rows
+
+
+def test_attacks_find_planted_priors_held_out_by_scene():
+    from vistest.eval.attacks import attack_cells, blind_attacks, score_rows
+
+    rows = _attack_set()
+    folds = holdout_folds(rows)
+    assert folds.by == "scene"
+    rep = blind_attacks(rows, folds, REVSI, min_judged=20)
+    cells = {(c.question_type, c.attack): c for c in rep.cells}
+    label = cells[("object_rel_distance_closest", "option-label")]
+    offered = [t for t in rows if t.options and any("bed" in o for o in t.options)]
+    # every question offering "bed" is answered (held out), the others at chance or so
+    assert label.score >= len(offered) / 48 and label.gap > 0.2 and not label.ok and label.ci[0] > 0
+    assert cells[("object_rel_distance_closest", "constant")].n == 48  # the letter: no planted signal
+    assert abs(cells[("object_rel_distance_closest", "constant")].gap) < 0.2
+    prior = cells[("object_counting_single", "numeric-prior")]
+    rs = score_rows(rows, folds, REVSI)
+    lamp = [i for i, t in enumerate(rs.rows) if "lamp(s)" in t.question]
+    assert (rs.scores["numeric-prior"][lamp] == 1.0).all()  # "lamp" learned on other scenes: always 1
+    assert prior.gap > 0.1 and not prior.ok
+    # without the plant the label prior is near chance, and the cell is judged two-sided
+    fair = [truth(t.id, t.question_type, "ABCD"[int(np.random.default_rng(i).integers(4))], budget="all",
+                  options=list(t.options), scene_id=t.scene_id, question=t.question)
+            for i, t in enumerate(rows) if t.options]
+    fair_label = {c.attack: c for c in blind_attacks(fair, holdout_folds(fair), REVSI).cells}["option-label"]
+    assert abs(fair_label.gap) < 0.15
+    # small types are pooled and not judged below the floor
+    small = attack_cells(rs, min_judged=100)
+    assert all(c.pooled and not c.judged for c in small)
+    assert {c.question_type for c in small if c.attack == "constant"} == {
+        "pooled (<100): object_counting_single, object_rel_distance_closest"}
+
+
+def test_attack_chance_best_constant_and_interval():
+    from vistest.eval.attacks import best_constant, chance_scores, gap_interval, mra_matrix
+
+    # best constant for MRA: 10 beats 1 and 100 on {9, 10, 11, 100}
+    assert best_constant([9, 10, 11, 100], counting=True) == 10.0
+    vals = [2.0, 4.0, 8.0]
+    rows = [truth(f"n{i}", "object_abs_distance", str(v), budget="all") for i, v in enumerate(vals)]
+    m = mra_matrix(np.array(vals), np.array(vals))
+    expect = [(m[i].sum() - m[i, i]) / 2 for i in range(3)]
+    np.testing.assert_allclose(chance_scores(rows), expect)
+    lo, hi = gap_interval(np.array([0.1, 0.1, -0.1, -0.1]), ["a", "a", "b", "b"])
+    assert lo < 0 < hi  # two scenes whose gaps cancel: the interval spans 0
+    lo, hi = gap_interval(np.array([0.2, 0.2, 0.2, 0.2]), ["a", "b", "c", "d"])
+    assert lo == pytest.approx(0.2) and hi == pytest.approx(0.2)
+
+
+def test_baseline_cli_prints_the_attacks(tmp_path):
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    rows = _attack_set(scenes=4)
+    lines = [json.dumps({"id": t.id, "question_type": t.question_type, "question": t.question,
+                         "ground_truth": t.ground_truth, "num_frames": "all", "status": "kept",
+                         "options": list(t.options) if t.options else None, "scene_id": t.scene_id})
+             for t in rows]
+    (tmp_path / "all_frame.jsonl").write_text("\n".join(lines) + "\n")
+    out = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path), "-o", str(tmp_path / "b.jsonl"),
+                                    "--attacks-report", str(tmp_path / "attacks.json")])
+    assert out.exit_code == 0, out.output
+    assert "Blind attacks vs chance (held out)" in out.output and "option-label" in out.output
+    rep = json.loads((tmp_path / "attacks.json").read_text())
+    assert rep["holdout"].startswith("leave-one-scene-out") and {c["attack"] for c in rep["cells"]} >= {
+        "constant", "option-label", "numeric-prior", "learned"}

@@ -20,8 +20,9 @@ from vistest.errors import InputError
 from vistest.eval.baselines import IN_SAMPLE, SIZE_PRIOR, blind_predictions, holdout_folds
 from vistest.eval.answers import mean_relative_accuracy
 from vistest.generate import GENERATED_TYPES, Rules, SceneInput, generate, parse_types
+from vistest.eval import attacks
 from vistest.generate import blind
-from vistest.generate.balance import balanced_positions, cap_shares, numeric_options
+from vistest.generate.balance import cap_shares, numeric_options, unit_positions
 from vistest.generate.candidates import Candidate, significant
 from vistest.generate.rules import rule_table
 from vistest.questions import QUESTION_TYPES, parse_questions
@@ -75,8 +76,14 @@ def test_answer_caps_keep_the_largest_set_under_the_share():
 
 
 def test_balanced_positions_and_numeric_ladder():
-    pos = balanced_positions(103, 4, np.random.default_rng(1))
+    pos = unit_positions([0] * 103, 4, np.random.default_rng(1))
     assert sorted(Counter(pos.tolist()).values()) == [25, 26, 26, 26]
+    # balanced within each unit (a fold of scenes): 7 = 4 + 3 and 5 = 4 + 1
+    units = [0] * 7 + [1] * 5
+    pos = unit_positions(units, 4, np.random.default_rng(2))
+    for u, n in ((0, 7), (1, 5)):
+        got = Counter(int(p) for p, x in zip(pos, units) if x == u)
+        assert sum(got.values()) == n and max(got.values()) - min(got.get(i, 0) for i in range(4)) <= 1
     m = Rules().numeric_mcq
     for r in range(4):
         vals = numeric_options(2.0, r, m)
@@ -88,10 +95,10 @@ def test_balanced_positions_and_numeric_ladder():
 def test_vectorised_mra_equals_the_scoring_stage():
     rng = np.random.default_rng(0)
     pred, gt = rng.uniform(0.1, 10, 40), rng.uniform(0.1, 10, 30)
-    m = blind.mra_matrix(pred, gt)
+    m = attacks.mra_matrix(pred, gt)
     ref = np.array([[mean_relative_accuracy(p, g) for p in pred] for g in gt])
     np.testing.assert_array_equal(m, ref)
-    assert mean_relative_accuracy(8, 10) == blind.mra_matrix(np.array([8.0]), np.array([10.0]))[0, 0] == 0.6
+    assert mean_relative_accuracy(8, 10) == attacks.mra_matrix(np.array([8.0]), np.array([10.0]))[0, 0] == 0.6
 
 
 def test_new_multiple_choice_types_and_the_size_prior():
@@ -107,7 +114,7 @@ def test_new_multiple_choice_types_and_the_size_prior():
          "object_label": "chair"},
         {"id": "d", "question_type": "object_size_estimation", "question": "q", "ground_truth": "100",
          "object_label": "chair"}])
-    # in sample, as vistest.generate.blind fits its baselines
+    # in sample (--holdout in-sample)
     preds = {p.id: p.prediction for p in blind_predictions(rows, SIZE_PRIOR, holdout_folds(rows, IN_SAMPLE))}
     assert preds == {"a": "A", "b": "A", "c": "100", "d": "80"}  # MCQ: the modal letter; size: the other chair
     assert list(blind.chance_scores(rows[:2])) == [0.5, 0.5]

@@ -99,13 +99,25 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
 @prune_threshold_option()
 @click.option("--prune-rounds", type=click.IntRange(1), default=5, show_default=True,
               help="Most fit-and-prune rounds.")
-def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_threshold, prune_rounds):
+@click.option("--attacks/--no-attacks", default=True, show_default=True,
+              help="Print every blind attack (constant, option label, option rank, numeric prior, learned, "
+                   "none-of-these position, answer length), held out on the same folds, per type against chance.")
+@click.option("--attacks-report", "attacks_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the attack table as JSON.")
+@click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
+              help="Scoring rules of the attacks (auto: from the question types).")
+def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_threshold, prune_rounds, attacks,
+             attacks_out, protocol):
     """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
     (score them with 'vistest score'); with --prune, the question set without the most
-    guessable questions."""
+    guessable questions; print every blind attack against chance (docs/scoring.md)."""
     from ..eval.learned import write_baseline
+    from ..eval.tables import text_table
 
-    res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
+    res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds,
+                         attacks or attacks_out is not None, protocol, attacks_out)
+    if res.attacks is not None:
+        click.echo(text_table(res.attacks.table()))
     click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
     if res.folds.warning:
         click.echo(f"  warning: {res.folds.warning}", err=True)

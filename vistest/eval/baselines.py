@@ -14,7 +14,9 @@ the upper bound of each family (its most-frequent answer is each cell's own mode
   (VSI-Bench's always "2", which scores 62% there), the most frequent text for open
   questions; for continuous numbers (sizes, distances, room areas), whose values do not
   repeat, the median (or "Cannot be determined from the video" where most answers are
-  that). Ties go to the smallest letter / value / text. Every row of that type and budget
+  that). Ties go to the smallest letter / text; tied counts are drawn at random (seeded by the
+  tied values: a set capped at 20% per count has several tied at the cap, and the smallest is
+  the worst guess for MRA). Every row of that type and budget
   gets it: unanswerable and dummy rows too, so the blind model's hallucination shows.
   Fallbacks where the training rows have no such cell: the type's answer pooled over budgets,
   then (MCQ) the modal letter of every MCQ of that reformulation; otherwise the empty answer
@@ -185,8 +187,19 @@ def modal_answer(rows: Sequence[Truth]) -> str | None:
         return CANNOT_DETERMINE
     if rows[0].is_counting:
         counts = Counter(values)
-        return format_number(min(counts, key=lambda v: (-counts[v], v)))
+        top = max(counts.values())
+        tied = sorted(v for v, n in counts.items() if n == top)
+        return format_number(tied[_tie_draw(tied)])
     return format_number(float(np.median(values)))
+
+
+def _tie_draw(tied: Sequence[float]) -> int:
+    """An index into ``tied`` drawn at random, seeded by the tied values themselves (the same
+    rows give the same answer in every run and process)."""
+    import hashlib
+
+    seed = int.from_bytes(hashlib.sha256(",".join(map(format_number, tied)).encode()).digest()[:8], "big")
+    return int(np.random.default_rng(seed).integers(len(tied)))
 
 
 MCQ_FALLBACK = "*mcq"

@@ -1,25 +1,41 @@
 """Debiasing over the whole set of generated questions (every scene together).
 
-In order, per question type (vistest.generate.rules.BalanceRules):
+In order (vistest.generate.rules.BalanceRules):
 
-1. **Answer caps** (on the whole pool, again after step 2): a counting answer may hold at most
-   ``max_count_share`` of its type's questions, a direction word (left, back-right ...) at most
-   ``1/k + direction_answer_tolerance``.
-   The largest set meeting the cap is kept; which questions of an over-represented answer go
-   is drawn at random. With fewer distinct answers than the cap allows (3 counts under a 25%
-   cap), the cap is raised to an equal share (1/distinct) and the report says so.
+1. **Answer caps** per type (on the whole pool, again after step 2): a counting answer may hold
+   at most ``max_count_share`` of its type's questions (20%: VSI-Bench-Debiased's
+   ``max_pct_threshold``), a direction word (left, back-right ...) at most
+   ``1/k + direction_answer_tolerance``. The largest set meeting the cap is kept; which
+   questions of an over-represented answer go is drawn at random (so is which of several answers
+   tied at the cap keeps its last place: every answer is capped alike). With fewer distinct
+   answers than the cap allows (3 counts under a 20% cap), the cap is raised to an equal share
+   (1/distinct) and the report says so.
 2. **Per-scene caps**: at most the family's ``max_per_scene`` questions of the type per scene,
    drawn at random (ReVSI's caps).
-3. **Blind pruning** (numeric types): while a blind baseline (most-frequent, size-prior) scores
-   more than ``blind_margin`` above chance (vistest.generate.blind), the ``prune_step`` share of
-   questions it answers best relative to their own chance is removed, never more than
-   ``max_prune_fraction`` of the type and never below ``min_questions`` (as VSI-Bench-Debiased's
-   test-set stress test prunes what blind models answer).
-4. **Options**: the correct option's position (letter) follows a balanced sequence (each letter
-   ``ceil`` or ``floor`` of n/k times) shuffled at random, the wrong options fill the other
-   positions in random order; for numeric options (``*_mcq``) the answer's rank among the values
-   follows a second, independent balanced sequence (vistest.generate.rules.NumericMcqRules), so
-   neither the letter nor the rank carries the answer.
+3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
+   object(s), vistest.generate.candidates.twin_key) are one unit: the twin keeps exactly the
+   questions whose numeric partner the caps kept, and every later removal takes both.
+4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene as the report
+   judges them): the options are placed (step 5), every attack is scored, and while a judged
+   (type, attack) cell is more than ``blind_margin`` from chance the questions (units) it
+   answers best relative to their chance are removed (below chance: those it answers worst), at
+   least one and about ``(|gap| - margin / 2) x n``, never more than ``max_prune_fraction`` of
+   a type nor below ``min_questions``; the options are drawn again and everything rescored,
+   at most ``max_rounds`` times. Attacks that only see where the options are (the letter as a
+   constant, the rank of a numeric option, the offset from "None of these") are answered by
+   the new draw alone, not by pruning. The learned text-only model (the slowest) is scored once
+   the others pass and then in every round. What the last round could not bring within the
+   margin stays in the report as a failed target.
+5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
+   correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
+   ``ceil`` of the fold's n/k times, the extra places to the letters used least in the folds
+   before) shuffled at random, the wrong options fill the other positions in random order;
+   numeric options (``*_mcq``) put the answer's rank among the values on a second, independent
+   sequence drawn the same way (vistest.generate.rules.NumericMcqRules). Balanced per fold, not
+   only over the whole set: with only a global balance, the letter a held-out fold lacks is the
+   most frequent one in the other folds, so a held-out "always the training folds' most frequent
+   letter" attack lands far below chance (the option order leaks in reverse: measured -10
+   points on 30 rooms before issue #23).
 
 Every draw comes from one ``numpy.random.Generator``, over questions in their sorted order
 (Candidate.key): the same candidates and seed give the same set.
@@ -34,7 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from . import blind
-from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record
+from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record, twin_key
 from .rules import BalanceRules, NumericMcqRules, Rules
 from .templates import LETTERS
 
@@ -105,41 +121,37 @@ def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator) -
     return sorted(kept, key=lambda c: c.key), note
 
 
-def prune_blind(cands: list[Candidate], rules: BalanceRules, rng: np.random.Generator) -> list[Candidate]:
-    """Blind pruning of one numeric type (module docstring); returns the kept candidates in key order."""
-    n0 = len(cands)
-    if n0 < rules.min_questions:
-        return cands
-    floor_n = max(rules.min_questions, math.ceil(n0 * (1.0 - rules.max_prune_fraction)))
-    kept = list(cands)
-    tiebreak = {c.key: float(x) for c, x in zip(cands, rng.random(n0))}
-    while len(kept) > floor_n:
-        rows = blind.truths([to_record(c, f"q{i}") for i, c in enumerate(kept)])
-        chance = blind.chance_scores(rows)
-        scores = np.stack([blind.model_scores(rows, m) for m in blind.BLIND_MODELS])
-        if (scores.mean(axis=1) - chance.mean()).max() <= rules.blind_margin:
-            break
-        advantage = scores.max(axis=0) - chance
-        step = max(1, min(len(kept) - floor_n, math.floor(rules.prune_step * len(kept))))
-        order = sorted(range(len(kept)), key=lambda i: (-advantage[i], tiebreak[kept[i].key]))
-        drop = set(order[:step])
-        kept = [c for i, c in enumerate(kept) if i not in drop]
-    return kept
-
-
-def balanced_positions(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` positions in ``range(k)``, each used floor or ceil of n/k times, in random order."""
-    seq = np.tile(np.arange(k), -(-n // k))[:n] if n else np.zeros(0, int)
-    return seq[rng.permutation(n)] if n else seq
-
-
 def numeric_options(value: float, rank: int, rules: NumericMcqRules) -> list[float]:
     """The option values, smallest first: ``value * step_ratio ** (i - rank)``."""
     return [value * rules.step_ratio ** (i - rank) for i in range(rules.num_options)]
 
 
-def place_options(cands: list[Candidate], mcq: NumericMcqRules, rng: np.random.Generator) -> list[Placed]:
-    """Options and letters for one type (module docstring, step 4)."""
+def unit_positions(units: Sequence, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A position in ``range(k)`` per question: within each unit (a fold of scenes), each
+    position ``floor`` or ``ceil`` of the unit's n/k times, in random order; a unit's extra
+    places go to the positions used least so far over the units before it (ties drawn at
+    random), so the whole type is balanced too (module docstring, step 5). ``units``: each
+    question's unit, questions in order."""
+    out = np.zeros(len(units), int)
+    per: dict = defaultdict(list)
+    for i, s in enumerate(units):
+        per[s].append(i)
+    used = np.zeros(k, int)
+    for u in sorted(per):
+        idx = per[u]
+        n = len(idx)
+        tie = rng.random(k)
+        extra = sorted(range(k), key=lambda j: (used[j], tie[j]))[: n % k]
+        seq = np.concatenate([np.tile(np.arange(k), n // k), np.array(extra, int)]).astype(int)
+        used += np.bincount(seq, minlength=k)
+        out[idx] = seq[rng.permutation(n)]
+    return out
+
+
+def place_options(cands: list[Candidate], mcq: NumericMcqRules, rng: np.random.Generator,
+                  unit_of: dict[str, int] | None = None) -> list[Placed]:
+    """Options and letters for one type (module docstring, step 5); ``unit_of``: scene id ->
+    the fold its letters are balanced in (default: one fold, the whole type)."""
     if not cands:
         return []
     c0 = cands[0]
@@ -147,8 +159,9 @@ def place_options(cands: list[Candidate], mcq: NumericMcqRules, rng: np.random.G
         return [Placed(c) for c in cands]
     numeric = c0.question_type in NUMERIC_MCQ_TYPES
     k = mcq.num_options if numeric else 1 + len(c0.distractors)
-    letters = balanced_positions(len(cands), k, rng)
-    ranks = balanced_positions(len(cands), k, rng) if numeric else None
+    units = [(unit_of or {}).get(c.scene_id, 0) for c in cands]
+    letters = unit_positions(units, k, rng)
+    ranks = unit_positions(units, k, rng) if numeric else None
     out = []
     for i, c in enumerate(cands):
         pos = int(letters[i])
@@ -196,38 +209,195 @@ def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator) ->
     return sorted(out, key=lambda c: c.key)
 
 
-def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator
+TWIN_BASE = {"object_size_estimation_mcq": ("object_size_estimation",),
+             "object_abs_distance_mcq": ("object_abs_distance",),
+             "room_size_estimation_mcq": ("room_size_estimation_single", "room_size_estimation_multiple")}
+# attacks a new draw of the options answers (module docstring, step 4): placement, not content
+PLACEMENT_ATTACKS = ("option-rank", "nota-position")
+
+
+def _share(qtype: str, group: list[Candidate], b: BalanceRules) -> float:
+    """The answer cap of a counting or direction type."""
+    return (b.max_count_share if qtype in COUNTING_TYPES else 1.0 / (1 + len(group[0].distractors))
+            + b.direction_answer_tolerance)
+
+
+def _cap_steps(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.Generator, step) -> list[Candidate]:
+    """Steps 1-2 on one type."""
+    b = rules.balance
+    capped = qtype in COUNTING_TYPES or qtype.startswith(DIRECTION_PREFIX)
+    share = _share(qtype, group, b)
+    note = ""
+    if capped:  # on the whole pool first, so the per-scene caps draw from a balanced pool
+        kept, note = cap_shares(group, share, rng)
+        group = step(qtype, "answer_cap", len(group), kept, note)
+    group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng))
+    if capped:  # again: the per-scene draw may have tilted the shares
+        kept, _ = cap_shares(group, share, rng)
+        group = step(qtype, "answer_cap", len(group), kept, note)
+    return group
+
+
+def _place_all(groups: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator,
+               unit_of: dict[str, int] | None = None) -> list[Placed]:
+    placed: list[Placed] = []
+    for qtype in sorted(groups):
+        placed.extend(place_options(groups[qtype], rules.numeric_mcq, rng, unit_of))
+    return sorted(placed, key=lambda p: p.candidate.key)
+
+
+def _is_placement(attack: str, qtype: str, mcq: bool) -> bool:
+    return attack in PLACEMENT_ATTACKS or (attack == "constant" and mcq)
+
+
+def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: BalanceRules
+                ) -> tuple[set[tuple], list[tuple[str, str, int]]]:
+    """The units to remove after one scoring (module docstring, step 4): (twin keys, [(type,
+    attack, n removed)])."""
+    rs = report.row_scores
+    units = [twin_key(p.candidate) for p in placed]
+    types = [p.candidate.question_type for p in placed]
+    left: dict[str, int] = defaultdict(int)
+    for t in types:
+        left[t] += 1
+    drop: set[tuple] = set()
+    log: list[tuple[str, str, int]] = []
+    for cell in report.failing:
+        names = set(cell.pooled or (cell.question_type,))
+        mcq = placed[[i for i, t in enumerate(types) if t in names][0]].options is not None
+        if _is_placement(cell.attack, cell.question_type, mcq) or cell.gap < 0:
+            continue  # a new draw of the options answers it; below chance: not pruned (module docstring)
+        s = rs.scores[cell.attack]
+        idx = [i for i, t in enumerate(types) if t in names and not np.isnan(s[i]) and units[i] not in drop]
+        adv = np.array([s[i] - rs.chance[i] for i in idx])
+        order = [idx[j] for j in np.argsort(-adv, kind="stable") if adv[j] > 0]
+        want = max(1, math.ceil((abs(cell.gap) - b.blind_margin / 2) * cell.n))
+        n = 0
+        for i in order:
+            t = types[i]
+            floor_n = max(b.min_questions, math.ceil(n0[t] * (1.0 - b.max_prune_fraction)))
+            if n >= want or left[t] <= floor_n:
+                continue
+            drop.add(units[i])
+            left[t] -= 1
+            n += 1
+        if n:
+            log.append((cell.question_type, cell.attack, n))
+    return drop, log
+
+
+def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, seed: int = 0
             ) -> tuple[list[Placed], list[Removal], list[str]]:
-    """The balanced set (module docstring): (placed questions in key order, removals, notes)."""
+    """The balanced set (module docstring): (placed questions in key order, removals, notes).
+    ``seed``: the folds of the held-out attacks (the report's)."""
     b = rules.balance
     removals: list[Removal] = []
     notes: list[str] = []
-    placed: list[Placed] = []
 
     def step(qtype: str, name: str, before: int, after: list[Candidate], note: str = "") -> list[Candidate]:
         if before - len(after):
             removals.append(Removal(qtype, name, before - len(after), note))
         return after
 
-    for qtype, group in _groups(cands).items():
-        capped_answers = qtype in COUNTING_TYPES or qtype.startswith(DIRECTION_PREFIX)
-        share = (b.max_count_share if qtype in COUNTING_TYPES else 1.0 / (1 + len(group[0].distractors))
-                 + b.direction_answer_tolerance)
-        note = ""
-        if capped_answers:  # on the whole pool first, so the per-scene caps draw from a balanced pool
-            kept, note = cap_shares(group, share, rng)
-            group = step(qtype, "answer_cap", len(group), kept, note)
-        group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng))
-        if capped_answers:  # again: the per-scene draw may have tilted the shares
-            kept, _ = cap_shares(group, share, rng)
-            group = step(qtype, "answer_cap", len(group), kept, note)
-        if note:
-            notes.append(f"{qtype}: {note}")
-        if group and not group[0].is_mcq:
-            group = step(qtype, "blind_pruning", len(group), prune_blind(group, b, rng))
-        placed.extend(place_options(group, rules.numeric_mcq, rng))
+    groups = _groups(cands)
+    kept: dict[str, list[Candidate]] = {}
+    for qtype, group in groups.items():  # numeric and other types first, then the twins
+        if qtype not in TWIN_BASE:
+            kept[qtype] = _cap_steps(qtype, group, rules, rng, step)
+    for qtype, group in groups.items():
+        if qtype not in TWIN_BASE:
+            continue
+        bases = [t for t in TWIN_BASE[qtype] if t in groups]
+        if bases:  # the twin follows its numeric partner (step 3)
+            partners = {twin_key(c) for t in bases for c in kept[t]}
+            kept[qtype] = step(qtype, "twin", len(group), [c for c in group if twin_key(c) in partners])
+        else:
+            kept[qtype] = _cap_steps(qtype, group, rules, rng, step)
+    for qtype, group in groups.items():  # a numeric question whose twin the caps removed goes too
+        twins = [t for t, bs in TWIN_BASE.items() if qtype in bs and t in groups]
+        if twins:
+            partners = {twin_key(c) for t in twins for c in kept[t]}
+            kept[qtype] = step(qtype, "twin", len(kept[qtype]), [c for c in kept[qtype] if twin_key(c) in partners])
+    for qtype, group in kept.items():
+        if group and qtype in COUNTING_TYPES:
+            _, note = cap_shares(group, b.max_count_share, rng)
+            if note:
+                notes.append(f"{qtype}: {note}")
+    placed = _attack_loop(kept, rules, rng, seed, step, notes)
     merged: dict[tuple[str, str], Removal] = {}
     for rm in removals:
         k = (rm.question_type, rm.step)
         merged[k] = Removal(rm.question_type, rm.step, rm.n + (merged[k].n if k in merged else 0), rm.note)
-    return sorted(placed, key=lambda p: p.candidate.key), list(merged.values()), notes
+    return placed, list(merged.values()), notes
+
+
+def _records(placed: Sequence[Placed]) -> list[dict]:
+    return [to_record(p.candidate, f"q{i}", list(p.options) if p.options else None, p.letter)
+            for i, p in enumerate(placed)]
+
+
+def _fold_units(folds) -> dict[str, int]:
+    """Scene id -> fold, when the attacks are held out by scene (else one unit)."""
+    return dict(folds.fold_of) if folds.by == "scene" else {}
+
+
+def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, folds, attacks
+              ) -> list[Placed]:
+    """Per multiple-choice type with at least ``min_judged`` questions: the draw of the options,
+    among ``option_draws``, whose attacks are nearest chance (the largest |gap| smallest)."""
+    b = rules.balance
+    placed: list[Placed] = []
+    for qtype in sorted(kept):
+        group = kept[qtype]
+        best, best_worst = None, np.inf
+        draws = b.option_draws if group and group[0].is_mcq and len(group) >= b.min_judged else 1
+        for _ in range(draws):
+            cand = place_options(group, rules.numeric_mcq, rng, _fold_units(folds))
+            if draws == 1:
+                best = cand
+                break
+            rep = blind.attack_report(_records(cand), attacks=attacks, min_judged=b.min_judged,
+                                      margin=b.blind_margin, folds=folds)
+            worst = max((abs(c.gap) for c in rep.cells if c.judged), default=0.0)
+            if worst < best_worst:
+                best, best_worst = cand, worst
+            if worst <= b.blind_margin:
+                break
+        placed.extend(best)
+    return sorted(placed, key=lambda p: p.candidate.key)
+
+
+def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, seed: int, step,
+                 notes: list[str]) -> list[Placed]:
+    """Step 4: draw the options, score, prune, until every judged attack is within the margin."""
+    b = rules.balance
+    n0 = {t: len(g) for t, g in kept.items()}
+    cheap = tuple(a for a in blind.ATTACKS if a != "learned")
+    first = _place_all(kept, rules, rng)
+    if not first:
+        return []
+    folds = blind.folds_of(blind.truths(_records(first)), seed)  # the report's folds (by scene)
+    learned_rounds = 0
+    placed: list[Placed] = []
+    for _ in range(b.max_rounds):
+        placed = _resample(kept, rules, rng, folds, cheap)
+        if not placed:
+            return placed
+        records = _records(placed)
+        report = blind.attack_report(records, seed, cheap, b.min_judged, b.blind_margin, folds)
+        drop, log = prune_round(placed, report, n0, b)
+        if not drop and learned_rounds < 2:
+            learned_rounds += 1
+            report = blind.attack_report(records, seed, ("learned",), b.min_judged, b.blind_margin, folds)
+            drop, log = prune_round(placed, report, n0, b)
+        if not drop:
+            return placed
+        for t in kept:
+            before = len(kept[t])
+            kept[t] = [c for c in kept[t] if twin_key(c) not in drop]
+            step(t, "blind_attack", before, kept[t], ", ".join(sorted({a for q, a, _ in log if t in q})))
+            if kept[t] and (t in COUNTING_TYPES or t.startswith(DIRECTION_PREFIX)):  # the caps hold again
+                kept[t] = step(t, "answer_cap", len(kept[t]), cap_shares(kept[t], _share(t, kept[t], b), rng)[0])
+    notes.append(f"blind attacks: {b.max_rounds} balancing rounds did not bring every judged attack within "
+                 f"{100 * b.blind_margin:g} points of chance (the report's targets say which)")
+    return placed

@@ -72,6 +72,20 @@ class Candidate:
         return format_value(self.value, self.decimals)
 
 
+TWIN_FAMILY = {"object_size_estimation": "size", "object_size_estimation_mcq": "size",
+               "object_abs_distance": "abs_distance", "object_abs_distance_mcq": "abs_distance",
+               "room_size_estimation_single": "room", "room_size_estimation_multiple": "room",
+               "room_size_estimation_mcq": "room"}
+
+
+def twin_key(c: Candidate) -> tuple:
+    """What a numeric question and its numeric-option twin share (scene, family, objects):
+    they are generated, kept and removed together (vistest.generate.balance). Other types: the
+    candidate's own key."""
+    fam = TWIN_FAMILY.get(c.question_type)
+    return (c.scene_id, fam, c.objects) if fam else c.key
+
+
 def format_value(value: float, decimals: int) -> str:
     """``value`` with ``decimals`` decimals (ReVSI's ``f"{x:.1f}"``); integers without a point."""
     return f"{value:.{decimals}f}"

@@ -26,9 +26,16 @@ REL_TYPES = (CLOSEST, FARTHEST)
 SEARCH_PER_OBJECT = 24  # random option sets tried per primary object (bounds the search; see rel_candidates)
 
 
-def abs_candidates(facts: SceneFacts, rules: AbsDistanceRules, qtype: str, rng: np.random.Generator
+ABS_TWINS = (ABS, ABS + "_mcq")
+
+
+def abs_candidates(facts: SceneFacts, rules: AbsDistanceRules, types: tuple[str, ...], rng: np.random.Generator
                    ) -> list[Candidate]:
-    """Every absolute-distance question the scene supports (``qtype``: numeric or ``_mcq``), by id pair."""
+    """Every absolute-distance question the scene supports, by id pair: one of each of
+    :data:`ABS_TWINS` in ``types`` from the same draws (twins exist together or not at all)."""
+    asked = [t for t in ABS_TWINS if t in types]
+    if not asked:
+        return []
     objs = facts.unique(exclude=rules.exclude_labels)
     out = []
     for a, b in combinations(objs, 2):
@@ -40,9 +47,9 @@ def abs_candidates(facts: SceneFacts, rules: AbsDistanceRules, qtype: str, rng: 
             continue
         if rng.random() < 0.5:  # which object is named first
             a, b = b, a
-        out.append(Candidate(facts.scene_id, qtype, tpl.ABS_DISTANCE,
-                             (("object_name_1", a.label), ("object_name_2", b.label)), objects=(a.id, b.id),
-                             value=d, decimals=rules.decimals, detail=(("distance_m", d),)))
+        out += [Candidate(facts.scene_id, qtype, tpl.ABS_DISTANCE,
+                          (("object_name_1", a.label), ("object_name_2", b.label)), objects=(a.id, b.id),
+                          value=d, decimals=rules.decimals, detail=(("distance_m", d),)) for qtype in asked]
     return out
 
 

@@ -31,7 +31,16 @@ from ..scene import Scene
 from ..visibility.table import Visibility
 from . import appearance, counting, direction, distance, room, size
 from .balance import Placed, balance
-from .candidates import DEFAULT_TYPES, GENERATED_TYPES, NUMERIC_MCQ_TYPES, Candidate, scene_rng, to_record
+from .candidates import (
+    DEFAULT_TYPES,
+    GENERATED_TYPES,
+    NUMERIC_MCQ_TYPES,
+    TWIN_FAMILY,
+    Candidate,
+    scene_rng,
+    to_record,
+    twin_key,
+)
 from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
@@ -74,12 +83,8 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
                      ) -> list[Candidate]:
     """Every candidate of ``types`` in one scene (families in a fixed order)."""
     out = counting.candidates(facts, rules.counting, types, rng)
-    for qtype in (size.TYPE, size.TYPE + "_mcq"):
-        if qtype in types:
-            out += size.candidates(facts, rules.size, qtype, rng)
-    for qtype in (distance.ABS, distance.ABS + "_mcq"):
-        if qtype in types:
-            out += distance.abs_candidates(facts, rules.abs_distance, qtype, rng)
+    out += size.candidates(facts, rules.size, types, rng)  # numeric twins from one draw (issue #23)
+    out += distance.abs_candidates(facts, rules.abs_distance, types, rng)
     out += distance.rel_candidates(facts, rules.rel_distance, types, rng)
     out += direction.candidates(facts, rules.rel_direction, types)
     if appearance.TYPE in types:
@@ -89,16 +94,22 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
 
 
 def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator) -> list[Candidate]:
-    """At most ``limit`` candidates per type (0: all), drawn at random; key order kept."""
-    groups: dict[str, list[Candidate]] = defaultdict(list)
+    """At most ``limit`` candidates per type (0: all), drawn at random; key order kept. A
+    numeric question and its numeric-option twin are drawn as one (candidates.twin_key)."""
+    groups: dict[tuple, list[list[Candidate]]] = defaultdict(list)
+    units: dict[tuple, list[Candidate]] = {}
     for c in cands:
-        groups[c.question_type].append(c)
+        k = twin_key(c)
+        if k not in units:
+            units[k] = []
+            groups[(TWIN_FAMILY.get(c.question_type) or c.question_type,)].append(units[k])
+        units[k].append(c)
     out = []
-    for qtype in sorted(groups):
-        g = groups[qtype]
+    for fam in sorted(groups):
+        g = groups[fam]
         if limit and len(g) > limit:
             g = [g[i] for i in np.sort(rng.choice(len(g), size=limit, replace=False))]
-        out.extend(g)
+        out.extend(c for unit in g for c in unit)
     return sorted(out, key=lambda c: c.key)
 
 
@@ -152,7 +163,7 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
                     funnel[c.question_type][stage] += 1
             pool.extend(ok)
             bar.update(1)
-    placed, removals, notes = balance(pool, rules, np.random.default_rng(seed))
+    placed, removals, notes = balance(pool, rules, np.random.default_rng(seed), seed)
     questions, ranks = assign_ids(placed, by_id)
     report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
                           {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)

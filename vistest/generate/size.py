@@ -18,8 +18,17 @@ def longest_side_cm(size: np.ndarray) -> float:
     return float(np.max(size)) * 100.0
 
 
-def candidates(facts: SceneFacts, rules: SizeRules, qtype: str, rng: np.random.Generator) -> list[Candidate]:
-    """Every size question the scene supports (``qtype``: the numeric type or its ``_mcq``), by object id."""
+TWINS = (TYPE, TYPE + "_mcq")
+
+
+def candidates(facts: SceneFacts, rules: SizeRules, types: tuple[str, ...], rng: np.random.Generator
+               ) -> list[Candidate]:
+    """Every size question the scene supports, by object id: for each object that passes, one
+    question of each of :data:`TWINS` in ``types`` from the same draw (a numeric question and its
+    numeric-option twin exist together or not at all)."""
+    asked = [t for t in TWINS if t in types]
+    if not asked:
+        return []
     sub = {lab.lower(): (lo, hi, keep) for lab, lo, hi, keep in rules.subsample}
     out = []
     for o in facts.unique(exclude=rules.exclude_labels):
@@ -28,6 +37,7 @@ def candidates(facts: SceneFacts, rules: SizeRules, qtype: str, rng: np.random.G
         rule = sub.get(o.label.lower())
         if rule is not None and rule[0] < cm < rule[1] and draw > rule[2]:
             continue
-        out.append(Candidate(facts.scene_id, qtype, tpl.SIZE, (("object_name", o.label),), objects=(o.id,),
-                             value=cm, decimals=rules.decimals, label=o.label, detail=(("longest_side_cm", cm),)))
+        out += [Candidate(facts.scene_id, qtype, tpl.SIZE, (("object_name", o.label),), objects=(o.id,),
+                          value=cm, decimals=rules.decimals, label=o.label, detail=(("longest_side_cm", cm),))
+                for qtype in asked]
     return out

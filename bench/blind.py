@@ -1,0 +1,133 @@
+"""Benchmark: every blind attack, held out by scene, on generated question sets (issue #23).
+
+Generates ``--types all`` with seed 0 over ``--rooms`` random furnished rooms
+(``vistest.datasets.synthetic.random_room_scene(seed, num_frames=100)``, as tests/test_generate.py)
+and, when ``--demo SCENE.json`` is given, over those rooms plus the demo scene, and over the demo
+alone (the demo's `make demo` rule: ``abs_distance.skip_probability=[]``; one scene, so the
+attacks are held out by question there). Every attack of ``vistest.eval.attacks`` is scored
+held out on each set (``vistest.generate.blind.attack_report``: 5 folds by scene) and printed per
+type against chance, with the counting answers' largest share and the letters' largest deviation
+from 1/k. ``--questions DIR`` scores an existing folder of generated ``*.jsonl`` instead (how the
+"before" column of docs/generate.md was measured: the questions of the generator before issue #23,
+scored with this script).
+
+    python bench/blind.py [--rooms 30] [--demo out/demo/scene.json] [--cache DIR] [--questions DIR]
+                          [--markdown]
+
+Visibility tables are cached in ``--cache`` (box occlusion for the rooms, ``auto`` for the demo).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from vistest.eval.tables import markdown_table, text_table  # noqa: E402
+from vistest.generate import GENERATED_TYPES, Rules, SceneInput, generate  # noqa: E402
+from vistest.generate.blind import attack_report  # noqa: E402
+
+
+def rooms(n: int, cache: Path) -> list[SceneInput]:
+    from vistest.datasets.synthetic import random_room_scene
+    from vistest.visibility.table import Visibility, compute_visibility
+
+    out = []
+    for seed in range(n):
+        scene = random_room_scene(seed, num_frames=100)
+        path = cache / f"room{seed}.npz"
+        if path.exists():
+            vis = Visibility.load(path)
+        else:
+            vis = compute_visibility(scene)
+            vis.save(path)
+        out.append(SceneInput(scene, vis))
+    return out
+
+
+def demo(scene_json: str, cache: Path) -> SceneInput:
+    from vistest.scene import Scene
+    from vistest.visibility.table import Visibility, compute_visibility
+
+    scene = Scene.load(scene_json)
+    path = cache / "demo.npz"
+    if path.exists():
+        vis = Visibility.load(path)
+    else:
+        vis = compute_visibility(scene)
+        vis.save(path)
+    return SceneInput(scene, vis)
+
+
+def set_stats(records: list[dict]) -> list[str]:
+    """The counting answers' largest share and the letters' largest deviation from 1/k, per type."""
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        by.setdefault(r["question_type"], []).append(r)
+    lines = []
+    for t, rs in sorted(by.items()):
+        parts = [f"{t} (n={len(rs)})"]
+        if t.startswith("object_counting"):
+            c = Counter(str(r["ground_truth"]) for r in rs)
+            parts.append(f"largest count share {max(c.values()) / len(rs):.1%}")
+        if rs[0].get("options"):
+            k = len(rs[0]["options"])
+            c = Counter(r["ground_truth"] for r in rs)
+            dev = max(abs(c.get(x, 0) / len(rs) - 1 / k) for x in "ABCDEFGH"[:k])
+            parts.append(f"letters max |share - 1/k| {100 * dev:.1f} pts")
+        lines.append("  " + "; ".join(parts))
+    return lines
+
+
+def report(name: str, records: list[dict], markdown: bool) -> None:
+    t0 = time.time()
+    rep = attack_report(records)
+    print(f"\n## {name}: {len(records)} questions, {len({r['scene_id'] for r in records})} scene(s), attacks in "
+          f"{time.time() - t0:.1f} s; every judged attack within chance +- 3 points: {rep.ok}")
+    print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
+    print("\n".join(set_stats(records)))
+
+
+def load_questions(folder: str) -> list[dict]:
+    out = []
+    for p in sorted(Path(folder).glob("*.jsonl")):
+        out += [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rooms", type=int, default=30)
+    ap.add_argument("--demo", default=None, help="the demo's scene.json (vistest demo-scene)")
+    ap.add_argument("--cache", default="/tmp/vistest-bench-blind")
+    ap.add_argument("--questions", default=None, help="score this folder of generated questions instead")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    if args.questions:
+        report(args.questions, load_questions(args.questions), args.markdown)
+        return
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    inputs = rooms(args.rooms, cache)
+    sets = [(f"{args.rooms} random rooms", inputs, Rules())]
+    if args.demo:
+        d = demo(args.demo, cache)
+        sets.append((f"{args.rooms} random rooms + the demo", inputs + [d], Rules()))
+        sets.append(("the demo alone", [d], Rules().with_overrides(["abs_distance.skip_probability=[]"])))
+    for name, ins, rules in sets:
+        t0 = time.time()
+        gen = generate(ins, GENERATED_TYPES, rules, seed=0)
+        records = [r for recs in gen.questions.values() for r in recs]
+        print(f"\n# generate: {name} in {time.time() - t0:.1f} s; report targets met: {gen.report.ok}")
+        for n in gen.report.notes:
+            print(f"  note: {n}")
+        report(name, records, args.markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,510 @@
+"""Every blind attack in one place, held out, per question type, against chance (issue #23).
+
+One implementation for ``vistest baseline`` (its attack table) and ``vistest generate`` (its
+report and its balancing loop, vistest.generate.blind). An attack answers each row from a fit on
+the *other* folds (vistest.eval.baselines.Folds: by scene when there are two or more scenes),
+never from the row's own scene, and is scored with the protocol's rules (accuracy for options,
+MRA for numbers). Attacks (:data:`ATTACKS`):
+
+* ``constant``: the best constant of the type in the training folds: for options, the letter
+  that wins most often (the best constant for accuracy); for numbers, the value with the
+  highest mean MRA over the training answers (whole numbers for counting); for open texts, the
+  most frequent text.
+* ``option-label``: which option *text* tends to win: every option's items (an option
+  ``"chair, table, bed"`` has three, each with its place in the list) get the smoothed share
+  of training questions of the type they won when offered, ``(won + 1/k) / (offered + 1)``; the
+  option with the highest mean wins. Multiple choice whose options are not numbers.
+* ``option-rank``: options that are all numbers sorted by value; always the rank that won most
+  often in training (the ReSTI audit's attack).
+* ``numeric-prior``: per label / label pair: the questions' words as a set (``How many
+  chair(s) and table(s)...`` and ``... table(s) and chair(s)`` are one key; a size question's
+  key is its label, a distance question's its two labels), answered with the best-MRA constant
+  of the training answers with the same key, else of the type. Numbers, and numeric options
+  (the option nearest the prior, in ratio).
+* ``learned``: the learned text-only model (vistest.eval.learned), fitted on the same folds.
+* ``nota-position``: on rows offering "None of these" / "Cannot be determined from the
+  video": the option at the offset from that special option that won most often in training.
+* ``answer-length``: the option whose text-length rank (shortest first, ties in option order)
+  won most often in training.
+
+Ties between training counts go to the smaller letter / rank / offset (an attack is a fixed
+rule; the balancing makes ties rare).
+
+**Chance** per row: ``1/k`` for ``k`` options; for a number, the expected MRA of a blind guess
+drawn from the other answers of its type (the mean over ``j != i`` of ``MRA(answer_j,
+answer_i)``): what a model that knows the answer distribution but not the question scores.
+
+**Judging** (:class:`AttackCell`): per (attack, type), the mean score minus the mean chance over
+the rows the attack applies to, with a 95% confidence interval that treats each scene as one
+sample (cluster-robust standard error of the per-row gaps; per row when there is one scene).
+Two-sided: a held-out attack *below* chance is a signal too (the opposite rule would beat
+chance), so a judged cell is within target when ``|gap| <= margin``. Types with fewer than
+``min_judged`` rows are not judged alone: their rows are pooled into one cell per attack
+(``pooled (<N): type, ...``), judged when the pool reaches ``min_judged``.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
+from .answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
+from .baselines import Folds, format_number
+from .records import Truth, budget_sort_key
+from .tables import Table
+
+CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
+    "constant", "option-label", "option-rank", "numeric-prior", "learned", "nota-position", "answer-length")
+ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH)
+DEFAULT_MARGIN = 0.03  # issue #23: every held-out attack within chance + 3 points
+DEFAULT_MIN_JUDGED = 20  # vistest.generate.rules.BalanceRules.min_judged: SE of a mean MRA ~0.3/sqrt(n)
+Z95 = 1.959964
+
+
+# =======================================================================================
+# shared helpers
+# =======================================================================================
+def mra_matrix(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``out[i, j]`` = MRA of prediction ``pred[j]`` for ground truth ``target[i]``: the share of
+    thresholds θ in ``MRA_THRESHOLDS`` with ``|pred - target| / target <= 1 - θ`` (lmms-eval's
+    ``_mean_relative_accuracy``, vectorised; equal to vistest.eval.answers.mean_relative_accuracy)."""
+    t = np.asarray(target, float)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(np.asarray(pred, float)[None, :] - t) / t
+    return (rel[..., None] <= (1 - np.asarray(MRA_THRESHOLDS))).mean(axis=-1)
+
+
+def best_constant(values: Sequence[float], counting: bool) -> float | None:
+    """The value with the highest mean MRA over ``values`` (candidates: the values themselves,
+    and for counting every whole number between their extremes); ties: the smaller value."""
+    v = np.asarray([x for x in values if x is not None and x > 0], float)
+    if not len(v):
+        return None
+    cands = np.unique(np.round(v)) if counting else np.unique(v)
+    if counting:
+        cands = np.arange(max(1.0, cands.min()), cands.max() + 1.0)
+    return float(cands[int(np.argmax(mra_matrix(cands, v).mean(axis=0)))])
+
+
+def chance_scores(rows: Sequence[Truth]) -> np.ndarray:
+    """Chance per row of *one question type* (module docstring)."""
+    if not rows:
+        return np.zeros(0)
+    out = np.zeros(len(rows))
+    numeric = [i for i, t in enumerate(rows) if t.kind != ANSWER_MCQ and python_float(t.ground_truth) is not None]
+    for i, t in enumerate(rows):
+        if t.kind == ANSWER_MCQ and t.options:
+            out[i] = 1.0 / len(t.options)
+    if len(numeric) >= 2:
+        values = np.array([python_float(rows[i].ground_truth) for i in numeric])
+        m = mra_matrix(values, values)
+        np.fill_diagonal(m, 0.0)
+        out[numeric] = m.sum(axis=1) / (len(values) - 1)
+    return out
+
+
+def option_texts(t: Truth) -> list[str]:
+    return [option_letter(o)[1] for o in t.options or ()]
+
+
+def option_letters_of(t: Truth) -> list[str]:
+    return [option_letter(o)[0] or o for o in t.options or ()]
+
+
+def keyed_index(t: Truth) -> int | None:
+    """The 0-based index of the keyed option, None when the ground truth is no option letter."""
+    letters = option_letters_of(t)
+    gt = str(t.ground_truth).strip().upper()
+    return letters.index(gt) if gt in letters else None
+
+
+def option_values(t: Truth) -> list[float] | None:
+    """Every option's number, None unless every option (other than a special one) is a number."""
+    out = []
+    for o, text in zip(t.options or (), option_texts(t)):
+        v = math.inf if is_special_option(o) else option_number(text)
+        if v is None:
+            return None
+        out.append(v)
+    return out if out and any(math.isfinite(v) for v in out) else None
+
+
+def value_order(t: Truth) -> list[int] | None:
+    """Option indices sorted by value (smallest first, ties in option order; special options last)."""
+    v = option_values(t)
+    return None if v is None else sorted(range(len(v)), key=lambda i: (v[i], i))
+
+
+def _words(text: str) -> frozenset[str]:
+    from .learned import words
+
+    return frozenset(words(text))
+
+
+def _argmax_key(counts: Mapping, default=None):
+    """The most frequent key (ties: the smallest); ``default`` when empty."""
+    return min(counts, key=lambda k: (-counts[k], k)) if counts else default
+
+
+# =======================================================================================
+# the attacks: fit(train rows of one cell) -> answer(row) -> response text or None
+# =======================================================================================
+Answerer = Callable[[Truth], "str | None"]
+
+
+def _letter(t: Truth, index: int | None) -> str | None:
+    letters = option_letters_of(t)
+    return letters[index] if index is not None and 0 <= index < len(letters) else None
+
+
+def fit_constant(train: Sequence[Truth]) -> Answerer:
+    mcq = Counter(str(t.ground_truth).strip().upper() for t in train if t.kind == ANSWER_MCQ)
+    texts = Counter(normalize_text(t.ground_truth) for t in train if t.kind == ANSWER_TEXT)
+    names = {normalize_text(t.ground_truth): str(t.ground_truth) for t in train if t.kind == ANSWER_TEXT}
+    nums = [python_float(t.ground_truth) for t in train if t.kind not in (ANSWER_MCQ, ANSWER_TEXT)]
+    counting = any(t.is_counting for t in train)
+    value = best_constant(nums, counting)
+    letter, text = _argmax_key(mcq), _argmax_key(texts)
+
+    def answer(t: Truth) -> str | None:
+        if t.kind == ANSWER_MCQ:
+            return letter if letter in option_letters_of(t) else None
+        if t.kind == ANSWER_TEXT:
+            return names.get(text) if text is not None else None
+        return None if value is None else format_number(value)
+    return answer
+
+
+def _items(text: str) -> list[tuple[int | None, str]]:
+    parts = [normalize_text(p) for p in str(text).split(",")]
+    return [(None, parts[0])] if len(parts) == 1 else list(enumerate(parts))
+
+
+def fit_option_label(train: Sequence[Truth]) -> Answerer:
+    offered: Counter = Counter()
+    won: Counter = Counter()
+    for t in train:
+        if t.kind != ANSWER_MCQ or not t.options or option_values(t) is not None:
+            continue
+        key = keyed_index(t)
+        for i, text in enumerate(option_texts(t)):
+            for item in _items(text):
+                offered[item] += 1
+                won[item] += int(i == key)
+
+    def answer(t: Truth) -> str | None:
+        if t.kind != ANSWER_MCQ or not t.options or option_values(t) is not None:
+            return None
+        k = len(t.options)
+        scores, seen = [], False
+        for text in option_texts(t):
+            items = _items(text)
+            seen = seen or any(offered[it] for it in items)
+            scores.append(float(np.mean([(won[it] + 1.0 / k) / (offered[it] + 1.0) for it in items])))
+        return _letter(t, int(np.argmax(scores))) if seen else None
+    return answer
+
+
+def fit_option_rank(train: Sequence[Truth]) -> Answerer:
+    ranks = Counter()
+    for t in train:
+        order, key = value_order(t), keyed_index(t)
+        if t.kind == ANSWER_MCQ and order is not None and key is not None:
+            ranks[order.index(key)] += 1
+    best = _argmax_key(ranks)
+
+    def answer(t: Truth) -> str | None:
+        order = value_order(t) if t.kind == ANSWER_MCQ else None
+        if order is None or best is None:
+            return None
+        return _letter(t, order[min(best, len(order) - 1)])
+    return answer
+
+
+def _row_value(t: Truth) -> float | None:
+    """The row's numeric answer: its ground truth, or the keyed option's number."""
+    if t.kind == ANSWER_MCQ:
+        v, key = option_values(t), keyed_index(t)
+        return None if v is None or key is None or not math.isfinite(v[key]) else v[key]
+    return python_float(t.ground_truth) if t.kind != ANSWER_TEXT else None
+
+
+def fit_numeric_prior(train: Sequence[Truth]) -> Answerer:
+    per: dict[frozenset, list[float]] = defaultdict(list)
+    every = []
+    counting = any(t.is_counting for t in train)
+    for t in train:
+        v = _row_value(t)
+        if v is not None:
+            per[_words(t.question)].append(v)
+            every.append(v)
+    priors = {k: best_constant(vs, counting) for k, vs in per.items()}
+    fallback = best_constant(every, counting)
+
+    def answer(t: Truth) -> str | None:
+        value = priors.get(_words(t.question), fallback)
+        if value is None:
+            return None
+        if t.kind == ANSWER_MCQ:
+            v = option_values(t)
+            if v is None:
+                return None
+            dist = [abs(math.log(x / value)) if math.isfinite(x) and x > 0 else math.inf for x in v]
+            return _letter(t, int(np.argmin(dist)))
+        return None if t.kind == ANSWER_TEXT else format_number(value)
+    return answer
+
+
+def _special_index(t: Truth) -> int | None:
+    idx = [i for i, o in enumerate(t.options or ()) if is_special_option(o)]
+    return idx[-1] if idx else None
+
+
+def fit_nota_position(train: Sequence[Truth]) -> Answerer:
+    offsets = Counter()
+    for t in train:
+        s, key = _special_index(t), keyed_index(t)
+        if t.kind == ANSWER_MCQ and s is not None and key is not None:
+            offsets[key - s] += 1
+    best = _argmax_key(offsets)
+
+    def answer(t: Truth) -> str | None:
+        s = _special_index(t) if t.kind == ANSWER_MCQ else None
+        if s is None or best is None:
+            return None
+        i = s + best
+        return _letter(t, i if 0 <= i < len(t.options) else s)
+    return answer
+
+
+def _length_order(t: Truth) -> list[int]:
+    texts = option_texts(t)
+    return sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+
+
+def fit_answer_length(train: Sequence[Truth]) -> Answerer:
+    ranks = Counter()
+    for t in train:
+        key = keyed_index(t)
+        if t.kind == ANSWER_MCQ and t.options and key is not None:
+            ranks[_length_order(t).index(key)] += 1
+    best = _argmax_key(ranks)
+
+    def answer(t: Truth) -> str | None:
+        if t.kind != ANSWER_MCQ or not t.options or best is None:
+            return None
+        order = _length_order(t)
+        return _letter(t, order[min(best, len(order) - 1)])
+    return answer
+
+
+FITTERS: Mapping[str, Callable[[Sequence[Truth]], Answerer]] = {
+    CONSTANT: fit_constant, OPTION_LABEL: fit_option_label, OPTION_RANK: fit_option_rank,
+    NUMERIC_PRIOR: fit_numeric_prior, NOTA_POSITION: fit_nota_position, ANSWER_LENGTH: fit_answer_length}
+
+
+# =======================================================================================
+# scoring every row, and the cells
+# =======================================================================================
+def cell_key(t: Truth) -> str:
+    """The cell a row is judged in: its type, with its reformulation when not the base one."""
+    return t.question_type if t.reformulation == "base" else f"{t.question_type} [{t.reformulation}]"
+
+
+@dataclass(frozen=True)
+class RowScores:
+    """Per row (in ``rows`` order): ``chance`` and, per attack, the held-out score (NaN where
+    the attack does not apply)."""
+
+    rows: tuple[Truth, ...]
+    chance: np.ndarray
+    scores: Mapping[str, np.ndarray]
+
+
+def attack_rows(truths: Sequence[Truth], budget: str | None = None) -> list[Truth]:
+    """The rows the attacks judge: the scorable real rows at ``budget`` (default: the largest)."""
+    rows = [t for t in truths if t.scorable]
+    if not rows:
+        return []
+    if budget is None:
+        budget = max({t.budget for t in rows}, key=budget_sort_key)
+    return [t for t in rows if t.budget == budget]
+
+
+def score_rows(rows: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
+               attacks: Sequence[str] = ATTACKS) -> RowScores:
+    """Every attack's held-out score on every row (module docstring)."""
+    rows = tuple(rows)
+    index = {t.key: i for i, t in enumerate(rows)}
+    cells: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(rows):
+        cells[cell_key(t)].append(i)
+    chance = np.zeros(len(rows))
+    for idx in cells.values():
+        chance[idx] = chance_scores([rows[i] for i in idx])
+    scores = {a: np.full(len(rows), np.nan) for a in attacks}
+
+    def put(attack: str, t: Truth, text: str | None) -> None:
+        if text is not None:
+            scores[attack][index[t.key]] = score_answer(protocol, t.kind, text, t.ground_truth)
+
+    split = folds.split(rows)
+    for attack in attacks:
+        if attack == LEARNED_ATTACK:
+            continue
+        for train, test in split:
+            train_by: dict[str, list[Truth]] = defaultdict(list)
+            for t in train:
+                train_by[cell_key(t)].append(t)
+            test_by: dict[str, list[Truth]] = defaultdict(list)
+            for t in test:
+                test_by[cell_key(t)].append(t)
+            for cell, ts in test_by.items():
+                fit = FITTERS[attack](train_by.get(cell, []))
+                for t in ts:
+                    put(attack, t, fit(t))
+    if LEARNED_ATTACK in attacks and rows:
+        from .learned import fit_learned
+
+        for t, p in zip(rows, fit_learned(rows, folds).predictions):
+            put(LEARNED_ATTACK, t, p.prediction)
+    return RowScores(rows, chance, scores)
+
+
+@dataclass(frozen=True)
+class AttackCell:
+    """One attack on one type (or a pool of small types): ``n`` rows it applies to, over
+    ``scenes`` scenes; mean ``score`` and ``chance``; ``ci``: 95% interval of the gap; ``judged``
+    when ``n >= min_judged``; ``pooled``: the types of a pool (empty for one type)."""
+
+    attack: str
+    question_type: str
+    n: int
+    scenes: int
+    score: float
+    chance: float
+    ci: tuple[float, float]
+    judged: bool
+    margin: float
+    pooled: tuple[str, ...] = ()
+
+    @property
+    def gap(self) -> float:
+        return self.score - self.chance
+
+    @property
+    def ok(self) -> bool:
+        """Not judged, or within ``margin`` of chance on both sides."""
+        return not self.judged or abs(self.gap) <= self.margin + 1e-9
+
+    def to_dict(self) -> dict:
+        return {"attack": self.attack, "question_type": self.question_type, "n": self.n, "scenes": self.scenes,
+                "score": self.score, "chance": self.chance, "gap": self.gap, "ci95": list(self.ci),
+                "judged": self.judged, "ok": self.ok, "pooled": list(self.pooled)}
+
+
+def gap_interval(gaps: np.ndarray, scenes: Sequence[str]) -> tuple[float, float]:
+    """95% interval of the mean of ``gaps`` (per row), scenes as clusters (module docstring)."""
+    n = len(gaps)
+    if n == 0:
+        return (math.nan, math.nan)
+    mean = float(gaps.mean())
+    groups: dict[str, float] = defaultdict(float)
+    for g, s in zip(gaps, scenes):
+        groups[s] += float(g) - mean
+    s_n = len(groups)
+    if s_n >= 2:
+        se = math.sqrt(s_n / (s_n - 1) * sum(e * e for e in groups.values())) / n
+    else:
+        se = float(gaps.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+    return (mean - Z95 * se, mean + Z95 * se)
+
+
+def _cell(attack: str, name: str, idx: list[int], rs: RowScores, min_judged: int, margin: float,
+          pooled: tuple[str, ...] = ()) -> AttackCell | None:
+    s = rs.scores[attack][idx]
+    ok = ~np.isnan(s)
+    if not ok.any():
+        return None
+    use = [i for i, k in zip(idx, ok) if k]
+    gaps = s[ok] - rs.chance[use]
+    scenes = [rs.rows[i].scene_id for i in use]
+    return AttackCell(attack, name, len(use), len(set(scenes)), float(s[ok].mean()), float(rs.chance[use].mean()),
+                      gap_interval(gaps, scenes), len(use) >= min_judged, margin, pooled)
+
+
+def attack_cells(rs: RowScores, min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN
+                 ) -> tuple[AttackCell, ...]:
+    """Per attack: a cell per type with at least ``min_judged`` rows, and one pooled cell of
+    the types with fewer (module docstring)."""
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(rs.rows):
+        by[cell_key(t)].append(i)
+    out = []
+    for attack in rs.scores:
+        small: list[str] = []
+        for name in sorted(by):
+            applies = int((~np.isnan(rs.scores[attack][by[name]])).sum())
+            if applies and applies < min_judged:
+                small.append(name)
+                continue
+            c = _cell(attack, name, by[name], rs, min_judged, margin)
+            if c is not None:
+                out.append(c)
+        if small:
+            idx = [i for name in small for i in by[name]]
+            c = _cell(attack, f"pooled (<{min_judged}): " + ", ".join(small), idx, rs, min_judged, margin,
+                      tuple(small))
+            if c is not None:
+                out.append(c)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """Every attack held out on a set of rows: the ``folds`` (their scheme and warning), the
+    ``budget`` judged, the ``cells``, and the per-row scores they came from."""
+
+    folds: Folds
+    budget: str
+    cells: tuple[AttackCell, ...]
+    row_scores: RowScores
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.cells)
+
+    @property
+    def failing(self) -> tuple[AttackCell, ...]:
+        return tuple(c for c in self.cells if not c.ok)
+
+    def to_dict(self) -> dict:
+        return {"holdout": self.folds.scheme, "warning": self.folds.warning, "budget": self.budget,
+                "all_within_margin": self.ok, "cells": [c.to_dict() for c in self.cells]}
+
+    def table(self) -> Table:
+        note = (f"Held out ({self.folds.scheme}), budget {self.budget}; gap = score - chance in points with its 95% "
+                f"interval (scenes as clusters); judged two-sided: |gap| <= margin"
+                + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
+        rows = tuple((c.question_type, c.attack, str(c.n), str(c.scenes), f"{c.score:.3f}", f"{c.chance:.3f}",
+                      f"{100 * c.gap:+.1f}", f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]",
+                      ("ok" if c.ok else "NO") if c.judged else "not judged")
+                     for c in sorted(self.cells, key=lambda c: (c.pooled != (), c.question_type,
+                                                                ATTACKS.index(c.attack))))
+        return Table("Blind attacks vs chance (held out)", note,
+                     ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "within"), rows, 1)
+
+
+def blind_attacks(truths: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
+                  budget: str | None = None, attacks: Sequence[str] = ATTACKS,
+                  min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN) -> AttackReport:
+    """Every attack on the scorable real rows at ``budget`` (default: the largest), held out
+    with ``folds`` (built on those rows' scenes or groups; vistest.eval.baselines.holdout_folds)."""
+    rows = attack_rows(truths, budget)
+    label = rows[0].budget if rows else (budget or "all")
+    rs = score_rows(rows, folds, protocol, attacks)
+    return AttackReport(folds, label, attack_cells(rs, min_judged, margin), rs)
