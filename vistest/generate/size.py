@@ -18,8 +18,10 @@ def longest_side_cm(size: np.ndarray) -> float:
     return float(np.max(size)) * 100.0
 
 
-def candidates(facts: SceneFacts, rules: SizeRules, qtype: str, rng: np.random.Generator) -> list[Candidate]:
-    """Every size question the scene supports (``qtype``: the numeric type or its ``_mcq``), by object id."""
+def candidates(facts: SceneFacts, rules: SizeRules, qtype: str, rng: np.random.Generator,
+               template: str = tpl.SIZE) -> list[Candidate]:
+    """Every size question the scene supports (``qtype``: the numeric type or its ``_mcq``), by object id
+    (``template``: ReVSI's wording, or VSI-Bench's for ``--types vsibench``)."""
     sub = {lab.lower(): (lo, hi, keep) for lab, lo, hi, keep in rules.subsample}
     out = []
     for o in facts.unique(exclude=rules.exclude_labels):
@@ -28,6 +30,6 @@ def candidates(facts: SceneFacts, rules: SizeRules, qtype: str, rng: np.random.G
         rule = sub.get(o.label.lower())
         if rule is not None and rule[0] < cm < rule[1] and draw > rule[2]:
             continue
-        out.append(Candidate(facts.scene_id, qtype, tpl.SIZE, (("object_name", o.label),), objects=(o.id,),
+        out.append(Candidate(facts.scene_id, qtype, template, (("object_name", o.label),), objects=(o.id,),
                              value=cm, decimals=rules.decimals, label=o.label, detail=(("longest_side_cm", cm),)))
     return out
