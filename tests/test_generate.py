@@ -30,6 +30,7 @@ from vistest.questions import QUESTION_TYPES, option_letter, parse_questions
 from vistest.visibility.table import compute_visibility
 
 N_ROOMS = 20
+RULES = Rules()
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,11 @@ class Ref:
             o = self.obj[oid]
             self._surf[oid] = box_surface(o.center, o.size, o.rotation, step=self.STEP)
         return self._surf[oid]
+
+    def corners(self, oid):
+        o = self.obj[oid]
+        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+        return o.center + (signs * o.size / 2) @ o.rotation.T
 
     @functools.lru_cache(maxsize=None)  # noqa: B019 (one Ref per scene, kept for the test)
     def distance(self, a, b):
@@ -154,22 +160,25 @@ def test_every_answer_recomputed_independently(rooms, generated):
             ranked = sorted(d, key=d.get)
             winner = ranked[-1] if t.endswith("farthest") else ranked[0]
             assert answer_text(r) == winner
-            runner = ranked[-2] if t.endswith("farthest") else ranked[1]
-            assert abs(d[winner] - d[runner]) >= 0.15 - 2 * Ref.TOL  # min_winner_margin_m, sampling error
-            assert min(d.values()) >= 0.15 - Ref.TOL  # min_option_distance_m
+            gaps = np.diff(sorted(d.values()))
+            assert gaps.min() > RULES.rel_distance.min_option_gap_m - 2 * Ref.TOL  # every pair, sampling error
+            assert min(d.values()) > RULES.rel_distance.min_option_distance_m - Ref.TOL
             texts = [option_letter(o)[1] for o in r["options"]]
             assert "(" + ", ".join(texts) + ")" in r["question"]  # the question names the options in order
         elif t.startswith("object_rel_direction"):
+            rd = RULES.rel_direction
             a, b, c = (ref.obj[o] for o in r["objects"])
             hard, backward = t.endswith("hard"), "backward" in t
             x, y = local_direction(a, b, c.center, backward)
             assert answer_text(r) == classify(x, y, hard)
-            assert turn_to_boundary(x, y, hard) >= 10.0 - 1e-6  # min_angle_from_boundary_deg
-            xs, ys = local_direction(a, b, ref.surface(c.id), backward)
-            assert set(classify(xs, ys, hard)) == {answer_text(r)}  # C's box within one answer region
-            assert a.size[0] * a.size[1] <= 1.0 + 1e-9  # A's footprint (upright boxes)
+            assert turn_to_boundary(x, y, hard) >= rd.min_angle_from_boundary_deg - 1e-6
+            xs, ys = local_direction(a, b, ref.corners(c.id), backward)
+            assert sum(w != answer_text(r) for w in classify(xs, ys, hard)) <= rd.max_corners_in_other_region
+            for o in (a, b, c):  # every box's extents along its first two axes
+                assert max(o.size[0], o.size[1]) <= rd.max_object_xy_extent_m + 1e-9
             for p, q in ((a, b), (a, c), (b, c)):
-                assert ref.floor_distance(p.id, q.id) >= 1.0 - Ref.TOL
+                assert ref.distance(p.id, q.id) >= rd.min_separation_m - Ref.TOL
+                assert ref.floor_distance(p.id, q.id) >= rd.min_floor_separation_m - Ref.TOL
             assert ("opposite direction" in r["question"]) == backward
         elif t.startswith("room_size"):
             w, d_ = np.max(doc["room"]["polygon"], axis=0)
@@ -226,7 +235,8 @@ def test_debiasing_targets_on_20_random_rooms(generated):
         if rs[0].get("options") and len(rs) >= Rules().balance.min_judged:
             k = len(rs[0]["options"])
             letters = Counter(r["ground_truth"] for r in rs)
-            assert max(abs(letters[x] / len(rs) - 1 / k) for x in "ABCD"[:k]) <= 0.03  # letters uniform
+            dev = max(abs(letters[x] / len(rs) - 1 / k) for x in "ABCD"[:k])
+            assert dev <= max(0.03, 1 / len(rs)), (t, letters)  # letters uniform (to one question)
     # twins: every numeric question has its numeric-option twin (same objects) and back
     for base, twin in (("object_size_estimation", "object_size_estimation_mcq"),
                        ("object_abs_distance", "object_abs_distance_mcq")):
@@ -241,7 +251,7 @@ def test_debiasing_targets_on_20_random_rooms(generated):
                                                        "learned", "answer-length"}
     judged = [c for c in rep.attacks.cells if c.judged]
     assert len({c.question_type for c in judged}) >= 10
-    assert sum(len(rs) for rs in by_type.values()) > 500
+    assert sum(len(rs) for rs in by_type.values()) > 400
 
 
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):
@@ -286,43 +296,40 @@ def test_distance_filters_remove_what_they_should(facts):
     assert share(strict, 1, 2) < 0.4 and share(strict, 3, 99) == 1.0
 
     rel = Rules().rel_distance
-    loose_rel = dataclasses.replace(rel, min_winner_margin_m=0.0, min_option_distance_m=0.0)
 
-    def margins(cs):
-        out = []
-        for c in cs:
-            d = sorted(v for _, v in c.detail)
-            out.append(d[-1] - d[-2] if c.question_type.endswith("farthest") else d[1] - d[0])
-        return out
+    def gaps(cs):
+        return [float(np.diff(sorted(v for _, v in c.detail)).min()) for c in cs]
 
-    loose_c = _all(facts, lambda f, g: distance.rel_candidates(f, loose_rel, distance.REL_TYPES, g))
+    def nearest(cs):
+        return [min(v for _, v in c.detail) for c in cs]
+
     strict_c = _all(facts, lambda f, g: distance.rel_candidates(f, rel, distance.REL_TYPES, g))
-    assert min(margins(loose_c)) < 0.15 <= min(margins(strict_c))
-    assert min(min(v for _, v in c.detail) for c in loose_c) < 0.15 <= min(
-        min(v for _, v in c.detail) for c in strict_c)
-    # ReVSI code's gap between every two options (off by default)
-    gapped = _all(facts, lambda f, g: distance.rel_candidates(
-        f, dataclasses.replace(rel, min_option_gap_m=0.3), distance.REL_TYPES, g))
-
-    def min_gap(cs):
-        return min(float(np.diff(sorted(v for _, v in c.detail)).min()) for c in cs)
-
-    assert gapped and min_gap(gapped) > 0.3 >= min_gap(strict_c)
+    assert strict_c and min(gaps(strict_c)) > 0.3 and min(nearest(strict_c)) > 1.0  # ReVSI's code
+    for change, fn, limit in ((dict(min_option_gap_m=0.0), gaps, 0.3), (dict(min_option_distance_m=0.0), nearest, 1.0)):
+        loose_c = _all(facts, lambda f, g: distance.rel_candidates(f, dataclasses.replace(rel, **change),
+                                                                   distance.REL_TYPES, g))
+        assert min(fn(loose_c)) <= limit, change  # each rule removes something
+    # VLM-3R's thresholds (0.15 m on every pair and to the primary) keep more
+    vlm = _all(facts, lambda f, g: distance.rel_candidates(f, Rules.preset_named("vlm3r").rel_distance,
+                                                           distance.REL_TYPES, g))
+    assert len(vlm) > len(strict_c) and min(gaps(vlm)) > 0.15 and min(gaps(vlm)) < 0.3
 
 
 def test_direction_filters_remove_what_they_should(facts):
     rules = Rules().rel_direction
     strict = _all(facts, lambda f, g: direction.candidates(f, rules, direction.TYPES))
+    f_of = {f.scene_id: f for f in facts}
     by_id = {(f.scene_id, o.id): o for f in facts for o in f.objects}
 
-    def worst(cs, fn):
-        return [fn(c) for c in cs]
+    def extent(c):
+        return max(max(by_id[(c.scene_id, o)].size[:2]) for o in c.objects)
 
-    def fp(c):
-        a = by_id[(c.scene_id, c.objects[0])]
-        return a.size[0] * a.size[1]
+    def sep(c):
+        f = f_of[c.scene_id]
+        a, b, q = c.objects
+        return min(f.distance(a, b), f.distance(a, q), f.distance(b, q))
 
-    def sep(c, f_of={f.scene_id: f for f in facts}):
+    def floor_sep(c):
         f = f_of[c.scene_id]
         a, b, q = c.objects
         return min(f.floor_distance(a, b), f.floor_distance(a, q), f.floor_distance(b, q))
@@ -331,16 +338,23 @@ def test_direction_filters_remove_what_they_should(facts):
         ang = dict(c.detail)["angle_deg"]
         return direction.boundary_distance(np.array([ang]), c.question_type[21:], 135.0)[0]
 
-    for change, fn, bad in ((dict(max_positioning_footprint_m2=100.0), fp, lambda v: v > 1.0),
-                            (dict(min_pairwise_distance_m=0.0), sep, lambda v: v < 1.0),
-                            (dict(min_angle_from_boundary_deg=0.0), margin, lambda v: v < 10.0)):
+    assert strict
+    for change, fn, bad in ((dict(max_object_xy_extent_m=0.0), extent, lambda v: v > 1.4),
+                            (dict(min_separation_m=0.0, min_floor_separation_m=0.0), sep, lambda v: v < 1.5),
+                            (dict(min_floor_separation_m=0.0, min_separation_m=0.0), floor_sep, lambda v: v < 1.5),
+                            (dict(min_angle_from_boundary_deg=0.0), margin, lambda v: v < 35.0)):
         loose = _all(facts, lambda f, g: direction.candidates(f, dataclasses.replace(rules, **change),
                                                               direction.TYPES))
-        assert any(bad(v) for v in worst(loose, fn)), change
-        assert not any(bad(v) for v in worst(strict, fn)), change
-    spans = _all(facts, lambda f, g: direction.candidates(
-        f, dataclasses.replace(rules, box_may_span_answers=True), direction.TYPES))
-    assert len(spans) > len(strict)  # the span rule removes questions whose C box reaches two answers
+        assert any(bad(fn(c)) for c in loose), change
+        assert not any(bad(fn(c)) for c in strict), change
+    near = dataclasses.replace(rules, min_angle_from_boundary_deg=0.0)  # C's centre may be near a boundary
+    tight = _all(facts, lambda f, g: direction.candidates(
+        f, dataclasses.replace(near, max_corners_in_other_region=0), direction.TYPES))
+    two = _all(facts, lambda f, g: direction.candidates(f, near, direction.TYPES))
+    assert len(tight) < len(two)  # the corner rule removes questions whose C box reaches two answers
+    far = _all(facts, lambda f, g: direction.candidates(
+        f, dataclasses.replace(rules, max_separation_m=3.0), direction.TYPES))
+    assert far and len(far) < len(strict) and max(map(sep, far)) <= 3.0  # VLM-3R's upper bound (5 m there)
 
 
 def test_appearance_gap_counting_and_size_filters(facts):
@@ -425,11 +439,20 @@ def test_cli_single_scene_file_and_errors(tmp_path, rooms):
     qs = parse_questions([json.dumps(x) for x in recs], scene=scene)
     bt = budget_truth(scene, rooms[0].visibility, qs, budgets=[32])
     assert all(it.status == KEPT for it in bt.items)  # --answerable-at 32
+    # VLM-3R's preset: its 0.15 m pairs (abs_distance.min_distance_m) unless a --rule says otherwise
+    vlm = tmp_path / "vlm.jsonl"
+    r = CliRunner().invoke(main, ["generate", str(sp), "--visibility", str(vp), "-o", str(vlm), "--rules", "vlm3r",
+                                  "--quiet", "--rule", "rel_direction.max_per_scene=0"])
+    assert r.exit_code == 0, r.output
+    got = [json.loads(x) for x in vlm.read_text().splitlines()]
+    assert len([x for x in got if x["question_type"].startswith("object_rel_direction")]) > len(
+        [x for x in recs if x["question_type"].startswith("object_rel_direction")])
     for args, msg in ((["--types", "object_counting,foo"], "--types: expected"),
                       (["--rule", "size.colour=1"], "unknown parameter 'colour'"),
                       (["--rule", "nope.x=1"], "unknown rule family 'nope'"),
                       (["--rule", "abs_distance.min_distance_m=far"], "expected a value like 1.0"),
                       (["--answerable-at", "0"], "--answerable-at"),
+                      (["--rules", "vsibench"], "--rules"),
                       (["--visibility", str(_other_vis(tmp_path, rooms[1]))], "none of the scenes given")):
         r = CliRunner().invoke(main, ["generate", str(sp), "-o", str(tmp_path / "x.jsonl"), *args])
         assert r.exit_code == 2 and "Error:" in r.output and msg in r.output, (args, r.output)

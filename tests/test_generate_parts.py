@@ -44,18 +44,50 @@ def test_every_rule_is_documented_with_its_source():
 
 def test_rule_overrides_are_typed_and_checked():
     r = Rules().with_overrides(["abs_distance.min_distance_m=0.2", "size.exclude_labels=[\"toilet\"]",
-                                "rel_direction.box_may_span_answers=true", "counting.max_multiple_per_scene=5",
+                                "rel_direction.max_corners_in_other_region=0", "counting.max_multiple_per_scene=5",
                                 "frames.answerable_at=[\"all\", 32]"])
     assert r.abs_distance.min_distance_m == 0.2 and r.size.exclude_labels == ("toilet",)
-    assert r.rel_direction.box_may_span_answers is True and r.counting.max_multiple_per_scene == 5
+    assert r.rel_direction.max_corners_in_other_region == 0 and r.counting.max_multiple_per_scene == 5
     assert r.frames.answerable_at == ("all", "32")
     for bad, msg in (("numeric_mcq.step_ratio=1.5", "spans"), ("counting.max_multiple_per_scene=1.5", "like 3"),
-                     ("size", "FAMILY.PARAM=VALUE"), ("frames.seen_threshold=2", "fraction")):
+                     ("size", "FAMILY.PARAM=VALUE"), ("frames.seen_threshold=2", "fraction"),
+                     ("counting.challenging_keep_probability=[[1, 1.5]]", "probability"),
+                     ("counting.challenging_pair_keep_probability=-0.1", "probability")):
         with pytest.raises(InputError, match=msg):
             Rules().with_overrides([bad])
     assert parse_types("revsi")[0] == "object_counting_single" and "obj_appearance_order" in parse_types("all")
+    assert "object_counting" in parse_types("vsibench") and "object_counting_single" not in parse_types("vsibench")
     with pytest.raises(InputError, match="--types"):
-        parse_types("object_counting")  # a VSI-Bench type the generator does not write
+        parse_types("object_counting_single,object_rel_direction_easy")  # ReVSI's and VSI-Bench's wording differ
+    with pytest.raises(InputError, match="--types"):
+        parse_types("object_counting_fuzzy")
+
+
+def test_presets_reproduce_their_reference_code():
+    """The constants of ReVSI's qa_generation/*.py (commit 9299454) and VLM-3R's
+    vlm_3r_data_process/src/tasks/vsibench/*.py, as read from the files."""
+    r = Rules()
+    assert r == Rules.preset_named("revsi") and r.preset == "revsi"
+    rd, rl, c = r.rel_direction, r.rel_distance, r.counting
+    assert (rd.max_object_xy_extent_m, rd.min_separation_m, rd.min_floor_separation_m,
+            rd.min_angle_from_boundary_deg, rd.max_corners_in_other_region) == (1.4, 1.5, 1.5, 35.0, 2)
+    assert (rl.min_option_distance_m, rl.min_option_gap_m) == (1.0, 0.3)
+    assert dict(c.challenging_keep_probability) == {1: 0.4, 2: 0.05} and c.challenging_pair_keep_probability == 0.3
+    assert "chair" in c.challenging_labels and c.min_count_single == 2
+    v = Rules.preset_named("vlm3r")
+    assert v.preset == "vlm3r" and v.rel_direction.min_angle_from_boundary_deg == 10.0
+    assert (v.rel_direction.min_separation_m, v.rel_direction.max_separation_m) == (0.3, 5.0)
+    assert (v.rel_distance.min_option_distance_m, v.rel_distance.min_option_gap_m) == (0.15, 0.15)
+    assert v.size.exclude_labels == () and v.counting.challenging_labels == ()
+    # overrides apply on top of a preset and keep it; the table names the preset's sources
+    w = v.with_overrides(["rel_direction.min_angle_from_boundary_deg=20"])
+    assert w.preset == "vlm3r" and w.rel_direction.min_angle_from_boundary_deg == 20.0
+    sources = {n: src for n, _, _, src in rule_table(v)}
+    assert "MIN_ANGLE_FROM_BOUNDARY" in dict((n, src) for n, _, _, src in rule_table())[
+        "rel_direction.min_angle_from_boundary_deg"]
+    assert sources["rel_direction.min_angle_from_boundary_deg"].startswith("VLM-3R: get_obj_rel_direction")
+    with pytest.raises(InputError, match="--rules: expected one of revsi, vlm3r"):
+        Rules.preset_named("vsibench")
 
 
 def _cand(answer: str, i: int) -> Candidate:

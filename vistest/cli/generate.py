@@ -20,7 +20,10 @@ from .options import profile_options, quiet_option, seen_threshold_option
                    "default: computed now).")
 @click.option("--types", default="revsi", show_default=True,
               help="Question types: 'revsi' (ReVSI's twelve), 'all' (also appearance order and numeric options), "
-                   "or a comma-separated list.")
+                   "'vsibench' (the stock lmms-eval vsibench task's, VSI-Bench's wording), or a comma-separated list.")
+@click.option("--rules", "preset", default="revsi", show_default=True, type=click.Choice(["revsi", "vlm3r"]),
+              help="Rule preset: the thresholds and sampling probabilities of ReVSI's released generator, or of "
+                   "VLM-3R's; --rule overrides single values on top.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--answerable-at", default="all", show_default=True,
               help="Keep a question only when the budget stage keeps its answer at each of these budgets "
@@ -32,8 +35,8 @@ from .options import profile_options, quiet_option, seen_threshold_option
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Also write report.json and report.md into this folder.")
 @quiet_option("No progress bar and no report on the terminal.")
-def generate_cmd(scene_jsons, output, visibility_npz, types, seed, answerable_at, profile, options, seen_threshold,
-                 rule_items, report_dir, quiet):
+def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answerable_at, profile, options,
+                 seen_threshold, rule_items, report_dir, quiet):
     """Generate ReVSI / VSI-Bench questions from the ground truth of SCENE_JSON(s), balanced over the
     set, answerable in the video; write them as vistest question JSONL and report the answer
     distributions, the blind baselines against chance and the answerability per frame budget."""
@@ -47,7 +50,7 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, seed, answerable_at
         raise InputError(f"-O/--option: the generator's budget stage takes no profile options, got {sorted(options)}")
     budgets = parse_budgets(answerable_at, "--answerable-at")
     labels = ["all"] + [budget_label(b) for b in budgets if budget_label(b) != "all"]
-    rules = Rules()
+    rules = Rules.preset_named(preset)
     rules = dataclasses.replace(rules, frames=dataclasses.replace(
         rules.frames, answerable_at=tuple(labels), profile=profile, seen_threshold=seen_threshold))
     rules = rules.with_overrides(rule_items)

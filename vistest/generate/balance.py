@@ -54,7 +54,7 @@ from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record, tw
 from .rules import BalanceRules, NumericMcqRules, Rules
 from .templates import LETTERS
 
-COUNTING_TYPES = ("object_counting_single", "object_counting_multiple")
+COUNTING_TYPES = ("object_counting_single", "object_counting_multiple", "object_counting")  # + VSI-Bench's
 DIRECTION_PREFIX = "object_rel_direction_"
 
 
@@ -187,6 +187,9 @@ def per_scene_cap(qtype: str, rules: Rules) -> int:
             "object_abs_distance_mcq": r.abs_distance.max_per_scene,
             "object_rel_distance_closest": r.rel_distance.max_closest_per_scene,
             "object_rel_distance_farthest": r.rel_distance.max_farthest_per_scene,
+            # --types vsibench: VSI-Bench's names for the same families
+            "object_counting": r.counting.max_single_per_scene,
+            "object_rel_distance": r.rel_distance.max_closest_per_scene,
             "obj_appearance_order": r.appearance.max_per_scene}
     if qtype.startswith(DIRECTION_PREFIX):
         return r.rel_direction.max_per_scene

@@ -22,8 +22,17 @@ REVSI_TYPES = (
     "room_size_estimation_single", "room_size_estimation_multiple")
 APPEARANCE_TYPE = "obj_appearance_order"
 NUMERIC_MCQ_TYPES = ("object_size_estimation_mcq", "object_abs_distance_mcq", "room_size_estimation_mcq")
-GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES
+GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES  # ``--types all``
 DEFAULT_TYPES = REVSI_TYPES
+# ``--types vsibench``: the types of the stock lmms-eval ``vsibench`` task (lmms_eval/tasks/vsibench/utils.py
+# MCA_QUESTION_TYPES and NA_QUESTION_TYPES), in VSI-Bench's wording (templates.VSIBENCH_*)
+VSIBENCH_TYPES = (
+    "object_counting", "object_size_estimation", "object_abs_distance", "object_rel_distance",
+    "object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
+    "room_size_estimation", APPEARANCE_TYPE)
+# the types only VSI-Bench asks: a set with any of them uses VSI-Bench's wording for the shared ones
+VSIBENCH_ONLY_TYPES = tuple(t for t in VSIBENCH_TYPES if t not in GENERATED_TYPES)
+WRITABLE_TYPES = GENERATED_TYPES + VSIBENCH_ONLY_TYPES  # every type the generator writes, in output order
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,8 @@ class Candidate:
     @property
     def key(self) -> tuple:
         """A total order independent of how the candidate was found (scene, type, references, text)."""
-        return (self.scene_id, GENERATED_TYPES.index(self.question_type) if self.question_type in GENERATED_TYPES
-                else len(GENERATED_TYPES), self.question_type, self.objects, self.category, self.fields,
+        return (self.scene_id, WRITABLE_TYPES.index(self.question_type) if self.question_type in WRITABLE_TYPES
+                else len(WRITABLE_TYPES), self.question_type, self.objects, self.category, self.fields,
                 self.answer or "", self.distractors)
 
     @property

@@ -3,11 +3,12 @@
 * ``object_abs_distance``: the distance in metres between two objects whose labels are unique;
   pairs under ``min_distance_m`` dropped, ReVSI's subsampling of short pairs
   (vistest.generate.rules.AbsDistanceRules);
-* ``object_rel_distance_closest`` / ``_farthest``: which of ``num_options`` objects is closest to
-  (farthest from) a primary object; all labels unique; dropped when the winner is within
-  ``min_winner_margin_m`` of the runner-up, when two options' distances differ by no more than
-  ``min_option_gap_m``, or when an option is closer than ``min_option_distance_m`` to the
-  primary (vistest.generate.rules.RelDistanceRules).
+* ``object_rel_distance_closest`` / ``_farthest`` (VSI-Bench: ``object_rel_distance``, closest):
+  which of ``num_options`` objects is closest to (farthest from) a primary object; all labels
+  unique; every option more than ``min_option_distance_m`` from the primary and every two
+  options' distances more than ``min_option_gap_m`` apart (vistest.generate.rules.RelDistanceRules;
+  ReVSI's ``obj_rel_dist_*_qa.py``: of all option sets that pass, one drawn at random per primary
+  object).
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from .rules import AbsDistanceRules, RelDistanceRules
 
 ABS = "object_abs_distance"
 CLOSEST, FARTHEST = "object_rel_distance_closest", "object_rel_distance_farthest"
+VSIBENCH_REL = "object_rel_distance"
 REL_TYPES = (CLOSEST, FARTHEST)
-SEARCH_PER_OBJECT = 24  # random option sets tried per primary object (bounds the search; see rel_candidates)
+MAX_OPTION_SETS = 2000  # option sets enumerated per primary object at most (bounds the work in large scenes)
 
 
 ABS_TWINS = (ABS, ABS + "_mcq")
@@ -53,49 +55,63 @@ def abs_candidates(facts: SceneFacts, rules: AbsDistanceRules, types: tuple[str,
     return out
 
 
-def rel_ok(dists: np.ndarray, farthest: bool, rules: RelDistanceRules) -> bool:
-    """The ambiguity filters on the options' distances to the primary (metres)."""
-    if dists.min() < rules.min_option_distance_m:
-        return False
-    d = np.sort(dists)
-    if np.diff(d).min() <= rules.min_option_gap_m and rules.min_option_gap_m > 0:
-        return False
-    margin = d[-1] - d[-2] if farthest else d[1] - d[0]
-    return bool(margin >= rules.min_winner_margin_m)
+def rel_ok(dists: np.ndarray, rules: RelDistanceRules) -> bool:
+    """The ambiguity filters on the options' distances to the primary (metres): every option more
+    than ``min_option_distance_m`` away, every two more than ``min_option_gap_m`` apart."""
+    d = np.sort(np.asarray(dists, float))
+    return bool(d[0] > rules.min_option_distance_m and (np.diff(d) > rules.min_option_gap_m).all())
+
+
+def option_sets(dists: np.ndarray, k: int, rules: RelDistanceRules) -> list[tuple[int, ...]]:
+    """Every set of ``k`` indices (ascending) whose distances pass :func:`rel_ok`, in
+    lexicographic order (at most ``MAX_OPTION_SETS``)."""
+    far = [i for i in range(len(dists)) if dists[i] > rules.min_option_distance_m]
+    out: list[tuple[int, ...]] = []
+
+    def grow(chosen: list[int], start: int) -> None:
+        if len(out) >= MAX_OPTION_SETS:
+            return
+        if len(chosen) == k:
+            out.append(tuple(chosen))
+            return
+        for j in range(start, len(far)):
+            i = far[j]
+            if all(abs(dists[i] - dists[c]) > rules.min_option_gap_m for c in chosen):
+                grow(chosen + [i], j + 1)
+
+    grow([], 0)
+    return out
 
 
 def rel_candidates(facts: SceneFacts, rules: RelDistanceRules, types: tuple[str, ...], rng: np.random.Generator
                    ) -> list[Candidate]:
-    """Relative-distance questions: for each primary object (by id) and type, random option sets
-    of ``num_options`` other unique objects are tried (at most ``SEARCH_PER_OBJECT``); the first
-    that passes the filters is the candidate (one per primary object, as ReVSI's generator)."""
+    """Relative-distance questions: for each primary object (by id) and type, one of the option
+    sets of ``num_options`` other unique objects that pass the filters, drawn at random (ReVSI's
+    ``find_valid_4_tuples_from_pair_scores`` then ``rng.choice``); the options listed in random
+    order by the balancing pass."""
     objs = facts.unique(exclude=rules.exclude_labels)
     k = rules.num_options
     out: list[Candidate] = []
-    for qtype in REL_TYPES:
+    wanted = [(CLOSEST, False, tpl.REL_DISTANCE_CLOSEST), (FARTHEST, True, tpl.REL_DISTANCE_FARTHEST),
+              (VSIBENCH_REL, False, tpl.VSIBENCH_REL_DISTANCE)]
+    for qtype, farthest, template in wanted:
         if qtype not in types:
             continue
-        farthest = qtype == FARTHEST
-        template = tpl.REL_DISTANCE_FARTHEST if farthest else tpl.REL_DISTANCE_CLOSEST
         for p in objs:
             others = [o for o in objs if o.id != p.id]
             if len(others) < k:
                 continue
-            seen: set[tuple[str, ...]] = set()
-            for _ in range(SEARCH_PER_OBJECT):
-                pick = sorted(rng.choice(len(others), size=k, replace=False).tolist())
-                opts = [others[i] for i in pick]
-                ids = tuple(o.id for o in opts)
-                if ids in seen:
-                    continue
-                seen.add(ids)
-                dists = np.array([facts.distance(p.id, o.id) for o in opts])
-                if not rel_ok(dists, farthest, rules):
-                    continue
-                win = int(np.argmax(dists) if farthest else np.argmin(dists))
-                out.append(Candidate(
-                    facts.scene_id, qtype, template, (("object_name", p.label),), objects=(p.id,) + ids,
-                    answer=opts[win].label, distractors=tuple(o.label for i, o in enumerate(opts) if i != win),
-                    detail=tuple((o.label, float(d)) for o, d in zip(opts, dists))))
-                break  # one option set per primary object and type, as ReVSI
+            dists = np.array([facts.distance(p.id, o.id) for o in others])
+            sets = option_sets(dists, k, rules)
+            if not sets:
+                continue
+            pick = sets[int(rng.integers(len(sets)))]
+            opts = [others[i] for i in pick]
+            d = dists[list(pick)]
+            win = int(np.argmax(d) if farthest else np.argmin(d))
+            out.append(Candidate(
+                facts.scene_id, qtype, template, (("object_name", p.label),),
+                objects=(p.id,) + tuple(o.id for o in opts),
+                answer=opts[win].label, distractors=tuple(o.label for i, o in enumerate(opts) if i != win),
+                detail=tuple((o.label, float(x)) for o, x in zip(opts, d))))
     return out

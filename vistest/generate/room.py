@@ -10,6 +10,7 @@ from .rules import RoomSizeRules
 
 SINGLE, MULTIPLE = "room_size_estimation_single", "room_size_estimation_multiple"
 MCQ = "room_size_estimation_mcq"
+VSIBENCH = "room_size_estimation"  # VSI-Bench's type: its template, whatever the area type
 TYPES = (SINGLE, MULTIPLE)
 
 
@@ -26,4 +27,7 @@ def candidates(facts: SceneFacts, rules: RoomSizeRules, types: tuple[str, ...]) 
         if t in types:
             out.append(Candidate(facts.scene_id, t, template, value=float(area), decimals=rules.decimals,
                                  detail=(("area_m2", float(area)),)))
+    if VSIBENCH in types:
+        out.append(Candidate(facts.scene_id, VSIBENCH, tpl.VSIBENCH_ROOM_SIZE, value=float(area),
+                             decimals=rules.decimals, detail=(("area_m2", float(area)),)))
     return out

@@ -6,18 +6,20 @@ there). Sources, cited by short name:
 
 * **ReVSI code**: the released generator of ReVSI, ``qa_generation/*.py`` of
   github.com/3dlg-hcvc/revsi (commit 9299454, Apache-2.0): templates, exclusion lists,
-  subsampling rules, per-scene caps.
+  thresholds, sampling probabilities, per-scene caps. The defaults (the ``revsi`` preset)
+  reproduce them; each source names the file and the constant.
 * **ReVSI paper**: Zhang et al., arXiv:2604.24300, section 3 (shared/reference/revsi-summary.txt):
   single-instance counting, two-category sums, no pairs under 1 m, positioning footprint
   <= 1 m^2, pairwise distances >= 1 m, 5% visibility, "the scene" wording.
-* **VLM-3R**: the VSI-Bench-style QA generation of VLM-3R (``get_obj_rel_direction_v*_qa.py``,
-  ``get_obj_rel_distance_v1_qa.py``, ``common_utils.generate_multiple_choice``): 10 degree
-  direction margin, 0.15 m distance margins, numeric distractors in 0.25-1.75x the answer
-  with a 20% margin.
+* **VLM-3R**: the VSI-Bench-style QA generation of VLM-3R, ``vlm_3r_data_process/src/tasks/vsibench/``
+  of github.com/VITA-Group/VLM-3R (commit 6dd1264) and its ``utils/common_utils.py``: the
+  ``vlm3r`` preset (:data:`VLM3R_PRESET`), and the numeric options of every preset.
 * **VSI-Bench**: Yang et al., CVPR 2025 (templates as reproduced by VLM-3R and lmms-eval).
 * **issue #14**: the vistest issue that asked for the generator, where no published value exists.
 * **vistest**: a choice made here, explained in docs/generate.md.
 
+Presets (the CLI's ``--rules``): ``Rules()`` / ``Rules.preset("revsi")`` is ReVSI's code,
+``Rules.preset("vlm3r")`` VLM-3R's (:data:`VLM3R_PRESET`: each changed value with its source).
 Override any parameter with ``Rules.with_overrides(["family.param=value", ...])`` (the CLI's
 ``--rule``); values are JSON (``1.5``, ``["bed", "toilet"]``, ``true``).
 """
@@ -45,6 +47,8 @@ def param(default: Any, doc: str, source: str) -> Any:
     return field(default=default, metadata={"doc": doc, "source": source})
 
 
+# ReVSI code, obj_count_single_qa.py / obj_count_multiple_qa.py CHALLENGING_OBJ_NAMES
+_COUNT_CHALLENGING = ("nightstand", "chair", "trash can", "door", "table", "pillow", "table lamp", "backpack", "desk")
 # ReVSI code, obj_count_single_qa.py / obj_count_multiple_qa.py EXCLUDE_OBJ_NAMES
 _COUNT_EXCLUDE = ("window", "bi-fold door", "light switch", "blinds", "roller blind", "shoes", "slippers", "clothes")
 # ReVSI code, obj_size_qa.py EXCLUDE_OBJ_NAMES (near-fixed or ill-defined sizes), duplicates removed
@@ -77,18 +81,32 @@ _REL_DIST_EXCLUDE = ("ceiling light", "ceiling lamp", "bathroom ceiling heater",
 
 @dataclass(frozen=True)
 class CountingRules:
-    """``object_counting_single`` / ``object_counting_multiple``: how many instances of a label
-    (or the sum of two labels) the scene holds. Every instance must be seen in the video
-    (the ``frames.answerable_at`` rule)."""
+    """``object_counting_single`` / ``object_counting_multiple`` (VSI-Bench: ``object_counting``):
+    how many instances of a label (or the sum of two labels) the scene holds. Every instance must
+    be seen in the video (the ``frames.answerable_at`` rule)."""
 
     exclude_labels: tuple[str, ...] = param(_COUNT_EXCLUDE, "labels never counted (case-insensitive)",
                                             f"{REVSI_CODE}: obj_count_single_qa.py EXCLUDE_OBJ_NAMES")
-    min_count_single: int = param(1, "smallest count asked for one label (1: single-instance questions)",
-                                  f"{REVSI_PAPER}: single-instance counting reintroduced")
+    min_count_single: int = param(2, "a label outside challenging_labels is asked for one label only with at "
+                                     "least this many instances", f"{REVSI_CODE}: obj_count_single_qa.py "
+                                                                   "_should_generate_question (obj_count > 1)")
+    challenging_labels: tuple[str, ...] = param(
+        _COUNT_CHALLENGING, "labels asked at any count (1 included), subsampled by challenging_keep_probability",
+        f"{REVSI_CODE}: obj_count_single_qa.py CHALLENGING_OBJ_NAMES")
+    challenging_keep_probability: tuple[tuple[int, float], ...] = param(
+        ((1, 0.4), (2, 0.05)), "(count, probability): a challenging label with that count is kept with that "
+                               "probability (other counts always)",
+        f"{REVSI_CODE}: obj_count_single_qa.py CHALLENGING_OBJ_KEEP_PROBABILITY_BY_COUNT")
     min_count_each_multiple: int = param(2, "each of the two labels of a sum needs at least this many instances",
-                                         f"{REVSI_CODE}: obj_count_multiple_qa.py (count > 1)")
+                                         f"{REVSI_CODE}: obj_count_multiple_qa.py _is_valid_object (count > 1)")
+    challenging_pair_sum: int = param(4, "a sum of two challenging labels equal to this is subsampled",
+                                      f"{REVSI_CODE}: obj_count_multiple_qa.py _should_generate_question "
+                                      "(first_obj_count + second_obj_count != 4)")
+    challenging_pair_keep_probability: float = param(
+        0.3, "probability of keeping such a pair", f"{REVSI_CODE}: obj_count_multiple_qa.py "
+                                                   "CHALLENGING_PAIR_KEEP_PROBABILITY")
     max_single_per_scene: int = param(0, "cap on single-label questions per scene (0: no cap)",
-                                      f"{REVSI_CODE}: one question per label, no cap")
+                                      f"{REVSI_CODE}: obj_count_single_qa.py (one question per label, no cap)")
     max_multiple_per_scene: int = param(3, "cap on two-label sums per scene (0: no cap)",
                                         f"{REVSI_CODE}: obj_count_multiple_qa.py --max_samples_per_scene")
 
@@ -128,17 +146,16 @@ class AbsDistanceRules:
 
 @dataclass(frozen=True)
 class RelDistanceRules:
-    """``object_rel_distance_closest`` / ``_farthest``: which of 4 objects is closest to (farthest
-    from) a primary object, by closest-point distance; all 5 labels unique in the scene."""
+    """``object_rel_distance_closest`` / ``_farthest`` (VSI-Bench: ``object_rel_distance``, closest):
+    which of 4 objects is closest to (farthest from) a primary object, by closest-point distance;
+    all 5 labels unique in the scene."""
 
-    num_options: int = param(4, "options per question", f"{VSIBENCH}/{REVSI_CODE} template (4 choices)")
-    min_winner_margin_m: float = param(0.15, "dropped when the winner is within this of the runner-up",
-                                       f"{VLM3R}: get_obj_rel_distance_v1_qa.py ambiguous() threshold 0.15 m")
-    min_option_gap_m: float = param(0.0, "every two options' distances must differ by more than this "
-                                         "(0: only the winner's margin counts)",
-                                    f"{VISTEST} (VLM-3R: 0.15 m, ReVSI code: 0.3 m on every pair)")
-    min_option_distance_m: float = param(0.15, "every option must be at least this far from the primary object",
-                                         f"{VLM3R}: distance_to_object_threshold 0.15 m (ReVSI code: 1 m)")
+    num_options: int = param(4, "options per question", f"{REVSI_CODE}: obj_rel_dist_closest_qa.py "
+                                                        "OBJ_REL_DISTANCE_QUESTION_TEMPLATE (4 choices)")
+    min_option_distance_m: float = param(1.0, "every option must be more than this far from the primary object",
+                                         f"{REVSI_CODE}: obj_rel_dist_closest_qa.py MIN_OPTION_DISTANCE_TO_PRIMARY")
+    min_option_gap_m: float = param(0.3, "every two options' distances to the primary must differ by more than this",
+                                    f"{REVSI_CODE}: obj_rel_dist_closest_qa.py MIN_OPTION_DISTANCE_DIFF_TO_PRIMARY")
     exclude_labels: tuple[str, ...] = param(_REL_DIST_EXCLUDE, "labels never used",
                                             f"{REVSI_CODE}: obj_rel_dist_closest_qa.py EXCLUDE_OBJ_NAMES")
     max_closest_per_scene: int = param(9, "cap per scene on closest questions (0: no cap)",
@@ -149,22 +166,29 @@ class RelDistanceRules:
 
 @dataclass(frozen=True)
 class RelDirectionRules:
-    """``object_rel_direction_{forward,backward}_{easy,hard}``: standing at A facing B (forward) or
-    facing away from B (backward), where is C: left / right / back (easy) or the quadrant
-    (hard). Angles in the floor plane, between box centres; A, B, C labels unique."""
+    """``object_rel_direction_{forward,backward}_{easy,hard}`` (VSI-Bench:
+    ``object_rel_direction_{easy,medium,hard}``): standing by A facing B (forward) or facing away
+    from B (backward), where is C: left / right / back (ReVSI easy, VSI-Bench medium), left / right
+    (VSI-Bench easy: C in the back region is not asked) or the quadrant (hard). Angles in the floor
+    plane, between box centres; A, B, C labels unique."""
 
-    max_positioning_footprint_m2: float = param(1.0, "A's footprint (floor-plane outline) area at most this",
-                                                f"{REVSI_PAPER} (ReVSI code: every side <= 1.4 m for A, B and C)")
-    min_pairwise_distance_m: float = param(1.0, "A, B, C pairwise at least this far apart (closest points of "
-                                                "their footprints on the floor plane)",
-                                           f"{REVSI_PAPER} (ReVSI code: 1.5 m, in 3D and on the floor plane)")
-    min_angle_from_boundary_deg: float = param(10.0, "C's centre at least this far from an answer boundary",
-                                               f"{VLM3R}: ambiguity_threshold 10 deg (ReVSI code: 35 deg)")
-    back_turn_deg: float = param(135.0, "easy: C is 'back' when facing it needs a turn of at least this",
-                                 f"{VSIBENCH}/{REVSI_CODE} template ('at least 135 degrees')")
-    box_may_span_answers: bool = param(False, "keep a question whose C box reaches into a second answer region",
-                                       f"{ISSUE} (VLM-3R/ReVSI code tolerate 2 of 8 corners)")
-    exclude_labels: tuple[str, ...] = param((), "labels never used", f"{REVSI_CODE}: none")
+    max_object_xy_extent_m: float = param(1.4, "A, B and C: the box's extents along its first two axes at most this "
+                                               "(0: no limit)", f"{REVSI_CODE}: obj_rel_dir_qa.py MAX_OBJECT_XY_EXTENT")
+    min_separation_m: float = param(1.5, "A, B, C pairwise: closest-point distance of the boxes at least this",
+                                    f"{REVSI_CODE}: obj_rel_dir_qa.py MIN_OBJECT_SEPARATION (3D)")
+    min_floor_separation_m: float = param(1.5, "A, B, C pairwise: closest-point distance of their footprints on the "
+                                               "floor plane at least this",
+                                          f"{REVSI_CODE}: obj_rel_dir_qa.py MIN_OBJECT_SEPARATION (XY projection)")
+    max_separation_m: float = param(0.0, "A, B, C pairwise: closest-point distance at most this (0: no limit)",
+                                    f"{REVSI_CODE}: none")
+    min_angle_from_boundary_deg: float = param(35.0, "C's centre at least this far from every answer boundary",
+                                               f"{REVSI_CODE}: obj_rel_dir_qa.py MIN_ANGLE_FROM_BOUNDARY")
+    max_corners_in_other_region: int = param(
+        2, "at most this many of C's 8 box corners in another answer region than its centre",
+        f"{REVSI_CODE}: obj_rel_dir_qa.py _get_gt ((quadrant_of_centroid != quadrant_of_vertices).sum() > 2)")
+    back_turn_deg: float = param(135.0, "left/right/back: C is 'back' when facing it needs a turn of at least this",
+                                 f"{REVSI_CODE}: obj_rel_dir_qa.py _get_gt bins [0, 135, 225, 360]")
+    exclude_labels: tuple[str, ...] = param((), "labels never used", f"{REVSI_CODE}: obj_rel_dir_qa.py (none)")
     max_per_scene: int = param(4, "cap per scene and type (0: no cap)",
                                f"{REVSI_CODE}: obj_rel_dir_qa.py --max_samples_per_scene")
 
@@ -175,10 +199,13 @@ class AppearanceRules:
     frame in which any instance is seen, from the visibility table)."""
 
     num_categories: int = param(4, "labels per question", f"{VSIBENCH} template (4 categories)")
-    min_gap_s: float = param(1.0, "consecutive first appearances at least this many seconds apart", ISSUE)
+    min_gap_s: float = param(1.0, "every two first appearances at least this many seconds apart",
+                             f"{VLM3R}: get_spatial_temporal_appearance_order_qa.py SAVE_MARGIN (VSI-Bench's generator "
+                             "is unreleased; ReVSI has no appearance order)")
     num_options: int = param(4, "options (orders) per question", f"{VSIBENCH} (4 options)")
     exclude_labels: tuple[str, ...] = param(_COUNT_EXCLUDE, "labels never used", f"{VISTEST} (counting's list)")
-    max_per_scene: int = param(4, "cap per scene (0: no cap)", f"{VISTEST} (VSI-Bench's generator is unreleased)")
+    max_per_scene: int = param(4, "cap per scene (0: no cap)", f"{VISTEST} (ReVSI's cap on relative direction; "
+                                                               "VLM-3R: 6)")
 
 
 @dataclass(frozen=True)
@@ -252,9 +279,46 @@ class FrameRules:
                                        "the budget stage's default (ReVSI excludes room size at 16)")
 
 
+_VLM3R_SUB = f"{VLM3R}: base_qa_generator.py --num_subsample (default 6 questions per scene and type)"
+# The ``vlm3r`` preset: every value that differs from ReVSI's code, with its source in
+# vlm_3r_data_process/src/tasks/vsibench/ (and src/tasks/base_qa_generator.py) of VLM-3R.
+VLM3R_PRESET: dict[str, tuple[Any, str]] = {
+    "counting.exclude_labels": ((), f"{VLM3R}: get_obj_count_qa.py (no exclusion list)"),
+    "counting.challenging_labels": ((), f"{VLM3R}: get_obj_count_qa.py (every label needs count > 1)"),
+    "counting.challenging_keep_probability": ((), f"{VLM3R}: get_obj_count_qa.py (no subsampling)"),
+    "counting.challenging_pair_keep_probability": (1.0, f"{VLM3R}: no two-label counting type (no subsampling)"),
+    "counting.max_single_per_scene": (6, _VLM3R_SUB),
+    "size.exclude_labels": ((), f"{VLM3R}: get_obj_size_qa.py (every single-instance label)"),
+    "size.subsample": ((), f"{VLM3R}: get_obj_size_qa.py (no subsampling)"),
+    "size.max_per_scene": (6, _VLM3R_SUB),
+    "abs_distance.min_distance_m": (0.15, f"{VLM3R}: get_obj_abs_distance_qa.py (round(d, 1) < 0.2 skipped: d < 0.15)"),
+    "abs_distance.exclude_labels": ((), f"{VLM3R}: get_obj_abs_distance_qa.py (no exclusion list)"),
+    "abs_distance.skip_probability": ((), f"{VLM3R}: get_obj_abs_distance_qa.py (no subsampling)"),
+    "abs_distance.max_per_scene": (6, _VLM3R_SUB),
+    "rel_distance.min_option_distance_m": (0.15, f"{VLM3R}: get_obj_rel_distance_v1_qa.py get_gt "
+                                                 "distance_to_object_threshold"),
+    "rel_distance.min_option_gap_m": (0.15, f"{VLM3R}: get_obj_rel_distance_v1_qa.py ambiguous() threshold "
+                                            "(every pair of options)"),
+    "rel_distance.exclude_labels": ((), f"{VLM3R}: get_obj_rel_distance_v1_qa.py (no exclusion list)"),
+    "rel_distance.max_closest_per_scene": (6, _VLM3R_SUB),
+    "rel_distance.max_farthest_per_scene": (6, _VLM3R_SUB + " (VLM-3R has no farthest type)"),
+    "rel_direction.max_object_xy_extent_m": (0.0, f"{VLM3R}: get_obj_rel_direction_v1_qa.py (no extent limit)"),
+    "rel_direction.min_separation_m": (0.3, f"{VLM3R}: get_obj_rel_direction_v1_qa.py ambiguous() min_dist"),
+    "rel_direction.min_floor_separation_m": (0.0, f"{VLM3R}: get_obj_rel_direction_v1_qa.py (no floor-plane check)"),
+    "rel_direction.max_separation_m": (5.0, f"{VLM3R}: get_obj_rel_direction_v1_qa.py ambiguous() max_dist"),
+    "rel_direction.min_angle_from_boundary_deg": (10.0, f"{VLM3R}: get_obj_rel_direction_v2_qa.py get_gt "
+                                                        "ambiguity_threshold (v1 checks only each quadrant's upper "
+                                                        "boundary; applied to every boundary here)"),
+    "rel_direction.max_per_scene": (6, _VLM3R_SUB),
+    "appearance.max_per_scene": (6, f"{VLM3R}: get_spatial_temporal_appearance_order_qa.py num_subsample"),
+}
+PRESETS = ("revsi", "vlm3r")
+
+
 @dataclass(frozen=True)
 class Rules:
-    """Every rule set, by family name (the ``family`` of ``family.param=value`` overrides)."""
+    """Every rule set, by family name (the ``family`` of ``family.param=value`` overrides), and
+    the preset the values started from (``revsi``: the dataclass defaults; ``vlm3r``)."""
 
     counting: CountingRules = CountingRules()
     size: SizeRules = SizeRules()
@@ -266,6 +330,19 @@ class Rules:
     numeric_mcq: NumericMcqRules = NumericMcqRules()
     balance: BalanceRules = BalanceRules()
     frames: FrameRules = FrameRules()
+    preset: str = "revsi"
+
+    @classmethod
+    def preset_named(cls, name: str) -> "Rules":
+        """The rules of a preset: ``revsi`` (ReVSI's code, the default) or ``vlm3r``
+        (:data:`VLM3R_PRESET`). Raises InputError naming the expected presets."""
+        name = name.strip()
+        if name == "revsi":
+            return cls()
+        if name == "vlm3r":
+            items = [f"{k}={json.dumps(_jsonable(v))}" for k, (v, _) in VLM3R_PRESET.items()]
+            return dataclasses.replace(cls().with_overrides(items, source="vlm3r preset"), preset="vlm3r")
+        raise InputError(f"--rules: expected one of {', '.join(PRESETS)}, got {name!r}")
 
     def with_overrides(self, items: tuple[str, ...] | list[str], source: str = "--rule") -> "Rules":
         """A copy with ``family.param=value`` overrides applied (value: JSON, else a string).
@@ -276,7 +353,7 @@ class Rules:
             family, dot, name = key.strip().partition(".")
             if not sep or not dot:
                 raise InputError(f"{source}: expected FAMILY.PARAM=VALUE, got {item!r}")
-            sets = {f.name: getattr(rules, f.name) for f in fields(rules)}
+            sets = {f.name: getattr(rules, f.name) for f in _families()}
             if family not in sets:
                 raise InputError(f"{source}: {key}: unknown rule family {family!r}; expected one of "
                                  f"{', '.join(sets)}")
@@ -313,6 +390,14 @@ class Rules:
         if not 0.0 <= self.frames.seen_threshold < 1.0:
             raise InputError(f"--rule: frames.seen_threshold: expected a fraction in [0, 1), got "
                              f"{self.frames.seen_threshold}")
+        c = self.counting
+        if any(len(x) != 2 for x in c.challenging_keep_probability):
+            raise InputError("--rule: counting.challenging_keep_probability: expected [[count, probability], ...]")
+        probs = [("counting.challenging_keep_probability", p) for _, p in c.challenging_keep_probability]
+        probs.append(("counting.challenging_pair_keep_probability", c.challenging_pair_keep_probability))
+        for name, p in probs:
+            if not 0.0 <= p <= 1.0:
+                raise InputError(f"--rule: {name}: expected a probability in [0, 1], got {p}")
         if not 0.0 < self.balance.max_count_share <= 1.0:
             raise InputError("--rule: balance.max_count_share: expected a share in (0, 1]")
 
@@ -348,12 +433,21 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def rule_table() -> list[tuple[str, str, str, str]]:
-    """(``family.param``, default as JSON, doc, source) for every parameter, in declaration order."""
+def _families():
+    """The rule families of :class:`Rules` (its fields but ``preset``)."""
+    return [f for f in fields(Rules) if f.name != "preset"]
+
+
+def rule_table(rules: Rules | None = None) -> list[tuple[str, str, str, str]]:
+    """(``family.param``, value as JSON, doc, source) for every parameter, in declaration order:
+    the defaults (the ``revsi`` preset), or the values of ``rules`` with the sources of its preset."""
     out = []
-    for fam in fields(Rules):
-        group = fam.default
+    for fam in _families():
+        group = getattr(rules, fam.name) if rules is not None else fam.default
         for f in fields(group):
-            out.append((f"{fam.name}.{f.name}", json.dumps(_jsonable(getattr(group, f.name))),
-                        f.metadata["doc"], f.metadata["source"]))
+            key = f"{fam.name}.{f.name}"
+            source = f.metadata["source"]
+            if rules is not None and rules.preset == "vlm3r" and key in VLM3R_PRESET:
+                source = VLM3R_PRESET[key][1]
+            out.append((key, json.dumps(_jsonable(getattr(group, f.name))), f.metadata["doc"], source))
     return out

@@ -30,12 +30,17 @@ from ..questions import parse_questions
 from ..scene import Scene
 from ..visibility.table import Visibility
 from . import appearance, counting, direction, distance, room, size
+from . import templates as tpl
 from .balance import Placed, balance
 from .candidates import (
     DEFAULT_TYPES,
     GENERATED_TYPES,
     NUMERIC_MCQ_TYPES,
+    REVSI_TYPES,
     TWIN_FAMILY,
+    VSIBENCH_ONLY_TYPES,
+    VSIBENCH_TYPES,
+    WRITABLE_TYPES,
     Candidate,
     scene_rng,
     to_record,
@@ -45,7 +50,7 @@ from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
 
-TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": GENERATED_TYPES}
+TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": GENERATED_TYPES, "vsibench": VSIBENCH_TYPES}
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,24 +71,37 @@ class Generated:
 
 
 def parse_types(text: str) -> tuple[str, ...]:
-    """``revsi`` (ReVSI's types, the default), ``all``, or comma-separated type names; in the
-    generator's order. Raises InputError."""
+    """``revsi`` (ReVSI's types, the default), ``all`` (ReVSI's, appearance order and the numeric
+    options), ``vsibench`` (the stock lmms-eval ``vsibench`` task's), or comma-separated type
+    names; in the generator's order. A list may not mix ReVSI-only and VSI-Bench-only types (the
+    types both ask are worded differently). Raises InputError."""
     text = text.strip()
     if text in TYPE_SETS:
         return TYPE_SETS[text]
     names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in names if t not in GENERATED_TYPES]
+    bad = [t for t in names if t not in WRITABLE_TYPES]
     if bad or not names:
-        raise InputError(f"--types: expected 'revsi', 'all' or a comma-separated list of {', '.join(GENERATED_TYPES)};"
-                         f" got {text!r}")
-    return tuple(t for t in GENERATED_TYPES if t in names)
+        raise InputError(f"--types: expected {', '.join(repr(k) for k in TYPE_SETS)} or a comma-separated list of "
+                         f"{', '.join(WRITABLE_TYPES)}; got {text!r}")
+    revsi_only = [t for t in names if t in REVSI_TYPES and t not in VSIBENCH_TYPES]
+    vsi_only = [t for t in names if t in VSIBENCH_ONLY_TYPES]
+    if revsi_only and vsi_only:
+        raise InputError(f"--types: {revsi_only[0]!r} (ReVSI) and {vsi_only[0]!r} (VSI-Bench) in one set; expected "
+                         f"the types of one benchmark (their shared types are worded differently)")
+    return tuple(t for t in WRITABLE_TYPES if t in names)
+
+
+def vsibench_wording(types: tuple[str, ...]) -> bool:
+    """Does the set use VSI-Bench's wording ("this room") for the types both benchmarks ask."""
+    return any(t in VSIBENCH_ONLY_TYPES for t in types)
 
 
 def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rng: np.random.Generator
                      ) -> list[Candidate]:
     """Every candidate of ``types`` in one scene (families in a fixed order)."""
     out = counting.candidates(facts, rules.counting, types, rng)
-    out += size.candidates(facts, rules.size, types, rng)  # numeric twins from one draw (issue #23)
+    size_template = tpl.VSIBENCH_SIZE if vsibench_wording(types) else tpl.SIZE
+    out += size.candidates(facts, rules.size, types, rng, template=size_template)  # twins from one draw (#23)
     out += distance.abs_candidates(facts, rules.abs_distance, types, rng)
     out += distance.rel_candidates(facts, rules.rel_distance, types, rng)
     out += direction.candidates(facts, rules.rel_direction, types)

@@ -21,11 +21,12 @@ def longest_side_cm(size: np.ndarray) -> float:
 TWINS = (TYPE, TYPE + "_mcq")
 
 
-def candidates(facts: SceneFacts, rules: SizeRules, types: tuple[str, ...], rng: np.random.Generator
-               ) -> list[Candidate]:
+def candidates(facts: SceneFacts, rules: SizeRules, types: tuple[str, ...], rng: np.random.Generator,
+               template: str = tpl.SIZE) -> list[Candidate]:
     """Every size question the scene supports, by object id: for each object that passes, one
     question of each of :data:`TWINS` in ``types`` from the same draw (a numeric question and its
-    numeric-option twin exist together or not at all)."""
+    numeric-option twin exist together or not at all). ``template``: ReVSI's wording, or
+    VSI-Bench's for ``--types vsibench``."""
     asked = [t for t in TWINS if t in types]
     if not asked:
         return []
@@ -37,7 +38,7 @@ def candidates(facts: SceneFacts, rules: SizeRules, types: tuple[str, ...], rng:
         rule = sub.get(o.label.lower())
         if rule is not None and rule[0] < cm < rule[1] and draw > rule[2]:
             continue
-        out += [Candidate(facts.scene_id, qtype, tpl.SIZE, (("object_name", o.label),), objects=(o.id,),
+        out += [Candidate(facts.scene_id, qtype, template, (("object_name", o.label),), objects=(o.id,),
                           value=cm, decimals=rules.decimals, label=o.label, detail=(("longest_side_cm", cm),))
                 for qtype in asked]
     return out

@@ -38,3 +38,23 @@ ROOM_SIZE_MULTIPLE = ("What is the size of the scene (in square meters)? If mult
 ROOM_SIZE_SINGLE = ("What is the size of the main room (in square meters)? If multiple rooms are shown, estimate "
                     "only the size of the dominant room in which the video is primarily recorded.")
 LETTERS = "ABCDEFGHIJ"
+
+# ---- VSI-Bench's wording (``--types vsibench``): "this room"; VLM-3R's ``src/question_templates.py``
+# reproduces VSI-Bench's templates (VSI-Bench's own generator is unreleased); the relative
+# direction levels are VLM-3R's v3 (easy: left/right), v2 (medium) and v1 (hard).
+VSIBENCH_COUNT = "How many {object_name}(s) are in this room?"
+VSIBENCH_SIZE = ("What is the length of the longest dimension (length, width, or height) of the {object_name}, "
+                 "measured in centimeters?")
+VSIBENCH_ABS_DISTANCE = ABS_DISTANCE
+VSIBENCH_REL_DISTANCE = REL_DISTANCE_CLOSEST
+VSIBENCH_ROOM_SIZE = ("What is the size of this room (in square meters)? If multiple rooms are shown, estimate the "
+                      "size of the combined space.")
+VSIBENCH_REL_DIRECTION = {
+    "object_rel_direction_easy": ("If I am standing by the {positioning_object} and facing the {orienting_object}, "
+                                  "is the {querying_object} to the left or the right of the {orienting_object}?"),
+    "object_rel_direction_medium": REL_DIRECTION["forward_easy"],
+    "object_rel_direction_hard": (REL_DIRECTION["forward_hard"] + "\nThe directions refer to the quadrants of a "
+                                  "Cartesian plane (if I am standing at the origin and facing along the positive "
+                                  "y-axis)."),
+}
+LR_ANSWERS = ("left", "right")
