@@ -87,8 +87,12 @@ def set_stats(records: list[dict]) -> list[str]:
 def report(name: str, records: list[dict], markdown: bool) -> None:
     t0 = time.time()
     rep = attack_report(records)
+    judged = [c for c in rep.cells if c.judged]
+    above = [c for c in judged if c.gap > c.margin + 1e-9]
+    below = [c for c in judged if c.gap < -c.margin - 1e-9]
     print(f"\n## {name}: {len(records)} questions, {len({r['scene_id'] for r in records})} scene(s), attacks in "
-          f"{time.time() - t0:.1f} s; every judged attack within chance +- 3 points: {rep.ok}")
+          f"{time.time() - t0:.1f} s; {len(judged)} judged cells: {len(above)} above chance + 3 points, "
+          f"{len(below)} below chance - 3 points")
     print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
     print("\n".join(set_stats(records)))
 

@@ -142,6 +142,13 @@ def _assign(units: Sequence[str], k: int, seed: int) -> tuple[dict[str, int], in
     return {units[j]: i % k for i, j in enumerate(order)}, k
 
 
+def scene_folds(scene_ids: Iterable[str], k: int = DEFAULT_FOLDS, seed: int = 0) -> Folds:
+    """The folds by scene of :func:`holdout_folds` for these scenes (two or more)."""
+    scenes = sorted(set(scene_ids))
+    fold_of, n = _assign(scenes, k, seed)
+    return Folds(HOLDOUT_SCENE, fold_of, n, len(scenes))
+
+
 def holdout_folds(truths: Sequence[Truth], mode: str = HOLDOUT_AUTO, k: int = DEFAULT_FOLDS, seed: int = 0) -> Folds:
     """The folds of ``mode`` (:data:`HOLDOUT_CHOICES`; module docstring): ``auto`` and ``scene``
     hold out scenes when there are two or more, else question groups (with a warning);
@@ -156,8 +163,7 @@ def holdout_folds(truths: Sequence[Truth], mode: str = HOLDOUT_AUTO, k: int = DE
         return Folds("", {}, 1, len(scenes))
     warning = None
     if mode in (HOLDOUT_AUTO, HOLDOUT_SCENE) and len(scenes) >= 2:
-        fold_of, n = _assign(scenes, k, seed)
-        return Folds(HOLDOUT_SCENE, fold_of, n, len(scenes))
+        return scene_folds(scenes, k, seed)
     if mode != HOLDOUT_QUESTION:
         warning = (f"only {len(scenes)} scene: too few to hold any out, so the blind baselines are held out by "
                    f"question group (a question and its reformulations) instead; other questions of the same scene "

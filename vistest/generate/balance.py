@@ -23,9 +23,9 @@ In order (vistest.generate.rules.BalanceRules):
    a type nor below ``min_questions``; the options are drawn again and everything rescored,
    at most ``max_rounds`` times. Attacks that only see where the options are (the letter as a
    constant, the rank of a numeric option, the offset from "None of these") are answered by
-   the new draw alone, not by pruning. The learned text-only model (the slowest) is scored once
-   the others pass and then in every round. What the last round could not bring within the
-   margin stays in the report as a failed target.
+   the new draw alone, not by pruning (the option draws are chosen on every attack but the
+   learned model, the slowest; it is scored with the others in every round). What the last
+   round could not bring within the margin stays in the report as a failed target.
 5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
    correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
    ``ceil`` of the fold's n/k times, the extra places to the letters used least in the folds
@@ -380,19 +380,14 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
     if not first:
         return []
     folds = blind.folds_of(blind.truths(_records(first)), seed)  # the report's folds (by scene)
-    learned_rounds = 0
     placed: list[Placed] = []
     for _ in range(b.max_rounds):
         placed = _resample(kept, rules, rng, folds, cheap)
         if not placed:
             return placed
         records = _records(placed)
-        report = blind.attack_report(records, seed, cheap, b.min_judged, b.blind_margin, folds)
+        report = blind.attack_report(records, seed, blind.ATTACKS, b.min_judged, b.blind_margin, folds)
         drop, log = prune_round(placed, report, n0, b)
-        if not drop and learned_rounds < 2:
-            learned_rounds += 1
-            report = blind.attack_report(records, seed, ("learned",), b.min_judged, b.blind_margin, folds)
-            drop, log = prune_round(placed, report, n0, b)
         if not drop:
             return placed
         for t in kept:

@@ -248,7 +248,7 @@ class BalanceRules:
     blind_margin: float = param(0.03, "questions are pruned until every blind attack, held out by scene, scores "
                                       "within this of chance on every judged type (both sides)",
                                 "issue #23 (chance + 3 points)")
-    max_rounds: int = param(8, "most rounds of drawing the options, scoring the attacks and pruning", VISTEST)
+    max_rounds: int = param(12, "most rounds of drawing the options, scoring the attacks and pruning", VISTEST)
     option_draws: int = param(12, "draws of a multiple-choice type's options per round; the one whose attacks are "
                                   "nearest chance is kept", VISTEST)
     max_prune_fraction: float = param(0.5, "never prune more than this share of a type's questions", VISTEST)
