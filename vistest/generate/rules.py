@@ -209,6 +209,37 @@ class AppearanceRules:
 
 
 @dataclass(frozen=True)
+class RouteRules:
+    """``route_planning``: the turns of the shortest walk from beside A (facing B) to beside G over
+    the free floor (vistest.generate.route). Neither VSI-Bench nor ReVSI released a route
+    generator (their routes are annotated by hand): the values are vistest's, the 35 degree
+    margin ReVSI's direction margin."""
+
+    cell_m: float = param(0.1, "floor grid cell size (metres)", VISTEST)
+    clearance_m: float = param(0.2, "the walker's radius: cells this close to a blocking footprint or a wall "
+                                     "are not free (metres)", VISTEST)
+    obstacle_max_bottom_m: float = param(0.5, "a box blocks the floor when its bottom is at most this above the "
+                                              "lowest box bottom (metres)", VISTEST)
+    obstacle_min_top_m: float = param(0.1, "... and its top at least this above it (a rug does not block; metres)",
+                                      VISTEST)
+    max_straight_deg: float = param(10.0, "a heading change of at most this is no turn (degrees)", VISTEST)
+    back_turn_deg: float = param(135.0, "a turn of at least this is 'turn back' (degrees)",
+                                 f"{REVSI_CODE}: obj_rel_dir_qa.py QUESTION_TEMPLATE_BY_LEVEL ('at least 135 degrees')")
+    min_angle_from_boundary_deg: float = param(35.0, "every turn at least this far from 0 and +-back_turn_deg, "
+                                                     "else the route is not asked (degrees)",
+                                               f"{REVSI_CODE}: obj_rel_dir_qa.py MIN_ANGLE_FROM_BOUNDARY")
+    landmark_max_distance_m: float = param(0.6, "a turning point is named by an object whose footprint is at most "
+                                                "this far (metres)", VISTEST)
+    landmark_margin_m: float = param(0.3, "... and every other object's footprint at least this farther (metres)",
+                                     VISTEST)
+    min_turns: int = param(2, "routes with fewer left/right turns are not asked (4 options need 2)", VISTEST)
+    max_turns: int = param(4, "routes with more turns are not asked", VISTEST)
+    num_options: int = param(4, "options per question", f"{VSIBENCH}: route_planning rows (A-D)")
+    exclude_labels: tuple[str, ...] = param((), "labels never used as start, facing, goal or landmark", VISTEST)
+    max_per_scene: int = param(4, "cap per scene (0: no cap)", f"{VISTEST} (as relative direction)")
+
+
+@dataclass(frozen=True)
 class RoomSizeRules:
     """``room_size_estimation_single`` / ``_multiple``: the floor area in m^2 of the scene's
     ``room`` (``room.area_type``: ``single_room`` -> single, else multiple)."""
@@ -318,6 +349,7 @@ class Rules:
     rel_distance: RelDistanceRules = RelDistanceRules()
     rel_direction: RelDirectionRules = RelDirectionRules()
     appearance: AppearanceRules = AppearanceRules()
+    route: RouteRules = RouteRules()
     room_size: RoomSizeRules = RoomSizeRules()
     numeric_mcq: NumericMcqRules = NumericMcqRules()
     balance: BalanceRules = BalanceRules()
@@ -377,6 +409,10 @@ class Rules:
                         ("rel_distance.num_options", self.rel_distance.num_options)):
             if v < 2:
                 raise InputError(f"--rule: {name}: expected at least 2, got {v}")
+        rt = self.route
+        if rt.cell_m <= 0 or rt.clearance_m < 0 or rt.num_options < 2 or 2 ** rt.min_turns < rt.num_options:
+            raise InputError("--rule: route: expected cell_m > 0, clearance_m >= 0 and 2 ** min_turns >= num_options "
+                             f"(options vary left/right), got {rt}")
         if math.factorial(self.appearance.num_categories) < self.appearance.num_options:
             raise InputError("--rule: appearance.num_options: more options than orders of the categories")
         if not 0.0 <= self.frames.seen_threshold < 1.0:

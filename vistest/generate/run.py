@@ -29,16 +29,16 @@ from ..errors import InputError
 from ..questions import parse_questions
 from ..scene import Scene
 from ..visibility.table import Visibility
-from . import appearance, counting, direction, distance, room, size
+from . import appearance, counting, direction, distance, room, route, size
 from . import templates as tpl
 from .balance import Placed, balance
-from .candidates import (DEFAULT_TYPES, GENERATED_TYPES, NUMERIC_MCQ_TYPES, REVSI_TYPES, VSIBENCH_ONLY_TYPES,
+from .candidates import (ALL_TYPES, DEFAULT_TYPES, NUMERIC_MCQ_TYPES, REVSI_TYPES, VSIBENCH_ONLY_TYPES,
                          VSIBENCH_TYPES, WRITABLE_TYPES, Candidate, scene_rng, to_record)
 from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
 
-TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": GENERATED_TYPES, "vsibench": VSIBENCH_TYPES}
+TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": ALL_TYPES, "vsibench": VSIBENCH_TYPES}
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +100,8 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
     if appearance.TYPE in types:
         out += appearance.candidates(facts, rules.appearance, rng)
     out += room.candidates(facts, rules.room_size, types)
+    if route.TYPE in types:
+        out += route.candidates(facts, rules.route, rng)
     return sorted(out, key=lambda c: c.key)
 
 
