@@ -84,6 +84,17 @@ def vsibench_wording(types: tuple[str, ...]) -> bool:
     return any(t in VSIBENCH_ONLY_TYPES for t in types)
 
 
+VSIBENCH_DATASET = "vistest"  # the stock vsibench task's video folder: {HF_HOME}/vsibench/{dataset}/{scene_name}.mp4
+
+
+def vsibench_record(rec: dict) -> dict:
+    """A record with the fields the stock lmms-eval ``vsibench`` task reads besides vistest's
+    (lmms_eval/tasks/vsibench/utils.py ``_vsibench_video_path``: ``dataset`` and ``scene_name``)."""
+    out = {"id": rec["id"], "dataset": VSIBENCH_DATASET, "scene_name": rec["scene_id"]}
+    out.update((k, v) for k, v in rec.items() if k != "id")
+    return out
+
+
 def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rng: np.random.Generator
                      ) -> list[Candidate]:
     """Every candidate of ``types`` in one scene (families in a fixed order)."""
@@ -171,6 +182,8 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
             bar.update(1)
     placed, removals, notes = balance(pool, rules, np.random.default_rng(seed))
     questions, ranks = assign_ids(placed, by_id)
+    if vsibench_wording(types):
+        questions = {sid: tuple(vsibench_record(r) for r in recs) for sid, recs in questions.items()}
     report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
                           {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)
     return Generated(questions, report)
