@@ -214,3 +214,10 @@ def test_route_questions_in_a_generated_set(rooms):
         texts = [option_letter(o)[1] for o in r["options"]]
         assert all(set(t.split(", ")) <= {"Turn Left", "Turn Right", "Turn Back"} for t in texts)
         assert r["question"].count("[please fill in]") == 1 + len(texts[0].split(", "))  # the note names it once
+
+
+def test_routes_are_deterministic(rooms):
+    rules = Rules().with_overrides(["route.clearance_m=0.15", "route.landmark_margin_m=0.2"])
+    a = generate(rooms[:12], ("route_planning",), rules, seed=5)
+    b = generate(list(reversed(rooms[:12])), ("route_planning",), rules, seed=5)
+    assert a.questions == b.questions and sum(map(len, a.questions.values())) > 0
