@@ -247,6 +247,9 @@ class RoomSizeRules:
     decimals: int = param(1, "decimals of the answer (square metres)", f"{REVSI_CODE}: room_size_qa.py gt '{{:.1f}}'")
 
 
+_MC = f"{VLM3R}: src/utils/common_utils.py generate_multiple_choice"
+
+
 @dataclass(frozen=True)
 class NumericMcqRules:
     """``*_mcq``: a numeric question (size, distance, room area) asked with numeric options.
@@ -255,11 +258,11 @@ class NumericMcqRules:
     the answer at rank ``r`` (balanced over the set): every option is ``step_ratio`` times the
     next smaller one, and all lie within ``[min_ratio, max_ratio]`` times the answer."""
 
-    num_options: int = param(4, "options per question", f"{VLM3R}: generate_multiple_choice (3 distractors)")
+    num_options: int = param(4, "options per question", f"{_MC}: 3 distractors")
     step_ratio: float = param(1.2, "each option is this times the next smaller one (20% apart)",
-                              f"{VLM3R}: margin 0.20 (taken relative to the smaller value; docs/generate.md)")
-    min_ratio: float = param(0.25, "no option below this times the answer", f"{VLM3R}: lower_bound 0.25")
-    max_ratio: float = param(1.75, "no option above this times the answer", f"{VLM3R}: upper_bound 1.75")
+                              f"{_MC}: margin=0.20 (taken relative to the smaller value; docs/generate.md)")
+    min_ratio: float = param(0.25, "no option below this times the answer", f"{_MC}: lower_bound=0.25")
+    max_ratio: float = param(1.75, "no option above this times the answer", f"{_MC}: upper_bound=1.75")
     significant_digits: int = param(3, "significant digits of the option values", VISTEST)
 
 
