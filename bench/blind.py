@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from vistest.eval.tables import markdown_table, text_table  # noqa: E402
-from vistest.generate import GENERATED_TYPES, Rules, SceneInput, generate  # noqa: E402
+from vistest.generate import Rules, SceneInput, generate, parse_types  # noqa: E402
 from vistest.generate.blind import attack_report  # noqa: E402
 
 
@@ -125,7 +125,7 @@ def main() -> None:
         sets.append(("the demo alone", [d], Rules().with_overrides(["abs_distance.skip_probability=[]"])))
     for name, ins, rules in sets:
         t0 = time.time()
-        gen = generate(ins, GENERATED_TYPES, rules, seed=0)
+        gen = generate(ins, parse_types("all"), rules, seed=0)
         records = [r for recs in gen.questions.values() for r in recs]
         print(f"\n# generate: {name} in {time.time() - t0:.1f} s; report targets met: {gen.report.ok}")
         for n in gen.report.notes:

@@ -190,6 +190,7 @@ def per_scene_cap(qtype: str, rules: Rules) -> int:
             # --types vsibench: VSI-Bench's names for the same families
             "object_counting": r.counting.max_single_per_scene,
             "object_rel_distance": r.rel_distance.max_closest_per_scene,
+            "route_planning": r.route.max_per_scene,
             "obj_appearance_order": r.appearance.max_per_scene}
     if qtype.startswith(DIRECTION_PREFIX):
         return r.rel_direction.max_per_scene

@@ -21,18 +21,21 @@ REVSI_TYPES = (
     "object_rel_direction_backward_easy", "object_rel_direction_forward_hard", "object_rel_direction_backward_hard",
     "room_size_estimation_single", "room_size_estimation_multiple")
 APPEARANCE_TYPE = "obj_appearance_order"
+ROUTE_TYPE = "route_planning"
 NUMERIC_MCQ_TYPES = ("object_size_estimation_mcq", "object_abs_distance_mcq", "room_size_estimation_mcq")
-GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES  # ``--types all``
+GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES
+ROUTE_TYPES = (ROUTE_TYPE,)  # both benchmarks' (VSI-Bench's rows, ReVSI's lmms-eval task)
+ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES  # ``--types all``
 DEFAULT_TYPES = REVSI_TYPES
 # ``--types vsibench``: the types of the stock lmms-eval ``vsibench`` task (lmms_eval/tasks/vsibench/utils.py
 # MCA_QUESTION_TYPES and NA_QUESTION_TYPES), in VSI-Bench's wording (templates.VSIBENCH_*)
 VSIBENCH_TYPES = (
     "object_counting", "object_size_estimation", "object_abs_distance", "object_rel_distance",
     "object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
-    "room_size_estimation", APPEARANCE_TYPE)
+    "room_size_estimation", APPEARANCE_TYPE, ROUTE_TYPE)
 # the types only VSI-Bench asks: a set with any of them uses VSI-Bench's wording for the shared ones
-VSIBENCH_ONLY_TYPES = tuple(t for t in VSIBENCH_TYPES if t not in GENERATED_TYPES)
-WRITABLE_TYPES = GENERATED_TYPES + VSIBENCH_ONLY_TYPES  # every type the generator writes, in output order
+VSIBENCH_ONLY_TYPES = tuple(t for t in VSIBENCH_TYPES if t not in GENERATED_TYPES + ROUTE_TYPES)
+WRITABLE_TYPES = GENERATED_TYPES + tuple(t for t in VSIBENCH_ONLY_TYPES if t != ROUTE_TYPE) + ROUTE_TYPES
 
 
 @dataclass(frozen=True)

@@ -209,11 +209,45 @@ class AppearanceRules:
 
 
 @dataclass(frozen=True)
+class RouteRules:
+    """``route_planning``: the turns of the shortest walk from beside A (facing B) to beside G over
+    the free floor (vistest.generate.route). Neither VSI-Bench nor ReVSI released a route
+    generator (their routes are annotated by hand): the values are vistest's, the 35 degree
+    margin ReVSI's direction margin."""
+
+    cell_m: float = param(0.1, "floor grid cell size (metres)", VISTEST)
+    clearance_m: float = param(0.2, "the walker's radius: cells this close to a blocking footprint or a wall "
+                                     "are not free (metres)", VISTEST)
+    obstacle_max_bottom_m: float = param(0.5, "a box blocks the floor when its bottom is at most this above the "
+                                              "lowest box bottom (metres)", VISTEST)
+    obstacle_min_top_m: float = param(0.1, "... and its top at least this above it (a rug does not block; metres)",
+                                      VISTEST)
+    max_straight_deg: float = param(10.0, "a heading change of at most this is no turn (degrees)", VISTEST)
+    back_turn_deg: float = param(135.0, "a turn of at least this is 'turn back' (degrees)",
+                                 f"{REVSI_CODE}: obj_rel_dir_qa.py QUESTION_TEMPLATE_BY_LEVEL ('at least 135 degrees')")
+    min_angle_from_boundary_deg: float = param(35.0, "every turn at least this far from 0 and +-back_turn_deg, "
+                                                     "else the route is not asked (degrees)",
+                                               f"{REVSI_CODE}: obj_rel_dir_qa.py MIN_ANGLE_FROM_BOUNDARY")
+    landmark_max_distance_m: float = param(0.6, "a turning point is named by an object whose footprint is at most "
+                                                "this far (metres)", VISTEST)
+    landmark_margin_m: float = param(0.3, "... and every other object's footprint at least this farther (metres)",
+                                     VISTEST)
+    min_turns: int = param(2, "routes with fewer left/right turns are not asked (4 options need 2)", VISTEST)
+    max_turns: int = param(4, "routes with more turns are not asked", VISTEST)
+    num_options: int = param(4, "options per question", f"{VSIBENCH}: route_planning rows (A-D)")
+    exclude_labels: tuple[str, ...] = param((), "labels never used as start, facing, goal or landmark", VISTEST)
+    max_per_scene: int = param(4, "cap per scene (0: no cap)", f"{VISTEST} (as relative direction)")
+
+
+@dataclass(frozen=True)
 class RoomSizeRules:
     """``room_size_estimation_single`` / ``_multiple``: the floor area in m^2 of the scene's
     ``room`` (``room.area_type``: ``single_room`` -> single, else multiple)."""
 
     decimals: int = param(1, "decimals of the answer (square metres)", f"{REVSI_CODE}: room_size_qa.py gt '{{:.1f}}'")
+
+
+_MC = f"{VLM3R}: src/utils/common_utils.py generate_multiple_choice"
 
 
 @dataclass(frozen=True)
@@ -224,11 +258,11 @@ class NumericMcqRules:
     the answer at rank ``r`` (balanced over the set): every option is ``step_ratio`` times the
     next smaller one, and all lie within ``[min_ratio, max_ratio]`` times the answer."""
 
-    num_options: int = param(4, "options per question", f"{VLM3R}: generate_multiple_choice (3 distractors)")
+    num_options: int = param(4, "options per question", f"{_MC}: 3 distractors")
     step_ratio: float = param(1.2, "each option is this times the next smaller one (20% apart)",
-                              f"{VLM3R}: margin 0.20 (taken relative to the smaller value; docs/generate.md)")
-    min_ratio: float = param(0.25, "no option below this times the answer", f"{VLM3R}: lower_bound 0.25")
-    max_ratio: float = param(1.75, "no option above this times the answer", f"{VLM3R}: upper_bound 1.75")
+                              f"{_MC}: margin=0.20 (taken relative to the smaller value; docs/generate.md)")
+    min_ratio: float = param(0.25, "no option below this times the answer", f"{_MC}: lower_bound=0.25")
+    max_ratio: float = param(1.75, "no option above this times the answer", f"{_MC}: upper_bound=1.75")
     significant_digits: int = param(3, "significant digits of the option values", VISTEST)
 
 
@@ -326,6 +360,7 @@ class Rules:
     rel_distance: RelDistanceRules = RelDistanceRules()
     rel_direction: RelDirectionRules = RelDirectionRules()
     appearance: AppearanceRules = AppearanceRules()
+    route: RouteRules = RouteRules()
     room_size: RoomSizeRules = RoomSizeRules()
     numeric_mcq: NumericMcqRules = NumericMcqRules()
     balance: BalanceRules = BalanceRules()
@@ -385,6 +420,10 @@ class Rules:
                         ("rel_distance.num_options", self.rel_distance.num_options)):
             if v < 2:
                 raise InputError(f"--rule: {name}: expected at least 2, got {v}")
+        rt = self.route
+        if rt.cell_m <= 0 or rt.clearance_m < 0 or rt.num_options < 2 or 2 ** rt.min_turns < rt.num_options:
+            raise InputError("--rule: route: expected cell_m > 0, clearance_m >= 0 and 2 ** min_turns >= num_options "
+                             f"(options vary left/right), got {rt}")
         if math.factorial(self.appearance.num_categories) < self.appearance.num_options:
             raise InputError("--rule: appearance.num_options: more options than orders of the categories")
         if not 0.0 <= self.frames.seen_threshold < 1.0:

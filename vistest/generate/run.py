@@ -29,12 +29,12 @@ from ..errors import InputError
 from ..questions import parse_questions
 from ..scene import Scene
 from ..visibility.table import Visibility
-from . import appearance, counting, direction, distance, room, size
+from . import appearance, counting, direction, distance, room, route, size
 from . import templates as tpl
 from .balance import Placed, balance
 from .candidates import (
+    ALL_TYPES,
     DEFAULT_TYPES,
-    GENERATED_TYPES,
     NUMERIC_MCQ_TYPES,
     REVSI_TYPES,
     TWIN_FAMILY,
@@ -50,7 +50,7 @@ from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
 
-TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": GENERATED_TYPES, "vsibench": VSIBENCH_TYPES}
+TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": ALL_TYPES, "vsibench": VSIBENCH_TYPES}
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +96,17 @@ def vsibench_wording(types: tuple[str, ...]) -> bool:
     return any(t in VSIBENCH_ONLY_TYPES for t in types)
 
 
+VSIBENCH_DATASET = "vistest"  # the stock vsibench task's video folder: {HF_HOME}/vsibench/{dataset}/{scene_name}.mp4
+
+
+def vsibench_record(rec: dict) -> dict:
+    """A record with the fields the stock lmms-eval ``vsibench`` task reads besides vistest's
+    (lmms_eval/tasks/vsibench/utils.py ``_vsibench_video_path``: ``dataset`` and ``scene_name``)."""
+    out = {"id": rec["id"], "dataset": VSIBENCH_DATASET, "scene_name": rec["scene_id"]}
+    out.update((k, v) for k, v in rec.items() if k != "id")
+    return out
+
+
 def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rng: np.random.Generator
                      ) -> list[Candidate]:
     """Every candidate of ``types`` in one scene (families in a fixed order)."""
@@ -108,6 +119,8 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
     if appearance.TYPE in types:
         out += appearance.candidates(facts, rules.appearance, rng)
     out += room.candidates(facts, rules.room_size, types)
+    if route.TYPE in types:
+        out += route.candidates(facts, rules.route, rng)
     return sorted(out, key=lambda c: c.key)
 
 
@@ -183,6 +196,8 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
             bar.update(1)
     placed, removals, notes = balance(pool, rules, np.random.default_rng(seed), seed)
     questions, ranks = assign_ids(placed, by_id)
+    if vsibench_wording(types):
+        questions = {sid: tuple(vsibench_record(r) for r in recs) for sid, recs in questions.items()}
     report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
                           {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)
     return Generated(questions, report)

@@ -37,6 +37,12 @@ ROOM_SIZE_MULTIPLE = ("What is the size of the scene (in square meters)? If mult
                       "the size of the combined space.")
 ROOM_SIZE_SINGLE = ("What is the size of the main room (in square meters)? If multiple rooms are shown, estimate "
                     "only the size of the dominant room in which the video is primarily recorded.")
+# VSI-Bench's route plans (its rows; VLM-3R's src/question_templates.py ROUTE_PLAN_TEMPLATE), ReVSI the same;
+# {actions}: "1. [please fill in] 2. Go forward until the chair 3. [please fill in] 4. Go forward until the sofa."
+ROUTE_PLAN = ("You are a robot beginning at the {start_object} facing the {facing_object}. You want to navigate to "
+              "the {destination_object}. You will perform the following actions (Note: for each [please fill in], "
+              "choose either 'turn back,' 'turn left,' or 'turn right.'): {actions} You have reached the final "
+              "destination.")
 LETTERS = "ABCDEFGHIJ"
 
 # ---- VSI-Bench's wording (``--types vsibench``): "this room"; VLM-3R's ``src/question_templates.py``
