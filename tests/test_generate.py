@@ -251,7 +251,7 @@ def test_debiasing_targets_on_20_random_rooms(generated):
                                                        "learned", "answer-length"}
     judged = [c for c in rep.attacks.cells if c.judged]
     assert len({c.question_type for c in judged}) >= 10
-    assert sum(len(rs) for rs in by_type.values()) > 400
+    assert sum(len(rs) for rs in by_type.values()) > 300  # 364: ReVSI's filters and the attack pruning
 
 
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):

@@ -2,14 +2,19 @@
 
 In order (vistest.generate.rules.BalanceRules):
 
-1. **Answer caps** per type (on the whole pool, again after step 2): a counting answer may hold
-   at most ``max_count_share`` of its type's questions (20%: VSI-Bench-Debiased's
-   ``max_pct_threshold``), a direction word (left, back-right ...) at most
+1. **Answer caps** per type (on the whole pool, again after step 2 and after every pruning
+   round): a counting answer may hold at most ``max_count_share`` of its type's questions (20%:
+   VSI-Bench-Debiased's ``max_pct_threshold``), a direction word (left, back-right ...) at most
    ``1/k + direction_answer_tolerance``. The largest set meeting the cap is kept; which
    questions of an over-represented answer go is drawn at random (so is which of several answers
    tied at the cap keeps its last place: every answer is capped alike). With fewer distinct
    answers than the cap allows (3 counts under a 20% cap), the cap is raised to an equal share
-   (1/distinct) and the report says so.
+   (1/distinct) and the report says so. Direction words are capped again within each fold of
+   scenes (the folds the attacks are held out with; a fold lacking a word keeps what the share
+   allows): capped only over the whole set, the word a held-out fold lacks is the most frequent
+   one in training, and the held-out "most frequent word" attack lands up to 15 points below
+   chance (measured on 30 rooms). Counting is capped over the whole set only (a fold holds too few
+   counting questions to cap).
 2. **Per-scene caps**: at most the family's ``max_per_scene`` questions of the type per scene,
    drawn at random (ReVSI's caps).
 3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
@@ -18,9 +23,9 @@ In order (vistest.generate.rules.BalanceRules):
 4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene as the report
    judges them): the options are placed (step 5), every attack is scored, and while a judged
    (type, attack) cell is more than ``blind_margin`` from chance the questions (units) it
-   answers best relative to their chance are removed (below chance: those it answers worst), at
-   least one and about ``(|gap| - margin / 2) x n``, never more than ``max_prune_fraction`` of
-   a type nor below ``min_questions``; the options are drawn again and everything rescored,
+   answers best relative to their chance are removed, at least one and about
+   ``(gap - margin) x n``, never more than ``max_prune_fraction`` of a type nor below
+   ``min_questions`` (for twins: of either type); the options are drawn again and everything rescored,
    at most ``max_rounds`` times. Attacks that only see where the options are (the letter as a
    constant, the rank of a numeric option, the offset from "None of these") are answered by
    the new draw alone, not by pruning (the option draws are chosen on every attack but the
@@ -49,6 +54,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..eval.baselines import DEFAULT_FOLDS, scene_folds
 from . import blind
 from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record, twin_key
 from .rules import BalanceRules, NumericMcqRules, Rules
@@ -92,15 +98,17 @@ def answer_of(c: Candidate) -> str:
     return c.answer if c.answer is not None else c.answer_text
 
 
-def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator) -> tuple[list[Candidate], str]:
+def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator, may_raise: bool = True
+               ) -> tuple[list[Candidate], str]:
     """The largest subset in which no answer exceeds ``share`` of the subset (module docstring).
-    Returns (kept in key order, a note when the cap had to be raised)."""
+    Returns (kept in key order, a note when the cap had to be raised; ``may_raise`` False: never
+    raised, a part of a set that lacks answers keeps what the share allows)."""
     by_answer: dict[str, list[Candidate]] = defaultdict(list)
     for c in cands:
         by_answer[answer_of(c)].append(c)
     note = ""
     distinct = len(by_answer)
-    if distinct and share * distinct < 1.0 - 1e-12:
+    if may_raise and distinct and share * distinct < 1.0 - 1e-12:
         note = f"{distinct} distinct answers: cap raised from {share:.0%} to {1 / distinct:.0%}"
         share = 1.0 / distinct
     counts = {a: len(v) for a, v in by_answer.items()}
@@ -226,18 +234,37 @@ def _share(qtype: str, group: list[Candidate], b: BalanceRules) -> float:
             + b.direction_answer_tolerance)
 
 
-def _cap_steps(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.Generator, step) -> list[Candidate]:
+def cap_answers(qtype: str, cands: list[Candidate], b: BalanceRules, rng: np.random.Generator,
+                unit_of: dict[str, int]) -> tuple[list[Candidate], str]:
+    """The answer cap of a counting or direction type (module docstring, step 1): over the whole
+    type, then, for direction types, within each fold of scenes (``unit_of``) at the same share."""
+    if not cands:
+        return cands, ""
+    share = _share(qtype, cands, b)
+    kept, note = cap_shares(cands, share, rng)
+    if not qtype.startswith(DIRECTION_PREFIX) or not unit_of or note:
+        return kept, note
+    per: dict[int, list[Candidate]] = defaultdict(list)
+    for c in kept:
+        per[unit_of.get(c.scene_id, 0)].append(c)
+    out: list[Candidate] = []
+    for u in sorted(per):
+        out += cap_shares(per[u], share, rng, may_raise=False)[0]
+    return sorted(out, key=lambda c: c.key), note
+
+
+def _cap_steps(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.Generator, step,
+               unit_of: dict[str, int]) -> list[Candidate]:
     """Steps 1-2 on one type."""
     b = rules.balance
     capped = qtype in COUNTING_TYPES or qtype.startswith(DIRECTION_PREFIX)
-    share = _share(qtype, group, b)
     note = ""
     if capped:  # on the whole pool first, so the per-scene caps draw from a balanced pool
-        kept, note = cap_shares(group, share, rng)
+        kept, note = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)
     group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng))
     if capped:  # again: the per-scene draw may have tilted the shares
-        kept, _ = cap_shares(group, share, rng)
+        kept, _ = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)
     return group
 
@@ -262,8 +289,10 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
     units = [twin_key(p.candidate) for p in placed]
     types = [p.candidate.question_type for p in placed]
     left: dict[str, int] = defaultdict(int)
-    for t in types:
+    unit_types: dict[tuple, list[str]] = defaultdict(list)  # a unit's types (twins: two)
+    for t, u in zip(types, units):
         left[t] += 1
+        unit_types[u].append(t)
     drop: set[tuple] = set()
     log: list[tuple[str, str, int]] = []
     for cell in report.failing:
@@ -275,15 +304,16 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
         idx = [i for i, t in enumerate(types) if t in names and not np.isnan(s[i]) and units[i] not in drop]
         adv = np.array([s[i] - rs.chance[i] for i in idx])
         order = [idx[j] for j in np.argsort(-adv, kind="stable") if adv[j] > 0]
-        want = max(1, math.ceil((abs(cell.gap) - b.blind_margin / 2) * cell.n))
+        want = max(1, math.ceil((abs(cell.gap) - b.blind_margin) * cell.n))
         n = 0
         for i in order:
-            t = types[i]
-            floor_n = max(b.min_questions, math.ceil(n0[t] * (1.0 - b.max_prune_fraction)))
-            if n >= want or left[t] <= floor_n:
+            ts = unit_types[units[i]]
+            if n >= want or units[i] in drop or any(
+                    left[t] <= max(b.min_questions, math.ceil(n0[t] * (1.0 - b.max_prune_fraction))) for t in ts):
                 continue
             drop.add(units[i])
-            left[t] -= 1
+            for t in ts:
+                left[t] -= 1
             n += 1
         if n:
             log.append((cell.question_type, cell.attack, n))
@@ -304,10 +334,12 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
         return after
 
     groups = _groups(cands)
+    scenes = sorted({c.scene_id for c in cands})
+    unit_of = dict(scene_folds(scenes, DEFAULT_FOLDS, seed).fold_of) if len(scenes) >= 2 else {}
     kept: dict[str, list[Candidate]] = {}
     for qtype, group in groups.items():  # numeric and other types first, then the twins
         if qtype not in TWIN_BASE:
-            kept[qtype] = _cap_steps(qtype, group, rules, rng, step)
+            kept[qtype] = _cap_steps(qtype, group, rules, rng, step, unit_of)
     for qtype, group in groups.items():
         if qtype not in TWIN_BASE:
             continue
@@ -316,7 +348,7 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
             partners = {twin_key(c) for t in bases for c in kept[t]}
             kept[qtype] = step(qtype, "twin", len(group), [c for c in group if twin_key(c) in partners])
         else:
-            kept[qtype] = _cap_steps(qtype, group, rules, rng, step)
+            kept[qtype] = _cap_steps(qtype, group, rules, rng, step, unit_of)
     for qtype, group in groups.items():  # a numeric question whose twin the caps removed goes too
         twins = [t for t, bs in TWIN_BASE.items() if qtype in bs and t in groups]
         if twins:
@@ -327,7 +359,7 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
             _, note = cap_shares(group, b.max_count_share, rng)
             if note:
                 notes.append(f"{qtype}: {note}")
-    placed = _attack_loop(kept, rules, rng, seed, step, notes)
+    placed = _attack_loop(kept, rules, rng, seed, step, notes, unit_of)
     merged: dict[tuple[str, str], Removal] = {}
     for rm in removals:
         k = (rm.question_type, rm.step)
@@ -372,7 +404,7 @@ def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Gen
 
 
 def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, seed: int, step,
-                 notes: list[str]) -> list[Placed]:
+                 notes: list[str], unit_of: dict[str, int]) -> list[Placed]:
     """Step 4: draw the options, score, prune, until every judged attack is within the margin."""
     b = rules.balance
     n0 = {t: len(g) for t, g in kept.items()}
@@ -396,7 +428,7 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
             kept[t] = [c for c in kept[t] if twin_key(c) not in drop]
             step(t, "blind_attack", before, kept[t], ", ".join(sorted({a for q, a, _ in log if t in q})))
             if kept[t] and (t in COUNTING_TYPES or t.startswith(DIRECTION_PREFIX)):  # the caps hold again
-                kept[t] = step(t, "answer_cap", len(kept[t]), cap_shares(kept[t], _share(t, kept[t], b), rng)[0])
+                kept[t] = step(t, "answer_cap", len(kept[t]), cap_answers(t, kept[t], b, rng, unit_of)[0])
     notes.append(f"blind attacks: {b.max_rounds} balancing rounds did not bring every judged attack within "
                  f"{100 * b.blind_margin:g} points of chance (the report's targets say which)")
     return placed

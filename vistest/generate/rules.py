@@ -274,8 +274,8 @@ class BalanceRules:
                                    "VSI-Bench-Debiased: debias_vsi_clean.py filter_object_counting_dynamic_pct "
                                    "max_pct_threshold=0.20 (vision-x-nyu/test-set-training)")
     letter_tolerance: float = param(0.03, "each correct letter within 1/k +- this per type (reported; the "
-                                          "assignment is balanced per scene, the scenes' extra places drawn at "
-                                          "random)", "issue #23 (letters uniform +-3 points)")
+                                          "assignment is balanced per fold of scenes, a fold's extra places to the "
+                                          "letters used least)", "issue #23 (letters uniform +-3 points)")
     direction_answer_tolerance: float = param(0.02, "each direction word (left, back-right ...) at most 1/k + "
                                                     "this of its type's answers (an answer prior within the "
                                                     "3-point margin)", "vistest (issue #23)")
@@ -285,7 +285,7 @@ class BalanceRules:
     max_rounds: int = param(12, "most rounds of drawing the options, scoring the attacks and pruning", VISTEST)
     option_draws: int = param(12, "draws of a multiple-choice type's options per round; the one whose attacks are "
                                   "nearest chance is kept", VISTEST)
-    max_prune_fraction: float = param(0.5, "never prune more than this share of a type's questions", VISTEST)
+    max_prune_fraction: float = param(0.75, "never prune more than this share of a type's questions", VISTEST)
     min_questions: int = param(20, "pruning never takes a type below this many questions (the judging floor)",
                                VISTEST)
     min_judged: int = param(20, "the report judges a type's blind baselines against chance only from this many "
