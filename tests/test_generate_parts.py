@@ -179,3 +179,26 @@ def test_generated_questions_through_budget_baseline_and_score(tmp_path, room):
     for b in ("16", "32", "all"):
         kept = sum(1 for it in bt.items if str(it.selection.budget) == b and it.status == "kept")
         assert ans[(b, "all types")].kept == kept
+
+
+def test_direction_words_are_capped_within_each_fold():
+    """A fold whose answers lean one way is capped on its own (the whole set alone would pass):
+    otherwise the held-out 'most frequent word' attack lands below chance (issue #23)."""
+    from vistest.generate.balance import cap_answers
+
+    def cand(i, scene, word):
+        return Candidate(scene, "object_rel_direction_forward_easy", "{x}", (("x", str(i)),), objects=(str(i),),
+                         answer=word, distractors=tuple(w for w in ("left", "right", "back") if w != word))
+
+    words = ["left"] * 16 + ["right"] * 12 + ["back"] * 12 + ["left"] * 12 + ["right"] * 16 + ["back"] * 12
+    cands = [cand(i, "s0" if i < 40 else "s1", w) for i, w in enumerate(words)]
+    b = Rules().balance
+    share = 1 / 3 + b.direction_answer_tolerance
+    overall, _ = cap_shares(cands, share, np.random.default_rng(0))
+    assert len(overall) == 80  # 28 / 80 each of left and right: the set passes as a whole
+    kept, _ = cap_answers("object_rel_direction_forward_easy", cands, b, np.random.default_rng(0),
+                          {"s0": 0, "s1": 1})
+    for scene in ("s0", "s1"):
+        got = Counter(c.answer for c in kept if c.scene_id == scene)
+        assert max(got.values()) <= share * sum(got.values()) + 1e-9, got
+    assert len(kept) < 80
