@@ -152,9 +152,9 @@ def _imports(path):
 
 
 def test_eval_modules_import_one_way_and_answers_only_the_standard_library():
-    """answers <- records <- metrics <- tables <- baselines <- learned <- report: each module
-    imports only modules before it (no cycle); answers.py imports the standard library alone."""
-    order = ["answers", "records", "metrics", "tables", "baselines", "learned", "report"]
+    """answers <- records <- metrics <- tables <- baselines <- learned <- attacks <- report: each
+    module imports only modules before it (no cycle); answers.py imports the standard library alone."""
+    order = ["answers", "records", "metrics", "tables", "baselines", "learned", "attacks", "report"]
     folder = Path(answers.__file__).parent
     for i, name in enumerate(order):
         imported = {m.rsplit(".", 1)[1] for m in _imports(folder / f"{name}.py") if m.startswith("vistest.eval.")}

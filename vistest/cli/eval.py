@@ -111,13 +111,15 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
     """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
     (score them with 'vistest score'); with --prune, the question set without the most
     guessable questions; print every blind attack against chance (docs/scoring.md)."""
+    from ..eval.attacks import run_attacks
     from ..eval.learned import write_baseline
     from ..eval.tables import text_table
 
-    res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds,
-                         attacks or attacks_out is not None, protocol, attacks_out)
-    if res.attacks is not None:
-        click.echo(text_table(res.attacks.table()))
+    res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
+    if attacks or attacks_out is not None:
+        report = run_attacks(run_dir, holdout, folds, seed, protocol, attacks_out)
+        if attacks:
+            click.echo(text_table(report.table()))
     click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
     if res.folds.warning:
         click.echo(f"  warning: {res.folds.warning}", err=True)

@@ -44,17 +44,21 @@ chance), so a judged cell is within target when ``|gap| <= margin``. Types with 
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from .answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
-from .baselines import Folds, format_number
-from .records import Truth, budget_sort_key
+from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds
+from .learned import fit_learned, words
+from .records import ScoreError, Truth, budget_sort_key, load_run_dir
 from .tables import Table
 
 CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
@@ -140,8 +144,6 @@ def value_order(t: Truth) -> list[int] | None:
 
 
 def _words(text: str) -> frozenset[str]:
-    from .learned import words
-
     return frozenset(words(text))
 
 
@@ -368,8 +370,6 @@ def score_rows(rows: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCO
                 for t in ts:
                     put(attack, t, fit(t))
     if LEARNED_ATTACK in attacks and rows:
-        from .learned import fit_learned
-
         for t, p in zip(rows, fit_learned(rows, folds).predictions):
             put(LEARNED_ATTACK, t, p.prediction)
     return RowScores(rows, chance, scores)
@@ -508,3 +508,27 @@ def blind_attacks(truths: Sequence[Truth], folds: Folds, protocol: Protocol = PR
     label = rows[0].budget if rows else (budget or "all")
     rs = score_rows(rows, folds, protocol, attacks)
     return AttackReport(folds, label, attack_cells(rs, min_judged, margin), rs)
+
+
+def run_attacks(run_dir: str | os.PathLike, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, seed: int = 0,
+                protocol: str = "auto", output: str | os.PathLike | None = None) -> AttackReport:
+    """``vistest baseline``'s attack table: every attack on the ground truth of ``run_dir``, held
+    out as its baseline (``holdout``, ``folds``, ``seed``: vistest.eval.baselines.holdout_folds),
+    scored with ``protocol`` (``auto``: from the question types; ``revsi`` when they mix ReVSI- and
+    VSI-Bench-only types, as a generated ``--types all`` set does); ``output``: its JSON, written
+    atomically."""
+    from ..atomic import write_atomic
+    from .answers import PROTOCOLS
+    from .metrics import resolve_protocol
+
+    truths = load_run_dir(run_dir).truths
+    try:
+        proto = resolve_protocol(protocol, {t.question_type for t in truths})
+    except ScoreError:
+        if protocol != "auto":
+            raise
+        proto = PROTOCOLS["revsi"]
+    report = blind_attacks(truths, holdout_folds(truths, holdout, folds, seed), proto)
+    if output is not None:
+        write_atomic(Path(output), json.dumps(report.to_dict(), indent=1) + "\n")
+    return report

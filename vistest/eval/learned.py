@@ -65,7 +65,7 @@ from .baselines import (
     holdout_folds,
     predictions_jsonl,
 )
-from .records import Prediction, ScoreError, Truth, budget_sort_key, iter_jsonl, load_run_dir
+from .records import Prediction, Truth, budget_sort_key, iter_jsonl, load_run_dir
 
 DEFAULT_PRUNE_THRESHOLD = 0.5
 DEFAULT_PRUNE_ROUNDS = 5
@@ -401,18 +401,16 @@ class BaselineResult:
     folds: Folds
     pruning: Pruning | None = None
     files: tuple[str, ...] = field(default=())
-    attacks: Any = None  # vistest.eval.attacks.AttackReport, or None when not asked
 
 
 def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model: str = "most-frequent",
                    holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, seed: int = 0,
                    prune_out: str | os.PathLike | None = None, threshold: float = DEFAULT_PRUNE_THRESHOLD,
-                   rounds: int = DEFAULT_PRUNE_ROUNDS, attacks: bool = True, protocol: str = "auto",
-                   attacks_out: str | os.PathLike | None = None) -> BaselineResult:
+                   rounds: int = DEFAULT_PRUNE_ROUNDS) -> BaselineResult:
     """``vistest baseline``: the blind ``model``'s held-out predictions for a run directory as
     plain JSONL (the learned model adds ``bias`` per scorable row) and, with ``prune_out``
-    (learned model only), the questions pruning keeps; with ``attacks``, every blind attack of
-    vistest.eval.attacks on the same folds (``attacks_out``: their JSON). Files written atomically."""
+    (learned model only), the questions pruning keeps. Files written atomically. (The attack
+    table of ``vistest baseline`` is vistest.eval.attacks.run_attacks.)"""
     if model not in BLIND_MODELS + (LEARNED,):
         raise InputError(f"--model: expected one of {', '.join(BLIND_MODELS + (LEARNED,))}, got {model!r}")
     if prune_out is not None and model != LEARNED:
@@ -435,23 +433,9 @@ def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model:
             learned = fit_learned(truths, fs)
         text = predictions_jsonl(learned.predictions, LEARNED, {k: {"bias": b} for k, b in learned.bias.items()})
         n = len(learned.predictions)
-    report = None
-    if attacks:
-        from .answers import PROTOCOLS
-        from .attacks import blind_attacks
-        from .metrics import resolve_protocol
-
-        try:
-            proto = resolve_protocol(protocol, {t.question_type for t in truths})
-        except ScoreError:  # auto on a set mixing ReVSI- and VSI-Bench-only types (a generated set)
-            proto = PROTOCOLS["revsi"]
-        report = blind_attacks(truths, fs, proto)
     write_atomic(Path(output), text)
     files = [str(output)]
     if pruning is not None:
         write_atomic(Path(prune_out), pruned_questions(run_dir, pruning.kept))
         files.append(str(prune_out))
-    if report is not None and attacks_out is not None:
-        write_atomic(Path(attacks_out), json.dumps(report.to_dict(), indent=1) + "\n")
-        files.append(str(attacks_out))
-    return BaselineResult(n, fs, pruning, tuple(files), report)
+    return BaselineResult(n, fs, pruning, tuple(files))
