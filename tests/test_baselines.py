@@ -272,3 +272,34 @@ def test_baseline_cli_prints_the_attacks(tmp_path):
     rep = json.loads((tmp_path / "attacks.json").read_text())
     assert rep["holdout"].startswith("leave-one-scene-out") and {c["attack"] for c in rep["cells"]} >= {
         "constant", "option-label", "numeric-prior", "learned"}
+
+
+def test_nota_position_and_answer_length_attacks():
+    """Planted: the keyed option is always the one just before "None of these", and always the
+    longest text; held out by scene both attacks find it, the letter constant does not."""
+    from vistest.eval.attacks import blind_attacks
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for s in range(8):
+        for q in range(6):
+            k = int(rng.integers(3, 5))  # 3 or 4 options, "None of these" placed anywhere
+            nota = int(rng.integers(1, k))
+            texts = ["ab", "abc", "abcd"][: k - 1]
+            texts = [texts[i] for i in rng.permutation(len(texts))]
+            key_text = "a much longer option"
+            texts.insert(nota - 1, key_text)
+            opts = texts[:nota] + ["None of these"] + texts[nota:]
+            opts = opts[:k]
+            if "None of these" not in opts:
+                continue
+            letters = "ABCD"[:len(opts)]
+            key = opts.index(key_text)
+            rows.append(truth(f"s{s}q{q}", "object_rel_distance_closest", letters[key], budget="all",
+                              options=[f"{a}. {o}" for a, o in zip(letters, opts)], scene_id=f"s{s}",
+                              question="Which is it?", reformulation="nota-add"))
+    rep = blind_attacks(rows, holdout_folds(rows), REVSI, min_judged=5)
+    cells = {(c.question_type.split(" [")[0], c.attack): c for c in rep.cells}  # "type [nota-add]"
+    assert cells[("object_rel_distance_closest", "nota-position")].score == 1.0
+    assert cells[("object_rel_distance_closest", "answer-length")].score == 1.0
+    assert cells[("object_rel_distance_closest", "constant")].score < 0.7
