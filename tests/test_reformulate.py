@@ -13,7 +13,18 @@ from vistest.budget.truth import CHANGED, KEPT, UNANSWERABLE, budget_truth, ques
 from vistest.cli import main
 from vistest.eval.answers import CANNOT_DETERMINE, NONE_OF_THESE
 from vistest.questions import QuestionError, load_questions, option_letter, parse_questions
-from vistest.reformulate import ABSTAIN_INSTRUCTION, VARIANTS, parse_variants, reformulate, variant_id
+from vistest.reformulate import (
+    ABSTAIN_INSTRUCTION,
+    SKIP_BINARY,
+    SKIP_CLOSED,
+    SKIP_LADDER,
+    SKIP_NAMED,
+    SKIP_OTHER_LIST,
+    VARIANTS,
+    parse_variants,
+    reformulate,
+    variant_id,
+)
 from vistest.videos.plan import EXPECT_ABSTAIN, EXPECT_NONE, EXPECT_ZERO, dummy_ground_truth
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +50,14 @@ def test_every_variant_keeps_the_answer_or_makes_the_special_option_the_answer(d
     for b in base:
         group = {q.reformulation: q for q in by_group[b.id] if q.reformulation != "circular"}
         circular = [q for q in by_group[b.id] if q.reformulation == "circular"]
-        assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base"}
+        skipped = {v: "answered with a number" for v in ("circular", "nota-add", "nota-replace", "open")}
+        if b.options is None:
+            assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base",
+                                            "skipped_variants": skipped}
+        elif b.id == "demo-10":  # left or right: removing one leaves the other, a closed set
+            assert group["base"].record["skipped_variants"] == {"nota-replace": SKIP_CLOSED.format("left / right")}
+        else:
+            assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base"}
         if b.options is None:  # numbers: only abstain applies
             assert set(group) == {"base", "abstain"} and not circular
             a = group["abstain"]
@@ -55,19 +73,22 @@ def test_every_variant_keeps_the_answer_or_makes_the_special_option_the_answer(d
             assert [option_letter(o)[1] for o in q.options] == texts[s:] + texts[:s]
             assert text_of(q.options, q.ground_truth) == right
         assert sorted([b.ground_truth] + [q.ground_truth for q in circular]) == [chr(65 + i) for i in range(k)]
-        add, rep = group["nota-add"], group["nota-replace"]
+        add = group["nota-add"]
         assert add.options[:-1] == tuple(f"{chr(65 + i)}. {t}" for i, t in enumerate(texts))
         assert text_of(add.options, add.ground_truth) == right and add.options[-1].endswith(NONE_OF_THESE)
-        assert len(rep.options) == k and text_of(rep.options, rep.ground_truth) == NONE_OF_THESE
-        assert right not in [option_letter(o)[1] for o in rep.options]
-        assert rep.options[-1] == f"{chr(64 + k)}. {NONE_OF_THESE}"
+        if b.id != "demo-10":
+            rep = group["nota-replace"]
+            assert len(rep.options) == k and text_of(rep.options, rep.ground_truth) == NONE_OF_THESE
+            assert right not in [option_letter(o)[1] for o in rep.options]
+            assert rep.options[-1] == f"{chr(64 + k)}. {NONE_OF_THESE}" and rep.unsupported_answer() == rep.ground_truth
         op = group["open"]
         assert op.options is None and op.kind == "text" and op.ground_truth == right
         ab = group["abstain"]
         assert ab.options[-1] == f"{chr(65 + k)}. {CANNOT_DETERMINE}" and ab.ground_truth == b.ground_truth
-        assert ab.unsupported_answer() == chr(65 + k) and rep.unsupported_answer() == rep.ground_truth
-    assert ref.written == {"base": 12, "circular": 6, "nota-add": 3, "nota-replace": 3, "open": 3, "abstain": 12}
-    assert ref.skipped == {(v, "answered with a number"): 9 for v in ("circular", "nota-add", "nota-replace", "open")}
+        assert ab.unsupported_answer() == chr(65 + k)
+    assert ref.written == {"base": 12, "circular": 6, "nota-add": 3, "nota-replace": 2, "open": 3, "abstain": 12}
+    assert ref.skipped == {**{(v, "answered with a number"): 9 for v in ("circular", "nota-add", "nota-replace", "open")},
+                           ("nota-replace", SKIP_CLOSED.format("left / right")): 1}
 
 
 def test_open_numeric_options_and_ids():
@@ -109,7 +130,7 @@ def test_cli_reformulate(tmp_path):
     out = tmp_path / "ref.jsonl"
     r = CliRunner().invoke(main, ["reformulate", str(DEMO_QUESTIONS), "-o", str(out), "--variants", "nota-replace"])
     assert r.exit_code == 0, r.output
-    assert "nota-replace       3" in r.output and len(out.read_text().splitlines()) == 15
+    assert "nota-replace       2" in r.output and len(out.read_text().splitlines()) == 14
     first = out.read_bytes()
     assert CliRunner().invoke(main, ["reformulate", str(DEMO_QUESTIONS), "-o", str(out), "--variants",
                                      "nota-replace"]).exit_code == 0 and out.read_bytes() == first
@@ -158,7 +179,7 @@ def carried():
     ("order~open", 2, None, UNANSWERABLE, False),
     ("dir", 4, "A", KEPT, False), ("dir", 2, None, UNANSWERABLE, False),
     ("dir~circular2", 2, None, UNANSWERABLE, False),
-    ("dir~abstain", 2, "D", CHANGED, True), ("dir~nota-replace", 2, "C", KEPT, True),
+    ("dir~abstain", 2, "D", CHANGED, True),
     ("dir~open", 4, "left", KEPT, False),
     ("count~abstain", 2, CANNOT_DETERMINE, CHANGED, True), ("count~abstain", 4, "1", KEPT, False),
     ("count", 2, None, UNANSWERABLE, False),
@@ -177,7 +198,8 @@ def test_dummy_truth_of_reformulations(carried):
     by = {q.id: q for q in questions}
     assert dummy_ground_truth(by["dir"], "drop") == (None, UNANSWERABLE, "evidence_removed", EXPECT_ABSTAIN)
     assert dummy_ground_truth(by["dir~circular1"], "drop")[:2] == (None, UNANSWERABLE)
-    assert dummy_ground_truth(by["dir~nota-replace"], "drop") == ("C", KEPT, "evidence_removed", EXPECT_NONE)
+    assert "dir~nota-replace" not in by  # left, right, back: a closed set, the removed answer is the one missing
+    assert dummy_ground_truth(by["order~nota-replace"], "drop") == ("C", KEPT, "evidence_removed", EXPECT_NONE)
     assert dummy_ground_truth(by["dir~nota-add"], "black") == ("D", CHANGED, "evidence_removed", EXPECT_NONE)
     assert dummy_ground_truth(by["order~abstain"], "allblack") == ("D", CHANGED, "all_black", EXPECT_ABSTAIN)
     assert dummy_ground_truth(by["count~abstain"], "drop") == ("0", CHANGED, "evidence_removed", EXPECT_ZERO)
