@@ -103,7 +103,7 @@ class Adversary:
         have = frozenset(opts)
         for closed in self.closed_sets(row):
             if have < closed and not any(have <= c < closed for c in self.closed_sets(row) if c != closed):
-                why.append(f"the options {sorted(have)} are a closed set {sorted(closed)} missing {sorted(closed - have)}")
+                why.append(f"the options {sorted(have)} are a closed set missing {sorted(closed - have)}")
                 break
         gap = ladder_gap(opts)
         if gap:

@@ -240,11 +240,23 @@ def enumeration(question: str, texts: Sequence[str]) -> Enumeration:
     names = sorted(next(iter(label_sets))) if labels else [_norm(t) for t in texts]
     exact, other = [], False
     for tl in find_lists(question, names):
-        if sorted(tl.items) == sorted(names):
+        if sorted(tl.items) == sorted(names) and not _continues(question, tl):
             exact.append(tl)
         else:
             other = True
     return Enumeration(labels, tuple(exact), other)
+
+
+# one more list item (up to 4 words) before the list's closing punctuation, or after its opening one
+_ITEM = r"[\w][\w-]*(?:\s+[\w][\w-]*){0,3}"
+_MORE_AFTER_RE = re.compile(rf"(?:{LIST_SEP_RE.pattern}){_ITEM}\s*[)?:;.\n]", re.IGNORECASE)
+_MORE_BEFORE_RE = re.compile(rf"[(:]\s*{_ITEM}(?:{LIST_SEP_RE.pattern})$", re.IGNORECASE)
+
+
+def _continues(text: str, tl: TextList) -> bool:
+    """Whether the list ``tl`` goes on with an item that is not an option (``"(table, tv, lamp)"``
+    with options table and tv)."""
+    return bool(_MORE_AFTER_RE.match(text, tl.end) or _MORE_BEFORE_RE.search(text[:tl.start]))
 
 
 @dataclass(frozen=True)
@@ -269,6 +281,13 @@ def _options_texts(q: Question) -> tuple[list[str] | None, int | None, str | Non
         return None, None, SKIP_TOO_MANY
     letters = [letter for letter, _ in split]
     return [text for _, text in split], letters.index(str(q.ground_truth).strip().upper()), None
+
+
+def check_base(q: Question) -> None:
+    """Refuse a question that is itself a reformulation: QuestionError naming its file:line."""
+    if q.reformulation != BASE or q.record.get("group_id") not in (None, q.record["id"]):
+        raise QuestionError(f"{q.where}: reformulation: the question is already a reformulation "
+                            f"({q.reformulation!r} of group {q.group_id!r}); reformulate the base questions")
 
 
 def check_options(q: Question) -> None:
@@ -316,9 +335,7 @@ def reformulate_question(q: Question, variants: Sequence[str] = VARIANTS) -> Gro
     """The group of one base question (module docstring), variants in :data:`VARIANTS` order.
     A question that is itself a reformulation raises QuestionError, so do two options with the
     same text (:func:`check_options`)."""
-    if q.reformulation != BASE or q.record.get("group_id") not in (None, q.record["id"]):
-        raise QuestionError(f"{q.where}: reformulation: the question is already a reformulation "
-                            f"({q.reformulation!r} of group {q.group_id!r}); reformulate the base questions")
+    check_base(q)
     check_options(q)
     base = {k: v for k, v in q.record.items() if k != SKIPPED_FIELD}
     base = {**base, "group_id": q.record["id"], "reformulation": BASE}
@@ -476,6 +493,8 @@ def reformulate(questions: Iterable[Question], variants: Sequence[str] = VARIANT
     output is checked with the question parser (an invalid row is a bug of this module:
     AssertionError)."""
     questions = tuple(questions)
+    for q in questions:
+        check_base(q)
     check_ids(questions, variants)
     records: list[dict] = []
     skips: list[Skip] = []

@@ -28,4 +28,5 @@ def reformulate_cmd(questions_jsonl, output, variants, report, quiet):
         click.echo(res.summary(), nl=False, err=True)
         click.echo(f"wrote {len(res.records)} questions -> {output}", err=True)
         if report is not None:
-            click.echo(f"variants not written: {len(res.skips)} -> {report}/skipped.jsonl, {report}/report.md", err=True)
+            click.echo(f"variants not written: {len(res.skips)} -> {report}/skipped.jsonl, {report}/report.md",
+                       err=True)

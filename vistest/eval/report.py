@@ -342,8 +342,8 @@ def _skipped_table(report: Report) -> Table:
         if why in NOT_APPLICABLE:
             rest.setdefault((v, why), []).append(g)
     for (v, why), groups in rest.items():
-        rows.append((v, "", f"{len(groups)} questions: " + ", ".join(groups[:10]) + (", ..." if len(groups) > 10 else ""),
-                     why))
+        more = ", ..." if len(groups) > 10 else ""
+        rows.append((v, "", f"{len(groups)} questions: " + ", ".join(groups[:10]) + more, why))
     return Table("Variants not written by vistest reformulate",
                  "A variant whose text could not offer its options without giving the answer away (the removed option "
                  "still named, a closed answer set, a gap in a numeric ladder) is not written, per question; then the "
