@@ -473,18 +473,16 @@ class Reformulated:
         return "\n".join(out) + "\n"
 
 
-def check_ids(questions: Sequence[Question], variants: Sequence[str] = VARIANTS) -> None:
-    """Refuse a question whose id is the id a variant of another question would get
+def check_ids(questions: Sequence[Question], groups: Sequence[Group]) -> None:
+    """Refuse a question whose id is the id a variant of another question gets
     (``demo-9~circular1``): QuestionError naming the file:line and ``id`` of both."""
     ids = {str(q.record["id"]): q for q in questions}
-    for q in questions:
-        k = len(q.options or ())
-        shifts = [variant_id(q.id, CIRCULAR, s) for s in range(1, k)] if CIRCULAR in variants else []
-        for vid in shifts + [variant_id(q.id, v) for v in variants if v != CIRCULAR]:
-            if vid in ids:
-                raise QuestionError(f"{ids[vid].where}: id: {vid!r} is the id vistest reformulate gives a variant of "
-                                    f"question {q.id!r} ({q.where}); rename the question (ids must not end in "
-                                    f"{ID_SEP}<variant>)")
+    for q, g in zip(questions, groups):
+        for r in g.records[1:]:
+            if str(r["id"]) in ids:
+                raise QuestionError(f"{ids[str(r['id'])].where}: id: {r['id']!r} is the id vistest reformulate gives "
+                                    f"a variant of question {q.id!r} ({q.where}); rename the question (ids must not "
+                                    f"end in {ID_SEP}<variant>)")
 
 
 def reformulate(questions: Iterable[Question], variants: Sequence[str] = VARIANTS) -> Reformulated:
@@ -495,11 +493,11 @@ def reformulate(questions: Iterable[Question], variants: Sequence[str] = VARIANT
     questions = tuple(questions)
     for q in questions:
         check_base(q)
-    check_ids(questions, variants)
+    groups = [reformulate_question(q, variants) for q in questions]
+    check_ids(questions, groups)
     records: list[dict] = []
     skips: list[Skip] = []
-    for q in questions:
-        g = reformulate_question(q, variants)
+    for q, g in zip(questions, groups):
         records += g.records
         skips += [Skip(q.id, q.type.name, q.where, v, why) for v, why in g.skipped]
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
