@@ -30,7 +30,18 @@ Variants (docs/questions-format.md, scoring in docs/scoring.md):
 
 "None of these" and "Cannot be determined from the video" always come last, so their letter is
 the last one. Variants that do not apply to a question (no options, numeric types, unlettered
-options, options that already hold a special option) are skipped and counted. Every later
+options, options that already hold a special option) are skipped and counted.
+
+**Leak-free texts.** A variant's text never tells which option was removed or how the options
+moved: every variant with options names exactly what they offer, in their order. The lists in
+the question that name the options (:func:`enumeration`, :func:`find_lists`) are rewritten to the
+variant's options (:func:`join_list`); options that are orders of the same labels (appearance
+order) have their labels listed in the first option's order. nota-replace is not written where
+no leak-free text exists (:func:`_nota_replace_block`): a closed answer set
+(:data:`CLOSED_ANSWER_SETS`), a binary list, a list naming other choices, a numeric ladder with
+the answer inside, the removed option still named. Every skip is kept per question
+(:class:`Skip`, the base row's :data:`SKIPPED_FIELD`). Two options with the same text and a
+question id equal to a variant id are input errors. Every later
 stage reads the output unchanged: the budget and dummy ground truth carry over, and where the
 frames support no answer a question offering "Cannot be determined from the video" or "None of
 these" gets that answer (vistest.budget.truth, vistest.videos.plan).
