@@ -49,7 +49,8 @@ demo: $(STAMP)
 	@# the stress test: the demo questions reformulated (circular, none-of-these, open, abstain), a run with
 	@# drop dummies, the held-out blind model as the model, and its score report (docs/scoring.md). Its videos
 	@# are the demo's (same frames, dummies named by content key): hard-linked, so the run encodes nothing.
-	$(VENV)/bin/vistest reformulate examples/demo-questions.jsonl -o $(DEMO_OUT)/stress-questions.jsonl
+	$(VENV)/bin/vistest reformulate examples/demo-questions.jsonl -o $(DEMO_OUT)/stress-questions.jsonl \
+		--report $(DEMO_OUT)/stress-reformulate
 	rm -rf $(DEMO_STRESS)
 	$(PY) -c "import os, shutil, sys; [shutil.copytree(os.path.join(sys.argv[1], d), os.path.join(sys.argv[2], d), \
 		copy_function=os.link) for d in sys.argv[3:]]" $(DEMO_OUT)/run $(DEMO_STRESS) 16_frame 32_frame 64_frame all_frame dummy_drop
@@ -77,7 +78,8 @@ demo: $(STAMP)
 	@echo "  generated:     $(abspath $(DEMO_GEN))/questions.jsonl and report.md (vistest generate, docs/generate.md)"
 	@echo "  its pipeline:  $(abspath $(DEMO_GEN_RUN))/ (budget GT, videos, drop dummies, score/report.md)"
 	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl;"
-	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html)"
+	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html;"
+	@echo "                 variants not written and why: $(abspath $(DEMO_OUT))/stress-reformulate/report.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

@@ -3,17 +3,30 @@ budget stage and the dummy videos (frames and answers worked out by hand)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from leak_adversary import leaking
 from test_budget import item, make_scene, make_vis  # the hand-built scenes of the budget tests
 from vistest.budget.truth import CHANGED, KEPT, UNANSWERABLE, budget_truth, question_record
 from vistest.cli import main
 from vistest.eval.answers import CANNOT_DETERMINE, NONE_OF_THESE
 from vistest.questions import QuestionError, load_questions, option_letter, parse_questions
-from vistest.reformulate import ABSTAIN_INSTRUCTION, VARIANTS, parse_variants, reformulate, variant_id
+from vistest.reformulate import (
+    ABSTAIN_INSTRUCTION,
+    SKIP_BINARY,
+    SKIP_CLOSED,
+    SKIP_LADDER,
+    SKIP_NAMED,
+    SKIP_OTHER_LIST,
+    VARIANTS,
+    parse_variants,
+    reformulate,
+    variant_id,
+)
 from vistest.videos.plan import EXPECT_ABSTAIN, EXPECT_NONE, EXPECT_ZERO, dummy_ground_truth
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +52,14 @@ def test_every_variant_keeps_the_answer_or_makes_the_special_option_the_answer(d
     for b in base:
         group = {q.reformulation: q for q in by_group[b.id] if q.reformulation != "circular"}
         circular = [q for q in by_group[b.id] if q.reformulation == "circular"]
-        assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base"}
+        skipped = {v: "answered with a number" for v in ("circular", "nota-add", "nota-replace", "open")}
+        if b.options is None:
+            assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base",
+                                            "skipped_variants": skipped}
+        elif b.id == "demo-10":  # left or right: removing one leaves the other, a closed set
+            assert group["base"].record["skipped_variants"] == {"nota-replace": SKIP_CLOSED.format("left / right")}
+        else:
+            assert group["base"].record == {**b.record, "group_id": b.id, "reformulation": "base"}
         if b.options is None:  # numbers: only abstain applies
             assert set(group) == {"base", "abstain"} and not circular
             a = group["abstain"]
@@ -55,19 +75,22 @@ def test_every_variant_keeps_the_answer_or_makes_the_special_option_the_answer(d
             assert [option_letter(o)[1] for o in q.options] == texts[s:] + texts[:s]
             assert text_of(q.options, q.ground_truth) == right
         assert sorted([b.ground_truth] + [q.ground_truth for q in circular]) == [chr(65 + i) for i in range(k)]
-        add, rep = group["nota-add"], group["nota-replace"]
+        add = group["nota-add"]
         assert add.options[:-1] == tuple(f"{chr(65 + i)}. {t}" for i, t in enumerate(texts))
         assert text_of(add.options, add.ground_truth) == right and add.options[-1].endswith(NONE_OF_THESE)
-        assert len(rep.options) == k and text_of(rep.options, rep.ground_truth) == NONE_OF_THESE
-        assert right not in [option_letter(o)[1] for o in rep.options]
-        assert rep.options[-1] == f"{chr(64 + k)}. {NONE_OF_THESE}"
+        if b.id != "demo-10":
+            rep = group["nota-replace"]
+            assert len(rep.options) == k and text_of(rep.options, rep.ground_truth) == NONE_OF_THESE
+            assert right not in [option_letter(o)[1] for o in rep.options]
+            assert rep.options[-1] == f"{chr(64 + k)}. {NONE_OF_THESE}" and rep.unsupported_answer() == rep.ground_truth
         op = group["open"]
         assert op.options is None and op.kind == "text" and op.ground_truth == right
         ab = group["abstain"]
         assert ab.options[-1] == f"{chr(65 + k)}. {CANNOT_DETERMINE}" and ab.ground_truth == b.ground_truth
-        assert ab.unsupported_answer() == chr(65 + k) and rep.unsupported_answer() == rep.ground_truth
-    assert ref.written == {"base": 12, "circular": 6, "nota-add": 3, "nota-replace": 3, "open": 3, "abstain": 12}
-    assert ref.skipped == {(v, "answered with a number"): 9 for v in ("circular", "nota-add", "nota-replace", "open")}
+        assert ab.unsupported_answer() == chr(65 + k)
+    assert ref.written == {"base": 12, "circular": 6, "nota-add": 3, "nota-replace": 2, "open": 3, "abstain": 12}
+    numbers = {(v, "answered with a number"): 9 for v in ("circular", "nota-add", "nota-replace", "open")}
+    assert ref.skipped == {**numbers, ("nota-replace", SKIP_CLOSED.format("left / right")): 1}
 
 
 def test_open_numeric_options_and_ids():
@@ -109,7 +132,7 @@ def test_cli_reformulate(tmp_path):
     out = tmp_path / "ref.jsonl"
     r = CliRunner().invoke(main, ["reformulate", str(DEMO_QUESTIONS), "-o", str(out), "--variants", "nota-replace"])
     assert r.exit_code == 0, r.output
-    assert "nota-replace       3" in r.output and len(out.read_text().splitlines()) == 15
+    assert "nota-replace       2" in r.output and len(out.read_text().splitlines()) == 14
     first = out.read_bytes()
     assert CliRunner().invoke(main, ["reformulate", str(DEMO_QUESTIONS), "-o", str(out), "--variants",
                                      "nota-replace"]).exit_code == 0 and out.read_bytes() == first
@@ -117,6 +140,192 @@ def test_cli_reformulate(tmp_path):
     assert r.exit_code == 2 and "Error: --variants" in r.output
     r = CliRunner().invoke(main, ["reformulate", str(out), "-o", str(tmp_path / "again.jsonl")])
     assert r.exit_code == 2 and "already a reformulation" in r.output
+
+
+# ---------------------------------------------------------------------------------------
+# leak-free texts: every variant lists exactly its options, in their order
+# ---------------------------------------------------------------------------------------
+def mcq(qid, question, options, answer, qtype="object_rel_distance", objects=("1", "2", "3", "4")):
+    return {"id": qid, "scene_id": "s", "question_type": qtype, "question": question,
+            "options": [f"{chr(65 + i)}. {o}" for i, o in enumerate(options)], "ground_truth": answer,
+            "objects": list(objects)}
+
+
+def rows_of(*docs, variants=VARIANTS):
+    ref = reformulate(parse_questions([json.dumps(d) for d in docs]), variants)
+    return {r["id"]: r for r in ref.records}
+
+
+def test_variant_texts_list_their_options_in_order():
+    q = "Which of these objects (table, side table, tv) is the closest to the sofa?"
+    rows = rows_of(mcq("d", q, ["table", "side table", "tv"], "A"))
+    assert rows["d~circular1"]["question"] == q.replace("table, side table, tv", "side table, tv, table")
+    assert rows["d~circular2"]["question"] == q.replace("table, side table, tv", "tv, table, side table")
+    assert rows["d~nota-add"]["question"] == rows["d~abstain"]["question"] == rows["d~open"]["question"] == q
+    # "table" removed: "side table" does not name it
+    assert rows["d~nota-replace"]["question"] == "Which of these objects (side table, tv) is the closest to the sofa?"
+    assert rows["d~nota-replace"]["options"] == ["A. side table", "B. tv", f"C. {NONE_OF_THESE}"]
+    # a serial comma list of three becomes "x or y"; the separators of the same length are kept
+    rows = rows_of(mcq("c", "Is the cup red, green, or blue?", ["red", "green", "blue"], "B"))
+    assert rows["c~circular1"]["question"] == "Is the cup green, blue, or red?"
+    assert rows["c~nota-replace"]["question"] == "Is the cup red or blue?"
+    # VSI-Bench's wording, with articles and any case: rotated; left / right is a closed set
+    q = "If I am standing by the bed and facing the sofa, is the tv to the Left or the right of the sofa?"
+    rows = rows_of(mcq("v", q, ["left", "right"], "A", "object_rel_direction_easy", ("1", "2", "3")))
+    assert rows["v~circular1"]["question"] == ("If I am standing by the bed and facing the sofa, is the tv to the "
+                                               "right or the left of the sofa?")
+    assert "v~nota-replace" not in rows and rows["v"]["skipped_variants"] == {
+        "nota-replace": SKIP_CLOSED.format("left / right")}
+    # an order of labels (appearance order): the text lists the labels in the first option's order
+    q = "What will be the first-time appearance order of the following categories in the video: bed, plant, sofa?"
+    rows = rows_of({**mcq("o", q, ["bed, plant, sofa", "plant, bed, sofa", "sofa, bed, plant"], "A",
+                          "obj_appearance_order", ()), "objects": None, "category": ["bed", "plant", "sofa"]})
+    assert rows["o~circular1"]["question"].endswith(": plant, bed, sofa?")
+    assert rows["o~circular2"]["question"].endswith(": sofa, bed, plant?")
+    assert rows["o~nota-replace"]["question"].endswith(": plant, bed, sofa?")  # the removed order is not named
+    assert rows["o~nota-add"]["question"] == q
+
+
+@pytest.mark.parametrize("doc, variant, reason", [
+    # a binary question whose text names both answers: no text names only the one left
+    (mcq("b", "Which is closer to the sofa, the table or the tv?", ["table", "tv"], "B"), "nota-replace", SKIP_BINARY),
+    # the left / right / back and quadrant spaces: the missing one is the answer's
+    (mcq("e", "Is the tv to my left, right, or back?", ["back", "left", "right"], "C", "object_rel_direction_easy",
+         ("1", "2", "3")), "nota-replace", SKIP_CLOSED.format("left / right / back")),
+    (mcq("h", "Where?", ["front-left", "back-right", "front-right", "back-left"], "A", "object_rel_direction_hard",
+         ("1", "2", "3")), "nota-replace", SKIP_CLOSED.format("front-left / front-right / back-left / back-right")),
+    # the text lists a choice the options lack: no text lists exactly the options
+    (mcq("x", "Which of these objects (table, tv, plant, lamp) is the closest?", ["table", "tv", "plant"], "A"),
+     "circular", SKIP_OTHER_LIST),
+    (mcq("x", "Which of these objects (lamp, table, tv, plant) is the closest?", ["table", "tv", "plant"], "A"),
+     "nota-replace", SKIP_OTHER_LIST),
+    (mcq("y", "Which is closer to the sofa, the table or the tv?", ["table", "tv", "plant"], "C"), "nota-replace",
+     SKIP_OTHER_LIST),
+    # the removed option named outside a list
+    (mcq("n", "Which object is the closest to the sofa (the table is by the door)?", ["table", "tv", "plant"], "A"),
+     "nota-replace", SKIP_NAMED),
+    # numeric ladders with the answer inside: the gap shows it (geometric, arithmetic)
+    (mcq("g", "How long?", ["120", "100", "172.8", "144"], "D", "object_size_estimation_mcq", ("1",)), "nota-replace",
+     SKIP_LADDER),
+    (mcq("a", "How long?", ["4", "2", "3", "5"], "C", "object_size_estimation_mcq", ("1",)), "nota-replace",
+     SKIP_LADDER),
+])
+def test_variants_that_would_give_the_answer_away_are_skipped(doc, variant, reason):
+    ref = reformulate(parse_questions([json.dumps(doc)], "q.jsonl"))
+    assert not any(r.get("reformulation") == variant for r in ref.records)
+    assert ref.records[0]["skipped_variants"][variant] == reason
+    assert (doc["id"], "q.jsonl:1", variant, reason, True) in [(s.id, s.where, s.variant, s.reason, s.leak)
+                                                               for s in ref.skips]
+
+
+@pytest.mark.parametrize("doc", [
+    mcq("n2", "Which object is the closest to the sofa (the table is by the door)?", ["table", "tv", "plant"], "B"),
+    mcq("g2", "How long?", ["120", "100", "172.8", "144"], "B", "object_size_estimation_mcq", ("1",)),  # the end rung
+    mcq("r2", "How long?", ["130", "100", "400", "250"], "A", "object_size_estimation_mcq", ("1",)),  # no ladder
+])
+def test_nota_replace_is_written_where_the_text_names_what_is_offered(doc):
+    rows = rows_of(doc, variants=("nota-replace",))
+    assert f"{doc['id']}~nota-replace" in rows and "skipped_variants" not in rows[doc["id"]]
+
+
+def write_lines(path, docs):
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return str(path)
+
+
+def test_duplicate_options_and_id_collisions_are_input_errors(tmp_path):
+    good = mcq("demo-9", "Which?", ["table", "tv"], "A")
+    for options, shown in ((["left", "left"], "'A. left' and 'B. left'"),
+                           (["Left", " left "], "'A. Left' and 'B.  left '")):
+        path = write_lines(tmp_path / "dup.jsonl", [good, mcq("q", "Is it to my left?", options, "B")])
+        r = CliRunner().invoke(main, ["reformulate", path, "-o", str(tmp_path / "out.jsonl")])
+        assert r.exit_code == 2 and f"Error: {path}:2: options: {shown} offer the same text" in r.output
+    path = write_lines(tmp_path / "ids.jsonl", [good, {**good, "id": "demo-9~circular1"}])
+    r = CliRunner().invoke(main, ["reformulate", path, "-o", str(tmp_path / "out.jsonl")])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert (f"Error: {path}:2: id: 'demo-9~circular1' is the id vistest reformulate gives a variant of question "
+            f"'demo-9' ({path}:1)") in r.output
+    path = write_lines(tmp_path / "ids2.jsonl", [{**good, "id": "a~open"}, {**good, "id": "a"}])
+    r = CliRunner().invoke(main, ["reformulate", path, "-o", str(tmp_path / "out.jsonl"), "--variants", "open"])
+    assert r.exit_code == 2 and f"Error: {path}:1: id: 'a~open'" in r.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_cli_report_lists_the_skipped_variants(tmp_path):
+    out, rep = tmp_path / "ref.jsonl", tmp_path / "rep"
+    r = CliRunner().invoke(main, ["reformulate", str(DEMO_QUESTIONS), "-o", str(out), "--report", str(rep)])
+    assert r.exit_code == 0, r.output
+    skipped = [json.loads(line) for line in (rep / "skipped.jsonl").read_text().splitlines()]
+    assert [s for s in skipped if s["leak"]] == [{
+        "id": "demo-10", "question_type": "object_rel_direction_easy", "where": f"{DEMO_QUESTIONS}:10",
+        "variant": "nota-replace", "reason": SKIP_CLOSED.format("left / right"), "leak": True}]
+    assert len(skipped) == 1 + 9 * 4  # and the numeric questions' four variants that do not apply
+    md = (rep / "report.md").read_text()
+    assert (f"| demo-10 | object_rel_direction_easy | {DEMO_QUESTIONS}:10 | nota-replace | "
+            f"{SKIP_CLOSED.format('left / right')} |") in md
+    assert "- answered with a number: circular, nota-add, nota-replace, open (9 questions: demo-1," in md
+
+
+# ---------------------------------------------------------------------------------------
+# the text-only adversary (tests/leak_adversary.py) on every reformulation
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def generated_questions(tmp_path_factory):
+    """``vistest generate --types all`` on 6 random rooms (box visibility), as records."""
+    from vistest.datasets.synthetic import random_room_scene
+    from vistest.visibility.table import compute_visibility
+
+    tmp = tmp_path_factory.mktemp("gen")
+    args = []
+    for seed in range(6):
+        scene = random_room_scene(seed, num_frames=100)
+        p = tmp / scene.scene_id / "scene.json"
+        scene.save(p)
+        compute_visibility(scene).save(p.with_name("vis.npz"))
+        args += [str(p), "--visibility", str(p.with_name("vis.npz"))]
+    r = CliRunner().invoke(main, ["generate", *args, "-o", str(tmp / "out"), "--types", "all", "--quiet"])
+    assert r.exit_code == 0, r.output
+    return [json.loads(line) for f in sorted((tmp / "out").glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+
+def naive(records):
+    """What vistest reformulate wrote before its texts were rewritten: each variant with its base
+    question's text, and a nota-replace for every MCQ."""
+    base = {r["id"]: r for r in records if r["reformulation"] == "base"}
+    out = []
+    for r in records:
+        out.append({**r, "question": base[r["group_id"]]["question"]} if r["reformulation"] != "base" else r)
+        if r["reformulation"] == "base" and "nota-replace" in r.get("skipped_variants", {}) and r.get("options"):
+            texts = [option_letter(o)[1] for o in r["options"]]
+            rest = [t for t, o in zip(texts, r["options"]) if option_letter(o)[0] != r["ground_truth"]]
+            out.append({**r, "id": f"{r['id']}~nota-replace", "reformulation": "nota-replace",
+                        "options": [f"{chr(65 + i)}. {t}" for i, t in enumerate(rest + [NONE_OF_THESE])],
+                        "ground_truth": chr(65 + len(rest))})
+    return out
+
+
+def test_no_reformulation_leaks_its_removed_or_rotated_option(generated_questions):
+    demo = reformulate(load_questions(DEMO_QUESTIONS)).records
+    gen = reformulate(parse_questions([json.dumps(r) for r in generated_questions], "gen.jsonl")).records
+    for records in (demo, gen):
+        assert leaking(list(records)) == {}
+    # the adversary is not blind: the untouched texts of the old reformulation leak, and it says so
+    before = leaking(naive(list(demo)))
+    assert set(before) == {"demo-9~circular1", "demo-9~circular2", "demo-9~nota-replace", "demo-10~circular1",
+                           "demo-10~nota-replace", "demo-11~nota-replace"}
+    old = naive(list(gen))
+    before = leaking(old)
+    by_kind = Counter(r["reformulation"] for r in old if str(r["id"]) in before)
+    assert len(before) > 0.4 * sum(r["reformulation"] != "base" for r in old)
+    assert by_kind["circular"] > 0 and by_kind["nota-replace"] > 0 and by_kind["nota-add"] > 0
+    # what is still written: every MCQ type keeps its circular rows; nota-replace where a leak-free text exists
+    kept = Counter((r["question_type"], r["reformulation"]) for r in gen)
+    types = {r["question_type"] for r in generated_questions if r.get("options")}
+    assert all(kept[(t, "circular")] > 0 for t in types)
+    for t in ("object_rel_distance_closest", "object_rel_distance_farthest", "obj_appearance_order",
+              "object_size_estimation_mcq"):
+        assert kept[(t, "nota-replace")] > 0, t
+    assert not any(t.startswith("object_rel_direction") for t, v in kept if v == "nota-replace")
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,7 +367,7 @@ def carried():
     ("order~open", 2, None, UNANSWERABLE, False),
     ("dir", 4, "A", KEPT, False), ("dir", 2, None, UNANSWERABLE, False),
     ("dir~circular2", 2, None, UNANSWERABLE, False),
-    ("dir~abstain", 2, "D", CHANGED, True), ("dir~nota-replace", 2, "C", KEPT, True),
+    ("dir~abstain", 2, "D", CHANGED, True),
     ("dir~open", 4, "left", KEPT, False),
     ("count~abstain", 2, CANNOT_DETERMINE, CHANGED, True), ("count~abstain", 4, "1", KEPT, False),
     ("count", 2, None, UNANSWERABLE, False),
@@ -177,7 +386,8 @@ def test_dummy_truth_of_reformulations(carried):
     by = {q.id: q for q in questions}
     assert dummy_ground_truth(by["dir"], "drop") == (None, UNANSWERABLE, "evidence_removed", EXPECT_ABSTAIN)
     assert dummy_ground_truth(by["dir~circular1"], "drop")[:2] == (None, UNANSWERABLE)
-    assert dummy_ground_truth(by["dir~nota-replace"], "drop") == ("C", KEPT, "evidence_removed", EXPECT_NONE)
+    assert "dir~nota-replace" not in by  # left, right, back: a closed set, the removed answer is the one missing
+    assert dummy_ground_truth(by["order~nota-replace"], "drop") == ("C", KEPT, "evidence_removed", EXPECT_NONE)
     assert dummy_ground_truth(by["dir~nota-add"], "black") == ("D", CHANGED, "evidence_removed", EXPECT_NONE)
     assert dummy_ground_truth(by["order~abstain"], "allblack") == ("D", CHANGED, "all_black", EXPECT_ABSTAIN)
     assert dummy_ground_truth(by["count~abstain"], "drop") == ("0", CHANGED, "evidence_removed", EXPECT_ZERO)

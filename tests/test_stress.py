@@ -326,3 +326,30 @@ def test_option_rank_attack_per_reformulation():
     assert cells["base"].hits == (0, 12, 0, 0) and cells["circular"].hits == (0, 36, 0, 0)
     assert cells["nota-replace"].best_rank == 3 and cells["nota-replace"].best_accuracy == 1.0
     assert cells["nota-replace"].name == "object_rel_distance_closest [nota-replace]"
+
+
+def test_the_report_lists_the_variants_reformulate_did_not_write(tmp_path):
+    """A left / right question: its nota-replace would leave "left" alone (the answer known
+    without the video); the report names it with the reason, the numeric question's skips by reason."""
+    docs = [{"id": "lr", "scene_id": "s", "question_type": "object_rel_direction_easy", "question": "Left or right?",
+             "options": ["A. left", "B. right"], "ground_truth": "B", "objects": ["1", "2", "3"]},
+            {"id": "n", "scene_id": "s", "question_type": "object_size_estimation", "question": "Size?",
+             "ground_truth": "100", "objects": ["1"]}]
+    qs = parse_questions(reformulate(parse_questions([json.dumps(d) for d in docs])).jsonl().splitlines())
+    truths = [truth_from_record({**q.record, "num_frames": 16, "status": "kept"}, "t.jsonl", 1) for q in qs]
+    rep = report_of(truths, lambda t: "A" if t.options else "100")
+    assert rep.skipped_variants[0] == ("lr", "object_rel_direction_easy", "nota-replace",
+                                       "the options are a closed answer set (left / right): the one removed is known "
+                                       "without the video")
+    assert len(rep.skipped_variants) == 5  # and circular, nota-add, nota-replace, open of the number
+    md = render_markdown(rep, {})
+    assert "## Variants not written by vistest reformulate" in md
+    assert ("| nota-replace | object_rel_direction_easy | lr | the options are a closed answer set (left / right): the "
+            "one removed is known without the video |") in md
+    assert "| circular |  | 1 questions: n | answered with a number |" in md
+    doc = json.loads(write_report(rep, tmp_path)["report.json"].read_text())
+    assert doc["skipped_variants"][0] == {"group_id": "lr", "question_type": "object_rel_direction_easy",
+                                          "variant": "nota-replace", "reason": rep.skipped_variants[0][3]}
+    bad = {**qs[0].record, "num_frames": 16, "status": "kept", "skipped_variants": ["nota-replace"]}
+    with pytest.raises(ValueError, match="t.jsonl:1: skipped_variants: expected an object mapping a variant"):
+        truth_from_record(bad, "t.jsonl", 1)

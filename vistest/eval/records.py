@@ -103,7 +103,8 @@ class Truth(_Keyed):
     row's own id when absent), ``reformulation`` (``base`` when absent), ``shift``
     (circular), ``answer_kind`` (``text`` / ``number`` for a multiple-choice type asked
     without options), ``accepts_abstention``, ``unsupported`` (the frames support no answer;
-    the ground truth is the one the question offers for that).
+    the ground truth is the one the question offers for that), ``skipped_variants`` (a base
+    row: (variant, why) of each variant vistest reformulate did not write).
     """
 
     id: str
@@ -125,6 +126,7 @@ class Truth(_Keyed):
     answer_kind: str | None = None
     accepts_abstention: bool = False
     unsupported: bool = False
+    skipped_variants: tuple[tuple[str, str], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -327,9 +329,14 @@ def truth_from_record(doc: Mapping[str, Any], source: str, line: int, variant: s
         flags[key] = doc.get(key, False)
         if not isinstance(flags[key], bool):
             raise _fail(where, key, f"expected true or false, got {flags[key]!r}")
+    skipped = doc.get("skipped_variants") or {}
+    if not isinstance(skipped, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in skipped.items()):
+        raise _fail(where, "skipped_variants", f"expected an object mapping a variant to why vistest reformulate did "
+                                               f"not write it, got {skipped!r}")
     return Truth(qid, var, budget, qtype, gt, status, options, label, group, source, line,
                  scene_id=str(doc.get("scene_id") or ""), question=str(doc.get("question") or ""), group_id=group_id,
-                 reformulation=ref, shift=shift, answer_kind=answer_kind, **flags)
+                 reformulation=ref, shift=shift, answer_kind=answer_kind, skipped_variants=tuple(skipped.items()),
+                 **flags)
 
 
 def check_unique(records: Sequence[Any], what: str) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 from .. import layout
 from ..atomic import atomic_path, write_atomic
 from ..questions import ANSWER_MCQ
+from ..reformulate import NOT_APPLICABLE
 from .answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
 from .baselines import (
     DEFAULT_FOLDS,
@@ -132,6 +133,7 @@ class Report:
     positions: tuple[PositionCell, ...] = ()
     abstention: tuple[AbstentionCell, ...] = ()
     blind_pruning: BlindPruning | None = None
+    skipped_variants: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def budgets(self) -> list[str]:
@@ -167,6 +169,8 @@ class Report:
             "position": [asdict(c) for c in self.positions],
             "abstention": [asdict(c) for c in self.abstention],
             "learned_pruning": None if self.blind_pruning is None else self.blind_pruning.to_dict(),
+            "skipped_variants": [{"group_id": g, "question_type": t, "variant": v, "reason": why}
+                                 for g, t, v, why in self.skipped_variants],
         }
 
 
@@ -204,7 +208,18 @@ def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: s
                   hallucination_cells(m.rows), sensitivity_cells(m.rows), rank_attack(truths, splits=splits, seed=seed),
                   lmms_eval_check(m.rows), m.rows, fs, stress_cells(PREDICTIONS_MODEL, m.rows, proto),
                   position_cells(PREDICTIONS_MODEL, m.rows), abstention_cells(m.rows),
-                  None if pruning is None else blind_pruning(truths, pruning, summaries, proto, folds_for))
+                  None if pruning is None else blind_pruning(truths, pruning, summaries, proto, folds_for),
+                  skipped_variants(truths))
+
+
+def skipped_variants(truths: Sequence[Truth]) -> tuple[tuple[str, str, str, str], ...]:
+    """(group id, question type, variant, why) of every variant vistest reformulate did not write,
+    from the base rows' ``skipped_variants`` (each question once)."""
+    seen: dict[str, Truth] = {}
+    for t in truths:
+        if t.reformulation == BASE and t.skipped_variants:
+            seen.setdefault(t.group_id, t)
+    return tuple((g, t.question_type, v, why) for g, t in seen.items() for v, why in t.skipped_variants)
 
 
 def _base_overall(proto: Protocol, model: str, truths: Sequence[Truth], preds: Sequence[Prediction]
@@ -318,6 +333,24 @@ def _stress_table(report: Report) -> Table:
                  ("metric", "question_type", *budgets), tuple(rows), 2)
 
 
+def _skipped_table(report: Report) -> Table:
+    """The variants vistest reformulate did not write: each that would give its answer away, by
+    question; those that do not apply (numbers have no options ...), by reason."""
+    rows = [(v, t, g, why) for g, t, v, why in report.skipped_variants if why not in NOT_APPLICABLE]
+    rest: dict[tuple[str, str], list[str]] = {}
+    for g, _, v, why in report.skipped_variants:
+        if why in NOT_APPLICABLE:
+            rest.setdefault((v, why), []).append(g)
+    for (v, why), groups in rest.items():
+        more = ", ..." if len(groups) > 10 else ""
+        rows.append((v, "", f"{len(groups)} questions: " + ", ".join(groups[:10]) + more, why))
+    return Table("Variants not written by vistest reformulate",
+                 "A variant whose text could not offer its options without giving the answer away (the removed option "
+                 "still named, a closed answer set, a gap in a numeric ladder) is not written, per question; then the "
+                 "variants that do not apply, per reason (docs/questions-format.md).",
+                 ("variant", "question_type", "question", "reason"), tuple(rows), 4)
+
+
 def _position_table(report: Report) -> Table:
     budgets = [b for b in report.budgets if any(c.budget == b for c in report.positions)]
     letters = sorted({c.letter for c in report.positions})
@@ -378,6 +411,8 @@ def report_tables(report: Report) -> list[Table]:
         tables.append(_reformulation_table(report))
     if report.stress:
         tables.append(_stress_table(report))
+    if report.skipped_variants:
+        tables.append(_skipped_table(report))
     if report.positions:
         tables.append(_position_table(report))
     tables += [
