@@ -30,7 +30,10 @@ For every frame f and object o of a scene:
 * ``visible[f, o]``: fraction of the image area where the object is seen. With ``mesh``
   occlusion and per-vertex object ids (``scene.mesh_objects``): the **instance share**, the
   working-grid samples where the object's own faces are the nearest surface of the whole
-  mesh, over all samples (BOP's visible pixels of an object, as a share of the image). Else,
+  mesh, over all samples (BOP's visible pixels of an object, as a share of the image), capped
+  by ``evidence`` (the two differ by sampling along the boundary only, for a surface inside its
+  box; the cap keeps ``visible <= evidence <= projected``: what counts as seen is always in the
+  region dummies remove). Else,
   and for objects with no vertex in the mesh (listed in ``params["box_fallback"]``):
   ``visible = evidence``. ``params["visible"]`` says which (``"instance"`` or ``"box"``).
 * ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
@@ -312,7 +315,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
     visible = evidence
     if instance is not None:
         fallback = [scene.objects[o].id for o in range(no) if not mesh.present[o]]
-        visible = np.where(mesh.present[None, :], instance, evidence)
+        visible = np.where(mesh.present[None, :], np.minimum(instance, evidence), evidence)
         params["visible"] = "instance"
         params["box_fallback"] = fallback
         if fallback:
@@ -328,19 +331,24 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
 @dataclass(frozen=True, eq=False)
 class SceneMesh:
     """A scene's triangle mesh for the z-buffer: ``verts`` (V, 3) float64 in the poses' world
-    (metres), ``faces`` (T, 3) int64, ``face_obj`` (T,) int32 index of the scene object each face
+    (metres), ``faces`` (T, 3) int32, ``face_obj`` (T,) int32 index of the scene object each face
     belongs to (-1: none), ``labelled`` (the scene gives per-vertex object ids), ``present`` (O,)
-    bool (the object has at least one vertex in the mesh)."""
+    bool (the object has at least one vertex in the mesh). Faces are kept in the z-buffer's
+    culling order and the vertices renumbered to match (:func:`vistest.visibility.zbuffer.face_blocks`);
+    ``blocks`` are their runs."""
 
     verts: np.ndarray
     faces: np.ndarray
     face_obj: np.ndarray
     labelled: bool
     present: np.ndarray
+    blocks: np.ndarray
 
     def render(self, w2c, kin, valid, size, work, near, cull_back=False) -> tuple[np.ndarray, np.ndarray]:
         """z-depth (F, hs*ws) in metres (0: none) and per-object sample counts (F, O) of the
         frames ``w2c``/``kin``/``valid`` (:func:`frame_cameras`) on the working grid ``work``."""
+        import numba
+
         from .zbuffer import zbuffer_kernel
 
         (w, h), (ws, hs) = size, work
@@ -348,24 +356,79 @@ class SceneMesh:
         depth = np.empty((nf, ws * hs))
         ids = np.empty((nf, ws * hs), np.int32)
         counts = np.empty((nf, no), np.int64)
-        zbuffer_kernel(self.verts, self.faces, self.face_obj, no, w2c, kin, np.asarray(valid, bool), w, h, ws, hs,
-                       float(near), bool(cull_back), depth, ids, counts)
+        zbuffer_kernel(self.verts, self.faces, self.face_obj, no, self.blocks, w2c, kin, np.asarray(valid, bool),
+                       w, h, ws, hs, float(near), bool(cull_back), depth, ids, counts, 4 * numba.get_num_threads())
         return depth, counts
 
 
 def read_mesh(path) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (V, 3) float64 in file order (no merging: per-vertex ids stay aligned) and
-    triangles (T, 3) int64 of a mesh file; InputError naming the file when it is not one."""
-    import trimesh
+    triangles (T, 3) int64 of a mesh file; InputError naming the file when it is not one.
+    A binary PLY of triangles (ScanNet's, trimesh's exports) is read directly with numpy
+    (:func:`read_binary_ply`); anything else with trimesh."""
+    got = read_binary_ply(path)
+    if got is None:
+        import trimesh
 
-    try:
-        mesh = trimesh.load(str(path), force="mesh", process=False)
-    except Exception as e:  # trimesh raises many types for bad files
-        raise InputError(f"{path}: mesh: cannot read it ({e}); expected a triangle mesh file") from None
-    faces = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), np.int64)
+        try:
+            mesh = trimesh.load(str(path), force="mesh", process=False)
+        except Exception as e:  # trimesh raises many types for bad files
+            raise InputError(f"{path}: mesh: cannot read it ({e}); expected a triangle mesh file") from None
+        got = (np.asarray(mesh.vertices), np.asarray(getattr(mesh, "faces", np.zeros((0, 3)))))
+    verts, faces = np.ascontiguousarray(got[0], np.float64), np.ascontiguousarray(got[1], np.int64)
     if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0:
         raise InputError(f"{path}: mesh: expected a triangle mesh with at least one face")
-    return np.ascontiguousarray(mesh.vertices, np.float64), np.ascontiguousarray(faces)
+    return verts, faces
+
+
+PLY_TYPES = {"char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1", "short": "i2", "int16": "i2",
+             "ushort": "u2", "uint16": "u2", "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4",
+             "float": "f4", "float32": "f4", "double": "f8", "float64": "f8"}
+
+
+def read_binary_ply(path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(vertices, faces) of a binary PLY holding exactly a ``vertex`` element (with x, y, z) and
+    then a ``face`` element whose first property is the index list, every face a triangle; None
+    for any other file (the caller falls back to trimesh)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.readline().strip() != b"ply":
+                return None
+            fmt, elements = None, []
+            for _ in range(1000):
+                words = fh.readline().decode("ascii", "replace").split()
+                if not words or words[0] in ("comment", "obj_info"):
+                    continue
+                if words[0] == "end_header":
+                    break
+                if words[0] == "format":
+                    fmt = {"binary_little_endian": "<", "binary_big_endian": ">"}.get(words[1])
+                elif words[0] == "element":
+                    elements.append((words[1], int(words[2]), []))
+                elif words[0] == "property" and elements:
+                    elements[-1][2].append(words[1:])
+            else:
+                return None
+            if fmt is None or [e[0] for e in elements] != ["vertex", "face"]:
+                return None
+            (_, nv, vprops), (_, nf, fprops) = elements
+            if any(p[0] == "list" or p[0] not in PLY_TYPES for p in vprops) or not fprops or fprops[0][0] != "list":
+                return None
+            vdt = np.dtype([(p[1], fmt + PLY_TYPES[p[0]]) for p in vprops])
+            if not {"x", "y", "z"} <= set(vdt.names):
+                return None
+            count_t, index_t = PLY_TYPES.get(fprops[0][1]), PLY_TYPES.get(fprops[0][2])
+            if count_t is None or index_t is None or any(p[0] == "list" or p[0] not in PLY_TYPES for p in fprops[1:]):
+                return None
+            fdt = np.dtype([("n", fmt + count_t), ("v", fmt + index_t, (3,))]
+                           + [(f"p{k}", fmt + PLY_TYPES[p[0]]) for k, p in enumerate(fprops[1:])])
+            v = np.fromfile(fh, vdt, nv)
+            f = np.fromfile(fh, fdt, nf)
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(v) != nv or len(f) != nf or (f["n"] != 3).any():
+        return None
+    return np.column_stack([v["x"], v["y"], v["z"]]), f["v"]
 
 
 def read_mesh_objects(path, num_vertices: int, object_ids) -> np.ndarray:
@@ -394,18 +457,20 @@ def load_scene_mesh(scene) -> SceneMesh:
     """The scene's mesh (:func:`read_mesh`) with its faces' objects from ``scene.mesh_objects``
     (:func:`read_mesh_objects`, :func:`vistest.visibility.zbuffer.face_objects`); unlabelled
     (every face -1) when the scene has none."""
-    from .zbuffer import face_objects
+    from .zbuffer import face_blocks, face_objects
 
     verts, faces = read_mesh(scene.path(scene.mesh))
     if faces.max() >= len(verts) or faces.min() < 0:
         raise InputError(f"{scene.path(scene.mesh)}: mesh: a face names a vertex that does not exist")
     no = len(scene.objects)
+    vorder, sorted_faces, forder, blocks = face_blocks(verts, faces)
+    verts = np.ascontiguousarray(verts[vorder])
     if scene.mesh_objects is None:
-        return SceneMesh(verts, faces, np.full(len(faces), -1, np.int32), False, np.zeros(no, bool))
-    vobj = read_mesh_objects(scene.path(scene.mesh_objects), len(verts), scene.object_ids)
+        return SceneMesh(verts, sorted_faces, np.full(len(faces), -1, np.int32), False, np.zeros(no, bool), blocks)
+    vobj = read_mesh_objects(scene.path(scene.mesh_objects), len(vorder), scene.object_ids)
     present = np.zeros(no, bool)
     present[np.unique(vobj[vobj >= 0])] = True
-    return SceneMesh(verts, faces, face_objects(faces, vobj), True, present)
+    return SceneMesh(verts, sorted_faces, face_objects(faces, vobj)[forder], True, present, blocks)
 
 
 def frame_cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:
