@@ -165,10 +165,13 @@ def test_mesh_objects_file_is_checked_and_keyed(tmp_path):
     path.write_text("\n".join(["nobody"] * len(lines)) + "\n")  # ids of no listed object: surfaces of nobody
     assert (read_mesh_objects(path, len(lines), scene.object_ids) == -1).all()
     doc = json.loads(scene.path("scene.json").read_text())
-    doc.pop("mesh")
+    doc["mesh_objects"] = "missing.txt"
     (tmp_path / "bad.json").write_text(json.dumps(doc))
-    with pytest.raises(SceneError, match=r"bad\.json: mesh_objects: .*'mesh' is missing"):
+    with pytest.raises(SceneError, match=r"bad\.json: mesh_objects: file not found: .*missing\.txt"):
         Scene.load(tmp_path / "bad.json")
+    doc.pop("mesh")  # the ids of a mesh the scene no longer names are ignored
+    (tmp_path / "no-mesh.json").write_text(json.dumps(doc))
+    assert Scene.load(tmp_path / "no-mesh.json").mesh_objects is None
 
 
 def test_a_table_without_evidence_reads_its_visible_share(tmp_path):

@@ -382,9 +382,9 @@ class _Parser:
         camera = self.intrinsics(doc["camera"], "camera")
         video = self.file(doc["video"], "video") if doc.get("video") is not None else None
         mesh = self.file(doc["mesh"], "mesh") if doc.get("mesh") is not None else None
-        mesh_objects = self.file(doc["mesh_objects"], "mesh_objects") if doc.get("mesh_objects") is not None else None
-        if mesh_objects is not None and mesh is None:
-            raise self.fail("mesh_objects", "per-vertex object ids need the mesh they label: 'mesh' is missing")
+        # per-vertex ids of the mesh: read with it, ignored without it (a copy of a scene without its mesh)
+        mesh_objects = (self.file(doc["mesh_objects"], "mesh_objects")
+                        if doc.get("mesh_objects") is not None and mesh is not None else None)
         depth = self.depth_spec(doc["depth"]) if doc.get("depth") is not None else None
         b2w = self.rigid(doc["boxes_to_world"], "boxes_to_world") if doc.get("boxes_to_world") is not None else None
         room = self.room(doc["room"]) if doc.get("room") is not None else None
