@@ -139,7 +139,9 @@ class BoxSegRenderer(_Renderer):
 
 
 class MeshDepthRenderer(_Renderer):
-    """Renders z-depth (metres, 0 = no surface) of a mesh file, for ``occlusion='mesh'``."""
+    """Renders z-depth (metres, 0 = no surface) of a mesh file, every face in both windings: the
+    previous renderer of ``occlusion='mesh'``, now the test reference for the depth of
+    :mod:`vistest.visibility.zbuffer` (and the depth images of test scenes)."""
 
     def __init__(self, mesh_path, width: int, height: int, near: float):
         super().__init__(width, height, near)
