@@ -123,7 +123,9 @@ def test_evidence_is_the_previous_mesh_rule_on_pyrender_depth(meshed):
     raster.visibility_kernel(w2c, kin, vis.valid, box_corners(centers, sizes, rots), rots, w, h, WS, HS, 1e-3, True,
                              depth, 0.05, np.zeros((0, 0), bool), *out)
     ok = vis.valid
-    assert np.abs(vis.evidence[ok] - out[1][ok]).max() <= 0.005
+    diff = np.abs(vis.evidence[ok] - out[1][ok]).max()
+    print(f"evidence: z-buffer vs pyrender depth, max difference {diff * 100:.3f}% of the image")
+    assert diff <= 0.005
     np.testing.assert_allclose(vis.projected[ok], out[0][ok], atol=1e-12)
 
 
