@@ -262,7 +262,8 @@ def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         make_demo_scene(out, seed=1, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
     assert not (out / "scene.json").exists()
-    assert sorted(p.name for p in out.iterdir()) == ["depth", "mesh.ply", "video.mp4"]  # no .tmp leftovers, no stamp
+    # no .tmp leftovers, no stamp
+    assert sorted(p.name for p in out.iterdir()) == ["depth", "mesh.ply", "mesh_objects.txt", "video.mp4"]
     assert len(list((out / "depth").iterdir())) == MIN_FRAMES  # the old depth folder, never half-replaced
 
 

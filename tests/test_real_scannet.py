@@ -21,6 +21,11 @@ mmdetection3d's own boxes of those instances.
 * ``depth/{n}.png`` with ``intrinsic_depth.txt`` (the colour camera scaled to 160x120): the
   vertices z-buffered into each view (3x3 splats, nearest wins; millimetres, 0 = no point): the
   only depth there is, for ``--occlusion depth``.
+
+For the mesh z-buffer and instance visibility (``real_meshed``), the point cloud is replaced by a
+triangle mesh over the same vertices whose faces are a stand-in (the real faces are not published):
+what those tests measure is the engine against pyrender on that mesh, and the coffee table's own
+share of frame 102 (1.42%, the issue's render of the real mesh: 1.43%).
 """
 from __future__ import annotations
 
@@ -198,3 +203,65 @@ def test_real_loose_nested_boxes_do_not_hide_the_coffee_table(real):
               f"own points {share:.4f}")
         assert got >= share - 0.005, mode  # never below what its own points show (loose box: above)
         assert got <= vis.projected[f, t] + 1e-12
+
+
+@pytest.fixture(scope="module")
+def real_meshed(tmp_path_factory) -> Scene:
+    """The sample with a triangle mesh: mmdetection3d publishes the vertices of
+    ``scene0000_00_vh_clean_2.ply`` without its faces (and no public repository we searched has
+    them), so the faces are a stand-in surface over the real vertices
+    (:func:`vistest.datasets.synthetic.surface_from_points`, 426,829 triangles where the real mesh
+    has about 150k): real vertices, instance ids, boxes, camera and poses; NOT the real faces."""
+    from vistest.datasets.synthetic import surface_from_points
+
+    root = tmp_path_factory.mktemp("real-meshed")
+    scan = write_scan(root)
+    ply = scan / "scene0000_00_vh_clean_2.ply"
+    vertices = np.asarray(trimesh.load(ply, process=False).vertices)
+    trimesh.Trimesh(vertices, surface_from_points(vertices), process=False).export(ply)
+    return Scene.load(import_scene("scannet", scan, root / "scene"))
+
+
+def test_real_import_labels_the_mesh_vertices(real_meshed):
+    scene = real_meshed
+    lines = scene.path(scene.mesh_objects).read_text().splitlines()
+    ins = np.load(INST / "scene0000_00_ins_label_all.npy")
+    assert scene.mesh_objects == "mesh_objects.txt" and len(lines) == len(ins)
+    ids = set(scene.object_ids)
+    assert all((ln == str(i)) if str(i) in ids else ln == "" for ln, i in zip(lines, ins))
+
+
+def test_real_instance_visibility_of_the_coffee_table_matches_pyrender(real_meshed):
+    """Frame 102: the table's own faces cover ~1.4% of the image (the issue's pyrender render of
+    the real instance mesh: 1.43%); the evidence region (the box bound, what dummies remove) is
+    looser and its rectangle holds every pixel of the table."""
+    from vistest.visibility.render import MeshSegRenderer
+    from vistest.visibility.table import load_scene_mesh
+
+    scene = real_meshed
+    vis = compute_visibility(scene)
+    assert vis.params["occlusion"] == "mesh" and vis.params["visible"] == "instance" and not vis.params["box_fallback"]
+    mesh = load_scene_mesh(scene)
+    w, h = scene.image_size
+    ref = MeshSegRenderer(mesh.verts, mesh.faces, mesh.face_obj, w, h, near=1e-3)
+    try:
+        labels = [ref.labels(f.camera_to_world, scene.camera) for f in scene.frames]
+    finally:
+        ref.close()
+    t = list(scene.object_ids).index(COFFEE_TABLE)
+    for i, lab in enumerate(labels):
+        share = np.bincount(lab[lab >= 0].ravel(), minlength=len(scene.objects)) / lab.size
+        err = np.abs(vis.visible[i] - share)
+        print(f"real frame {FRAMES[i]}: instance visible vs pyrender {w}x{h}: max error {err.max() * 100:.3f}%")
+        assert err.max() <= 0.005
+    f = FRAMES.index(102)
+    table = labels[f] == t
+    print(f"real frame 102, coffee table: visible {vis.visible[f, t]:.4f} (pyrender {table.mean():.4f}), "
+          f"evidence {vis.evidence[f, t]:.4f}, projected {vis.projected[f, t]:.4f}")
+    assert 0.012 <= vis.visible[f, t] <= 0.016 and abs(vis.visible[f, t] - table.mean()) <= 0.002
+    assert vis.evidence[f, t] >= vis.visible[f, t] + 0.005  # the loose box bound: floor and sofa inside its box
+    x0, y0, x1, y1 = vis.bbox[f, t]
+    ys, xs = np.nonzero(table)
+    assert x0 <= xs.min() and xs.max() < x1 and y0 <= ys.min() and ys.max() < y1
+    sil = compute_visibility(scene, occlusion="none").bbox[f, t]
+    assert (x0, x1) == (sil[0], sil[2])  # the evidence spans the box silhouette's width

@@ -164,6 +164,7 @@ class Scene:
     mesh: str | None = None
     depth: DepthSpec | None = None
     room: dict | None = None
+    mesh_objects: str | None = None  # per-vertex object ids of ``mesh`` (docs/scene-format.md)
     root: Path = Path(".")
     source: str = "<scene>"  # where it was read from (the scene.json path), for error messages
 
@@ -227,6 +228,8 @@ class Scene:
             doc["video"] = self.video
         if self.mesh is not None:
             doc["mesh"] = self.mesh
+        if self.mesh_objects is not None:
+            doc["mesh_objects"] = self.mesh_objects
         doc["fps"] = self.fps
         doc["image_size"] = list(self.image_size)
         doc["camera"] = self.camera.to_json()
@@ -379,6 +382,9 @@ class _Parser:
         camera = self.intrinsics(doc["camera"], "camera")
         video = self.file(doc["video"], "video") if doc.get("video") is not None else None
         mesh = self.file(doc["mesh"], "mesh") if doc.get("mesh") is not None else None
+        # per-vertex ids of the mesh: read with it, ignored without it (a copy of a scene without its mesh)
+        mesh_objects = (self.file(doc["mesh_objects"], "mesh_objects")
+                        if doc.get("mesh_objects") is not None and mesh is not None else None)
         depth = self.depth_spec(doc["depth"]) if doc.get("depth") is not None else None
         b2w = self.rigid(doc["boxes_to_world"], "boxes_to_world") if doc.get("boxes_to_world") is not None else None
         room = self.room(doc["room"]) if doc.get("room") is not None else None
@@ -386,7 +392,8 @@ class _Parser:
         objects = self.objects(doc["objects"])
         return Scene(scene_id=scene_id, fps=fps, image_size=image_size, camera=camera, frames=frames,
                      objects=objects, boxes_to_world=b2w if b2w is not None else _readonly(np.eye(4)),
-                     video=video, mesh=mesh, depth=depth, room=room, root=self.root, source=self.source)
+                     video=video, mesh=mesh, depth=depth, room=room, mesh_objects=mesh_objects, root=self.root,
+                     source=self.source)
 
     def room(self, v: Any) -> dict:
         """The optional room record: known keys are checked, others kept verbatim."""

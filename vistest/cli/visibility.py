@@ -18,9 +18,12 @@ from .options import occlusion_option, output_option, quiet_option
 @click.option("--near", type=float, default=DEFAULT_NEAR, show_default=True, help="Near plane in metres.")
 @click.option("--depth-tol", type=float, default=DEFAULT_DEPTH_TOL, show_default=True,
               help="Depth tolerance in metres (occlusion depth and mesh).")
+@click.option("--cull-back", is_flag=True,
+              help="Mesh occlusion: faces turned away from the camera hide nothing (closed, outward-wound meshes "
+                   "only; default: two-sided, right for scans).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write a long CSV.")
 @quiet_option()
-def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, quiet):
+def visibility(scene_json, output, occlusion, scale, near, depth_tol, cull_back, csv_path, quiet):
     """Frames x objects visibility of SCENE_JSON, written to an .npz (and CSV)."""
     from ..atomic import check_writable, write_atomic
     from ..scene import Scene
@@ -34,7 +37,7 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, csv_path, 
     if not quiet:
         click.echo(f"occlusion: {occlusion} ({why})", err=True)
     vis = compute_visibility(scene, occlusion=occlusion, scale=scale, near=near, depth_tol=depth_tol,
-                             progress=not quiet)
+                             progress=not quiet, cull_back=cull_back)
     vis.save(output)
     if csv_path:
         write_atomic(csv_path, vis.to_csv())

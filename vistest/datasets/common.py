@@ -22,7 +22,7 @@ import collections
 import json
 import os
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,9 @@ class BoxSet:
     short name of the box world (e.g. ``"scannet axis-aligned"``). ``alignments``:
     named 4x4 matrices known for this scene (e.g. ScanNet's ``axisAlignment``), kept
     in the provenance for the audit. ``relied_on``: facts used that the dataset's own
-    code does not state.
+    code does not state. ``vertex_objects``: the object id of each vertex of the capture's mesh
+    ("" for none), when the annotation labels the mesh itself (ScanNet's segments): written
+    beside scene.json as its ``mesh_objects`` file.
     """
 
     objects: tuple[SceneObject, ...]
@@ -61,6 +63,7 @@ class BoxSet:
     room: dict | None = None
     alignments: tuple[tuple[str, np.ndarray], ...] = ()
     relied_on: tuple[str, ...] = ()
+    vertex_objects: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -398,14 +401,21 @@ def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
     }
 
 
+MESH_OBJECTS = "mesh_objects.txt"  # per-vertex object ids of the mesh, beside scene.json (docs/scene-format.md)
+
+
 def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None) -> Path:
-    """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload) and
+    """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload),
+    ``out_dir/mesh_objects.txt`` when the boxes label the mesh's vertices, and
     ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
     that cannot name files (``-O scene=../x``) is refused before anything is written."""
     out_dir = Path(out_dir)
     check_scene_id(capture.scene_id, f"{out_dir / 'scene.json'} (the id of {capture.source}; -O scene sets it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     scene = assemble(capture, boxes, out_dir, video=video)
+    if boxes is not None and boxes.vertex_objects is not None and scene.mesh is not None:
+        write_atomic(out_dir / MESH_OBJECTS, "".join(f"{o}\n" for o in boxes.vertex_objects))
+        scene = replace(scene, mesh_objects=MESH_OBJECTS)
     path = out_dir / "scene.json"
     write_atomic(out_dir / PROVENANCE, json.dumps(provenance(capture, boxes), indent=1) + "\n")
     scene.save(path)

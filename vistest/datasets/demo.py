@@ -6,6 +6,7 @@
     video.mp4         H.264 render of the walk (pyrender, offscreen EGL)
     depth/000000.png  per frame z-depth, 16-bit PNG, millimetres, 0 = no surface
     mesh.ply          room (floor + walls) and every box, one mesh with face colours
+    mesh_objects.txt  the object id of each mesh vertex (empty for the room's)
 
 Conventions (those of :mod:`vistest.scene`): world in metres, +Z up; the room is
 ``[0, 5] x [0, 4]`` m on the floor ``z = 0`` with walls 2.6 m high and *no ceiling*
@@ -386,6 +387,17 @@ def scene_mesh(boxes: list[Box]):
     return trimesh.util.concatenate(parts)
 
 
+def scene_mesh_objects(boxes: list[Box]) -> str:
+    """The ``mesh_objects`` file of :func:`scene_mesh`: one line per vertex, in its order, with the
+    object id of box n (``n + 1``) on its vertices and an empty line on the room's."""
+    from ..visibility.render import box_mesh
+
+    lines = [""] * sum(len(m.vertices) for m, _ in room_parts())
+    for n, b in enumerate(boxes):
+        lines += [str(n + 1)] * len(box_mesh(b.center, b.size, b.rotation).vertices)
+    return "".join(f"{x}\n" for x in lines)
+
+
 class _DemoRenderer:
     """pyrender scene of the room with a movable camera; renders colour and depth.
 
@@ -509,6 +521,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     scene_path.unlink(missing_ok=True)
     mesh_bytes = scene_mesh(boxes).export(file_type="ply")
     write_atomic(outdir / "mesh.ply", mesh_bytes)
+    write_atomic(outdir / "mesh_objects.txt", scene_mesh_objects(boxes))
 
     depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
     renderer = _DemoRenderer(boxes, k, (w, h))
@@ -536,7 +549,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     room = {"size_m2": rx * ry, "polygon": [[0.0, 0.0], [rx, 0.0], [rx, ry], [0.0, ry]], "height_m": rz}
     scene = Scene(scene_id=f"demo-seed{seed}", fps=float(fps), image_size=(w, h), camera=k, frames=frames,
                   objects=objects, video="video.mp4", mesh="mesh.ply", depth=DepthSpec(scale=1000.0), room=room,
-                  root=outdir)
+                  mesh_objects="mesh_objects.txt", root=outdir)
     scene.save(scene_path)
     write_atomic(stamp, json.dumps(params, sort_keys=True) + "\n")
     return scene_path
@@ -556,7 +569,8 @@ def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
         scene = Scene.load(outdir / "scene.json")  # validates, and checks every file it names exists
     except (OSError, ValueError):
         return False
-    return len(scene.frames) == params["num_frames"] and list(scene.image_size) == params["size"]
+    return (len(scene.frames) == params["num_frames"] and list(scene.image_size) == params["size"]
+            and scene.mesh_objects is not None)
 
 
 def _replace_dir(src: Path, dst: Path) -> None:

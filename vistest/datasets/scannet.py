@@ -224,7 +224,8 @@ def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) ->
     """Boxes from ``.aggregation.json`` + ``_vh_clean_2.0.010000.segs.json`` + ``_vh_clean_2.ply``.
 
     Each object is the axis-aligned box of its vertices in the axis-aligned world
-    (raw world when the scan has no ``axisAlignment``). Labels in ``skip`` (case-
+    (raw world when the scan has no ``axisAlignment``); the vertices' object ids go with the
+    boxes (``BoxSet.vertex_objects``: scene.json's ``mesh_objects``, for instance visibility). Labels in ``skip`` (case-
     insensitive; default wall, floor, ceiling) are left out; an annotation that leaves
     no object is an error.
     """
@@ -243,6 +244,7 @@ def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) ->
     a = align if align is not None else np.eye(4)
     verts_box_world = verts @ a[:3, :3].T + a[:3, 3]
     objects = []
+    vertex_objects = np.full(len(verts), "", dtype=object)  # the mesh's per-vertex object ids ("" = none)
     for i, g in enumerate(agg["segGroups"]):
         where = f"{agg_path}: segGroups[{i}]"
         if not isinstance(g, dict) or "label" not in g or "segments" not in g:
@@ -254,12 +256,14 @@ def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) ->
             raise c.AdapterError(f"{where}.segments: no vertex of {mesh_path.name} belongs to these segments")
         oid = str(g.get("objectId", g.get("id", i)))
         objects.append(c.aabb_object(oid, str(g["label"]), verts_box_world[mask]))
+        vertex_objects[mask & (vertex_objects == "")] = oid  # a vertex in two groups stays with the first
     if not objects:
         raise c.AdapterError(f"{agg_path}: segGroups: no object left ({len(agg['segGroups'])} groups, labels "
                              f"{', '.join(sorted(skip)) or '-'} skipped); expected the scan's annotated objects")
     world = "scannet axis-aligned world" if align is not None else "scannet raw scan world (no axisAlignment)"
     return c.BoxSet(objects=tuple(objects), boxes_to_world=rigid_inverse(a), world=world,
-                    source=f"ScanNet aggregation {agg_path.name} + {seg_path.name}")
+                    source=f"ScanNet aggregation {agg_path.name} + {seg_path.name}",
+                    vertex_objects=tuple(vertex_objects.tolist()))
 
 
 ADAPTER_OPTIONS = (

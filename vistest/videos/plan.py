@@ -510,7 +510,8 @@ def evidence_objects(q: Question, scene: Scene) -> tuple[str, ...]:
 
 
 class EvidenceTable:
-    """Visibility indexed by decoded frame 0..N-1: ``visible`` (N, O) with NaN for unknown
+    """Visibility indexed by decoded frame 0..N-1: ``visible`` (N, O), the table's evidence
+    region (``Visibility.evidence``: the box bound, never the instance share), NaN for unknown
     frames (invalid pose or no row), ``bbox`` (N, O, 4), ``known`` (N,), columns by object id."""
 
     def __init__(self, vis: Visibility, num_frames: int, threshold: float):
@@ -525,7 +526,7 @@ class EvidenceTable:
         self.visible = np.full((num_frames, len(ids)), np.nan)
         self.bbox = np.full((num_frames, len(ids), 4), np.nan)
         rows = (fidx >= 0) & (fidx < num_frames)
-        self.visible[fidx[rows]] = np.asarray(vis.visible, dtype=np.float64)[rows]
+        self.visible[fidx[rows]] = np.asarray(vis.evidence, dtype=np.float64)[rows]  # the evidence region (box bound)
         self.bbox[fidx[rows]] = np.asarray(vis.bbox, dtype=np.float64)[rows]
         valid = np.zeros(num_frames, bool)
         valid[fidx[rows]] = np.asarray(vis.valid, bool)[rows]

@@ -1,4 +1,4 @@
-"""pyrender renders: the independent reference for the visibility engine, and mesh depth.
+"""pyrender renders: the independent references for the visibility engine (boxes, mesh depth, mesh instances).
 
 Conventions:
 
@@ -139,7 +139,9 @@ class BoxSegRenderer(_Renderer):
 
 
 class MeshDepthRenderer(_Renderer):
-    """Renders z-depth (metres, 0 = no surface) of a mesh file, for ``occlusion='mesh'``."""
+    """Renders z-depth (metres, 0 = no surface) of a mesh file, every face in both windings: the
+    previous renderer of ``occlusion='mesh'``, now the test reference for the depth of
+    :mod:`vistest.visibility.zbuffer` (and the depth images of test scenes)."""
 
     def __init__(self, mesh_path, width: int, height: int, near: float):
         super().__init__(width, height, near)
@@ -165,3 +167,36 @@ class MeshDepthRenderer(_Renderer):
         depth = self.renderer.render(self.scene, flags=pyrender.RenderFlags.DEPTH_ONLY | pyrender.RenderFlags.SEG,
                                      seg_node_map=self._seg_map)
         return np.asarray(depth, np.float64)
+
+
+class MeshSegRenderer(_Renderer):
+    """Renders a triangle mesh as an instance segmentation: the reference for the mesh z-buffer
+    (:mod:`vistest.visibility.zbuffer`) and for the instance share ``visible``.
+
+    ``face_obj`` (T,) gives each face's object index (-1: a surface of no object). Faces are
+    drawn in both windings (two-sided, as the z-buffer's default), one pyrender node per object
+    with its own segmentation colour; ``labels`` returns, per pixel, the object index of the
+    nearest surface, -1 for an unlabelled surface and -2 where there is none.
+    """
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, face_obj: np.ndarray, width: int, height: int,
+                 near: float, two_sided: bool = True):
+        super().__init__(width, height, near)
+        vertices, faces, face_obj = np.asarray(vertices, float), np.asarray(faces), np.asarray(face_obj)
+        self._seg_map = {}
+        for o in np.unique(face_obj):
+            part = trimesh.Trimesh(vertices, faces[face_obj == o], process=False)
+            if two_sided:
+                flipped = part.copy()
+                flipped.invert()
+                part = trimesh.util.concatenate([part, flipped])
+            node = self.scene.add(pyrender.Mesh.from_trimesh(part, smooth=False))
+            c = int(o) + 2  # 0: nothing, 1: no object, 2 + k: object k
+            self._seg_map[node] = np.array([c & 255, (c >> 8) & 255, (c >> 16) & 255], np.uint8)
+
+    def labels(self, c2w_cv: np.ndarray, k: Intrinsics) -> np.ndarray:
+        """(H, W) int64 object index of the nearest surface per pixel (-1: no object, -2: none)."""
+        self._set_camera(c2w_cv, k)
+        color, _ = self.renderer.render(self.scene, flags=pyrender.RenderFlags.SEG, seg_node_map=self._seg_map)
+        c = color.astype(np.int64)
+        return c[..., 0] + (c[..., 1] << 8) + (c[..., 2] << 16) - 2

@@ -7,11 +7,12 @@ For every frame f and object o of a scene:
   clipped against the near plane ``z = near`` (so a box straddling the camera plane
   is clipped, never dropped or mirrored), projected, its convex hull clipped to the
   image rectangle ``[-0.5, W-0.5] x [-0.5, H-0.5]`` and measured.
-* ``visible[f, o]``: fraction of the image area where the object may be seen, by the
-  occlusion mode's rule (docs/visibility.md):
+* ``evidence[f, o]``: fraction of the image area of the object's **evidence region**: the box
+  silhouette minus what hides it, by the occlusion mode's rule (docs/visibility.md). It errs
+  toward "may be visible", so it is what dummy videos remove and mask:
 
   - ``depth`` / ``mesh`` (observed geometry: the frame's depth image, or the scene mesh
-    rendered): boxes do not hide each other; a silhouette sample is visible unless the
+    z-buffered): boxes do not hide each other; a silhouette sample is visible unless the
     observed surface is nearer than the box's *entry* surface (where the ray enters the
     solid) by more than ``depth_tol``. A loose box's entry lies in front of the object,
     so the object's own surface (behind the entry) counts as visible, and an object
@@ -21,14 +22,22 @@ For every frame f and object o of a scene:
     its volume inside it (a table inside an L-sofa's box, pillows on a sofa, a chair
     tucked under a desk). A box that contains the camera centre is seen from inside:
     its inner walls are its surface.
-  - ``none``: ``visible = projected``.
+  - ``none``: ``evidence = projected``.
 
   Computed at a working resolution (``scale``) and reported as
   ``projected * visible_samples / silhouette_samples`` so that an unoccluded box is
   exact and only occlusion boundaries carry sampling error (see docs/visibility.md).
+* ``visible[f, o]``: fraction of the image area where the object is seen. With ``mesh``
+  occlusion and per-vertex object ids (``scene.mesh_objects``): the **instance share**, the
+  working-grid samples where the object's own faces are the nearest surface of the whole
+  mesh, over all samples (BOP's visible pixels of an object, as a share of the image), capped
+  by ``evidence`` (the two differ by sampling along the boundary only, for a surface inside its
+  box; the cap keeps ``visible <= evidence <= projected``: what counts as seen is always in the
+  region dummies remove). Else,
+  and for objects with no vertex in the mesh (listed in ``params["box_fallback"]``):
+  ``visible = evidence``. ``params["visible"]`` says which (``"instance"`` or ``"box"``).
 * ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
-  ``image[y0:y1, x0:x1]``) of the visible region at native resolution; NaN when the
-  object is not visible.
+  ``image[y0:y1, x0:x1]``) of the evidence region at native resolution; NaN when it is empty.
 
 Invalid frames (no pose) give NaN in every field, never zeros. ``occlusion="auto"``
 (the default) uses the scene's observed geometry when it has some: the mesh, else the
@@ -39,6 +48,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,21 +61,25 @@ from ..geometry import box_corners, box_inside_share, rigid_inverse
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 OCCLUSION_CHOICES = ("auto",) + OCCLUSION_MODES  # what a user may ask for; "auto": choose_occlusion
 DEFAULT_OCCLUSION = "auto"
-RULES_VERSION = 2  # bumped when the occlusion rules change (cached tables keyed by it): 2 = containment, entry depth
+RULES_VERSION = 3  # bumped when the rules change (cached tables keyed by it): 2 = containment, entry depth;
+# 3 = mesh z-buffered by vistest (not pyrender), ``visible`` = instance share with mesh_objects, ``evidence`` array
 CONTAIN_SHARE = 0.5  # boxes mode: box a does not hide box b when this share of b's volume is inside a
-ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")
+ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")  # + evidence
 
 
 @dataclass(frozen=True, eq=False)
 class Visibility:
     """Per frame x object visibility of one scene.
 
-    Arrays: ``projected`` (F, O) and ``visible`` (F, O) fractions of image area in
-    [0, 1], ``bbox`` (F, O, 4) pixel bounds, ``object_ids`` (O,) str, ``frame_index``
-    (F,) int64 decoded video frame numbers, ``valid`` (F,) bool. Rows of invalid
+    Arrays: ``projected`` (F, O), ``visible`` (F, O) and ``evidence`` (F, O) fractions of
+    image area in [0, 1] (module docstring: ``visible`` is what the object shows, ``evidence``
+    the region dummies remove), ``bbox`` (F, O, 4) pixel bounds of the evidence region,
+    ``object_ids`` (O,) str, ``frame_index`` (F,) int64 decoded video frame numbers,
+    ``valid`` (F,) bool. Rows of invalid
     frames are NaN. ``params`` records how it was computed (occlusion, scale, near...).
     ``source`` names where it came from in error messages (the .npz read, or the scene file
-    it was computed from); it is not saved.
+    it was computed from); it is not saved. ``evidence`` defaults to ``visible`` (a table
+    whose visible share is the box bound; files written before it existed).
     """
 
     scene_id: str
@@ -77,14 +91,19 @@ class Visibility:
     valid: np.ndarray
     params: dict
     source: str = "visibility"
+    evidence: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.evidence is None:
+            object.__setattr__(self, "evidence", self.visible)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write an ``.npz`` atomically (temp file + rename)."""
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file object: numpy adds no suffix
             np.savez_compressed(
                 fh, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
-                bbox=self.bbox, object_ids=self.object_ids.astype(str), frame_index=self.frame_index,
-                valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
+                evidence=self.evidence, bbox=self.bbox, object_ids=self.object_ids.astype(str),
+                frame_index=self.frame_index, valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Visibility":
@@ -107,18 +126,18 @@ class Visibility:
             raise InputError(f"{path}: params: expected the parameters 'vistest visibility' records ({e})") from None
         return cls(scene_id=str(arrays["scene_id"]), projected=arrays["projected"], visible=arrays["visible"],
                    bbox=arrays["bbox"], object_ids=arrays["object_ids"], frame_index=arrays["frame_index"],
-                   valid=arrays["valid"], params=params, source=str(path))
+                   valid=arrays["valid"], params=params, source=str(path), evidence=arrays.get("evidence"))
 
     def to_csv(self) -> str:
         """Long-format CSV: one row per (frame, object)."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["frame_index", "valid", "object_id", "projected", "visible", "x0", "y0", "x1", "y1"])
+        w.writerow(["frame_index", "valid", "object_id", "projected", "visible", "evidence", "x0", "y0", "x1", "y1"])
         for fi, f in enumerate(self.frame_index):
             for oi, oid in enumerate(self.object_ids):
                 b = self.bbox[fi, oi]
                 w.writerow([int(f), int(self.valid[fi]), oid, _fmt(self.projected[fi, oi]),
-                            _fmt(self.visible[fi, oi])] + [_fmt(x, int_=True) for x in b])
+                            _fmt(self.visible[fi, oi]), _fmt(self.evidence[fi, oi])] + [_fmt(x, int_=True) for x in b])
         return buf.getvalue()
 
 
@@ -176,14 +195,15 @@ def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, st
 def occlusion_inputs(scene, occlusion: str) -> tuple[Path, ...]:
     """The files besides scene.json that a table computed in mode ``occlusion`` (a mode of
     :data:`OCCLUSION_MODES`, not ``auto``: :func:`choose_occlusion` first) is computed from:
-    ``mesh``: the mesh file; ``depth``: every frame's depth image; ``boxes``, ``none``: none.
+    ``mesh``: the mesh file (and its per-vertex object ids); ``depth``: every frame's depth image;
+    ``boxes``, ``none``: none.
     A cached table is reused only while these are unchanged (vistest.pipeline.visibility_key):
     a mesh fixed or depth images re-exported beside an unchanged scene.json change the table."""
     def path(rel: str) -> Path:  # as scene.json names it: a linked folder is not resolved (its copy keys alike)
         return Path(os.path.normpath(os.path.abspath(Path(scene.root) / rel)))
 
     if occlusion == "mesh":
-        return (path(scene.mesh),)
+        return (path(scene.mesh),) + ((path(scene.mesh_objects),) if scene.mesh_objects else ())
     if occlusion == "depth":
         return tuple(sorted({path(f.depth) for f in scene.frames if f.depth}))
     return ()
@@ -225,19 +245,24 @@ def containment(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, share:
 
 def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float | None = None,
                        near: float = DEFAULT_NEAR, depth_tol: float = DEFAULT_DEPTH_TOL, chunk: int = 256,
-                       progress: bool = False) -> Visibility:
+                       progress: bool = False, cull_back: bool = False) -> Visibility:
     """Frames x objects visibility of ``scene`` (see the module docstring for definitions).
 
     ``occlusion``: ``auto`` (default: :func:`choose_occlusion`: mesh, else depth, else
-    boxes), ``none`` (visible = projected), ``boxes`` (boxes hide each other, not what
+    boxes), ``none`` (evidence = projected), ``boxes`` (boxes hide each other, not what
     they contain), ``depth`` (only the frame's depth image hides a box: where it is
     nearer than the box's entry surface by more than ``depth_tol`` metres; missing depth
-    counts as visible), ``mesh`` (as ``depth``, with depth rendered from ``scene.mesh``
-    by pyrender at the working resolution). ``params["occlusion"]`` records the mode used.
+    counts as visible), ``mesh`` (as ``depth``, with depth z-buffered from ``scene.mesh``
+    at the working resolution by :mod:`vistest.visibility.zbuffer`; with
+    ``scene.mesh_objects``, ``visible`` is each object's instance share).
+    ``params["occlusion"]`` records the mode used, ``params["visible"]`` what ``visible`` is.
     ``scale``: working resolution as a fraction of the native one (0 < scale <= 1);
     None: :func:`default_scale` (a 160-sample grid on the longer side).
     ``near``: near plane in metres. Frames are processed ``chunk`` at a time (memory
-    stays bounded; the progress bar advances per chunk).
+    stays bounded; the progress bar advances per chunk). ``cull_back``: the mesh's faces
+    turned away from the camera hide nothing (default False: a scan mesh is two-sided).
+    Objects of a labelled mesh with no vertex in it fall back to ``visible = evidence``:
+    listed in ``params["box_fallback"]`` and in one warning line on stderr.
     """
     from . import raster
     from ..progress import progress_bar
@@ -259,40 +284,193 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
         contains = np.zeros((0, 0), bool)
     nf, no = len(scene.frames), len(scene.objects)
     projected = np.full((nf, no), np.nan)
-    visible = np.full((nf, no), np.nan)
+    evidence = np.full((nf, no), np.nan)
     bbox = np.full((nf, no, 4), np.nan)
     valid = np.array([f.valid for f in scene.frames], bool)
-    mesh_renderer = None
-    if occlusion == "mesh":
-        from .render import MeshDepthRenderer
-        mesh_renderer = MeshDepthRenderer(scene.path(scene.mesh), ws, hs, near=near)
-    try:
-        with progress_bar(nf, f"visibility {scene.scene_id} ({occlusion})", enabled=progress) as bar:
-            for s in range(0, nf, chunk):
-                frames = scene.frames[s:s + chunk]
-                w2c, kin = frame_cameras(scene, frames)
-                depth = np.zeros((0, 0))
-                if occlusion == "depth":
-                    depth = depth_samples(scene, frames, ws, hs)
-                elif occlusion == "mesh":
-                    depth = np.stack([mesh_renderer.render(f.camera_to_world,
-                                                           scene.intrinsics_for(f).scaled(ws / w, hs / h)).reshape(-1)
-                                      if f.valid else np.zeros(ws * hs) for f in frames])
-                raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
-                                         occlusion != "none", depth, depth_tol, contains,
-                                         projected[s:s + chunk], visible[s:s + chunk], bbox[s:s + chunk])
-                bar.update(len(frames))
-    finally:
-        if mesh_renderer is not None:
-            mesh_renderer.close()
+    mesh = load_scene_mesh(scene) if occlusion == "mesh" else None
+    instance = None
+    if mesh is not None and mesh.labelled:
+        instance = np.full((nf, no), np.nan)
+    with progress_bar(nf, f"visibility {scene.scene_id} ({occlusion})", enabled=progress) as bar:
+        for s in range(0, nf, chunk):
+            frames = scene.frames[s:s + chunk]
+            w2c, kin = frame_cameras(scene, frames)
+            depth = np.zeros((0, 0))
+            if occlusion == "depth":
+                depth = depth_samples(scene, frames, ws, hs)
+            elif occlusion == "mesh":
+                depth, counts = mesh.render(w2c, kin, valid[s:s + chunk], (w, h), (ws, hs), near, cull_back)
+                if instance is not None:
+                    instance[s:s + chunk] = np.where(valid[s:s + chunk, None], counts / float(ws * hs), np.nan)
+            raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
+                                     occlusion != "none", depth, depth_tol, contains,
+                                     projected[s:s + chunk], evidence[s:s + chunk], bbox[s:s + chunk])
+            bar.update(len(frames))
     params = {"occlusion": occlusion, "scale": float(scale), "near": float(near), "depth_tol": float(depth_tol),
-              "working_size": [ws, hs]}
+              "working_size": [ws, hs], "visible": "box"}
     if occlusion == "boxes":
         params["contain_share"] = CONTAIN_SHARE
+    if occlusion == "mesh":
+        params["cull_back"] = bool(cull_back)
+    visible = evidence
+    if instance is not None:
+        fallback = [scene.objects[o].id for o in range(no) if not mesh.present[o]]
+        visible = np.where(mesh.present[None, :], np.minimum(instance, evidence), evidence)
+        params["visible"] = "instance"
+        params["box_fallback"] = fallback
+        if fallback:
+            sys.stderr.write(f"vistest: warning: {scene.source}: {len(fallback)} object(s) have no vertex in "
+                             f"{scene.mesh_objects} (absent from the reconstruction): their visible share is the "
+                             f"box bound: {', '.join(fallback)}\n")
     return Visibility(scene_id=scene.scene_id, projected=projected, visible=visible, bbox=bbox,
                       object_ids=np.array(scene.object_ids, dtype=str),
                       frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid, params=params,
-                      source=scene.source)
+                      source=scene.source, evidence=evidence)
+
+
+@dataclass(frozen=True, eq=False)
+class SceneMesh:
+    """A scene's triangle mesh for the z-buffer: ``verts`` (V, 3) float64 in the poses' world
+    (metres), ``faces`` (T, 3) int32, ``face_obj`` (T,) int32 index of the scene object each face
+    belongs to (-1: none), ``labelled`` (the scene gives per-vertex object ids), ``present`` (O,)
+    bool (the object has at least one vertex in the mesh). Faces are kept in the z-buffer's
+    culling order and the vertices renumbered to match (:func:`vistest.visibility.zbuffer.face_blocks`);
+    ``blocks`` are their runs."""
+
+    verts: np.ndarray
+    faces: np.ndarray
+    face_obj: np.ndarray
+    labelled: bool
+    present: np.ndarray
+    blocks: np.ndarray
+
+    def render(self, w2c, kin, valid, size, work, near, cull_back=False) -> tuple[np.ndarray, np.ndarray]:
+        """z-depth (F, hs*ws) in metres (0: none) and per-object sample counts (F, O) of the
+        frames ``w2c``/``kin``/``valid`` (:func:`frame_cameras`) on the working grid ``work``."""
+        import numba
+
+        from .zbuffer import zbuffer_kernel
+
+        (w, h), (ws, hs) = size, work
+        nf, no = len(w2c), len(self.present)
+        depth = np.empty((nf, ws * hs))
+        ids = np.empty((nf, ws * hs), np.int32)
+        counts = np.empty((nf, no), np.int64)
+        zbuffer_kernel(self.verts, self.faces, self.face_obj, no, self.blocks, w2c, kin, np.asarray(valid, bool),
+                       w, h, ws, hs, float(near), bool(cull_back), depth, ids, counts, 4 * numba.get_num_threads())
+        return depth, counts
+
+
+def read_mesh(path) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (V, 3) float64 in file order (no merging: per-vertex ids stay aligned) and
+    triangles (T, 3) int64 of a mesh file; InputError naming the file when it is not one.
+    A binary PLY of triangles (ScanNet's, trimesh's exports) is read directly with numpy
+    (:func:`read_binary_ply`); anything else with trimesh."""
+    got = read_binary_ply(path)
+    if got is None:
+        import trimesh
+
+        try:
+            mesh = trimesh.load(str(path), force="mesh", process=False)
+        except Exception as e:  # trimesh raises many types for bad files
+            raise InputError(f"{path}: mesh: cannot read it ({e}); expected a triangle mesh file") from None
+        got = (np.asarray(mesh.vertices), np.asarray(getattr(mesh, "faces", np.zeros((0, 3)))))
+    verts, faces = np.ascontiguousarray(got[0], np.float64), np.ascontiguousarray(got[1], np.int64)
+    if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0:
+        raise InputError(f"{path}: mesh: expected a triangle mesh with at least one face")
+    return verts, faces
+
+
+PLY_TYPES = {"char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1", "short": "i2", "int16": "i2",
+             "ushort": "u2", "uint16": "u2", "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4",
+             "float": "f4", "float32": "f4", "double": "f8", "float64": "f8"}
+
+
+def read_binary_ply(path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(vertices, faces) of a binary PLY holding exactly a ``vertex`` element (with x, y, z) and
+    then a ``face`` element whose first property is the index list, every face a triangle; None
+    for any other file (the caller falls back to trimesh)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.readline().strip() != b"ply":
+                return None
+            fmt, elements = None, []
+            for _ in range(1000):
+                words = fh.readline().decode("ascii", "replace").split()
+                if not words or words[0] in ("comment", "obj_info"):
+                    continue
+                if words[0] == "end_header":
+                    break
+                if words[0] == "format":
+                    fmt = {"binary_little_endian": "<", "binary_big_endian": ">"}.get(words[1])
+                elif words[0] == "element":
+                    elements.append((words[1], int(words[2]), []))
+                elif words[0] == "property" and elements:
+                    elements[-1][2].append(words[1:])
+            else:
+                return None
+            if fmt is None or [e[0] for e in elements] != ["vertex", "face"]:
+                return None
+            (_, nv, vprops), (_, nf, fprops) = elements
+            if any(p[0] == "list" or p[0] not in PLY_TYPES for p in vprops) or not fprops or fprops[0][0] != "list":
+                return None
+            vdt = np.dtype([(p[1], fmt + PLY_TYPES[p[0]]) for p in vprops])
+            if not {"x", "y", "z"} <= set(vdt.names):
+                return None
+            count_t, index_t = PLY_TYPES.get(fprops[0][1]), PLY_TYPES.get(fprops[0][2])
+            if count_t is None or index_t is None or any(p[0] == "list" or p[0] not in PLY_TYPES for p in fprops[1:]):
+                return None
+            fdt = np.dtype([("n", fmt + count_t), ("v", fmt + index_t, (3,))]
+                           + [(f"p{k}", fmt + PLY_TYPES[p[0]]) for k, p in enumerate(fprops[1:])])
+            v = np.fromfile(fh, vdt, nv)
+            f = np.fromfile(fh, fdt, nf)
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(v) != nv or len(f) != nf or (f["n"] != 3).any():
+        return None
+    return np.column_stack([v["x"], v["y"], v["z"]]), f["v"]
+
+
+def read_mesh_objects(path, num_vertices: int, object_ids) -> np.ndarray:
+    """Per-vertex object indices (V,) int32 from a ``mesh_objects`` file: UTF-8 text, one line
+    per mesh vertex in the mesh's vertex order, holding the id of the object (scene.json
+    ``objects[].id``) the vertex belongs to, or nothing (an empty line: walls, floor, any
+    surface of no listed object). Ids not among ``object_ids`` count as no object (a scene
+    whose object list was cut down keeps its labels). InputError on a wrong line count."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: mesh_objects: cannot read it ({e}); expected UTF-8 text, one object id per "
+                         f"mesh vertex") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != num_vertices:
+        raise InputError(f"{path}: mesh_objects: {len(lines)} lines, expected one per mesh vertex "
+                         f"({num_vertices})")
+    index = {str(o): k for k, o in enumerate(object_ids)}
+    names, inverse = np.unique(np.array([ln.strip() for ln in lines], dtype=str), return_inverse=True)
+    lookup = np.array([index.get(str(n), -1) for n in names], np.int32)
+    return lookup[inverse.reshape(-1)]
+
+
+def load_scene_mesh(scene) -> SceneMesh:
+    """The scene's mesh (:func:`read_mesh`) with its faces' objects from ``scene.mesh_objects``
+    (:func:`read_mesh_objects`, :func:`vistest.visibility.zbuffer.face_objects`); unlabelled
+    (every face -1) when the scene has none."""
+    from .zbuffer import face_blocks, face_objects
+
+    verts, faces = read_mesh(scene.path(scene.mesh))
+    if faces.max() >= len(verts) or faces.min() < 0:
+        raise InputError(f"{scene.path(scene.mesh)}: mesh: a face names a vertex that does not exist")
+    no = len(scene.objects)
+    vorder, sorted_faces, forder, blocks = face_blocks(verts, faces)
+    verts = np.ascontiguousarray(verts[vorder])
+    if scene.mesh_objects is None:
+        return SceneMesh(verts, sorted_faces, np.full(len(faces), -1, np.int32), False, np.zeros(no, bool), blocks)
+    vobj = read_mesh_objects(scene.path(scene.mesh_objects), len(vorder), scene.object_ids)
+    present = np.zeros(no, bool)
+    present[np.unique(vobj[vobj >= 0])] = True
+    return SceneMesh(verts, sorted_faces, face_objects(faces, vobj)[forder], True, present, blocks)
 
 
 def frame_cameras(scene, frames) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,285 @@
+"""The mesh z-buffer: depth and object id per working-grid sample, in Numba (``occlusion="mesh"``).
+
+Conventions (those of :mod:`vistest.visibility.raster`):
+
+* Camera coordinates are OpenCV (x right, y down, z forward), metres; the working grid has
+  ``ws x hs`` samples at the centres of the working pixels, i.e. at integer working-pixel
+  coordinates for intrinsics scaled as :meth:`vistest.scene.Intrinsics.scaled` does.
+* A sample is covered by a triangle when it lies inside or on its edges (edge functions
+  >= 0); the nearest covered surface wins (inverse depth 1/z interpolated linearly in
+  screen space, which is exact for a plane). Ties keep the triangle drawn first.
+* Triangles are clipped against the near plane ``z = near`` in camera space (nothing behind
+  the camera is projected or mirrored); triangles whose samples' bounding box misses the grid
+  are skipped before any other work (frustum culling).
+* **Faces are two-sided by default** (``cull_back=False``): a scan mesh is an open surface
+  whose back faces still hide what is behind them (the underside of a table top seen from
+  the floor, a wall seen through a reconstruction hole), as the pyrender depth pass did by
+  drawing every face in both windings. ``cull_back=True`` drops faces whose normal (right-hand
+  rule on the vertex order) points away from the camera: right for closed, outward-wound
+  meshes only (docs/visibility.md).
+* Object ids: ``face_obj[t]`` is the index of the object face t belongs to, or -1 (walls,
+  floor, unannotated surfaces: they hide, they count for nobody); :func:`face_objects` derives
+  it from per-vertex ids.
+
+:func:`zbuffer_kernel` runs in parallel over the frames of a chunk (each frame owns its buffers)
+and also counts, per frame and object, the samples where the object's own surface is the
+nearest: the object's instance share of the image is ``counts / (ws * hs)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .raster import njit_cached
+
+
+def face_objects(faces: np.ndarray, vertex_obj: np.ndarray) -> np.ndarray:
+    """(T,) int32 object index of each face from the per-vertex indices ``vertex_obj`` (V,)
+    (-1 = no object): the index at least two of its three vertices share, else its first
+    vertex's (ScanNet's segments label vertices; a face across a segment border goes with
+    the majority of its corners)."""
+    f = np.asarray(faces, np.int64)
+    a, b, c = (np.asarray(vertex_obj, np.int64)[f[:, k]] for k in range(3))
+    return np.where((b == c) & (a != b), b, a).astype(np.int32)
+
+
+BLOCK_FACES = 64  # faces per culling block (:func:`face_blocks`)
+
+
+def face_blocks(verts: np.ndarray, faces: np.ndarray, size: int = BLOCK_FACES
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The mesh in the z-buffer's order: ``(vertex_order, faces, face_order, blocks)``.
+
+    Faces are sorted along a Morton (Z-order) curve of their centroids (10 bits per axis over
+    the mesh's bounds: ``face_order``), so that runs of ``size`` consecutive faces are spatially
+    compact, and vertices are renumbered in order of first use by the sorted faces
+    (``vertex_order``: new vertex k is old vertex ``vertex_order[k]``; unused vertices go last),
+    so that the kernel reads them nearly in sequence. ``faces`` (T, 3) int32 are the sorted faces
+    in the new numbering; ``blocks`` (B, 6) float64 holds each run's first face, end face and a
+    world sphere (centre x, y, z, radius, metres) containing its vertices, for
+    :func:`zbuffer_kernel` to skip runs out of view."""
+    v = np.ascontiguousarray(verts, np.float64)
+    f = np.ascontiguousarray(faces, np.int64)
+    face_order = np.argsort(_morton_codes(v, f))
+    sorted_faces = f[face_order]
+    first = np.full(len(v), sorted_faces.size, np.int64)
+    np.minimum.at(first, sorted_faces.ravel(), np.arange(sorted_faces.size))
+    vertex_order = np.argsort(first, kind="stable")  # by first use; unused vertices last
+    new_index = np.empty(len(v), np.int64)
+    new_index[vertex_order] = np.arange(len(v))
+    blocks = np.empty(((len(f) + size - 1) // size, 6))
+    _block_spheres(v, sorted_faces, size, blocks)
+    return vertex_order, new_index[sorted_faces].astype(np.int32), face_order, blocks
+
+
+@njit_cached()
+def _morton_codes(v, f):
+    """Morton (Z-order) code of each face centroid, 10 bits per axis over the centroids' bounds."""
+    cen = np.empty((f.shape[0], 3))
+    for t in range(f.shape[0]):
+        for d in range(3):
+            cen[t, d] = (v[f[t, 0], d] + v[f[t, 1], d] + v[f[t, 2], d]) / 3.0
+    lo = np.empty(3)
+    span = np.empty(3)
+    for d in range(3):
+        lo[d] = cen[:, d].min()
+        span[d] = max(cen[:, d].max() - lo[d], 1e-12)
+    code = np.zeros(f.shape[0], np.int64)
+    for t in range(f.shape[0]):
+        c = 0
+        for d in range(3):
+            q = min(max(int((cen[t, d] - lo[d]) / span[d] * 1023.0), 0), 1023)
+            for bit in range(10):
+                c |= ((q >> bit) & 1) << (3 * bit + d)
+        code[t] = c
+    return code
+
+
+@njit_cached()
+def _block_spheres(v, faces, size, blocks):
+    """Fill ``blocks`` (B, 6): first face, end face, centre (bounds middle) and radius of each run
+    of ``size`` faces."""
+    for b in range(blocks.shape[0]):
+        t0, t1 = b * size, min((b + 1) * size, faces.shape[0])
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for t in range(t0, t1):
+            for k in range(3):
+                for d in range(3):
+                    lo[d] = min(lo[d], v[faces[t, k], d])
+                    hi[d] = max(hi[d], v[faces[t, k], d])
+        r2 = 0.0
+        for t in range(t0, t1):
+            for k in range(3):
+                e = 0.0
+                for d in range(3):
+                    e += (v[faces[t, k], d] - (lo[d] + hi[d]) / 2) ** 2
+                r2 = max(r2, e)
+        blocks[b, 0], blocks[b, 1] = t0, t1
+        for d in range(3):
+            blocks[b, 2 + d] = (lo[d] + hi[d]) / 2
+        blocks[b, 5] = math.sqrt(r2) + 1e-9
+
+
+@njit_cached(inline="always")
+def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, ids):
+    """Draw one projected triangle: vertices (u, v) in working-pixel coordinates with inverse
+    depths q; every covered sample nearer than the buffer takes its 1/z and ``oid``. With
+    ``cull_back``, a triangle wound clockwise on the screen (its right-hand normal turned away from
+    the camera, for fx, fy > 0 in OpenCV's y-down image) is not drawn."""
+    j0 = max(int(math.ceil(min(u0, min(u1, u2)))), 0)
+    j1 = min(int(math.floor(max(u0, max(u1, u2)))), ws - 1)
+    if j0 > j1:
+        return
+    i0 = max(int(math.ceil(min(v0, min(v1, v2)))), 0)
+    i1 = min(int(math.floor(max(v0, max(v1, v2)))), hs - 1)
+    if i0 > i1:
+        return
+    area = (u1 - u0) * (v2 - v0) - (v1 - v0) * (u2 - u0)
+    if area == 0.0 or (cull_back and area > 0.0):
+        return
+    if area < 0.0:  # orient so that the inside has every edge function >= 0
+        u1, v1, q1, u2, v2, q2 = u2, v2, q2, u1, v1, q1
+        area = -area
+    # edge k (opposite vertex k): e_k(j, i) = ak * i + bk * j + ck, >= 0 inside
+    a0, b0 = u2 - u1, v1 - v2
+    c0 = -a0 * v1 - b0 * u1
+    a1, b1 = u0 - u2, v2 - v0
+    c1 = -a1 * v2 - b1 * u2
+    a2, b2 = u1 - u0, v0 - v1
+    c2 = -a2 * v0 - b2 * u0
+    inv = 1.0 / area
+    for i in range(i0, i1 + 1):
+        row = i * ws
+        r0 = a0 * i + c0
+        r1 = a1 * i + c1
+        r2 = a2 * i + c2
+        for j in range(j0, j1 + 1):
+            e0 = r0 + b0 * j
+            e1 = r1 + b1 * j
+            e2 = r2 + b2 * j
+            if e0 >= 0.0 and e1 >= 0.0 and e2 >= 0.0:
+                z = (e0 * q0 + e1 * q1 + e2 * q2) * inv
+                if z > iz[row + j]:
+                    iz[row + j] = z
+                    ids[row + j] = oid
+
+
+@njit_cached()
+def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs, near, cull_back, iz, ids, pv):
+    """Render one frame into ``iz`` (inverse depth, 0 = empty) and ``ids``: world-to-camera
+    ``m`` (3, 4), working-grid intrinsics; ``pv`` (V, 4) scratch for each vertex's (u, v, 1/z, z)
+    (u, v, 1/z only where z >= near)."""
+    for k in range(verts.shape[0]):
+        x = m[0, 0] * verts[k, 0] + m[0, 1] * verts[k, 1] + m[0, 2] * verts[k, 2] + m[0, 3]
+        y = m[1, 0] * verts[k, 0] + m[1, 1] * verts[k, 1] + m[1, 2] * verts[k, 2] + m[1, 3]
+        z = m[2, 0] * verts[k, 0] + m[2, 1] * verts[k, 1] + m[2, 2] * verts[k, 2] + m[2, 3]
+        pv[k, 3] = z
+        if z >= near:
+            q = 1.0 / z
+            pv[k, 0] = fxs * x * q + cxs
+            pv[k, 1] = fys * y * q + cys
+            pv[k, 2] = q
+    # side planes of the view through the camera centre (inside: >= 0), unit normals
+    xl, xr = (-0.5 - cxs) / fxs, (ws - 0.5 - cxs) / fxs
+    yt, yb = (-0.5 - cys) / fys, (hs - 0.5 - cys) / fys
+    nl, nr = 1.0 / math.sqrt(1.0 + xl * xl), 1.0 / math.sqrt(1.0 + xr * xr)
+    nt, nb = 1.0 / math.sqrt(1.0 + yt * yt), 1.0 / math.sqrt(1.0 + yb * yb)
+    px = np.empty((4, 3))
+    pc = np.empty((3, 3))
+    for blk in range(blocks.shape[0]):
+        bx, by, bz, rad = blocks[blk, 2], blocks[blk, 3], blocks[blk, 4], blocks[blk, 5]
+        cx = m[0, 0] * bx + m[0, 1] * by + m[0, 2] * bz + m[0, 3]
+        cy = m[1, 0] * bx + m[1, 1] * by + m[1, 2] * bz + m[1, 3]
+        cz = m[2, 0] * bx + m[2, 1] * by + m[2, 2] * bz + m[2, 3]
+        if (cz + rad < near or (cx - xl * cz) * nl < -rad or (xr * cz - cx) * nr < -rad
+                or (cy - yt * cz) * nt < -rad or (yb * cz - cy) * nb < -rad):
+            continue
+        for t in range(int(blocks[blk, 0]), int(blocks[blk, 1])):
+            a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
+            za, zb, zc = pv[a, 3], pv[b, 3], pv[c, 3]
+            fa, fb, fc = za >= near, zb >= near, zc >= near
+            if fa and fb and fc:
+                _triangle(pv[a, 0], pv[a, 1], pv[a, 2], pv[b, 0], pv[b, 1], pv[b, 2], pv[c, 0], pv[c, 1], pv[c, 2],
+                          ws, hs, cull_back, face_obj[t], iz, ids)
+                continue
+            if not (fa or fb or fc):
+                continue
+            # straddles the near plane: clip the triangle to z >= near in camera space (Sutherland-Hodgman)
+            for e in range(3):
+                vk = faces[t, e]
+                for d in range(3):
+                    pc[e, d] = m[d, 0] * verts[vk, 0] + m[d, 1] * verts[vk, 1] + m[d, 2] * verts[vk, 2] + m[d, 3]
+            if cull_back:  # right-hand normal (B - A) x (C - A) turned away from the ray to A
+                ex, ey, ez = pc[1, 0] - pc[0, 0], pc[1, 1] - pc[0, 1], pc[1, 2] - pc[0, 2]
+                gx, gy, gz = pc[2, 0] - pc[0, 0], pc[2, 1] - pc[0, 1], pc[2, 2] - pc[0, 2]
+                nx, ny, nz = ey * gz - ez * gy, ez * gx - ex * gz, ex * gy - ey * gx
+                if nx * pc[0, 0] + ny * pc[0, 1] + nz * pc[0, 2] >= 0.0:
+                    continue
+            n = 0
+            for e in range(3):
+                zp, zq = pc[e, 2], pc[(e + 1) % 3, 2]
+                if zp >= near:
+                    px[n, 0], px[n, 1], px[n, 2] = pc[e, 0], pc[e, 1], zp
+                    n += 1
+                if (zp >= near) != (zq >= near):
+                    s = (near - zp) / (zq - zp)
+                    px[n, 0] = pc[e, 0] + s * (pc[(e + 1) % 3, 0] - pc[e, 0])
+                    px[n, 1] = pc[e, 1] + s * (pc[(e + 1) % 3, 1] - pc[e, 1])
+                    px[n, 2] = near
+                    n += 1
+            u0 = fxs * px[0, 0] / px[0, 2] + cxs
+            v0 = fys * px[0, 1] / px[0, 2] + cys
+            for k in range(1, n - 1):  # a fan; the clipped polygon keeps the triangle's winding
+                _triangle(u0, v0, 1.0 / px[0, 2],
+                          fxs * px[k, 0] / px[k, 2] + cxs, fys * px[k, 1] / px[k, 2] + cys, 1.0 / px[k, 2],
+                          fxs * px[k + 1, 0] / px[k + 1, 2] + cxs, fys * px[k + 1, 1] / px[k + 1, 2] + cys,
+                          1.0 / px[k + 1, 2], ws, hs, False, face_obj[t], iz, ids)
+
+
+@njit_cached(parallel=True)
+def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid, w, h, ws, hs, near, cull_back,
+                   out_depth, out_ids, out_counts, parts=1):
+    """Render F frames of a triangle mesh on the working grid.
+
+    verts (V, 3) world (the poses' world), metres; faces (T, 3) int vertex indices;
+    face_obj (T,) int32 object index per face (-1: none), objects ``0 .. num_objects-1``;
+    blocks (B, 6) float64 rows (first face, end face, centre x, y, z, radius): consecutive runs
+    of faces and a world sphere holding their vertices (:func:`face_blocks`); a block whose
+    sphere lies wholly behind the near plane or outside a side plane of the view is skipped;
+    w2c (F, 3, 4) world-to-camera [R | t]; kin (F, 4) native fx, fy, cx, cy; valid (F,);
+    (w, h) native size; (ws, hs) working grid; near: near plane (metres); cull_back: drop
+    faces turned away from the camera.
+    Writes out_depth (F, hs*ws) z-depth in metres (0: no surface), out_ids (F, hs*ws) int32
+    object index of the nearest surface (-1: none or an unlabelled surface) and out_counts
+    (F, num_objects) int64 samples per object; rows of invalid frames are 0 / -1 / 0.
+    ``parts``: the frames are split into that many runs, run in parallel, each with its own
+    scratch buffers (a few per thread: ``4 * numba.get_num_threads()``).
+    """
+    nf = w2c.shape[0]
+    nv = verts.shape[0]
+    sx = ws / w
+    sy = hs / h
+    n = ws * hs
+    nparts = max(min(nf, parts), 1)
+    for part in prange(nparts):
+        pv = np.empty((nv, 4))
+        iz = np.empty(n)
+        ids = np.empty(n, np.int32)
+        for f in range(part * nf // nparts, (part + 1) * nf // nparts):
+            iz[:] = 0.0
+            ids[:] = -1
+            if valid[f]:
+                fxs, fys = kin[f, 0] * sx, kin[f, 1] * sy
+                cxs, cys = (kin[f, 2] + 0.5) * sx - 0.5, (kin[f, 3] + 0.5) * sy - 0.5
+                _render_frame(verts, faces, face_obj, blocks, w2c[f], fxs, fys, cxs, cys, ws, hs, near, cull_back,
+                              iz, ids, pv)
+            for o in range(num_objects):
+                out_counts[f, o] = 0
+            for k in range(n):
+                out_depth[f, k] = 1.0 / iz[k] if iz[k] > 0.0 else 0.0
+                out_ids[f, k] = ids[k]
+                if ids[k] >= 0:
+                    out_counts[f, ids[k]] += 1
