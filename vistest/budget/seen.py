@@ -78,14 +78,16 @@ DEFAULT_SEEN_THRESHOLD = SEEN_KINDS[DEFAULT_SEEN_KIND].default  # 0.05: ReVSI's 
 @dataclass(frozen=True)
 class SeenRule:
     """When an object counts as seen in a frame: ``kind`` (:data:`SEEN_KINDS`), ``threshold`` in
-    the kind's unit, ``array`` the visibility table's array it reads. Validated on construction
-    (InputError naming ``where``'s option)."""
+    the kind's unit (default: the kind's), ``array`` the visibility table's array it reads.
+    Validated on construction (InputError)."""
 
     kind: str = DEFAULT_SEEN_KIND
-    threshold: float = DEFAULT_SEEN_THRESHOLD
+    threshold: float = None  # type: ignore[assignment]  # None: the kind's default
     array: str = DEFAULT_SEEN_ARRAY
 
     def __post_init__(self) -> None:
+        if self.threshold is None and self.kind in SEEN_KINDS:
+            object.__setattr__(self, "threshold", SEEN_KINDS[self.kind].default)
         _validate(self.kind, self.threshold, self.array, "seen rule")
 
     @property
