@@ -439,3 +439,22 @@ def test_cli_seen_rule_and_threshold(tmp_path):
     assert res.exit_code == 2 and "--seen-rule: expected one of image, silhouette, pixels" in res.output
     res = runner.invoke(main, base + ["--seen-threshold", "1.5"])
     assert res.exit_code == 2 and "--seen-threshold: expected a fraction of the image area in [0, 1)" in res.output
+
+
+def test_one_seen_predicate_for_budget_facts_and_timeline():
+    """The budget stage, the generator's first appearances and the timeline agree under every rule."""
+    from vistest.generate.facts import SceneFacts
+    from vistest.look.timeline import build_timeline
+    from vistest.visibility.table import compute_visibility
+
+    scene, share, pixels = small_box_scene()
+    vis = compute_visibility(scene, occlusion="boxes")
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
+    for rule, seen in ((0.05, False), (SeenRule("image", share / 2), True), (SeenRule("pixels"), False),
+                       (SeenRule("pixels", pixels - 1), True), (SeenRule("silhouette", 0.99), True)):
+        it = budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=rule).items[0]
+        assert (it.status == KEPT) is seen, rule
+        assert it.evidence_frames == ((0, 1, 2, 3, 4, 5) if seen else ())
+        assert SceneFacts(scene, vis, rule).by_id["c1"].first_frame == (0 if seen else None), rule
+        tl = build_timeline(scene, vis, seen_threshold=rule)
+        assert tl.seen_mask()[0].tolist() == [seen] * 6 + [False] * 4, rule
