@@ -24,8 +24,12 @@ source):
   resolution, not at the size a model's processor resizes frames to.
 
 A rule reads the array it names (``array``, default ``visible``): an instance-visibility array
-added to the table later (the object's own rendered surface) is read the same way. Unknown values
-(invalid frames, NaN) are never seen.
+added to the table later (the object's own rendered surface) is read the same way. The silhouette
+rule always divides by ``projected``, the box silhouette: with ``visible`` (the box region not
+hidden) that is the share of the box silhouette that shows; with an instance array it is the
+object's own visible surface over its box silhouette, a lower bound of BOP's ``visib_fract``
+(whose denominator is the object's own unoccluded silhouette). Unknown values (invalid frames,
+NaN) are never seen.
 
 Spelling on the command line (``--seen-rule KIND[@ARRAY]``, ``--seen-threshold VALUE``;
 :func:`seen_rule`): ``--seen-rule silhouette --seen-threshold 0.25``, ``--seen-rule pixels``.
@@ -168,9 +172,6 @@ def _validate(kind: Any, threshold: Any, array: Any, where: str) -> None:
 def _array(vis: Any, name: str) -> np.ndarray:
     """The (F, O) float array ``name`` of a visibility table; InputError naming the table when absent."""
     a = getattr(vis, name, None)
-    if a is None:
-        arrays = getattr(vis, "arrays", None)
-        a = arrays.get(name) if isinstance(arrays, dict) else None
     if a is None:
         raise InputError(f"{getattr(vis, 'source', 'visibility')}: {name}: the seen rule reads this array and the "
                          f"visibility table has none (expected e.g. visible or projected)")
