@@ -458,3 +458,14 @@ def test_one_seen_predicate_for_budget_facts_and_timeline():
         assert SceneFacts(scene, vis, rule).by_id["c1"].first_frame == (0 if seen else None), rule
         tl = build_timeline(scene, vis, seen_threshold=rule)
         assert tl.seen_mask()[0].tolist() == [seen] * 6 + [False] * 4, rule
+
+
+def test_every_seen_rule_kind_is_documented_with_unit_and_source():
+    from pathlib import Path
+
+    from vistest.budget.seen import SEEN_KINDS
+
+    text = (Path(__file__).parent.parent / "docs" / "questions-format.md").read_text()
+    for k in SEEN_KINDS.values():
+        assert k.unit and k.doc and k.source, k.name
+        assert f"| `{k.name}`" in text and f"| {k.default:g} | {k.unit} |" in text, k.name
