@@ -356,7 +356,8 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     [d] = it.unseen_detail
     assert (d["frames"], d["in_view"], d["in_field_of_view"]) == (10, 6, 6)
     assert d["max"] == pytest.approx(share, rel=1e-9) and d["max_frame"] == 0
-    want = (f"chair c1: in view in 6 of 10 frames, at most {100 * share:.1f}% of the image "
+    assert 0.001 < share < 0.01  # under 1% of the image: two significant digits
+    want = (f"chair c1: in view in 6 of 10 frames, at most {100 * share:.2g}% of the image "
             f"(frame 0; rule: > 5% of the image)")
     assert d["text"] == want and want in it.reason_text
     rec = it.to_record()

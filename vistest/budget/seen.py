@@ -150,8 +150,12 @@ class SeenRule:
 
 
 def _pct(v: float) -> str:
+    """A fraction as a percentage: whole numbers as such (``5%``), one decimal from 1% on
+    (``2.2%``, ``12.5%``), two significant digits below (``0.84%``)."""
     p = 100.0 * float(v)
-    return f"{p:.1f}%" if p < 10 and abs(p - round(p)) > 1e-9 else f"{p:.0f}%"
+    if abs(p - round(p)) < 1e-9:
+        return f"{round(p)}%"
+    return f"{p:.1f}%" if p >= 1 else f"{p:.2g}%"
 
 
 def _validate(kind: Any, threshold: Any, array: Any, where: str) -> None:
