@@ -167,3 +167,25 @@ def test_an_import_that_finds_no_boxes_is_an_error(tmp_path):
     scan2 = write_scannet_scan(tmp_path / "b")
     with pytest.raises(AdapterError, match="segGroups: no object left"):
         import_scene("scannet", scan2, out, options={"skip_labels": "chair,wall"})
+
+
+def test_scannet_room_from_the_mesh_or_a_note_why_not(tmp_path):
+    from test_room import l_room  # tests/ is on sys.path (pytest's rootdir conftest)
+
+    scan = write_scannet_scan(tmp_path)
+    # the sample's 12-vertex mesh is too sparse for an alpha shape: no room, the provenance says why
+    scene = Scene.load(import_scene("scannet", scan, tmp_path / "out"))
+    assert scene.room is None
+    note = json.loads((tmp_path / "out" / "provenance.json").read_text())["notes"]["room"]
+    assert note.startswith("none (scene0000_00_vh_clean_2.ply: no Delaunay triangle")
+    # a dense L-shaped room (18 m^2) as the scan's vertices: the scene's room is its area
+    pts = l_room()
+    segs = json.loads((scan / "scene0000_00_vh_clean_2.0.010000.segs.json").read_text())
+    verts = np.concatenate([np.array(CHAIR + WALL, float), pts])
+    trimesh.PointCloud(verts).export(scan / "scene0000_00_vh_clean_2.ply")
+    segs["segIndices"] += [3] * len(pts)
+    (scan / "scene0000_00_vh_clean_2.0.010000.segs.json").write_text(json.dumps(segs))
+    scene = Scene.load(import_scene("scannet", scan, tmp_path / "out2"))
+    assert 18.0 <= scene.room_area_m2 <= 18.04 and scene.room["area_type"] == "all_room"
+    scene = Scene.load(import_scene("scannet", scan, tmp_path / "out3", options={"room": "none"}))
+    assert scene.room is None

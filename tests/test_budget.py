@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
                             write_budget_files)
 from vistest.cli import main
+from vistest.budget.seen import SeenRule
 from vistest.errors import InputError
 from vistest.questions import parse_questions
 from vistest.scene import FORMAT, Scene
@@ -325,3 +326,147 @@ def test_cli_budget_computes_visibility_when_not_given(tmp_path):
     for name in ("2_frame.jsonl", "all_frame.jsonl"):
         rec = json.loads((tmp_path / "out" / name).read_text())
         assert (rec["status"], rec["ground_truth"]) == ("kept", 1)
+
+
+# ---- seen rules and the reasons rows give ---------------------------------------------------------
+def small_box_scene(tmp_path=None):
+    """One 0.3 m x 0.3 m x 0.1 m box 3 m ahead (front face at 2.95 m) of frames 0-5, behind the
+    camera in frames 6-9 (turned 180 degrees about y). Its silhouette from frames 0-5 is the front
+    face, a square of side fx * 0.3 / 2.95 pixels: under 1% of the 64 x 48 image."""
+    doc = make_scene([("c1", "chair")], range(10)).to_dict()
+    turned = np.diag([-1.0, 1.0, -1.0, 1.0]).tolist()
+    for f in doc["frames"][6:]:
+        f["camera_to_world"] = turned
+    doc["objects"][0].update(center=[0.0, 0.0, 3.0], size=[0.3, 0.3, 0.1])
+    scene = Scene.from_dict(doc)
+    if tmp_path is not None:
+        scene.save(tmp_path / "scene.json")
+    side_px = 50.0 * 0.3 / 2.95
+    return scene, side_px ** 2 / (64 * 48), side_px ** 2
+
+
+def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
+    from vistest.visibility.table import compute_visibility
+
+    scene, share, pixels = small_box_scene()
+    vis = compute_visibility(scene, occlusion="boxes")
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
+    it = budget_truth(scene, vis, qs, budgets=("all",)).items[0]
+    assert (it.status, it.reason, it.unseen) == (UNANSWERABLE, "object_unseen", ("c1",))
+    [d] = it.unseen_detail
+    assert (d["frames"], d["in_view"], d["in_field_of_view"]) == (10, 6, 6)
+    assert d["max"] == pytest.approx(share, rel=1e-9) and d["max_frame"] == 0
+    assert 0.001 < share < 0.01  # under 1% of the image: two significant digits
+    want = (f"chair c1: in view in 6 of 10 frames, at most {100 * share:.2g}% of the image "
+            f"(frame 0; rule: > 5% of the image)")
+    assert d["text"] == want and want in it.reason_text
+    rec = it.to_record()
+    assert rec["unseen_detail"][0]["text"] == want and rec["reason_text"] == it.reason_text
+    assert "occlusion_sensitive" not in rec  # one box: nothing hides it
+    # the alternatives: its whole silhouette shows; its pixel count passes a low bar only
+    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("silhouette", 0.1)
+                        ).items[0].status == KEPT
+    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("pixels", pixels - 1)
+                        ).items[0].status == KEPT
+    it = budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("pixels")).items[0]
+    assert it.status == UNANSWERABLE
+    assert it.unseen_detail[0]["text"].endswith(f"at most {pixels:.0f} pixels (frame 0; rule: >= 1024 pixels "
+                                                f"(native resolution))")
+    assert it.unseen_detail[0]["max"] == pytest.approx(pixels, rel=1e-9)
+
+
+def test_an_object_never_in_view_and_one_hidden_say_so():
+    scene = make_scene([("c1", "chair"), ("t1", "table")], range(4))
+    vis = make_vis(scene, {"t1": {0: 0.0}})
+    proj = vis.projected.copy()
+    proj[:, 1] = 0.3  # the table's box is in the field of view, the mesh hides it
+    vis = Visibility(vis.scene_id, proj, vis.visible, vis.bbox, vis.object_ids, vis.frame_index, vis.valid,
+                     {"occlusion": "mesh"})
+    qs = questions({"question_type": "object_abs_distance", "objects": ["c1", "t1"], "ground_truth": 2.0})
+    it = budget_truth(scene, vis, qs, budgets=("all",)).items[0]
+    texts = [d["text"] for d in it.unseen_detail]
+    assert texts == ["chair c1: outside the field of view in all 4 frames",
+                     "table t1: inside the field of view in 4 of 4 frames but hidden there (occlusion mesh)"]
+
+
+def test_answers_that_depend_on_occlusion_are_flagged():
+    scene = make_scene([("c1", "chair")], range(4))
+    vis = make_vis(scene, {"c1": {0: 0.02, 1: 0.02}})
+    proj = vis.visible.copy()
+    proj[:2, 0] = 0.2  # 20% of the image without occlusion, 2% after it
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
+    for occlusion, flagged in (("mesh", True), ("none", False)):
+        v = Visibility(vis.scene_id, proj, vis.visible, vis.bbox, vis.object_ids, vis.frame_index, vis.valid,
+                       {"occlusion": occlusion})
+        truth = budget_truth(scene, v, qs, budgets=("all",))
+        it = truth.items[0]
+        assert it.status == UNANSWERABLE and it.occlusion_sensitive is flagged
+        rec = it.to_record()
+        assert rec.get("occlusion_sensitive", False) is flagged
+        assert rec.get("status_without_occlusion") == ("kept" if flagged else None)
+        assert ("depends on the occlusion mode" in summary_table(truth)) is flagged
+
+
+def test_seen_rules_are_validated_once():
+    with pytest.raises(InputError, match="one of image, silhouette, pixels"):
+        SeenRule("area", 0.1)
+    with pytest.raises(InputError, match="seen_threshold: expected a fraction of the image area in"):
+        budget_truth(*counting_case()[:2], [], seen_threshold=1.5)
+    with pytest.raises(InputError, match="non-negative number of pixels"):
+        SeenRule("pixels", -1)
+    scene, vis, _ = counting_case()
+    with pytest.raises(InputError, match="instance: the seen rule reads this array"):
+        budget_truth(scene, vis, [], seen_threshold=SeenRule("silhouette", 0.5, "instance"))
+
+
+def test_cli_seen_rule_and_threshold(tmp_path):
+    scene, share, pixels = small_box_scene(tmp_path)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": 1, "scene_id": "s1", "question_type": "object_size_estimation", "question": "?",
+                             "objects": ["c1"], "ground_truth": 30}) + "\n")
+    base = ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "all", "-o", str(tmp_path / "out"),
+            "--quiet"]
+    runner = CliRunner()
+    res = runner.invoke(main, base)
+    assert res.exit_code == 0, res.output
+    rec = json.loads((tmp_path / "out" / "all_frame.jsonl").read_text())
+    assert (rec["status"], rec["seen_threshold"], rec["seen_rule"]) == ("unanswerable", 0.05, "> 5% of the image")
+    assert "in view in 6 of 10 frames" in rec["reason_text"]
+    res = runner.invoke(main, base + ["--seen-threshold", str(pixels - 1), "--seen-rule", "pixels"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads((tmp_path / "out" / "all_frame.jsonl").read_text())
+    assert (rec["status"], rec["seen_threshold"]) == ("kept", pixels - 1)
+    res = runner.invoke(main, base + ["--seen-rule", "area"])
+    assert res.exit_code == 2 and "--seen-rule: expected one of image, silhouette, pixels" in res.output
+    res = runner.invoke(main, base + ["--seen-threshold", "1.5"])
+    assert res.exit_code == 2 and "--seen-threshold: expected a fraction of the image area in [0, 1)" in res.output
+
+
+def test_one_seen_predicate_for_budget_facts_and_timeline():
+    """The budget stage, the generator's first appearances and the timeline agree under every rule."""
+    from vistest.generate.facts import SceneFacts
+    from vistest.look.timeline import build_timeline
+    from vistest.visibility.table import compute_visibility
+
+    scene, share, pixels = small_box_scene()
+    vis = compute_visibility(scene, occlusion="boxes")
+    qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
+    for rule, seen in ((0.05, False), (SeenRule("image", share / 2), True), (SeenRule("pixels"), False),
+                       (SeenRule("pixels", pixels - 1), True), (SeenRule("silhouette", 0.99), True)):
+        it = budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=rule).items[0]
+        assert (it.status == KEPT) is seen, rule
+        assert it.evidence_frames == ((0, 1, 2, 3, 4, 5) if seen else ())
+        assert SceneFacts(scene, vis, rule).by_id["c1"].first_frame == (0 if seen else None), rule
+        tl = build_timeline(scene, vis, seen_threshold=rule)
+        assert tl.seen_mask()[0].tolist() == [seen] * 6 + [False] * 4, rule
+
+
+def test_every_seen_rule_kind_is_documented_with_unit_and_source():
+    from pathlib import Path
+
+    from vistest.budget.seen import SEEN_KINDS
+
+    text = (Path(__file__).parent.parent / "docs" / "questions-format.md").read_text()
+    for k in SEEN_KINDS.values():
+        assert k.unit and k.doc and k.source, k.name
+        assert f"| `{k.name}`" in text and f"| {k.default:g} | {k.unit} |" in text, k.name

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from conftest import IDENTITY, scene_doc
 from vistest.budget.sampling import DEFAULT_PROFILE
-from vistest.budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
+from vistest.budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
 from vistest.cli import main
 from vistest.cli.options import parse_key_value
 from vistest.errors import InputError
@@ -153,7 +153,9 @@ def test_shared_options_have_one_spelling_and_one_default():
             elif pname == "occlusion":
                 assert list(p.type.choices) == list(OCCLUSION_CHOICES) and p.default == DEFAULT_OCCLUSION, name
             elif pname == "seen_threshold":
-                assert p.default == DEFAULT_SEEN_THRESHOLD, name
+                assert p.default is None, name  # the seen rule's own default (ReVSI's 5% for --seen-rule image)
+                rule = next(q for q in main.commands[name].params if q.name == "seen_rule")
+                assert rule.default == "image" and rule.is_eager, name
             elif pname == "min_budget_room_route":
                 assert p.default == DEFAULT_MIN_BUDGET_ROOM_ROUTE, name
             elif pname == "visibility_npz":

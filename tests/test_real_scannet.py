@@ -265,3 +265,47 @@ def test_real_instance_visibility_of_the_coffee_table_matches_pyrender(real_mesh
     assert x0 <= xs.min() and xs.max() < x1 and y0 <= ys.min() and ys.max() < y1
     sil = compute_visibility(scene, occlusion="none").bbox[f, t]
     assert (x0, x1) == (sil[0], sil[2])  # the evidence spans the box silhouette's width
+
+
+def test_real_scan_gets_its_room_and_room_size_questions(real):
+    """``vistest import scannet`` gives the scene a room: VSI-Bench's alpha shape of the mesh
+    vertices (tests/test_room.py compares it with VSI-Bench's recipe); the generator asks its size."""
+    from vistest.datasets.room import ALPHA, room_area
+    from vistest.generate.facts import SceneFacts
+    from vistest.generate.room import MULTIPLE, candidates
+    from vistest.generate.rules import RoomSizeRules
+
+    aligned = np.load(INST / "scene0000_00_vert_all.npy")[:, :3].astype(float)
+    want = room_area(aligned).area_m2  # the same vertices in the axis-aligned world: the area does not move
+    assert real.room["area_type"] == "all_room" and real.room["alpha"] == ALPHA
+    assert real.room_area_m2 == pytest.approx(want, rel=0.005) and "polygon" in real.room
+    vis = compute_visibility(real, occlusion="boxes")
+    [cand] = candidates(SceneFacts(real, vis, 0.05), RoomSizeRules(), (MULTIPLE,))
+    assert cand.value == pytest.approx(real.room_area_m2)
+
+
+def test_real_coffee_table_under_the_threshold_says_why(real):
+    """The ottoman-table is in the photos but under ReVSI's 5% of the image: a size question about
+    it is unanswerable, and the row says in how many frames it is in view and how much of the
+    image it takes at most; 1024 native pixels see it."""
+    import re
+
+    from vistest.budget.seen import SeenRule
+    from vistest.budget.truth import budget_truth
+    from vistest.questions import parse_questions
+
+    t = [o.id for o in real.objects].index(COFFEE_TABLE)
+    vis = compute_visibility(real, occlusion="depth")
+    q = parse_questions([json.dumps({"id": 1, "scene_id": real.scene_id, "question_type": "object_size_estimation",
+                                     "question": "?", "objects": [COFFEE_TABLE], "ground_truth": 80})])
+    it = budget_truth(real, vis, q, budgets=("all",)).items[0]
+    assert it.status == "unanswerable"
+    [d] = it.unseen_detail
+    col = np.nan_to_num(vis.visible[:, t])
+    assert 0 < col.max() < 0.05 and d["max"] == col.max() and d["in_view"] == int((col > 0).sum())
+    assert d["max_frame"] == int(vis.frame_index[np.argmax(col)])
+    m = re.fullmatch(r"table 35: in view in (\d) of 3 frames, at most (\d\.\d)% of the image \(frame (\d+); "
+                     r"rule: > 5% of the image\)", d["text"])
+    assert m and int(m[1]) == d["in_view"] and m[2] == f"{100 * col.max():.1f}" and int(m[3]) == d["max_frame"]
+    print(f"real coffee table: {it.reason_text}")
+    assert budget_truth(real, vis, q, budgets=("all",), seen_threshold=SeenRule("pixels")).items[0].status == "kept"

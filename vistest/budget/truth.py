@@ -10,8 +10,9 @@ question's ground truth is re-derived from them with a status and a reason:
 
 Rules (each threshold a parameter of :func:`budget_truth`):
 
-* An object is *seen* in a frame when its visible coverage (fraction of the image area
-  after occlusion) exceeds ``seen_threshold`` (default 0.05, ReVSI's 5%).
+* An object is *seen* in a frame by the seen rule (vistest.budget.seen): by default when its
+  visible coverage (fraction of the image area after occlusion) exceeds ``seen_threshold``
+  (0.05, ReVSI's 5%); alternatives: a share of its own silhouette, a native pixel count.
 * A selected frame witnesses nothing when its pose is invalid or it has no row in the
   visibility table; such frames are reported (``invalid_frames``,
   ``frames_without_visibility``). No witnessing frame at all: ``unanswerable``/``no_valid_frames``.
@@ -36,10 +37,17 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   ``kept`` or ``changed`` against the original, the reason the rule's finding, and the
   record carries ``"unsupported": true``.
 
-Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants.
+Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants. Each row also
+says it in words (``reason_text``) and, per referenced object that counts unseen in the selected
+frames, why (``unseen_detail``: in how many of the witnessing frames it is in view, the most it
+shows there in the rule's unit, against the rule). A row whose status or answer changes when
+occlusion is ignored (the rule applied to ``projected``, the box silhouette) carries
+``occlusion_sensitive: true`` and ``status_without_occlusion``: its answerability depends on the
+occlusion mode.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections import Counter
@@ -55,6 +63,7 @@ from ..eval.answers import none_letter, normalize_text
 from ..layout import budget_file_name
 from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
 from .evaluators import Evaluator
+from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
 from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, check_options, parse_budget, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
@@ -77,14 +86,15 @@ REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planni
 REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
 
 DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
-DEFAULT_SEEN_THRESHOLD = 0.05  # fraction of the image area: ReVSI's 5%
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 
 # the fields a budget record adds to its question's (ground_truth is replaced, the question's own
 # kept as original_ground_truth); the rule parameters come from budget_jsonl
 BUDGET_FIELDS = ("num_frames", "frame_indices", "status", "reason", "original_ground_truth", "sampler_profile",
                  "unseen", "evidence_frames", "invalid_frames", "frames_without_visibility", "unsupported",
-                 "seen_threshold", "min_budget_room_route", "evaluator", "evaluator_config", "frames_taken")
+                 "seen_threshold", "min_budget_room_route", "evaluator", "evaluator_config", "frames_taken",
+                 "reason_text", "unseen_detail", "seen_rule", "occlusion_sensitive", "status_without_occlusion",
+                 "ground_truth_without_occlusion")
 
 
 def question_record(budget_record: Mapping[str, Any]) -> dict:
@@ -147,6 +157,15 @@ class QuestionTruth:
     evidence_frames: tuple[int, ...] = ()
     unsupported: bool = False
     evaluator_config: Mapping[str, Any] | None = None
+    reason_text: str = ""
+    unseen_detail: tuple[Mapping[str, Any], ...] = ()
+    without_occlusion: "QuestionTruth | None" = None
+
+    @property
+    def occlusion_sensitive(self) -> bool:
+        """Does the status or the answer change when occlusion is ignored (module docstring)?"""
+        w = self.without_occlusion
+        return w is not None and (w.status != self.status or w.ground_truth != self.ground_truth)
 
     @property
     def original_ground_truth(self) -> Any:
@@ -171,9 +190,15 @@ class QuestionTruth:
             "evidence_frames": list(self.evidence_frames),
             "invalid_frames": list(self.selection.invalid_frames),
             "frames_without_visibility": list(self.selection.frames_without_visibility),
+            "reason_text": self.reason_text,
+            "unseen_detail": [dict(d) for d in self.unseen_detail],
         })
         if self.unsupported:
             rec["unsupported"] = True
+        if self.occlusion_sensitive:
+            rec["occlusion_sensitive"] = True
+            rec["status_without_occlusion"] = self.without_occlusion.status
+            rec["ground_truth_without_occlusion"] = self.without_occlusion.ground_truth
         if self.selection.evaluator is not None:
             rec["evaluator"] = self.selection.evaluator
             rec["evaluator_config"] = dict(self.evaluator_config or {})
@@ -192,6 +217,12 @@ class BudgetTruth:
     min_budget_room_route: int
     selections: tuple[FrameSelection, ...]
     items: tuple[QuestionTruth, ...]
+    seen_rule: SeenRule = SeenRule()
+
+    @property
+    def occlusion_sensitive(self) -> tuple[QuestionTruth, ...]:
+        """The items whose status or answer changes when occlusion is ignored."""
+        return tuple(it for it in self.items if it.occlusion_sensitive)
 
     @property
     def budgets(self) -> tuple[Budget, ...]:
@@ -214,9 +245,10 @@ class BudgetTruth:
 # computation
 # ---------------------------------------------------------------------------------------
 class _Table:
-    """Visibility indexed for look-ups: frame number -> row, object id -> column, seen mask."""
+    """Visibility indexed for look-ups: frame number -> row, object id -> column, seen mask (by
+    ``rule``), the rule's measure and the seen mask with occlusion ignored (``seen_bound``)."""
 
-    def __init__(self, scene: Scene, vis: Visibility, seen_threshold: float):
+    def __init__(self, scene: Scene, vis: Visibility, rule: SeenRule):
         visible = np.asarray(vis.visible, dtype=np.float64)
         fidx = np.asarray(vis.frame_index, dtype=np.int64)
         valid = np.asarray(vis.valid, dtype=bool)
@@ -244,9 +276,48 @@ class _Table:
             raise InputError(f"{where}: object_ids: no column for object(s) {missing[:8]} of {scene.source} (stale "
                              f"visibility file?)")
         self.valid = valid
+        self.ids = ids
+        self.rule = rule
+        self.occlusion = str(vis.params.get("occlusion", "?"))
+        size = scene.image_size
+        self.measure = rule.measure(vis, size)
+        self.seen = rule.seen(vis, size)  # NaN rows are never seen
+        self.seen_bound = rule.seen(vis, size, array=BOUND_ARRAY)
         with np.errstate(invalid="ignore"):
-            self.seen = (visible > seen_threshold) & valid[:, None]  # NaN rows compare False
+            self.in_view = (self.measure > 0) & valid[:, None]
+            self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
         self.labels = {o.id: o.label for o in scene.objects}
+
+    def bound(self) -> "_Table":
+        """This table with occlusion ignored: seen by the rule applied to ``projected``."""
+        t = copy.copy(self)
+        t.seen = self.seen_bound
+        return t
+
+    def unseen_detail(self, sel: FrameSelection, oid: str) -> dict:
+        """Why object ``oid`` counts unseen in ``sel``'s witnessing frames: in how many it is in
+        the field of view (``projected`` > 0), in view (the rule's measure > 0), the most it shows
+        (``max``, the rule's unit) and in which frame, and the sentence saying so (``text``)."""
+        frames = sel.witnesses
+        c = self.col[oid]
+        rows = np.array([self.row[f] for f in frames], dtype=np.int64)
+        m = np.nan_to_num(self.measure[rows, c]) if len(rows) else np.zeros(0)
+        n_view = int(self.in_view[rows, c].sum()) if len(rows) else 0
+        n_fov = int(self.in_fov[rows, c].sum()) if len(rows) else 0
+        k = int(np.argmax(m)) if len(m) else -1
+        best = float(m[k]) if len(m) else 0.0
+        name = f"{self.labels[oid]} {oid}"
+        if n_view:
+            text = (f"{name}: in view in {n_view} of {len(frames)} frames, at most {self.rule.value_text(best)} "
+                    f"(frame {frames[k]}; rule: {self.rule.text})")
+        elif n_fov:
+            text = (f"{name}: inside the field of view in {n_fov} of {len(frames)} frames but hidden there "
+                    f"(occlusion {self.occlusion})")
+        else:
+            text = f"{name}: outside the field of view in all {len(frames)} frames"
+        return {"id": oid, "label": self.labels[oid], "frames": len(frames), "in_field_of_view": n_fov,
+                "in_view": n_view, "max": best, "max_frame": frames[k] if n_view else None,
+                "rule": self.rule.text, "text": text}
 
     def select(self, profile: str, budget: Budget, num_frames: int, fps: float,
                options: Mapping[str, Any]) -> FrameSelection:
@@ -379,10 +450,60 @@ def offered_answer(qt: QuestionTruth) -> QuestionTruth:
     return replace(qt, ground_truth=answer, status=KEPT if same else CHANGED, unsupported=True)
 
 
-def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
+REASON_WORDS = {
+    REASON_NO_VALID_FRAMES: "no selected frame can witness anything (invalid pose or no visibility row)",
+    REASON_COUNT_SUPPORTED: "every counted instance is seen",
+    REASON_COUNT_REDUCED: "fewer instances are seen than the original count",
+    REASON_COUNT_EXCEEDS: "more instances are seen than the original count",
+    REASON_CATEGORY_UNSEEN: "no instance of a category is seen",
+    REASON_OBJECTS_SEEN: "every referenced object is seen",
+    REASON_OBJECT_UNSEEN: "a referenced object is seen in no selected frame",
+    REASON_ORDER_SUPPORTED: "first sightings give the original order",
+    REASON_ORDER_CHANGED: "first sightings give another order",
+    REASON_FIRST_SIGHTING_TIE: "two subjects are first seen in the same frame",
+    REASON_ORDER_NOT_IN_OPTIONS: "first sightings give an order that is none of the options",
+    REASON_BUDGET_SUFFICIENT: "enough frames for room size and route planning",
+    REASON_BUDGET_BELOW_MINIMUM: "too few frames for room size and route planning",
+}
+
+
+def _unseen_ids(q: Question, sel: FrameSelection, t: _Table) -> list[str]:
+    """The referenced objects (``objects``, or every instance of ``category``) seen in none of
+    ``sel``'s frames, in question order."""
+    if q.type.rule == RULE_MIN_BUDGET or not sel.witnesses:
+        return []
+    ids = list(q.objects) if q.objects else [t.ids[c] for _, cols in t.category_cols(q.category) for c in cols]
+    sights = t.sightings(sel, [t.col[o] for o in ids])
+    return [o for o, s in zip(ids, sights) if not s]
+
+
+def _explain(qt: QuestionTruth, t: _Table, min_budget_room_route: int) -> QuestionTruth:
+    """``qt`` with ``reason_text`` and ``unseen_detail`` (module docstring)."""
+    sel = qt.selection
+    detail = tuple(t.unseen_detail(sel, oid) for oid in _unseen_ids(qt.question, sel, t))
+    words = REASON_WORDS[qt.reason]
+    if qt.reason in (REASON_COUNT_SUPPORTED, REASON_OBJECTS_SEEN):
+        words += f" (rule: {t.rule.text})"
+    elif qt.reason in (REASON_BUDGET_SUFFICIENT, REASON_BUDGET_BELOW_MINIMUM):
+        b = sel.budget if sel.rule_budget is None else sel.rule_budget
+        words += f" ({budget_label(b)} frames; minimum {min_budget_room_route})"
+    elif qt.reason == REASON_NO_VALID_FRAMES:
+        words += f" ({len(set(sel.frame_indices))} frames selected)"
+    if detail:
+        words += "; counts unseen: " + "; ".join(d["text"] for d in detail)
+    return replace(qt, reason_text=words, unseen_detail=detail)
+
+
+def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int,
+                   bound: _Table | None = None) -> QuestionTruth:
     """Apply the question type's rule (module docstring) to one selection; an unanswerable
-    finding becomes the answer the question offers for it (:func:`offered_answer`)."""
-    return offered_answer(_rule_truth(q, sel, table, min_budget_room_route))
+    finding becomes the answer the question offers for it (:func:`offered_answer`). The row says
+    why in words (:func:`_explain`); with ``bound`` (the table with occlusion ignored,
+    :meth:`_Table.bound`) it also carries the finding without occlusion (``without_occlusion``)."""
+    qt = _explain(offered_answer(_rule_truth(q, sel, table, min_budget_room_route)), table, min_budget_room_route)
+    if bound is not None:
+        qt = replace(qt, without_occlusion=offered_answer(_rule_truth(q, sel, bound, min_budget_room_route)))
+    return qt
 
 
 def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
@@ -417,22 +538,20 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
                 raise InputError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
 
 
-def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Question], seen_threshold: float,
+def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Question], rule: SeenRule,
                 min_budget_room_route: int) -> _Table:
     """The visibility indexed for the rules, after checking the rule parameters and the questions."""
-    if not 0.0 <= float(seen_threshold) < 1.0:
-        raise InputError(f"seen_threshold: expected a fraction of the image area in [0, 1), got {seen_threshold!r}")
     if (isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int)
             or min_budget_room_route < 1):
         raise InputError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
-    table = _Table(scene, visibility, float(seen_threshold))
+    table = _Table(scene, visibility, rule)
     _check_questions(scene, table, questions)
     return table
 
 
 def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                  budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
-                 seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                 seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                  min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                  num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
     """GT(frames) for every question under every budget.
@@ -442,8 +561,9 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     ints and/or ``"all"``. ``profile``: a sampler profile (vistest.budget.sampling.PROFILES),
     called with ``num_frames`` (default ``scene.num_frames``: last frame index + 1, the
     decoded frames of the video) and ``scene.fps``, plus ``profile_options``.
-    ``seen_threshold``: visible fraction of the image area an object must exceed to be
-    seen in a frame. ``min_budget_room_route``: smallest budget at which room size and
+    ``seen_threshold``: the seen rule (vistest.budget.seen.SeenRule), or a number: the visible
+    fraction of the image area an object must exceed to be seen in a frame (ReVSI's rule, the
+    default 0.05). ``min_budget_room_route``: smallest budget at which room size and
     route planning are answerable. Raises InputError (naming the scene, visibility or
     questions file, the field and the expectation) on inconsistent inputs.
     """
@@ -456,7 +576,9 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     n = scene.num_frames if num_frames is None else num_frames
     opts = dict(profile_options or {})
     check_options(profile, opts)
-    table = _rule_table(scene, visibility, questions, seen_threshold, min_budget_room_route)
+    rule = seen_rule(seen_threshold, where="seen_threshold")
+    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route)
+    bound = _bound(table, visibility)
     selections = []
     for b in bs:
         try:
@@ -465,12 +587,18 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
             raise InputError(f"{scene.source}: frames: profile {profile!r} cannot sample budget {b} from "
                              f"{n} frames at {scene.fps:g} fps: {e}") from None
     selections = tuple(selections)
-    items = tuple(question_truth(q, sel, table, min_budget_room_route) for sel in selections for q in questions)
-    return BudgetTruth(scene.scene_id, profile, n, float(seen_threshold), min_budget_room_route, selections, items)
+    items = tuple(question_truth(q, sel, table, min_budget_room_route, bound) for sel in selections for q in questions)
+    return BudgetTruth(scene.scene_id, profile, n, rule.threshold, min_budget_room_route, selections, items, rule)
+
+
+def _bound(table: _Table, vis: Visibility) -> _Table | None:
+    """The table with occlusion ignored, where occlusion can matter (``params["occlusion"]`` is
+    not ``none``: with it, ``visible`` is ``projected``)."""
+    return None if vis.params.get("occlusion") == "none" else table.bound()
 
 
 def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question], evaluator: Evaluator,
-                    seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                    seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                     num_frames: int | None = None) -> BudgetTruth:
     """GT(frames) of the ``all`` budget for one evaluator configuration: every question over
@@ -479,7 +607,9 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
     every source frame at the source rate). Room size and route planning compare the distinct
     frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
     names the evaluator and its configuration (:meth:`QuestionTruth.to_record`)."""
-    table = _rule_table(scene, visibility, questions, seen_threshold, min_budget_room_route)
+    rule = seen_rule(seen_threshold, where="seen_threshold")
+    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route)
+    bound = _bound(table, visibility)
     n = scene.num_frames if num_frames is None else num_frames
     try:
         idx = evaluator.takes(n, scene.fps, ALL)
@@ -489,10 +619,10 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
     distinct = len(set(idx.tolist()))
     sel = table.selection(evaluator.profile, ALL, idx, evaluator.name, ALL if distinct == n else distinct)
     config = evaluator.to_json()
-    items = tuple(replace(question_truth(q, sel, table, min_budget_room_route), evaluator_config=config)
+    items = tuple(replace(question_truth(q, sel, table, min_budget_room_route, bound), evaluator_config=config)
                   for q in questions)
-    return BudgetTruth(scene.scene_id, evaluator.profile, n, float(seen_threshold), min_budget_room_route, (sel,),
-                       items)
+    return BudgetTruth(scene.scene_id, evaluator.profile, n, rule.threshold, min_budget_room_route, (sel,),
+                       items, rule)
 
 
 # ---------------------------------------------------------------------------------------
@@ -501,10 +631,12 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
 def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
     """The JSONL text of one budget: one record per question, in question order.
 
-    Each record also carries the rule parameters it was computed with (``seen_threshold``,
-    ``min_budget_room_route``), so a file read on its own says how its answers were made.
+    Each record also carries the rule parameters it was computed with (``seen_threshold``, in the
+    seen rule's unit; ``seen_rule``, the rule in words; ``min_budget_room_route``), so a file read
+    on its own says how its answers were made.
     """
-    params = {"seen_threshold": truth.seen_threshold, "min_budget_room_route": truth.min_budget_room_route}
+    params = {"seen_threshold": truth.seen_threshold, "seen_rule": truth.seen_rule.text,
+              "min_budget_room_route": truth.min_budget_room_route}
     return "".join(json.dumps({**it.to_record(), **params}, ensure_ascii=False) + "\n"
                    for it in truth.for_budget(budget))
 
@@ -528,7 +660,7 @@ def summary_table(truth: BudgetTruth) -> str:
     line of a block gives the frames selected and how many of them cannot witness.
     """
     head = (f"scene {truth.scene_id}  profile {truth.profile}  N={truth.num_frames}  "
-            f"seen: visible > {truth.seen_threshold:.1%} of the image")
+            f"seen: {truth.seen_rule.array} {truth.seen_rule.text}")
     types = sorted({it.question.question_type for it in truth.items})
     w = max([len("question_type")] + [len(t) for t in types] + [len("total")])
     lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"]
@@ -542,4 +674,9 @@ def summary_table(truth: BudgetTruth) -> str:
             tot.update(c)
             lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}")
         lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}")
+    sensitive = truth.occlusion_sensitive
+    if sensitive:
+        lines.append(f"warning: {len(sensitive)} row(s) of {len({it.question.id for it in sensitive})} question(s) "
+                     f"change status or answer when occlusion is ignored (occlusion_sensitive in the rows): "
+                     f"their answerability depends on the occlusion mode")
     return "\n".join(lines) + "\n"

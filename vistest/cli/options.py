@@ -2,7 +2,7 @@
 
 Every command spells a shared option the same way: ``-o/--output`` for what it writes,
 ``--budgets`` for frame budgets, ``-p/--profile`` with ``-O/--option KEY=VALUE``,
-``--occlusion``, ``--visibility``, ``--seen-threshold``, ``--min-budget-room-route``,
+``--occlusion``, ``--visibility``, ``--seen-rule`` with ``--seen-threshold``, ``--min-budget-room-route``,
 ``--quiet``, ``-r/--run-dir``. Defaults come from the stage that owns them
 (vistest.budget.truth, vistest.budget.sampling, vistest.visibility.table).
 
@@ -20,7 +20,8 @@ import click
 
 from ..budget.evaluators import DEFAULT, EVALUATORS, parse_evaluators
 from ..budget.sampling import DEFAULT_PROFILE, PROFILES, budget_label, parse_budgets
-from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
+from ..budget.seen import DEFAULT_SEEN_KIND, SEEN_KINDS, seen_rule
+from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
 from ..errors import InputError
 from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES
 
@@ -153,12 +154,33 @@ def visibility_option(help: str = "Visibility .npz from 'vistest visibility' (de
     return click.option("--visibility", "visibility_npz", type=click.Path(dir_okay=False), default=None, help=help)
 
 
+SEEN_RULE_META = "vistest.seen_rule"  # ctx.meta key: --seen-rule's value, read by --seen-threshold
+
+
+def _seen_kind(ctx, param, value):
+    seen_rule(None, value, "--seen-rule")  # a bad kind fails here, before any other option
+    ctx.meta[SEEN_RULE_META] = value
+    return value
+
+
+def _seen_threshold(ctx, param, value):
+    return seen_rule(value, ctx.meta.get(SEEN_RULE_META), "--seen-threshold").compact()
+
+
 def seen_threshold_option(prefix: str = "") -> Decorator:
-    """``--seen-threshold`` (default :data:`vistest.budget.truth.DEFAULT_SEEN_THRESHOLD`)."""
-    return click.option("--seen-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
-                        default=DEFAULT_SEEN_THRESHOLD, show_default=True,
-                        help=prefix + "An object is seen in a frame when its visible fraction of the image exceeds "
-                                      "this.")
+    """``--seen-rule KIND[@ARRAY]`` (default ReVSI's ``image``; vistest.budget.seen) and
+    ``--seen-threshold VALUE`` (in the rule's unit; default the rule's), validated together, once,
+    into the value ``seen_threshold``: ReVSI's rule on ``visible`` as its bare threshold (a float,
+    what vistest 0.1 passed), any other rule as a :class:`vistest.budget.seen.SeenRule`."""
+    kinds = "; ".join(f"{k.name}: {'>' if k.strict else '>='} {k.default:g} {k.unit}" for k in SEEN_KINDS.values())
+    return compose(
+        click.option("--seen-rule", default=DEFAULT_SEEN_KIND, show_default=True, metavar="KIND[@ARRAY]",
+                     is_eager=True, expose_value=False, callback=_seen_kind,
+                     help=prefix + f"When an object counts as seen in a frame ({kinds}); @ARRAY reads another "
+                                   f"visibility array than visible. See docs/questions-format.md."),
+        click.option("--seen-threshold", type=float, default=None, callback=_seen_threshold,
+                     help=prefix + "The seen rule's threshold, in its unit (default: the rule's; image: an object "
+                                   "is seen when its visible fraction of the image exceeds this)."))
 
 
 def min_budget_room_route_option(prefix: str = "") -> Decorator:

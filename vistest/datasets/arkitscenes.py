@@ -38,6 +38,7 @@ from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
+from .room import ROOM_OPTIONS, capture_room
 from ..geometry import rigid_inverse
 
 
@@ -152,13 +153,15 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     has_depth = any(f.depth for f in frames)
     mesh = vdir / f"{vid}_3dod_mesh.ply"
     anno = vdir / f"{vid}_3dod_annotation.json"
+    room, room_note = capture_room(mesh if mesh.is_file() else None, opts)
     capture = c.Capture(
         dataset="arkitscenes", scene_id=vid, source=f"ARKitScenes {fdir}", fps=fps, image_size=size, camera=camera,
         frames=tuple(frames), depth=DepthSpec(scale=1000.0, image_size=size) if has_depth else None,
         mesh=str(mesh) if mesh.is_file() else None,
         boxes=read_annotation(anno) if anno.is_file() else None,
         extra={"sky_direction": opts.get("sky_direction", "Up"), "time_tol_s": tol,
-               "frames_without_pose": sum(f.camera_to_world is None for f in frames)})
+               "frames_without_pose": sum(f.camera_to_world is None for f in frames), "room": room_note},
+        room=room)
     return capture
 
 
@@ -200,14 +203,14 @@ def _adapter():
 
     return Adapter(
         name="arkitscenes", title="ARKitScenes (lowres_wide frames, lowres_wide.traj, .pincam, 3dod annotation)",
-        reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes"}),
+        reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
         path_help="a video folder {video_id}/ with {video_id}_frames/ and {video_id}_3dod_annotation.json",
         options=(Option("time_tol", "largest frame-to-pose timestamp gap in seconds (default 0.005)", c.positive_float),
                  Option("sky_direction", "metadata.csv sky_direction: the frames are rotated upright with K and pose "
                                          "(Up, Left, Right, Down; default Up = no rotation)",
                         c.choice(*c.SKY_DIRECTIONS)),
                  Option("fps", "frames per second of the video (default: from the frame timestamps)",
-                        c.positive_float)),
+                        c.positive_float)) + tuple(Option(*o) for o in ROOM_OPTIONS),
         read_capture=read_capture,
         read_boxes=lambda p, cap, o: read_annotation(_annotation_path(p)))
 

@@ -72,7 +72,8 @@ class Capture:
 
     ``mesh`` and every ``Frame.depth`` / ``Frame.image`` are absolute paths here; :func:`write_scene`
     makes them relative to the scene file. ``boxes`` is the source's own annotation
-    (None when it has none). ``dataset``/``scene_id`` identify the scan for box
+    (None when it has none). ``room``: the room the capture's own data give (from its mesh), used
+    unless the boxes' source gives one. ``dataset``/``scene_id`` identify the scan for box
     sources that need them.
     """
 
@@ -89,6 +90,7 @@ class Capture:
     alignments: tuple[tuple[str, np.ndarray], ...] = ()
     relied_on: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+    room: dict | None = None  # the scene's room from the capture's own data (its mesh: vistest.datasets.room)
 
 
 # ---------------------------------------------------------------------------------------
@@ -378,7 +380,7 @@ def assemble(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike,
                    for f in capture.frames)
     objects = boxes.objects if boxes is not None else ()
     b2w = boxes.boxes_to_world if boxes is not None else np.eye(4)
-    room = boxes.room if boxes is not None else None
+    room = boxes.room if boxes is not None and boxes.room else capture.room  # a box source's own room wins
     return Scene(scene_id=capture.scene_id, fps=float(capture.fps), image_size=capture.image_size,
                  camera=capture.camera, frames=frames, objects=objects, boxes_to_world=np.asarray(b2w, float),
                  video=rel(video), mesh=rel(capture.mesh), depth=capture.depth, room=room, root=out_dir)

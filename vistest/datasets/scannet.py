@@ -39,6 +39,7 @@ from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
 from ..geometry import rigid_inverse
+from .room import ROOM_OPTIONS, capture_room
 
 DEFAULT_SKIP = frozenset({"wall", "floor", "ceiling"})
 CAPTURE_FPS = 30.0
@@ -208,6 +209,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
             frames.append(Frame(index=n // step, time=(n // step) / fps, camera_to_world=pose, depth=d,
                                 image=str(img) if img is not None and images == "color" else None))
     depth = DepthSpec(scale=opts.get("depth_scale", 1000.0), image_size=depth_size, camera=k_depth) if depths else None
+    room, room_note = capture_room(files.mesh, opts)
     capture = c.Capture(
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
@@ -215,7 +217,8 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         alignments=((("scannet axisAlignment (raw scan world -> axis-aligned world)", align),)
                     if align is not None else ()),
         extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent",
-               "scan_info": files.info.name if files.info is not None else "absent"})
+               "scan_info": files.info.name if files.info is not None else "absent", "room": room_note},
+        room=room)
     boxes = native_boxes(files, align, opts.get("skip_labels", DEFAULT_SKIP)) if files.annotated else None
     return replace(capture, boxes=boxes)
 
@@ -275,14 +278,14 @@ ADAPTER_OPTIONS = (
     ("fps", "frames per second of the video the indices refer to (default 30 / frame_step)", c.positive_float),
     ("depth_scale", "depth PNG units per metre (default 1000)", c.positive_float),
     ("skip_labels", "comma-separated labels left out of the native boxes (default wall,floor,ceiling)", c.label_list),
-)
+) + ROOM_OPTIONS
 
 
 def _adapter():
     from . import Adapter, Option
 
     return Adapter(name="scannet", title="ScanNet v2 (SensReader export + aggregation/segs annotation)",
-                   reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes"}),
+                   reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
                    path_help="a scan folder with color/, depth/, pose/, intrinsic/ and the scan's files",
                    options=tuple(Option(*o) for o in ADAPTER_OPTIONS), read_capture=read_capture,
                    read_boxes=lambda p, cap, o: read_capture(p, o, p).boxes)

@@ -30,6 +30,7 @@ import numpy as np
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
+from .room import ROOM_OPTIONS, capture_room
 
 CAPTURE_FPS = 60.0
 RGB_SIZE = (1920, 1440)
@@ -83,6 +84,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     depth = DepthSpec(scale=1000.0, image_size=c.image_size_of(first_depth)) if first_depth else None
     mesh = path / "scans" / "mesh_aligned_0.05.ply"
     anno = path / "scans" / "segments_anno.json"
+    room, room_note = capture_room(mesh if mesh.is_file() else None, opts)
     return c.Capture(
         dataset="scannetpp", scene_id=opts.get("scene", path.name), source=f"ScanNet++ iPhone {pij}", fps=fps,
         image_size=size, camera=camera, frames=tuple(frames), depth=depth, mesh=str(mesh) if mesh.is_file() else None,
@@ -90,7 +92,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         relied_on=("ScanNet++ aligned_pose: camera-to-world with OpenCV camera axes in the mesh_aligned world "
                    "(third-party loaders use it so; the scannetpp toolkit does not say)",
                    "ScanNet++ intrinsic: for the 1920x1440 RGB frames of rgb.mkv"),
-        extra={"frame_step": step, "pose_key": key})
+        extra={"frame_step": step, "pose_key": key, "room": room_note}, room=room)
 
 
 def read_annotation(path: Path) -> c.BoxSet:
@@ -113,13 +115,14 @@ def _adapter():
 
     return Adapter(
         name="scannetpp", title="ScanNet++ iPhone (pose_intrinsic_imu.json, depth PNGs, segments_anno.json)",
-        reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes"}),
+        reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
         path_help="a scene folder data/{scene_id}/ with iphone/ and scans/",
         options=(Option("frame_step", "keep every N-th iPhone frame; 2 for a 30 fps video (default 1)", c.positive_int),
                  Option("fps", "frames per second of the video (default 60 / frame_step)", c.positive_float),
                  Option("image_size", "WxH of the video frames; intrinsics are scaled from 1920x1440", c.size_wh),
                  Option("pose_key", "pose field to read (default aligned_pose)", c.text),
-                 Option("scene", "scene id (default: the folder name)", c.scene_id)),
+                 Option("scene", "scene id (default: the folder name)", c.scene_id))
+        + tuple(Option(*o) for o in ROOM_OPTIONS),
         read_capture=read_capture,
         read_boxes=lambda p, cap, o: read_annotation(p if p.suffix == ".json" else p / "scans" / "segments_anno.json"))
 

@@ -1,9 +1,10 @@
 """What one scene offers the templates: its boxes in the pose world, which objects the video shows
 and when each first appears, its room area, and cached pairwise distances.
 
-First appearance: the earliest valid frame whose visibility row shows the object's visible
-fraction of the image above ``seen_threshold`` (the budget stage's rule, strictly greater), its
-time the frame's ``time`` in seconds. A label's first appearance is its earliest instance's.
+First appearance: the earliest valid frame in which the object is seen by the budget stage's seen
+rule (vistest.budget.seen; ``seen_threshold`` a SeenRule, or a number: the visible fraction of the
+image it must exceed, ReVSI's rule), its time the frame's ``time`` in seconds. A label's first
+appearance is its earliest instance's.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..budget.seen import SeenRule, seen_rule
 from ..errors import InputError
 from ..scene import Scene
 from ..visibility.table import Visibility
@@ -48,7 +50,8 @@ class ObjectFacts:
 class SceneFacts:
     """The facts of one scene (see the module docstring). Objects are sorted by id; labels by name."""
 
-    def __init__(self, scene: Scene, visibility: Visibility, seen_threshold: float, source: str = "<visibility>"):
+    def __init__(self, scene: Scene, visibility: Visibility, seen_threshold: float | SeenRule,
+                 source: str = "<visibility>"):
         self.scene_id = scene.scene_id
         self.scene = scene
         first = _first_sightings(scene, visibility, seen_threshold, source)
@@ -97,7 +100,7 @@ class SceneFacts:
         return self._dist2d[key]
 
 
-def _first_sightings(scene: Scene, vis: Visibility, threshold: float, source: str
+def _first_sightings(scene: Scene, vis: Visibility, threshold: float | SeenRule, source: str
                      ) -> dict[str, tuple[int | None, float | None]]:
     """``{object id: (first frame index, its time in s)}`` from the visibility table."""
     ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
@@ -115,11 +118,8 @@ def _first_sightings(scene: Scene, vis: Visibility, threshold: float, source: st
         raise InputError(f"{source}: frame_index: frames {unknown[:8]} are not in the scene; expected the table "
                          f"of this scene")
     order = np.argsort(fidx, kind="stable")
-    visible = np.asarray(vis.visible, dtype=np.float64)[order]
-    valid = np.asarray(vis.valid, dtype=bool)[order]
+    seen = seen_rule(threshold, where="frames.seen_threshold").seen(vis, scene.image_size)[order]
     fidx = fidx[order]
-    with np.errstate(invalid="ignore"):
-        seen = (visible > threshold) & valid[:, None]
     out: dict[str, tuple[int | None, float | None]] = {}
     for o in scene.objects:
         rows = np.flatnonzero(seen[:, col[o.id]])

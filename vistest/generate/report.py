@@ -300,7 +300,7 @@ def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, 
             continue
         scene, vis = scenes[sid]
         qs = parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scene)
-        bt = budget_truth(scene, vis, qs, budgets=budgets, profile=fr.profile, seen_threshold=fr.seen_threshold,
+        bt = budget_truth(scene, vis, qs, budgets=budgets, profile=fr.profile, seen_threshold=fr.seen,
                           min_budget_room_route=fr.min_budget_room_route)
         for it in bt.items:
             lab = budget_label(it.selection.budget)

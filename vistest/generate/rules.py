@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..budget.seen import DEFAULT_SEEN_KIND, SeenRule, seen_rule
 from ..budget.truth import DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
 from ..errors import InputError
 
@@ -301,8 +302,17 @@ class FrameRules:
 
     seen_threshold: float = param(DEFAULT_SEEN_THRESHOLD,
                                   "an object is seen in a frame when its visible fraction of the image "
-                                  "exceeds this (first appearances, answerability)",
+                                  "exceeds this (first appearances, answerability); under another seen_rule, "
+                                  "that rule's threshold in its unit",
                                   "the budget stage's default (vistest.budget.truth), ReVSI's 5%")
+    seen_rule: str = param(DEFAULT_SEEN_KIND, "the seen rule's kind, KIND[@ARRAY]: image, silhouette or pixels "
+                                              "(vistest.budget.seen, docs/questions-format.md)",
+                           "the budget stage's default (vistest.budget.seen), ReVSI's")
+
+    @property
+    def seen(self) -> SeenRule:
+        """The seen rule these parameters name (validated)."""
+        return seen_rule(self.seen_threshold, self.seen_rule, "--rule: frames.seen_threshold")
     answerable_at: tuple[str, ...] = param(("all",), "keep a question only when the budget stage keeps its answer "
                                                      "at every one of these budgets", ISSUE)
     profile: str = param("uniform", "sampler profile of the budget stage (docs/sampling.md)", VISTEST)
@@ -426,9 +436,7 @@ class Rules:
                              f"(options vary left/right), got {rt}")
         if math.factorial(self.appearance.num_categories) < self.appearance.num_options:
             raise InputError("--rule: appearance.num_options: more options than orders of the categories")
-        if not 0.0 <= self.frames.seen_threshold < 1.0:
-            raise InputError(f"--rule: frames.seen_threshold: expected a fraction in [0, 1), got "
-                             f"{self.frames.seen_threshold}")
+        self.frames.seen  # noqa: B018 (validates frames.seen_rule with frames.seen_threshold)
         c = self.counting
         if any(len(x) != 2 for x in c.challenging_keep_probability):
             raise InputError("--rule: counting.challenging_keep_probability: expected [[count, probability], ...]")

@@ -162,7 +162,7 @@ def kept_at(scene: Scene, vis: Visibility, cands: Sequence[Candidate], rules: Ru
     recs = [provisional_record(c, f"c{i}") for i, c in enumerate(cands)]
     qs = parse_questions([json.dumps(r) for r in recs], source="<candidates>", scene=scene)
     bt = budget_truth(scene, vis, qs, budgets=[parse_budget(b) for b in fr.answerable_at], profile=fr.profile,
-                      seen_threshold=fr.seen_threshold, min_budget_room_route=fr.min_budget_room_route)
+                      seen_threshold=fr.seen, min_budget_room_route=fr.min_budget_room_route)
     bad = {it.question.id for it in bt.items if it.status != KEPT}
     return [c for i, c in enumerate(cands) if f"c{i}" not in bad]
 
@@ -184,7 +184,7 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
     with progress_bar(len(by_id), "generate", enabled=progress) as bar:
         for sid in sorted(by_id):
             inp = by_id[sid]
-            facts = SceneFacts(inp.scene, inp.visibility, rules.frames.seen_threshold, inp.source)
+            facts = SceneFacts(inp.scene, inp.visibility, rules.frames.seen, inp.source)
             rng = scene_rng(seed, sid)
             found = scene_candidates(facts, rules, types, rng)
             pooled = draw_pool(found, rules.balance.pool_per_scene, rng)

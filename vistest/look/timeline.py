@@ -6,7 +6,9 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
   occlusion, the visibility table's ``visible``). The colour scale breaks at the *seen*
   threshold (default 5%, ReVSI's, the budget stage's ``seen_threshold``): pale blue-grey
   below it (visible but not seen), viridis above it (seen), white for 0, grey for unknown
-  (invalid pose or no visibility row). The colour bar marks the threshold.
+  (invalid pose or no visibility row). The colour bar marks the threshold. Under another seen
+  rule (vistest.budget.seen: a silhouette share, a pixel count) the cells the rule sees are the
+  viridis ones, whatever their coverage, and the bar keeps ReVSI's 5% as its break.
 * a ``pose`` row marking frames without a valid pose (red);
 * one row per budget: the frames the sampler profile selects (vistest.budget.truth's
   ``FrameSelection``, exactly what ``vistest budget``/``vistest run`` use; selected frames
@@ -30,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
+from ..budget.seen import IMAGE, SeenRule, seen_rule
 from ..budget.truth import DEFAULT_SEEN_THRESHOLD, FrameSelection, budget_truth
 from ..questions import Question
 from ..budget.sampling import DEFAULT_PROFILE, Budget
@@ -81,11 +84,25 @@ class Timeline:
     evidence_threshold: float
     selections: tuple[FrameSelection, ...]
     removals: tuple[Removal, ...]
+    seen: np.ndarray | None = None  # (O, N) bool: seen by ``seen_rule`` (None: coverage > seen_threshold)
+    seen_rule: SeenRule = SeenRule()
+
+    @property
+    def break_threshold(self) -> float:
+        """Where the colour scale breaks: the rule's threshold for the image rule, else 5%."""
+        return self.seen_threshold if self.seen_rule.kind == IMAGE else DEFAULT_SEEN_THRESHOLD
+
+    def seen_mask(self) -> np.ndarray:
+        """(O, N) bool: object seen in frame."""
+        if self.seen is not None:
+            return self.seen
+        with np.errstate(invalid="ignore"):
+            return self.coverage > self.seen_threshold
 
 
 def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (), budgets: Sequence[Budget] = (),
                    profile: str = DEFAULT_PROFILE, profile_options: Mapping[str, Any] | None = None,
-                   seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                   seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
                    unknown_as_evidence: bool = True) -> Timeline:
     """The timeline of ``scene``: ``vis`` its visibility; ``budgets``/``profile``/
@@ -96,6 +113,12 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
     table = EvidenceTable(vis, n, evidence_threshold)
     cols = table.columns(scene.object_ids)
     coverage = np.ascontiguousarray(table.visible[:, cols].T)
+    rule = seen_rule(seen_threshold, where="seen_threshold")
+    seen = np.zeros(coverage.shape, dtype=bool)
+    by_row = rule.seen(vis, scene.image_size)[:, cols]
+    for r, f in enumerate(np.asarray(vis.frame_index, dtype=np.int64).tolist()):
+        if 0 <= f < n:
+            seen[:, f] = by_row[r]
     truth = budget_truth(scene, vis, list(questions), budgets=list(budgets), profile=profile,
                          seen_threshold=seen_threshold, profile_options=profile_options)
     removals = []
@@ -106,8 +129,8 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
         subject = ", ".join(q.category) if q.category else ", ".join(f"{o} {labels[o]}" for o in q.objects)
         removals.append(Removal(q.id, q.question_type, subject, objs, frames))
     return Timeline(scene.scene_id, n, float(scene.fps), scene.object_ids, tuple(o.label for o in scene.objects),
-                    coverage, table.known.copy(), float(seen_threshold), float(evidence_threshold), truth.selections,
-                    tuple(removals))
+                    coverage, table.known.copy(), rule.threshold, float(evidence_threshold), truth.selections,
+                    tuple(removals), seen, rule)
 
 
 # ---------------------------------------------------------------------------------------
@@ -123,9 +146,10 @@ def scale_position(v: np.ndarray, threshold: float) -> np.ndarray:
     return np.where(v <= threshold, below, above)
 
 
-def coverage_rgb(v: np.ndarray, threshold: float) -> np.ndarray:
+def coverage_rgb(v: np.ndarray, threshold: float, seen: np.ndarray | None = None) -> np.ndarray:
     """RGB floats (..., 3) for coverages ``v`` (NaN: unknown grey; 0: white; up to the
-    threshold: pale blue-grey; above it: viridis)."""
+    threshold: pale blue-grey; above it: viridis). ``seen``: where viridis goes instead (another
+    seen rule's verdict)."""
     from matplotlib import colormaps
 
     v = np.asarray(v, float)
@@ -134,7 +158,7 @@ def coverage_rgb(v: np.ndarray, threshold: float) -> np.ndarray:
     pale = PALE[0] * (1 - t) + PALE[1] * t
     hi = colormaps["viridis"](np.clip((u - BELOW) / (1 - BELOW), 0.0, 1.0))[..., :3]
     with np.errstate(invalid="ignore"):
-        rgb = np.where((v > threshold)[..., None], hi, pale)
+        rgb = np.where((v > threshold if seen is None else seen)[..., None], hi, pale)
         rgb = np.where((v == 0)[..., None], 1.0, rgb)
     return np.where(np.isnan(v)[..., None], np.array(UNKNOWN_RGB), rgb)
 
@@ -177,21 +201,20 @@ def figure(tl: Timeline, width_in: float = 13.0, dpi: int = 100):
     axes: dict[str, Any] = {}
     heat = fig.add_subplot(gs[0, 0])
     axes["heat"] = heat
-    rgb = coverage_rgb(tl.coverage, tl.seen_threshold) if no else np.ones((1, n, 3))
+    rgb = coverage_rgb(tl.coverage, tl.break_threshold, tl.seen_mask()) if no else np.ones((1, n, 3))
     heat.imshow(rgb, aspect="auto", interpolation="nearest", extent=(-0.5, n - 0.5, max(no, 1) - 0.5, -0.5))
     heat.set_yticks(range(no))
     heat.set_yticklabels([f"{i} {lab}" for i, lab in zip(tl.object_ids, tl.labels)], fontsize=8)
     heat.tick_params(axis="x", labelbottom=False)
-    with np.errstate(invalid="ignore"):
-        seen = (tl.coverage > tl.seen_threshold).sum(axis=1)
+    seen = tl.seen_mask().sum(axis=1)
     for r in range(no):
         heat.text(1.005, r, f"seen in {seen[r]}", transform=heat.get_yaxis_transform(), va="center", fontsize=7)
     secs = heat.secondary_xaxis("top", functions=(lambda f: f / tl.fps, lambda s: s * tl.fps))
     secs.set_xlabel("time (s)", fontsize=8)
     secs.tick_params(labelsize=7)
     heat.set_title(f"{tl.scene_id}: visible coverage per frame (fraction of the image after occlusion); "
-                   f"seen = visible > {tl.seen_threshold:.0%}", fontsize=10, loc="left", pad=28)
-    _colorbar(fig.add_subplot(gs[0, 2]), tl.seen_threshold, axes)
+                   f"seen = {tl.seen_rule.array} {tl.seen_rule.text}", fontsize=10, loc="left", pad=28)
+    _colorbar(fig.add_subplot(gs[0, 2]), tl.break_threshold, axes)
     for k, (name, label) in enumerate(strips, start=1):
         ax = fig.add_subplot(gs[k, 0], sharex=heat)
         axes[name] = ax
@@ -283,7 +306,7 @@ def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Pat
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
                   budgets: Sequence[Budget] = (), profile: str = DEFAULT_PROFILE,
                   profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
-                  occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float = DEFAULT_SEEN_THRESHOLD,
+                  occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,
                   progress: bool = False) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
