@@ -41,6 +41,16 @@ from . import common as c
 from ..geometry import rigid_inverse
 
 
+RELIED_ON = (
+    "ARKitScenes world is +Z up: threedod/README says annotation, mesh and trajectory share one world; the up axis "
+    "is inferred from rectify_im.decide_pose, which reads the camera's up from row 2 of the pose",
+    "ARKitScenes frame index = the rank of the lowres_wide timestamp, fps = 1 / median frame interval: the video "
+    "the indices refer to holds every lowres_wide frame once, in time order",
+    "ARKitScenes frames with no trajectory sample within time_tol are invalid (TenFpsDataLoader would reuse the "
+    "previous pose)",
+)
+
+
 def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
     """(timestamp, camera-to-world 4x4 OpenCV) from one ``lowres_wide.traj`` line."""
     import cv2
@@ -156,7 +166,9 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         dataset="arkitscenes", scene_id=vid, source=f"ARKitScenes {fdir}", fps=fps, image_size=size, camera=camera,
         frames=tuple(frames), depth=DepthSpec(scale=1000.0, image_size=size) if has_depth else None,
         mesh=str(mesh) if mesh.is_file() else None,
-        boxes=read_annotation(anno) if anno.is_file() else None,
+        boxes=read_annotation(anno) if anno.is_file() else None, relied_on=RELIED_ON,
+        color=c.ColorFrames(images=tuple((i, str(images[t])) for i, t in enumerate(times)),
+                            pattern=str(fdir / "lowres_wide" / f"{vid}_{{timestamp}}.png"), turn=turn),
         extra={"sky_direction": opts.get("sky_direction", "Up"), "time_tol_s": tol,
                "frames_without_pose": sum(f.camera_to_world is None for f in frames)})
     return capture

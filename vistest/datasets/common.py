@@ -64,13 +64,36 @@ class BoxSet:
 
 
 @dataclass(frozen=True)
+class ColorFrames:
+    """The colour images of a frame source whose native layout has frames, not a video
+    (ScanNet ``color/{i}.jpg``, ARKitScenes ``lowres_wide/*.png``, ScanNet++ ``iphone/rgb/*.jpg``,
+    3RScan ``sequence/frame-*.color.jpg``), for ``vistest import --video-from-frames``
+    (:mod:`vistest.datasets.framevideo`).
+
+    ``images``: (decoded frame number, absolute path) in increasing frame number: the frame
+    number is the scene's ``Frame.index`` the image belongs to. ``turn``: the rotation that
+    makes the stored image the scene's frame (:func:`rotated_camera`'s 'cw', 'ccw', '180' or
+    None). ``resize``: the images are resized to the scene's ``image_size`` (the intrinsics
+    were scaled to it; ScanNet++ ``image_size``); otherwise an image of another size is an error.
+    ``pattern``: how the files are named, for messages and the provenance.
+    """
+
+    images: tuple[tuple[int, str], ...]
+    pattern: str
+    turn: str | None = None
+    resize: bool = False
+
+
+@dataclass(frozen=True)
 class Capture:
     """Frames and cameras read from a frame source, in the pose world (see module doc).
 
     ``mesh`` and every ``Frame.depth`` / ``Frame.image`` are absolute paths here; :func:`write_scene`
     makes them relative to the scene file. ``boxes`` is the source's own annotation
     (None when it has none). ``dataset``/``scene_id`` identify the scan for box
-    sources that need them.
+    sources that need them. ``color``: the colour images, for a layout that has frames
+    rather than a video (None otherwise). ``video``: the scan's own video whose decoded frame
+    numbers the frame indices are (MultiScan's ``.mp4``), used when no other video is given.
     """
 
     dataset: str
@@ -86,6 +109,8 @@ class Capture:
     alignments: tuple[tuple[str, np.ndarray], ...] = ()
     relied_on: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+    color: ColorFrames | None = None
+    video: str | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,8 +406,9 @@ def assemble(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike,
                  video=rel(video), mesh=rel(capture.mesh), depth=capture.depth, room=room, root=out_dir)
 
 
-def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
-    """The ``provenance.json`` document: sources, box world, alignments, relied-on facts."""
+def provenance(capture: Capture, boxes: BoxSet | None, video_record: dict | None = None) -> dict:
+    """The ``provenance.json`` document: sources, box world, alignments, relied-on facts, and
+    (``video_record``) how the video was made from the colour frames."""
     alignments = list(capture.alignments) + (list(boxes.alignments) if boxes is not None else [])
     return {
         "format": "vistest.provenance/1",
@@ -395,19 +421,22 @@ def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
         "alignments": [{"name": n, "matrix": np.asarray(m, float).tolist()} for n, m in alignments],
         "relied_on": list(capture.relied_on) + (list(boxes.relied_on) if boxes is not None else []),
         **({"notes": capture.extra} if capture.extra else {}),
+        **({"video_from_frames": video_record} if video_record else {}),
     }
 
 
-def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None) -> Path:
+def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None,
+                video_record: dict | None = None) -> Path:
     """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload) and
     ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
-    that cannot name files (``-O scene=../x``) is refused before anything is written."""
+    that cannot name files (``-O scene=../x``) is refused before anything is written.
+    ``video_record``: :func:`vistest.datasets.framevideo.frames_video`'s record, kept in the provenance."""
     out_dir = Path(out_dir)
     check_scene_id(capture.scene_id, f"{out_dir / 'scene.json'} (the id of {capture.source}; -O scene sets it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     scene = assemble(capture, boxes, out_dir, video=video)
     path = out_dir / "scene.json"
-    write_atomic(out_dir / PROVENANCE, json.dumps(provenance(capture, boxes), indent=1) + "\n")
+    write_atomic(out_dir / PROVENANCE, json.dumps(provenance(capture, boxes, video_record), indent=1) + "\n")
     scene.save(path)
     Scene.load(path)  # the written file must validate; raises SceneError naming the field otherwise
     return path
