@@ -124,7 +124,7 @@ def test_video_from_frames_errors_name_the_file(tmp_path):
 def test_arkitscenes_frames_rotate_with_the_camera(tmp_path):
     """sky_direction=Left: the video holds each lowres_wide frame rotated 90 degrees clockwise, as
     the camera is: a bright pixel at (u, v) = (20, 10) of the 256x192 image lands at (H-1-v, u)."""
-    from tests.test_adapters_arkitscenes import STAMPS, VID, write_arkit_video
+    from test_adapters_arkitscenes import STAMPS, VID, write_arkit_video
 
     vdir = write_arkit_video(tmp_path)
     for ts in STAMPS:
