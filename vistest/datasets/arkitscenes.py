@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_atomic
 from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
@@ -153,7 +152,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
                 raise c.AdapterError(f"{pincams[pin_stamps[j]]}: image size {sz} differs from the first frame's {size}")
             p = nearest(stamps, t, tol)
             pose = poses[p] @ m if p is not None else None
-            depth = _depth_for(depths.get(t), i, turn, out_dir)
+            depth = c.rotated_depth(depths.get(t), i, turn, out_dir)
             frames.append(Frame(index=i, time=t - times[0], camera_to_world=pose, intrinsics=k, depth=depth))
             cams.append(k)
             bar.update(1)
@@ -172,23 +171,6 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         extra={"sky_direction": opts.get("sky_direction", "Up"), "time_tol_s": tol,
                "frames_without_pose": sum(f.camera_to_world is None for f in frames)})
     return capture
-
-
-def _depth_for(src: Path | None, i: int, turn: str | None, out_dir: Path) -> str | None:
-    """The depth image of frame ``i``: the original, or a rotated copy in ``out_dir/depth``."""
-    if src is None:
-        return None
-    if turn is None:
-        return str(src)
-    import cv2
-
-    img = cv2.imread(str(src), cv2.IMREAD_UNCHANGED)
-    if img is None:
-        raise c.AdapterError(f"{src}: cannot read depth image")
-    ok, png = cv2.imencode(".png", c.rotate_image(img, turn))
-    dst = Path(out_dir) / "depth" / f"{i:06d}.png"
-    write_atomic(dst, png.tobytes())
-    return str(dst)
 
 
 def read_annotation(path: Path) -> c.BoxSet:

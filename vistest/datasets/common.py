@@ -51,7 +51,7 @@ class BoxSet:
     short name of the box world (e.g. ``"scannet axis-aligned"``). ``alignments``:
     named 4x4 matrices known for this scene (e.g. ScanNet's ``axisAlignment``), kept
     in the provenance for the audit. ``relied_on``: facts used that the dataset's own
-    code does not state.
+    code does not state. ``notes``: checks made while reading (kept in the provenance as ``box_notes``).
     """
 
     objects: tuple[SceneObject, ...]
@@ -61,6 +61,7 @@ class BoxSet:
     room: dict | None = None
     alignments: tuple[tuple[str, np.ndarray], ...] = ()
     relied_on: tuple[str, ...] = ()
+    notes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -386,6 +387,33 @@ def rotate_image(img: np.ndarray, turn: str | None) -> np.ndarray:
     return img if turn is None else cv2.rotate(img, codes[turn])
 
 
+def rotated_depth(src: Path | str | None, i: int, turn: str | None, out_dir: Path) -> str | None:
+    """The depth image of frame ``i`` as the scene's frame: the original file (``turn`` None),
+    or a copy rotated by ``turn`` (:func:`rotate_image`) written to ``out_dir/depth/{i:06d}.png``."""
+    if src is None:
+        return None
+    if turn is None:
+        return str(src)
+    import cv2
+
+    img = cv2.imread(str(src), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise AdapterError(f"{src}: cannot read depth image")
+    ok, png = cv2.imencode(".png", rotate_image(img, turn))
+    dst = Path(out_dir) / "depth" / f"{i:06d}.png"
+    write_atomic(dst, png.tobytes())
+    return str(dst)
+
+
+def inside_share(points: np.ndarray, center: np.ndarray, size: np.ndarray, rotation: np.ndarray,
+                 tol: float = 0.02) -> float:
+    """Share of ``points`` (N, 3) inside the box grown by ``tol`` metres on every side."""
+    if len(points) == 0:
+        return float("nan")
+    local = (np.asarray(points, float) - center) @ rotation
+    return float((np.abs(local) <= size / 2 + tol).all(axis=1).mean())
+
+
 # ---------------------------------------------------------------------------------------
 # assembling and writing
 # ---------------------------------------------------------------------------------------
@@ -421,6 +449,7 @@ def provenance(capture: Capture, boxes: BoxSet | None, video_record: dict | None
         "alignments": [{"name": n, "matrix": np.asarray(m, float).tolist()} for n, m in alignments],
         "relied_on": list(capture.relied_on) + (list(boxes.relied_on) if boxes is not None else []),
         **({"notes": capture.extra} if capture.extra else {}),
+        **({"box_notes": boxes.notes} if boxes is not None and boxes.notes else {}),
         **({"video_from_frames": video_record} if video_record else {}),
     }
 
