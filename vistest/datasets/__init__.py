@@ -181,9 +181,9 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
 
 
 # registration: one module per dataset
-from . import arkitscenes, embodiedscan, scannet, scannetpp, threerscan, vsibench  # noqa: E402
+from . import arkitscenes, embodiedscan, multiscan, scannet, scannetpp, threerscan, vsibench  # noqa: E402
 
-for _m in (scannet, arkitscenes, scannetpp, threerscan, vsibench, embodiedscan):
+for _m in (scannet, arkitscenes, scannetpp, threerscan, multiscan, vsibench, embodiedscan):
     register(_m.ADAPTER)
 
 __all__ = ["ADAPTERS", "Adapter", "AdapterError", "BoxSet", "Capture", "Option", "get_adapter", "import_scene",
