@@ -137,3 +137,22 @@ def test_arkitscenes_frames_rotate_with_the_camera(tmp_path):
     frame = next(read_frames(scene.path(scene.video), [0]))
     v, u = np.unravel_index(np.argmax(frame.sum(axis=2)), frame.shape[:2])
     assert abs(u - (192 - 1 - 10)) <= 4 and abs(v - 20) <= 4
+
+
+def test_every_frame_source_fills_relied_on(tmp_path):
+    """provenance.json's relied_on names what each adapter assumes (docs/adapters.md); never empty."""
+    from test_adapters_arkitscenes import write_arkit_video
+    from test_adapters_embodiedscan import write_infos
+    from test_adapters_scannet import write_scannet_scan
+    from test_adapters_scannetpp import write_scannetpp_scene
+
+    cases = {"scannet": (write_scannet_scan(tmp_path / "s"), {}),
+             "arkitscenes": (write_arkit_video(tmp_path / "a"), {}),
+             "scannetpp": (write_scannetpp_scene(tmp_path / "p"), {}),
+             "embodiedscan": (write_infos(tmp_path / "e"), {"scene": "scene0000_00",
+                                                            "data_root": str(tmp_path / "e" / "scannet")})}
+    for name, (path, opts) in cases.items():
+        out = tmp_path / f"out-{name}"
+        import_scene(name, path, out, options=opts)
+        relied = json.loads((out / "provenance.json").read_text())["relied_on"]
+        assert relied and all(isinstance(r, str) and len(r) > 20 for r in relied), name
