@@ -156,3 +156,23 @@ def test_every_frame_source_fills_relied_on(tmp_path):
         import_scene(name, path, out, options=opts)
         relied = json.loads((out / "provenance.json").read_text())["relied_on"]
         assert relied and all(isinstance(r, str) and len(r) > 20 for r in relied), name
+
+
+def test_scannetpp_extracted_frames_are_resized_to_image_size(tmp_path):
+    """ScanNet++: iphone/rgb/frame_NNNNNN.jpg (here 480x360) resized to image_size 240x180; with
+    frame_step=2, iPhone frames 0 and 2 are decoded frames 0 and 1 (1 and 3 are left out)."""
+    from test_adapters_scannetpp import write_scannetpp_scene
+
+    scene_dir = write_scannetpp_scene(tmp_path)
+    (scene_dir / "iphone" / "rgb").mkdir()
+    colours = {0: (200, 30, 30), 1: (30, 200, 30), 2: (30, 30, 200), 3: (220, 220, 40)}
+    for n, rgb in colours.items():
+        img = np.empty((360, 480, 3), np.uint8)
+        img[:] = rgb[::-1]
+        cv2.imwrite(str(scene_dir / "iphone" / "rgb" / f"frame_{n:06d}.jpg"), img)
+    scene = Scene.load(import_scene("scannetpp", scene_dir, tmp_path / "out", video_from_frames=True,
+                                    options={"frame_step": 2, "image_size": "240x180"}))
+    video = scene.path(scene.video)
+    assert count_frames(video) == 2 and scene.image_size == (240, 180)
+    assert next(read_frames(video, [0])).shape == (180, 240, 3)
+    np.testing.assert_allclose(_mean_rgb(video, 2), [colours[0], colours[2]], atol=6)
