@@ -176,3 +176,20 @@ def test_scannetpp_extracted_frames_are_resized_to_image_size(tmp_path):
     assert count_frames(video) == 2 and scene.image_size == (240, 180)
     assert next(read_frames(video, [0])).shape == (180, 240, 3)
     np.testing.assert_allclose(_mean_rgb(video, 2), [colours[0], colours[2]], atol=6)
+
+
+def test_embodiedscan_posed_images_keep_their_frame_numbers(tmp_path):
+    """EmbodiedScan's posed images 00000.jpg and 00010.jpg: an 11-frame video, frames 1..9 repeat
+    frame 0, and the warning names the repeat without an option EmbodiedScan does not have."""
+    from test_adapters_embodiedscan import write_infos
+
+    infos = write_infos(tmp_path)
+    posed = tmp_path / "scannet" / "posed_images" / "scene0000_00"
+    cv2.imwrite(str(posed / "00010.jpg"), np.full((480, 640, 3), 200, np.uint8))
+    out = tmp_path / "out"
+    scene = Scene.load(import_scene("embodiedscan", infos, out, video_from_frames=True,
+                                    options={"scene": "scene0000_00", "data_root": str(tmp_path / "scannet")}))
+    assert count_frames(scene.path(scene.video)) == 11
+    np.testing.assert_allclose(_mean_rgb(scene.path(scene.video), 11)[:, 0], [0] * 10 + [200], atol=6)
+    rec = json.loads((out / "provenance.json").read_text())["video_from_frames"]
+    assert rec["held"] == [[1, 9]] and "every 10th frame" in rec["warning"] and "frame_step" not in rec["warning"]

@@ -44,8 +44,9 @@ def _import_epilog() -> str:
 @click.option("--video", default=None, type=click.Path(dir_okay=False), help="Video the frame indices refer to.")
 @click.option("--video-from-frames", is_flag=True,
               help="Encode the scan's colour frames (ScanNet color/*.jpg, ARKitScenes lowres_wide, ScanNet++ "
-                   "iphone/rgb, 3RScan sequence) into OUTPUT/video.mp4, decoded frame n = frame index n = the "
-                   "source frame number; gaps repeat the previous image (docs/adapters.md).")
+                   "iphone/rgb, 3RScan sequence, EmbodiedScan posed images) into OUTPUT/video.mp4, decoded frame "
+                   "n = frame index n = the source frame number; gaps repeat the previous image "
+                   "(docs/adapters.md).")
 @key_value_option("Adapter option KEY=VALUE (repeatable).")
 @quiet_option("No progress bar and no summary.")
 def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, options, quiet):

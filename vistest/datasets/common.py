@@ -76,13 +76,15 @@ class ColorFrames:
     makes the stored image the scene's frame (:func:`rotated_camera`'s 'cw', 'ccw', '180' or
     None). ``resize``: the images are resized to the scene's ``image_size`` (the intrinsics
     were scaled to it; ScanNet++ ``image_size``); otherwise an image of another size is an error.
-    ``pattern``: how the files are named, for messages and the provenance.
+    ``pattern``: how the files are named, for messages and the provenance. ``frame_step``: the
+    adapter takes ``-O frame_step`` (named in the warning for an export of every N-th frame).
     """
 
     images: tuple[tuple[int, str], ...]
     pattern: str
     turn: str | None = None
     resize: bool = False
+    frame_step: bool = True
 
 
 @dataclass(frozen=True)

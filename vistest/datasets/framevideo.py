@@ -180,7 +180,9 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
     step = _common_step(sorted(images))
     if step > 1 and len(held) > len(images):
         record["warning"] = (f"the images are every {step}th frame ({len(held)} of {last + 1} decoded frames repeat "
-                             f"the previous image); -O frame_step={step} makes a video of the images alone")
+                             f"the previous image, keeping the real timing)"
+                             + (f"; -O frame_step={step} makes a video of the images alone"
+                                if color.frame_step else ""))
     return replace(capture, frames=frames), out, record
 
 

@@ -216,8 +216,11 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
             frames.append(Frame(index=n // step, time=(n // step) / fps, camera_to_world=pose, depth=d,
                                 image=str(img) if img is not None and images == "color" else None))
     depth = DepthSpec(scale=opts.get("depth_scale", 1000.0), image_size=depth_size, camera=k_depth) if depths else None
-    color = c.ColorFrames(images=tuple((n // step, str(p)) for n, p in sorted(colors.items()) if n % step == 0),
-                          pattern=str(path / "color" / "{i}.jpg")) if images == "color" else None
+    color = c.ColorFrames(images=tuple((n // step, str(p)) for n, p in sorted(colors.items()) if n % step == 0)
+                          if images == "color" else (),
+                          pattern=str(path / "color" / "{i}.jpg") + ("" if images == "color" else
+                                                                     " not used with images=depth: the frames are the "
+                                                                     "depth camera's; import with images=color"))
     capture = c.Capture(
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
