@@ -152,8 +152,11 @@ def test_demo_room_as_multiscan_imports_into_the_aligned_world_and_audits(room, 
     assert report.passed and report.best == "as given" and "colour" in report.evidence, report.text()
 
 
-def test_multiscan_missing_alignment_is_an_error(room, tmp_path):
+def test_multiscan_errors_name_the_file(room, tmp_path):
     scan = write_demo_as_multiscan(room, tmp_path)
+    with pytest.raises(AdapterError, match=r"--video-from-frames: no colour frames found \(none: MultiScan's layout "
+                                           r"has the video scene_00042_01\.mp4"):
+        import_scene("multiscan", scan, tmp_path / "out", video_from_frames=True)
     (scan / f"{SCAN}.align.json").unlink()
     with pytest.raises(AdapterError, match=r"align\.json: not found; expected coordinate_transform"):
         import_scene("multiscan", scan, tmp_path / "out")

@@ -154,7 +154,9 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         camera=camera, frames=tuple(frames), mesh=str(mesh) if mesh.is_file() else None,
         boxes=read_annotation(anno, opts.get("skip_labels", DEFAULT_SKIP)) if anno.is_file() else None,
         alignments=(("multiscan coordinate_transform (aligned world -> capture world)", rigid_inverse(to_aligned)),),
-        relied_on=RELIED_ON, video=str(video) if video.is_file() else None, extra=notes)
+        relied_on=RELIED_ON, video=str(video) if video.is_file() else None, extra=notes,
+        color=c.ColorFrames(images=(), pattern=f"none: MultiScan's layout has the video {video.name} "
+                                               f"(the scene's video unless --video is given)"))
 
 
 def category(label: str) -> str:
