@@ -8,7 +8,8 @@ PATH is one scan folder (any name) holding (SensReader ``reader.py`` with
 * ``pose/{i}.txt``: camera-to-world 4x4 (``RGBDFrame.camera_to_world``), raw scan
   world, OpenCV axes; lost tracking is written as all ``-inf`` -> invalid frame;
 * ``intrinsic/intrinsic_color.txt`` and ``intrinsic_depth.txt`` (4x4): the colour
-  and depth cameras differ; each is used for the images it belongs to;
+  and depth cameras differ; each is used for the images it belongs to (``intrinsic_depth.txt``
+  is needed only with depth images or ``images=depth``: a colour-only export has none);
 * ``sceneXXXX_XX.txt``: ``key = value`` lines; ``axisAlignment`` = 16 numbers,
   row-major, raw scan world -> axis-aligned world (test scenes have none);
 * ``sceneXXXX_XX_vh_clean_2.ply`` (raw world), ``..._vh_clean_2.0.010000.segs.json``
