@@ -42,16 +42,32 @@ def _import_epilog() -> str:
               help="native (default), none, or KIND:PATH such as vsibench:scannet_meta_info_val.json.")
 @click.option("--frames", default=None, help="For a box-only DATASET (vsibench): KIND:PATH of the frames.")
 @click.option("--video", default=None, type=click.Path(dir_okay=False), help="Video the frame indices refer to.")
+@click.option("--video-from-frames", is_flag=True,
+              help="Encode the scan's colour frames (ScanNet color/*.jpg, ARKitScenes lowres_wide, ScanNet++ "
+                   "iphone/rgb, 3RScan sequence, EmbodiedScan posed images) into OUTPUT/video.mp4, decoded frame "
+                   "n = frame index n = the source frame number; gaps repeat the previous image "
+                   "(docs/adapters.md).")
 @key_value_option("Adapter option KEY=VALUE (repeatable).")
 @quiet_option("No progress bar and no summary.")
-def import_cmd(dataset, path, output, boxes, frames, video, options, quiet):
+def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, options, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions."""
+    import json
+    from pathlib import Path
+
     from ..datasets import import_scene
     from ..scene import Scene
 
     scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
-                              progress=not quiet)
+                              progress=not quiet, video_from_frames=video_from_frames)
     scene = Scene.load(scene_path)
+    if video_from_frames:
+        record = json.loads((Path(scene_path).parent / "provenance.json").read_text())["video_from_frames"]
+        if record.get("warning"):
+            click.echo(f"Warning: {record['warning']}", err=True)
+        if not quiet:
+            click.echo(f"{record['video']}: {record['decoded_frames']} frames from {record['images']} images "
+                       f"({sum(b - a + 1 for a, b in record['held'])} repeat the previous image, "
+                       f"{sum(b - a + 1 for a, b in record['black'])} black before the first)", err=True)
     if not quiet:
         n_valid = sum(f.valid for f in scene.frames)
         click.echo(f"{scene.scene_id}: {len(scene.frames)} frames ({n_valid} valid), {len(scene.objects)} objects "

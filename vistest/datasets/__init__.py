@@ -106,7 +106,7 @@ def _split_options(options: dict, *adapters: Adapter) -> list[dict]:
 
 def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLike, boxes: str | None = None,
                  frames: str | None = None, video: str | None = None, options: dict | None = None,
-                 progress: bool = False) -> Path:
+                 progress: bool = False, video_from_frames: bool = False) -> Path:
     """Read ``path`` as ``dataset`` and write ``out_dir/scene.json`` (+ ``provenance.json``).
 
     For a frame source, ``boxes`` picks the annotation: None / ``"native"`` (the
@@ -114,12 +114,18 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
     ``vsibench:meta.json`` or ``embodiedscan:infos.pkl``). Finding no box annotation, or
     one with no objects, is an error unless ``boxes="none"``. For a box-only source
     (VSI-Bench meta info), ``frames`` = ``"KIND:PATH"`` names the frame source.
-    ``video``: the video file the frame indices refer to (stored relative).
+    ``video``: the video file the frame indices refer to (stored relative); default: the scan's own
+    video where its layout has one (MultiScan). ``video_from_frames``: encode the scan's colour
+    frames into ``out_dir/video.mp4`` at their frame numbers instead (:mod:`vistest.datasets.framevideo`;
+    how is recorded in ``provenance.json``).
     ``options``: adapter options by name (see each adapter's ``options``).
     ``progress``: draw a progress bar on stderr while frames are read. Returns the path of the written scene.
     """
     options = dict(options or {})
     main = get_adapter(dataset)
+    if video is not None and video_from_frames:
+        raise AdapterError("--video and --video-from-frames: give one of them (a video file, or the scan's colour "
+                           "frames encoded into SCENE_DIR/video.mp4)")
     path = Path(path)
     if not path.exists():
         raise AdapterError(f"{path}: PATH for {dataset} not found (expected {main.path_help})")
@@ -163,13 +169,21 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
                            f"without boxes")
     if video is not None and not Path(video).is_file():
         raise AdapterError(f"{video}: --video: file not found")
-    return write_scene(capture, box_set, out_dir, video=video)
+    record = None
+    if video_from_frames:
+        from .framevideo import frames_video
+
+        capture, made, record = frames_video(capture, out_dir, progress=progress)
+        video = str(made)
+    elif video is None and capture.video is not None:
+        video = capture.video
+    return write_scene(capture, box_set, out_dir, video=video, video_record=record)
 
 
 # registration: one module per dataset
-from . import arkitscenes, embodiedscan, scannet, scannetpp, vsibench  # noqa: E402
+from . import arkitscenes, embodiedscan, multiscan, scannet, scannetpp, threerscan, vsibench  # noqa: E402
 
-for _m in (scannet, arkitscenes, scannetpp, vsibench, embodiedscan):
+for _m in (scannet, arkitscenes, scannetpp, threerscan, multiscan, vsibench, embodiedscan):
     register(_m.ADAPTER)
 
 __all__ = ["ADAPTERS", "Adapter", "AdapterError", "BoxSet", "Capture", "Option", "get_adapter", "import_scene",

@@ -33,13 +33,22 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_atomic
 from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
 from .room import ROOM_OPTIONS, capture_room
 from ..geometry import rigid_inverse
+
+
+RELIED_ON = (
+    "ARKitScenes world is +Z up: threedod/README says annotation, mesh and trajectory share one world; the up axis "
+    "is inferred from rectify_im.decide_pose, which reads the camera's up from row 2 of the pose",
+    "ARKitScenes frame index = the rank of the lowres_wide timestamp, fps = 1 / median frame interval: the video "
+    "the indices refer to holds every lowres_wide frame once, in time order",
+    "ARKitScenes frames with no trajectory sample within time_tol are invalid (TenFpsDataLoader would reuse the "
+    "previous pose)",
+)
 
 
 def traj_pose(line: str, where: str) -> tuple[float, np.ndarray]:
@@ -144,7 +153,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
                 raise c.AdapterError(f"{pincams[pin_stamps[j]]}: image size {sz} differs from the first frame's {size}")
             p = nearest(stamps, t, tol)
             pose = poses[p] @ m if p is not None else None
-            depth = _depth_for(depths.get(t), i, turn, out_dir)
+            depth = c.rotated_depth(depths.get(t), i, turn, out_dir)
             frames.append(Frame(index=i, time=t - times[0], camera_to_world=pose, intrinsics=k, depth=depth))
             cams.append(k)
             bar.update(1)
@@ -158,28 +167,13 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         dataset="arkitscenes", scene_id=vid, source=f"ARKitScenes {fdir}", fps=fps, image_size=size, camera=camera,
         frames=tuple(frames), depth=DepthSpec(scale=1000.0, image_size=size) if has_depth else None,
         mesh=str(mesh) if mesh.is_file() else None,
-        boxes=read_annotation(anno) if anno.is_file() else None,
+        boxes=read_annotation(anno) if anno.is_file() else None, relied_on=RELIED_ON,
+        color=c.ColorFrames(images=tuple((i, str(images[t])) for i, t in enumerate(times)),
+                            pattern=str(fdir / "lowres_wide" / f"{vid}_{{timestamp}}.png"), turn=turn),
         extra={"sky_direction": opts.get("sky_direction", "Up"), "time_tol_s": tol,
                "frames_without_pose": sum(f.camera_to_world is None for f in frames), "room": room_note},
         room=room)
     return capture
-
-
-def _depth_for(src: Path | None, i: int, turn: str | None, out_dir: Path) -> str | None:
-    """The depth image of frame ``i``: the original, or a rotated copy in ``out_dir/depth``."""
-    if src is None:
-        return None
-    if turn is None:
-        return str(src)
-    import cv2
-
-    img = cv2.imread(str(src), cv2.IMREAD_UNCHANGED)
-    if img is None:
-        raise c.AdapterError(f"{src}: cannot read depth image")
-    ok, png = cv2.imencode(".png", c.rotate_image(img, turn))
-    dst = Path(out_dir) / "depth" / f"{i:06d}.png"
-    write_atomic(dst, png.tobytes())
-    return str(dst)
 
 
 def read_annotation(path: Path) -> c.BoxSet:

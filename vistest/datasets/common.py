@@ -53,7 +53,7 @@ class BoxSet:
     in the provenance for the audit. ``relied_on``: facts used that the dataset's own
     code does not state. ``vertex_objects``: the object id of each vertex of the capture's mesh
     ("" for none), when the annotation labels the mesh itself (ScanNet's segments): written
-    beside scene.json as its ``mesh_objects`` file.
+    beside scene.json as its ``mesh_objects`` file. ``notes``: checks made while reading (kept in the provenance as ``box_notes``).
     """
 
     objects: tuple[SceneObject, ...]
@@ -64,6 +64,30 @@ class BoxSet:
     alignments: tuple[tuple[str, np.ndarray], ...] = ()
     relied_on: tuple[str, ...] = ()
     vertex_objects: tuple[str, ...] | None = None
+    notes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ColorFrames:
+    """The colour images of a frame source whose native layout has frames, not a video
+    (ScanNet ``color/{i}.jpg``, ARKitScenes ``lowres_wide/*.png``, ScanNet++ ``iphone/rgb/*.jpg``,
+    3RScan ``sequence/frame-*.color.jpg``), for ``vistest import --video-from-frames``
+    (:mod:`vistest.datasets.framevideo`).
+
+    ``images``: (decoded frame number, absolute path) in increasing frame number: the frame
+    number is the scene's ``Frame.index`` the image belongs to. ``turn``: the rotation that
+    makes the stored image the scene's frame (:func:`rotated_camera`'s 'cw', 'ccw', '180' or
+    None). ``resize``: the images are resized to the scene's ``image_size`` (the intrinsics
+    were scaled to it; ScanNet++ ``image_size``); otherwise an image of another size is an error.
+    ``pattern``: how the files are named, for messages and the provenance. ``frame_step``: the
+    adapter takes ``-O frame_step`` (named in the warning for an export of every N-th frame).
+    """
+
+    images: tuple[tuple[int, str], ...]
+    pattern: str
+    turn: str | None = None
+    resize: bool = False
+    frame_step: bool = True
 
 
 @dataclass(frozen=True)
@@ -74,7 +98,9 @@ class Capture:
     makes them relative to the scene file. ``boxes`` is the source's own annotation
     (None when it has none). ``room``: the room the capture's own data give (from its mesh), used
     unless the boxes' source gives one. ``dataset``/``scene_id`` identify the scan for box
-    sources that need them.
+    sources that need them. ``color``: the colour images, for a layout that has frames
+    rather than a video (None otherwise). ``video``: the scan's own video whose decoded frame
+    numbers the frame indices are (MultiScan's ``.mp4``), used when no other video is given.
     """
 
     dataset: str
@@ -91,6 +117,8 @@ class Capture:
     relied_on: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
     room: dict | None = None  # the scene's room from the capture's own data (its mesh: vistest.datasets.room)
+    color: ColorFrames | None = None
+    video: str | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -366,6 +394,33 @@ def rotate_image(img: np.ndarray, turn: str | None) -> np.ndarray:
     return img if turn is None else cv2.rotate(img, codes[turn])
 
 
+def rotated_depth(src: Path | str | None, i: int, turn: str | None, out_dir: Path) -> str | None:
+    """The depth image of frame ``i`` as the scene's frame: the original file (``turn`` None),
+    or a copy rotated by ``turn`` (:func:`rotate_image`) written to ``out_dir/depth/{i:06d}.png``."""
+    if src is None:
+        return None
+    if turn is None:
+        return str(src)
+    import cv2
+
+    img = cv2.imread(str(src), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise AdapterError(f"{src}: cannot read depth image")
+    ok, png = cv2.imencode(".png", rotate_image(img, turn))
+    dst = Path(out_dir) / "depth" / f"{i:06d}.png"
+    write_atomic(dst, png.tobytes())
+    return str(dst)
+
+
+def inside_share(points: np.ndarray, center: np.ndarray, size: np.ndarray, rotation: np.ndarray,
+                 tol: float = 0.02) -> float:
+    """Share of ``points`` (N, 3) inside the box grown by ``tol`` metres on every side."""
+    if len(points) == 0:
+        return float("nan")
+    local = (np.asarray(points, float) - center) @ rotation
+    return float((np.abs(local) <= size / 2 + tol).all(axis=1).mean())
+
+
 # ---------------------------------------------------------------------------------------
 # assembling and writing
 # ---------------------------------------------------------------------------------------
@@ -386,8 +441,9 @@ def assemble(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike,
                  video=rel(video), mesh=rel(capture.mesh), depth=capture.depth, room=room, root=out_dir)
 
 
-def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
-    """The ``provenance.json`` document: sources, box world, alignments, relied-on facts."""
+def provenance(capture: Capture, boxes: BoxSet | None, video_record: dict | None = None) -> dict:
+    """The ``provenance.json`` document: sources, box world, alignments, relied-on facts, and
+    (``video_record``) how the video was made from the colour frames."""
     alignments = list(capture.alignments) + (list(boxes.alignments) if boxes is not None else [])
     return {
         "format": "vistest.provenance/1",
@@ -400,17 +456,21 @@ def provenance(capture: Capture, boxes: BoxSet | None) -> dict:
         "alignments": [{"name": n, "matrix": np.asarray(m, float).tolist()} for n, m in alignments],
         "relied_on": list(capture.relied_on) + (list(boxes.relied_on) if boxes is not None else []),
         **({"notes": capture.extra} if capture.extra else {}),
+        **({"box_notes": boxes.notes} if boxes is not None and boxes.notes else {}),
+        **({"video_from_frames": video_record} if video_record else {}),
     }
 
 
 MESH_OBJECTS = "mesh_objects.txt"  # per-vertex object ids of the mesh, beside scene.json (docs/scene-format.md)
 
 
-def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None) -> Path:
-    """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload),
+def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None,
+                video_record: dict | None = None) -> Path:
+        """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload),
     ``out_dir/mesh_objects.txt`` when the boxes label the mesh's vertices, and
     ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
-    that cannot name files (``-O scene=../x``) is refused before anything is written."""
+    that cannot name files (``-O scene=../x``) is refused before anything is written.
+    ``video_record``: :func:`vistest.datasets.framevideo.frames_video`'s record, kept in the provenance."""
     out_dir = Path(out_dir)
     check_scene_id(capture.scene_id, f"{out_dir / 'scene.json'} (the id of {capture.source}; -O scene sets it)")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -419,7 +479,7 @@ def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLi
         write_atomic(out_dir / MESH_OBJECTS, "".join(f"{o}\n" for o in boxes.vertex_objects))
         scene = replace(scene, mesh_objects=MESH_OBJECTS)
     path = out_dir / "scene.json"
-    write_atomic(out_dir / PROVENANCE, json.dumps(provenance(capture, boxes), indent=1) + "\n")
+    write_atomic(out_dir / PROVENANCE, json.dumps(provenance(capture, boxes, video_record), indent=1) + "\n")
     scene.save(path)
     Scene.load(path)  # the written file must validate; raises SceneError naming the field otherwise
     return path

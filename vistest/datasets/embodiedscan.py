@@ -145,7 +145,16 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     boxes = read_boxes_of(doc, sample, path)
     return c.Capture(dataset=dataset, scene_id=str(sample.get("sample_idx")).split("/")[-1],
                      source=f"EmbodiedScan {path.name} {sample.get('sample_idx')}", fps=fps, image_size=size,
-                     camera=camera, frames=tuple(frames), depth=depth, boxes=boxes)
+                     camera=camera, frames=tuple(frames), depth=depth, boxes=boxes, relied_on=RELIED_ON,
+                     color=c.ColorFrames(images=tuple((f.index, f.image) for f in frames if f.image),
+                                         pattern="images[].img_path under -O data_root", frame_step=False))
+
+
+RELIED_ON = (
+    "EmbodiedScan image paths are relative to the dataset root with their first component dropped (explorer.py "
+    "does so); the frame index is the number in the image's file name (its .sens frame number for ScanNet)",
+    "EmbodiedScan fps 30 unless -O fps is given: the info pickle does not state the rate its frame numbers refer to",
+)
 
 
 def _adapter():

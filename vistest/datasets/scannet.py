@@ -8,7 +8,8 @@ PATH is one scan folder (any name) holding (SensReader ``reader.py`` with
 * ``pose/{i}.txt``: camera-to-world 4x4 (``RGBDFrame.camera_to_world``), raw scan
   world, OpenCV axes; lost tracking is written as all ``-inf`` -> invalid frame;
 * ``intrinsic/intrinsic_color.txt`` and ``intrinsic_depth.txt`` (4x4): the colour
-  and depth cameras differ; each is used for the images it belongs to;
+  and depth cameras differ; each is used for the images it belongs to (``intrinsic_depth.txt``
+  is needed only with depth images or ``images=depth``: a colour-only export has none);
 * ``sceneXXXX_XX.txt``: ``key = value`` lines; ``axisAlignment`` = 16 numbers,
   row-major, raw scan world -> axis-aligned world (test scenes have none);
 * ``sceneXXXX_XX_vh_clean_2.ply`` (raw world), ``..._vh_clean_2.0.010000.segs.json``
@@ -43,6 +44,14 @@ from .room import ROOM_OPTIONS, capture_room
 
 DEFAULT_SKIP = frozenset({"wall", "floor", "ceiling"})
 CAPTURE_FPS = 30.0
+RELIED_ON = (
+    "ScanNet pose/{i}.txt: camera-to-world with OpenCV camera axes (x right, y down, z forward); the .sens format "
+    "does not say, the projection code around ScanNet (e.g. VSI-Bench-style project_single_frame) uses "
+    "u = fx x / z + cx with inv(pose); vistest audit tests the OpenGL alternative",
+    "ScanNet frame rate 30 frames/s (the capture rate), so fps = 30 / frame_step unless -O fps is given",
+    "ScanNet native boxes: the axis-aligned box of each object's _vh_clean_2 vertices in the axis-aligned world "
+    "(the votenet / mmdetection3d convention; ScanNet itself annotates segments, not boxes)",
+)
 
 
 def read_info(path: Path) -> dict[str, str]:
@@ -187,12 +196,12 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     if not poses:
         raise c.AdapterError(f"{path / 'pose'}: expected SensReader pose files pose/{{i}}.txt")
     colors, depths = _numbered(path / "color", ".jpg"), _numbered(path / "depth", ".png")
+    images = opts.get("images", "color")
     k_color = c.intrinsics_from_matrix(c.read_matrix_txt(path / "intrinsic" / "intrinsic_color.txt"))
-    k_depth = c.intrinsics_from_matrix(c.read_matrix_txt(path / "intrinsic" / "intrinsic_depth.txt"))
+    k_depth = _depth_camera(path, depths, images)
     first = min(poses)
     color_size = _size(info, "colorWidth", "colorHeight", colors.get(first), (1296, 968), info_path)
     depth_size = _size(info, "depthWidth", "depthHeight", depths.get(first), (640, 480), info_path)
-    images = opts.get("images", "color")
     camera, image_size = (k_color, color_size) if images == "color" else (k_depth, depth_size)
     step = opts.get("frame_step", 1)
     fps = opts.get("fps", CAPTURE_FPS / step)
@@ -210,17 +219,36 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
                                 image=str(img) if img is not None and images == "color" else None))
     depth = DepthSpec(scale=opts.get("depth_scale", 1000.0), image_size=depth_size, camera=k_depth) if depths else None
     room, room_note = capture_room(files.mesh, opts)
+    color = c.ColorFrames(images=tuple((n // step, str(p)) for n, p in sorted(colors.items()) if n % step == 0)
+                          if images == "color" else (),
+                          pattern=str(path / "color" / "{i}.jpg") + ("" if images == "color" else
+                                                                     " not used with images=depth: the frames are the "
+                                                                     "depth camera's; import with images=color"))
     capture = c.Capture(
         dataset="scannet", scene_id=scene_id, source=f"ScanNet SensReader export {path}", fps=fps,
         image_size=image_size, camera=camera, frames=tuple(frames), depth=depth,
         mesh=str(files.mesh) if files.mesh is not None else None,
         alignments=((("scannet axisAlignment (raw scan world -> axis-aligned world)", align),)
                     if align is not None else ()),
+        relied_on=RELIED_ON, color=color,
         extra={"images": images, "frame_step": step, "axisAlignment": "present" if align is not None else "absent",
-               "scan_info": files.info.name if files.info is not None else "absent", "room": room_note},
+               "scan_info": files.info.name if files.info is not None else "absent", "room": room_note,
+               "intrinsic_depth": "read" if k_depth is not None else "absent (no depth/ folder)"},
         room=room)
     boxes = native_boxes(files, align, opts.get("skip_labels", DEFAULT_SKIP)) if files.annotated else None
     return replace(capture, boxes=boxes)
+
+
+def _depth_camera(path: Path, depths: dict, images: str):
+    """``intrinsic/intrinsic_depth.txt``, or None when the export has no depth (a colour-only
+    export need not have it); required with depth images or ``images=depth``."""
+    p = path / "intrinsic" / "intrinsic_depth.txt"
+    if p.is_file():
+        return c.intrinsics_from_matrix(c.read_matrix_txt(p))
+    if depths or images == "depth":
+        why = "images=depth uses the depth camera" if images == "depth" else f"depth/ holds {len(depths)} depth images"
+        raise c.AdapterError(f"{p}: not found; expected the depth camera's 4x4 intrinsics ({why})")
+    return None
 
 
 def native_boxes(files: ScanFiles, align: np.ndarray | None, skip: frozenset) -> c.BoxSet:

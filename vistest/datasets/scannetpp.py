@@ -85,10 +85,17 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
     mesh = path / "scans" / "mesh_aligned_0.05.ply"
     anno = path / "scans" / "segments_anno.json"
     room, room_note = capture_room(mesh if mesh.is_file() else None, opts)
+    rgb = {}
+    for p in (path / "iphone" / "rgb").glob("frame_*.jpg"):
+        m = _FRAME.match(p.stem)
+        if m and int(m.group(1)) % step == 0:
+            rgb[int(m.group(1)) // step] = str(p)
+    color = c.ColorFrames(images=tuple(sorted(rgb.items())), resize=True,
+                          pattern=str(path / "iphone" / "rgb" / "frame_NNNNNN.jpg (extracted from rgb.mkv)"))
     return c.Capture(
         dataset="scannetpp", scene_id=opts.get("scene", path.name), source=f"ScanNet++ iPhone {pij}", fps=fps,
         image_size=size, camera=camera, frames=tuple(frames), depth=depth, mesh=str(mesh) if mesh.is_file() else None,
-        boxes=read_annotation(anno) if anno.is_file() else None,
+        boxes=read_annotation(anno) if anno.is_file() else None, color=color,
         relied_on=("ScanNet++ aligned_pose: camera-to-world with OpenCV camera axes in the mesh_aligned world "
                    "(third-party loaders use it so; the scannetpp toolkit does not say)",
                    "ScanNet++ intrinsic: for the 1920x1440 RGB frames of rgb.mkv"),

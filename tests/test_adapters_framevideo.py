@@ -1,0 +1,195 @@
+"""``vistest import ... --video-from-frames``: the colour frames encoded at their own frame numbers.
+
+Fixture: a colour-only SensReader export (no depth/, no intrinsic_depth.txt) whose images are
+solid colours, one per frame number, at frames 1, 2, 4 and 7, with poses at 1, 2, 3, 4 and 7.
+The expected video is written out by hand: decoded frame 0 is black (before the first image),
+1 and 2 their own images, 3 repeats 2, 4 its own, 5 and 6 repeat 4, 7 its own; scene frame 3
+has a pose but no image, so it becomes invalid. Colours are compared after JPEG and H.264
+(mean over the frame, tolerance 6 levels of 255).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vistest.cli import main as cli
+from vistest.datasets import AdapterError, import_scene
+from vistest.scene import Scene
+from vistest.videos.ffmpeg import count_frames, read_frames
+
+SIZE = (64, 48)
+IMAGES = {1: (200, 30, 30), 2: (30, 200, 30), 4: (30, 30, 200), 7: (220, 220, 40)}  # RGB per frame number
+POSED = (1, 2, 3, 4, 7)
+K = [[60.0, 0, 31.5, 0], [0, 60.0, 23.5, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+def _txt(path: Path, m) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(" ".join(f"{v:f}" for v in row) for row in m) + "\n")
+
+
+def write_colour_export(root: Path, images=IMAGES, posed=POSED) -> Path:
+    """A colour-only SensReader export (see the module docstring); no annotation."""
+    scan = root / "scene0007_00"
+    (scan / "color").mkdir(parents=True)
+    for n, rgb in images.items():
+        img = np.empty((SIZE[1], SIZE[0], 3), np.uint8)
+        img[:] = rgb[::-1]  # OpenCV writes BGR
+        cv2.imwrite(str(scan / "color" / f"{n}.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 98])
+    for n in posed:
+        pose = np.eye(4)
+        pose[:3, 3] = [0.1 * n, 0, 1]
+        _txt(scan / "pose" / f"{n}.txt", pose)
+    _txt(scan / "intrinsic" / "intrinsic_color.txt", K)
+    (scan / "scene0007_00.txt").write_text(f"colorWidth = {SIZE[0]}\ncolorHeight = {SIZE[1]}\n")
+    return scan
+
+
+def _mean_rgb(video: Path, n_frames: int) -> np.ndarray:
+    return np.array([f.reshape(-1, 3).mean(axis=0) for f in read_frames(video, range(n_frames))])
+
+
+def test_video_from_frames_keeps_every_image_at_its_frame_number(tmp_path):
+    out = tmp_path / "scene"
+    path = import_scene("scannet", write_colour_export(tmp_path), out, boxes="none", video_from_frames=True)
+    scene = Scene.load(path)
+    assert scene.video == "video.mp4" and scene.path(scene.video).is_file()
+    video = scene.path(scene.video)
+    assert count_frames(video) == 8
+    expected = [(0, 0, 0), IMAGES[1], IMAGES[2], IMAGES[2], IMAGES[4], IMAGES[4], IMAGES[4], IMAGES[7]]
+    got = _mean_rgb(video, 8)
+    print("decoded mean RGB per frame:", got.round(1).tolist())
+    np.testing.assert_allclose(got, np.array(expected, float), atol=6)
+    # the scene: frame index = decoded frame number; frame 3 has a pose but no image -> invalid
+    assert [f.index for f in scene.frames] == list(POSED)
+    assert [f.valid for f in scene.frames] == [True, True, False, True, True]
+    assert scene.depth is None  # a colour-only export imports without intrinsic_depth.txt
+    prov = json.loads((out / "provenance.json").read_text())
+    rec = prov["video_from_frames"]
+    assert rec["decoded_frames"] == 8 and rec["images"] == 4 and rec["first_image"] == 1
+    assert rec["held"] == [[3, 3], [5, 6]] and rec["black"] == [[0, 0]] and rec["made_invalid"] == [3]
+    assert "warning" not in rec
+    assert any("OpenCV camera axes" in r for r in prov["relied_on"])
+    # a rerun keeps the video (same key), a changed image re-encodes it
+    mtime = video.stat().st_mtime_ns
+    import_scene("scannet", tmp_path / "scene0007_00", out, boxes="none", video_from_frames=True)
+    assert video.stat().st_mtime_ns == mtime
+    img = np.full((SIZE[1], SIZE[0], 3), 128, np.uint8)
+    cv2.imwrite(str(tmp_path / "scene0007_00" / "color" / "7.jpg"), img)
+    os.utime(tmp_path / "scene0007_00" / "color" / "7.jpg", ns=(1, 1))
+    import_scene("scannet", tmp_path / "scene0007_00", out, boxes="none", video_from_frames=True)
+    np.testing.assert_allclose(_mean_rgb(video, 8)[7], [128, 128, 128], atol=6)
+
+
+def test_every_tenth_frame_export_warns_and_frame_step_packs_it(tmp_path):
+    images = {0: (200, 30, 30), 10: (30, 200, 30), 20: (30, 30, 200)}
+    scan = write_colour_export(tmp_path, images, posed=(0, 10, 20))
+    res = CliRunner().invoke(cli, ["import", "scannet", str(scan), "-o", str(tmp_path / "a"), "--boxes", "none",
+                                   "--video-from-frames", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "-O frame_step=10" in res.output  # the warning (stderr is mixed into output)
+    assert count_frames(tmp_path / "a" / "video.mp4") == 21
+    res = CliRunner().invoke(cli, ["import", "scannet", str(scan), "-o", str(tmp_path / "b"), "--boxes", "none",
+                                   "--video-from-frames", "-O", "frame_step=10", "--quiet"])
+    assert res.exit_code == 0, res.output
+    scene = Scene.load(tmp_path / "b" / "scene.json")
+    assert [f.index for f in scene.frames] == [0, 1, 2] and scene.fps == 3.0
+    np.testing.assert_allclose(_mean_rgb(tmp_path / "b" / "video.mp4", 3), np.array(list(images.values()), float),
+                               atol=6)
+
+
+def test_video_from_frames_errors_name_the_file(tmp_path):
+    scan = write_colour_export(tmp_path)
+    cv2.imwrite(str(scan / "color" / "4.jpg"), np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(AdapterError, match=r"4\.jpg: colour image of frame 4 is 10x10; expected .* 64x48"):
+        import_scene("scannet", scan, tmp_path / "o1", boxes="none", video_from_frames=True)
+    assert not (tmp_path / "o1" / "video.mp4").exists()  # nothing half-written
+    with pytest.raises(AdapterError, match="--video and --video-from-frames"):
+        import_scene("scannet", scan, tmp_path / "o2", boxes="none", video="x.mp4", video_from_frames=True)
+    (scan / "depth").mkdir()
+    cv2.imwrite(str(scan / "depth" / "1.png"), np.zeros((48, 64), np.uint16))
+    with pytest.raises(AdapterError, match=r"intrinsic_depth\.txt: not found; .*depth/ holds 1 depth images"):
+        import_scene("scannet", scan, tmp_path / "o3", boxes="none")
+    res = CliRunner().invoke(cli, ["import", "scannet", str(scan), "-o", str(tmp_path / "o4"), "--boxes", "none",
+                                   "-O", "images=depth", "--video-from-frames"])
+    assert res.exit_code == 2 and "intrinsic_depth.txt" in res.output
+
+
+def test_arkitscenes_frames_rotate_with_the_camera(tmp_path):
+    """sky_direction=Left: the video holds each lowres_wide frame rotated 90 degrees clockwise, as
+    the camera is: a bright pixel at (u, v) = (20, 10) of the 256x192 image lands at (H-1-v, u)."""
+    from test_adapters_arkitscenes import STAMPS, VID, write_arkit_video
+
+    vdir = write_arkit_video(tmp_path)
+    for ts in STAMPS:
+        img = np.zeros((192, 256, 3), np.uint8)
+        img[6:15, 16:25] = 255  # a 9x9 white patch centred on (u, v) = (20, 10)
+        cv2.imwrite(str(vdir / f"{VID}_frames" / "lowres_wide" / f"{VID}_{ts}.png"), img)
+    scene = Scene.load(import_scene("arkitscenes", vdir, tmp_path / "out", options={"sky_direction": "Left"},
+                                    video_from_frames=True))
+    assert scene.image_size == (192, 256) and count_frames(scene.path(scene.video)) == 3
+    frame = next(read_frames(scene.path(scene.video), [0]))
+    v, u = np.unravel_index(np.argmax(frame.sum(axis=2)), frame.shape[:2])
+    assert abs(u - (192 - 1 - 10)) <= 4 and abs(v - 20) <= 4
+
+
+def test_every_frame_source_fills_relied_on(tmp_path):
+    """provenance.json's relied_on names what each adapter assumes (docs/adapters.md); never empty."""
+    from test_adapters_arkitscenes import write_arkit_video
+    from test_adapters_embodiedscan import write_infos
+    from test_adapters_scannet import write_scannet_scan
+    from test_adapters_scannetpp import write_scannetpp_scene
+
+    cases = {"scannet": (write_scannet_scan(tmp_path / "s"), {}),
+             "arkitscenes": (write_arkit_video(tmp_path / "a"), {}),
+             "scannetpp": (write_scannetpp_scene(tmp_path / "p"), {}),
+             "embodiedscan": (write_infos(tmp_path / "e"), {"scene": "scene0000_00",
+                                                            "data_root": str(tmp_path / "e" / "scannet")})}
+    for name, (path, opts) in cases.items():
+        out = tmp_path / f"out-{name}"
+        import_scene(name, path, out, options=opts)
+        relied = json.loads((out / "provenance.json").read_text())["relied_on"]
+        assert relied and all(isinstance(r, str) and len(r) > 20 for r in relied), name
+
+
+def test_scannetpp_extracted_frames_are_resized_to_image_size(tmp_path):
+    """ScanNet++: iphone/rgb/frame_NNNNNN.jpg (here 480x360) resized to image_size 240x180; with
+    frame_step=2, iPhone frames 0 and 2 are decoded frames 0 and 1 (1 and 3 are left out)."""
+    from test_adapters_scannetpp import write_scannetpp_scene
+
+    scene_dir = write_scannetpp_scene(tmp_path)
+    (scene_dir / "iphone" / "rgb").mkdir()
+    colours = {0: (200, 30, 30), 1: (30, 200, 30), 2: (30, 30, 200), 3: (220, 220, 40)}
+    for n, rgb in colours.items():
+        img = np.empty((360, 480, 3), np.uint8)
+        img[:] = rgb[::-1]
+        cv2.imwrite(str(scene_dir / "iphone" / "rgb" / f"frame_{n:06d}.jpg"), img)
+    scene = Scene.load(import_scene("scannetpp", scene_dir, tmp_path / "out", video_from_frames=True,
+                                    options={"frame_step": 2, "image_size": "240x180"}))
+    video = scene.path(scene.video)
+    assert count_frames(video) == 2 and scene.image_size == (240, 180)
+    assert next(read_frames(video, [0])).shape == (180, 240, 3)
+    np.testing.assert_allclose(_mean_rgb(video, 2), [colours[0], colours[2]], atol=6)
+
+
+def test_embodiedscan_posed_images_keep_their_frame_numbers(tmp_path):
+    """EmbodiedScan's posed images 00000.jpg and 00010.jpg: an 11-frame video, frames 1..9 repeat
+    frame 0, and the warning names the repeat without an option EmbodiedScan does not have."""
+    from test_adapters_embodiedscan import write_infos
+
+    infos = write_infos(tmp_path)
+    posed = tmp_path / "scannet" / "posed_images" / "scene0000_00"
+    cv2.imwrite(str(posed / "00010.jpg"), np.full((480, 640, 3), 200, np.uint8))
+    out = tmp_path / "out"
+    scene = Scene.load(import_scene("embodiedscan", infos, out, video_from_frames=True,
+                                    options={"scene": "scene0000_00", "data_root": str(tmp_path / "scannet")}))
+    assert count_frames(scene.path(scene.video)) == 11
+    np.testing.assert_allclose(_mean_rgb(scene.path(scene.video), 11)[:, 0], [0] * 10 + [200], atol=6)
+    rec = json.loads((out / "provenance.json").read_text())["video_from_frames"]
+    assert rec["held"] == [[1, 9]] and "every 10th frame" in rec["warning"] and "frame_step" not in rec["warning"]

@@ -1,0 +1,192 @@
+"""The video of a scan whose native layout has frames, not a video (``vistest import ... --video-from-frames``).
+
+A SensReader export (``color/{i}.jpg``), ARKitScenes (``lowres_wide/*.png``), ScanNet++ with its
+frames extracted (``iphone/rgb/frame_*.jpg``) and 3RScan (``sequence/frame-*.color.jpg``) hold
+one image file per frame. :func:`frames_video` encodes them into ``SCENE_DIR/video.mp4`` so that
+**decoded frame n of the video is the scene's frame index n**, which is the source frame number
+(ScanNet, ScanNet++, 3RScan: the number in the file name, divided by ``frame_step``;
+ARKitScenes: the rank of the timestamp). Gaps are kept, never closed up:
+
+* a frame number with no image between two images (a copy that lost files, an export with
+  SensReader's ``frame_skip``) repeats the previous image, as a constant-frame-rate
+  conversion of a variable-rate sequence does, so every later image stays at its own number;
+* frame numbers before the first image (an export that starts late) are black;
+* a scene frame that has a pose but no image of its own is made invalid (pose ``null``): the
+  video shows another frame's picture there, so that pose would describe the wrong image.
+
+``provenance.json`` records it under ``video_from_frames``: the decoded frame count, the
+ranges of held and black frames, the frames made invalid, the encoder settings and a key
+(sha256 of the image list with sizes and times, and the settings). The video is H.264,
+yuv420p, constant frame rate ``fps`` (the scene's), libx264 ``crf`` 18, written atomically and
+verified by decoding (:class:`vistest.videos.ffmpeg.VideoWriter`); a rerun with the same key and
+an intact ``video.mp4`` keeps it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..progress import progress_bar
+from ..scene import MAX_FRAME_INDEX
+from . import common as c
+
+VIDEO_NAME = "video.mp4"
+CRF = 18  # libx264 quality (visually lossless for these captures)
+PRESET = "veryfast"  # libx264 preset: a 5,000-frame 1296x968 scan in minutes on two cores
+KEY_PREFIX = "vistest frames-video "
+
+
+def _runs(numbers: list[int]) -> list[list[int]]:
+    """Consecutive runs of sorted ints as ``[first, last]`` pairs."""
+    out: list[list[int]] = []
+    for n in numbers:
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return out
+
+
+def plan(images: dict[int, str], last: int) -> tuple[list[int | None], list[int], list[int]]:
+    """What decoded frame 0..``last`` shows: the source frame number of its image (None: black).
+
+    Returns (shown, held, black): ``shown[n]`` the frame number whose image decoded frame ``n``
+    shows; ``held`` the frames that repeat an earlier image; ``black`` the frames before the first image.
+    """
+    shown: list[int | None] = []
+    held, black = [], []
+    prev = None
+    for n in range(last + 1):
+        if n in images:
+            prev = n
+        elif prev is None:
+            black.append(n)
+        else:
+            held.append(n)
+        shown.append(prev)
+    return shown, held, black
+
+
+def content_key(color: c.ColorFrames, size: tuple[int, int], fps: float, last: int) -> str:
+    """sha256 of what the video is made of: each image's frame number, path, size and time, the
+    rotation, resizing, frame size and rate, the last frame number and the encoder settings."""
+    h = hashlib.sha256()
+    head = {"size": list(size), "fps": fps, "last": last, "turn": color.turn, "resize": color.resize,
+            "crf": CRF, "preset": PRESET}
+    h.update(json.dumps(head, sort_keys=True).encode())
+    for n, p in color.images:
+        try:
+            st = os.stat(p)
+            h.update(f"{n}\0{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            raise c.AdapterError(f"{p}: colour image of frame {n}: cannot read it") from None
+    return h.hexdigest()
+
+
+def _read_rgb(path: str, n: int, color: c.ColorFrames, size: tuple[int, int]) -> np.ndarray:
+    """The image of frame ``n`` as the scene's frame: RGB (H, W, 3) uint8, rotated and resized."""
+    import cv2
+
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    if img is None:
+        raise c.AdapterError(f"{path}: colour image of frame {n}: cannot read it as an image")
+    img = c.rotate_image(img, color.turn)
+    w, h = size
+    if img.shape[1] != w or img.shape[0] != h:
+        if not color.resize:
+            raise c.AdapterError(f"{path}: colour image of frame {n} is {img.shape[1]}x{img.shape[0]}"
+                                 f"{' after the rotation' if color.turn else ''}; expected the scene's "
+                                 f"image_size {w}x{h} (the size its intrinsics are for)")
+        img = cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(img[:, :, ::-1])
+
+
+def _up_to_date(path: Path, key: str) -> bool:
+    """``path`` is an intact MP4 whose comment tag carries ``key``."""
+    from ..videos.ffmpeg import VideoError, mp4_intact, probe
+
+    if not path.is_file() or not mp4_intact(path):
+        return False
+    try:
+        return probe(path).metadata.get("comment") == KEY_PREFIX + key
+    except VideoError:
+        return False
+
+
+def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool = False
+                 ) -> tuple[c.Capture, Path, dict]:
+    """Encode ``capture``'s colour images into ``out_dir/video.mp4`` (module docstring).
+
+    Returns the capture with the frames that have no image of their own made invalid, the
+    video's path and the ``video_from_frames`` record for ``provenance.json``. AdapterError
+    naming the file when the layout has no colour images, an image cannot be read or has
+    another size than ``image_size``, or the size is odd (yuv420p needs even sizes).
+    """
+    from ..videos.ffmpeg import VideoWriter
+
+    color = capture.color
+    if color is None or not color.images:
+        where = color.pattern if color is not None else "colour images"
+        raise c.AdapterError(f"{capture.source}: --video-from-frames: no colour frames found ({where}); "
+                             f"expected the scan's colour images, or give the video with --video")
+    w, h = capture.image_size
+    if w % 2 or h % 2:
+        raise c.AdapterError(f"{capture.source}: --video-from-frames: image_size {w}x{h} is odd; H.264 (yuv420p) "
+                             f"needs even sizes: encode the video yourself and pass it with --video")
+    images = dict(color.images)
+    last = max(max(images), max((f.index for f in capture.frames), default=0))
+    if last > MAX_FRAME_INDEX:
+        raise c.AdapterError(f"{capture.source}: --video-from-frames: frame number {last} exceeds "
+                             f"{MAX_FRAME_INDEX} (the largest frame index a scene may give)")
+    shown, held, black = plan(images, last)
+    key = content_key(color, (w, h), float(capture.fps), last)
+    out = Path(out_dir) / VIDEO_NAME
+    if not _up_to_date(out, key):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        blank = np.zeros((h, w, 3), np.uint8)
+        with VideoWriter(out, fps=float(capture.fps), size=(w, h), crf=CRF, preset=PRESET,
+                         metadata={"comment": KEY_PREFIX + key}) as writer, \
+                progress_bar(last + 1, f"video from frames {capture.scene_id}", enabled=progress) as bar:
+            current, current_n = blank, None
+            for src in shown:
+                if src is not None and src != current_n:
+                    current, current_n = _read_rgb(images[src], src, color, (w, h)), src
+                writer.write(current)
+                bar.update(1)
+    invalid = [f.index for f in capture.frames if f.index not in images and f.valid]
+    frames = tuple(replace(f, camera_to_world=None) if f.index in invalid else f for f in capture.frames)
+    record = {
+        "video": VIDEO_NAME,
+        "frame_numbers": "decoded frame n of the video = the scene's frame index n = the source frame number "
+                         "(the file's number // frame_step; ARKitScenes: the timestamp's rank)",
+        "source_images": color.pattern,
+        "decoded_frames": last + 1,
+        "images": len(images),
+        "first_image": min(images),
+        "held": _runs(held),
+        "black": _runs(black),
+        "made_invalid": invalid,
+        "fps": float(capture.fps),
+        "rotation": color.turn,
+        "resized": color.resize,
+        "encoder": f"libx264 yuv420p crf {CRF} preset {PRESET}, constant frame rate",
+        "key": key,
+    }
+    step = _common_step(sorted(images))
+    if step > 1 and len(held) > len(images):
+        record["warning"] = (f"the images are every {step}th frame ({len(held)} of {last + 1} decoded frames repeat "
+                             f"the previous image, keeping the real timing)"
+                             + (f"; -O frame_step={step} makes a video of the images alone"
+                                if color.frame_step else ""))
+    return replace(capture, frames=frames), out, record
+
+
+def _common_step(numbers: list[int]) -> int:
+    """The greatest common divisor of the gaps between consecutive frame numbers (1 for one image)."""
+    diffs = np.diff(numbers)
+    return int(np.gcd.reduce(diffs)) if len(diffs) else 1
