@@ -171,6 +171,19 @@ def test_index_opens_with_a_summary_read_from_the_run(run_dir):
     assert "audit" in summary and "FAIL" in summary and "boxes sit 2.6 m off" in summary
 
 
+def test_summary_survives_damaged_files(run_dir, tmp_path):
+    """A truncated visibility.npz and a broken line in a budget file: the page is still written, the pose
+    coverage then comes from the scene file the run's record names (frame 7 of 12 has no pose there too)."""
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad)
+    npz = bad / "scenes" / "tiny" / "visibility.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    with (bad / "scenes" / "tiny" / "4_frame.jsonl").open("a") as f:
+        f.write("{not json\n")
+    summary = summary_of(index_html(bad))
+    assert "1 of 12 frames have no pose" in summary
+
+
 def test_sampling_notes_are_listed_once_per_kind(run_dir, tmp_path):
     """A note that many videos carry (the InternVL one, 35 times on a real scan) is one line of the summary with
     the number of videos; each video's row links to it by number. Checked on a manifest where one note kind is

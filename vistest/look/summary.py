@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +93,7 @@ def pose_coverage(run_dir: Path, scene_id: str) -> tuple[int, int] | None:
             valid, index = np.asarray(z["valid"], bool), np.asarray(z["frame_index"])
         n = int(index.max()) + 1 if index.size else 0
         return n - int(valid.sum()), n
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
         pass
     scene = scene_file(run_dir, scene_id)
     doc = _json(scene) if scene else None
