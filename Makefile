@@ -23,43 +23,75 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,ray]'
 	touch $(STAMP)
 
+# `make demo` says where it is: one line per step on stderr, "make demo: step i of N: what", before the step's
+# command (the longer commands draw their own progress bars). N counts the $(call demo_step,...) lines of this
+# file; each expansion of demo_step adds one to its counter (step texts must not hold commas).
+DEMO_STEPS := $(shell grep -c '^.$$.call demo_step,' $(lastword $(MAKEFILE_LIST)))
+demo_counter :=
+define demo_step
+$(eval demo_counter += x)@echo "make demo: step $(words $(demo_counter)) of $(DEMO_STEPS): $(1)" >&2
+endef
+
 demo: $(STAMP)
+	$(call demo_step,the demo scene and its video (vistest demo-scene))
 	$(VENV)/bin/vistest demo-scene $(DEMO_OUT)/scene
+	$(call demo_step,visibility; budget ground truth and videos; dummies (vistest run))
 	$(VENV)/bin/vistest run $(DEMO_SCENE) examples/demo-questions.jsonl -o $(DEMO_OUT)/run \
 		--budgets 16,32,64,all --profile uniform
+	$(call demo_step,the overlay video (vistest overlay))
 	$(VENV)/bin/vistest overlay $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/overlay.mp4 --visibility $(DEMO_VIS) --quiet
+	$(call demo_step,the overlay contact sheet (vistest overlay --png))
 	$(VENV)/bin/vistest overlay $(DEMO_SCENE) --png -o $(DEMO_RUN_SCENE)/overlay.png --visibility $(DEMO_VIS) --quiet
+	$(call demo_step,the timeline (vistest timeline))
 	$(VENV)/bin/vistest timeline $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/timeline.png --questions examples/demo-questions.jsonl \
 		--budgets 16,32,64 --profile uniform --visibility $(DEMO_VIS)
+	$(call demo_step,the most-frequent-answer baseline (vistest baseline))
 	$(VENV)/bin/vistest baseline -r $(DEMO_RUN_SCENE) -o $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl
+	$(call demo_step,its score report (vistest score))
 	$(VENV)/bin/vistest score $(DEMO_RUN_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_RUN_SCENE) \
 		-o $(DEMO_RUN_SCENE)/score --quiet
+	$(call demo_step,the revsi export (vistest export revsi))
 	$(VENV)/bin/vistest export revsi $(DEMO_OUT)/run -o $(DEMO_OUT)/export/revsi --quiet
+	$(call demo_step,the lmms-eval task export)
 	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_OUT)/run -o $(DEMO_OUT)/export/lmms-eval-task --quiet
+	$(call demo_step,the VLMEvalKit export)
 	$(VENV)/bin/vistest export vlmevalkit $(DEMO_OUT)/run -o $(DEMO_OUT)/export/vlmevalkit --quiet
+	$(call demo_step,the jsonl export)
 	$(VENV)/bin/vistest export jsonl $(DEMO_OUT)/run -o $(DEMO_OUT)/export/jsonl --quiet
+	$(call demo_step,contact sheets of every video and index.html (vistest sheet))
 	$(VENV)/bin/vistest sheet $(DEMO_OUT)/run -o $(DEMO_OUT)/run/sheets
+	$(call demo_step,generated questions of every type (vistest generate))
 	$(VENV)/bin/vistest generate $(DEMO_SCENE) --visibility $(DEMO_VIS) --types all -o $(DEMO_GEN)/questions.jsonl \
 		--report $(DEMO_GEN) --rule 'abs_distance.skip_probability=[]'
+	$(call demo_step,their run with drop dummies (vistest run))
 	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_GEN)/questions.jsonl -o $(DEMO_GEN_RUN) --budgets 16,32,64,all \
 		--profile uniform --visibility $(DEMO_VIS) --dummy drop --quiet
+	$(call demo_step,their baseline (vistest baseline))
 	$(VENV)/bin/vistest baseline -r $(DEMO_GEN_RUN) -o $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl
+	$(call demo_step,their score report (vistest score --protocol revsi))
 	$(VENV)/bin/vistest score $(DEMO_GEN_RUN)/baseline-most-frequent.jsonl -r $(DEMO_GEN_RUN) --protocol revsi \
 		-o $(DEMO_GEN_RUN)/score --quiet
 	@# the stress test: the demo questions reformulated (circular, none-of-these, open, abstain), a run with
 	@# drop dummies, the held-out blind model as the model, and its score report (docs/scoring.md). Its videos
 	@# are the demo's (same frames, dummies named by content key): hard-linked, so the run encodes nothing.
+	$(call demo_step,the stress test: the demo questions reformulated (vistest reformulate))
 	$(VENV)/bin/vistest reformulate examples/demo-questions.jsonl -o $(DEMO_OUT)/stress-questions.jsonl \
 		--report $(DEMO_OUT)/stress-reformulate
+	$(call demo_step,the stress run folder: the demo videos hard-linked)
 	rm -rf $(DEMO_STRESS)
 	$(PY) -c "import os, shutil, sys; [shutil.copytree(os.path.join(sys.argv[1], d), os.path.join(sys.argv[2], d), \
 		copy_function=os.link) for d in sys.argv[3:]]" $(DEMO_OUT)/run $(DEMO_STRESS) 16_frame 32_frame 64_frame all_frame dummy_drop
+	$(call demo_step,the stress run (vistest run))
 	$(VENV)/bin/vistest run $(DEMO_SCENE) $(DEMO_OUT)/stress-questions.jsonl -o $(DEMO_STRESS) \
 		--budgets 16,32,64,all --profile uniform --dummy drop --visibility $(DEMO_VIS) --quiet
+	$(call demo_step,its baseline (vistest baseline))
 	$(VENV)/bin/vistest baseline -r $(DEMO_STRESS_SCENE) -o $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl
+	$(call demo_step,its score report (vistest score))
 	$(VENV)/bin/vistest score $(DEMO_STRESS_SCENE)/baseline-most-frequent.jsonl -r $(DEMO_STRESS_SCENE) \
 		-o $(DEMO_STRESS_SCENE)/score
+	$(call demo_step,its index.html (vistest index))
 	$(VENV)/bin/vistest index $(DEMO_STRESS) > /dev/null
+	$(call demo_step,its lmms-eval task export)
 	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_STRESS) -o $(DEMO_OUT)/export/stress-lmms-eval-task --quiet
 	@echo
 	@echo "Demo outputs:"

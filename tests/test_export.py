@@ -771,13 +771,12 @@ def literal_list(tree, name):
 
 
 def vlmevalkit_tsv(run_dir, tmp_path, target):
-    """TSVs for ``target`` of the run's rows that target can prompt (ReVSI: the rows with a ReVSI type)."""
+    """TSVs for ``target`` of the mixed run (:func:`mixed_run`: rows of types neither class prompts whole), as
+    --skip-unsupported (the default) leaves them: only the rows that target can prompt."""
     from vistest.eval.exporters import vlmevalkit
 
-    run = load_run(run_dir)
-    keep = tuple(r for r in run.rows if vlmevalkit.target_type(r, target))
     out = tmp_path / f"vlm-{target}"
-    vlmevalkit.write(replace(run, rows=keep), out, target=target)
+    vlmevalkit.write(mixed_run(run_dir), out, target=target)
     return out
 
 
@@ -820,9 +819,93 @@ def test_vlmevalkit_export_checks_types_against_its_target(run_dir, tmp_path):
     assert len(counting) and set(counting["question_type"]) == {"object_counting_single"}
     with pytest.raises(InputError, match=r"ReVSI cannot build a prompt for \d+ row\(s\).*demo-10 "
                                          r"\(object_rel_direction_easy: \d+ row\(s\), first at .*16_frame.jsonl:\d+\)"
-                                         r".*demo-11 \(obj_appearance_order"):
-        export("vlmevalkit", run_dir, tmp_path / "r", replace(QUIET, target="ReVSI"))
+                                         r".*demo-11 \(obj_appearance_order.*--skip-unsupported \(the default\)"):
+        export("vlmevalkit", run_dir, tmp_path / "r", replace(QUIET, target="ReVSI", skip_unsupported=False))
     assert not (tmp_path / "r").exists()
+
+
+# the types each class cannot prompt, written out from VLMEvalKit's lists (revsi.py MCQ_QUESTION_TYPES /
+# NQ_QUESTION_TYPES, vsibench.py mcq_items / na_items) and the renames of docs/export.md, not from the module
+REVSI_CANNOT = {"object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
+                "obj_appearance_order"}
+VSIBENCH_CANNOT = {"object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
+                   "object_rel_direction_forward_hard", "object_rel_direction_backward_hard"}
+
+
+def mixed_run(run_dir):
+    """The run with demo-9's rows (object_rel_distance) asked as ReVSI's object_rel_direction_forward_easy: a set
+    neither class prompts whole (as `vistest generate --types all`'s), VsiBench lacking that type, ReVSI the
+    relative-direction level and the appearance order of demo-10 and demo-11."""
+    run = load_run(run_dir)
+    rows = tuple(replace(r, question_type="object_rel_direction_forward_easy") if r.id.endswith("demo-9") else r
+                 for r in run.rows)
+    return replace(run, rows=rows)
+
+
+@pytest.mark.parametrize("fmt", ["vlmevalkit-ReVSI", "vlmevalkit-VsiBench", "vlmevalkit-auto", "revsi",
+                                 "lmms-eval-task"])
+def test_exports_leave_out_rows_their_target_cannot_prompt_with_one_warning(run_dir, tmp_path, fmt):
+    """--skip-unsupported (the default), the same contract for every prompting export: the rows the target
+    cannot prompt are not written, the record counts them per type (reason and part), one warning names the
+    counts per type; --refuse-unsupported stops instead, writing nothing. lmms-eval-task prompts every type."""
+    from vistest.eval.exporters import lmms_eval_task, revsi, vlmevalkit
+
+    run = mixed_run(run_dir)
+    fmt, _, target = fmt.partition("-")
+    module = {"vlmevalkit": vlmevalkit, "revsi": revsi, "lmms": lmms_eval_task}[fmt]
+    # lmms-eval-task: one scoring protocol per folder; the auto choice refuses a ReVSI-only and VSI-Bench-only mix
+    res = module.write(run, tmp_path / "out", target=target or "auto", progress=False, protocol="vsibench")
+    if fmt == "vlmevalkit":
+        # rows the export would write were every class able to prompt them: answerable budget rows and dummies
+        asked = [r for r in run.rows if (r.is_dummy and r.video is not None) or
+                 (not r.is_dummy and r.answerable and r.scorable)]
+        chosen = res.info["target"]
+        cannot = REVSI_CANNOT if chosen == "ReVSI" else VSIBENCH_CANNOT
+        if target == "auto":  # the class prompting more rows
+            n = {t: sum(r.question_type not in c for r in asked) for t, c in (("ReVSI", REVSI_CANNOT),
+                                                                            ("VsiBench", VSIBENCH_CANNOT))}
+            assert n[chosen] == max(n.values())
+        lost = [r for r in asked if r.question_type in cannot]
+        reason = "no_target_question_type"
+        written = [row for tsv in sorted((tmp_path / "out").glob("*.tsv")) for _, row in
+                   pd.read_csv(tsv, sep="\t").iterrows()]
+        assert written and not {row["vistest_question_type"] for row in written} & cannot
+        assert len(written) == len(asked) - len(lost)
+    elif fmt == "revsi":
+        reason, cannot = "no_revsi_question_type", REVSI_CANNOT
+        lost = [r for r in run.real_rows if r.answerable and r.scorable and r.question_type in cannot]
+        chosen = "ReVSI"
+    else:
+        assert not res.warnings and not [x for x in res.left_out if x.reason not in ("unanswerable", "no_video")]
+        assert lmms_eval_task.write(run, tmp_path / "strict", skip_unsupported=False, protocol="vsibench").parts
+        return
+    assert lost, "the mixed run must hold rows the target cannot prompt"
+    by_type = {}
+    for r in lost:
+        by_type[r.question_type] = by_type.get(r.question_type, 0) + 1
+    counted = {}
+    for x in res.left_out:
+        if x.reason == reason:
+            counted[x.question_type] = counted.get(x.question_type, 0) + x.n
+    assert counted == by_type
+    mine = [w for w in res.warnings if "cannot prompt for" in w]
+    assert len(mine) == 1 and mine[0].startswith(f"{len(lost)} row(s) {chosen} cannot prompt for, left out")
+    assert all(f"{t} {n}" in mine[0] for t, n in by_type.items())
+    with pytest.raises(InputError, match=r"cannot (build a prompt|prompt) for \d+ row\(s\).*--skip-unsupported"):
+        module.write(run, tmp_path / "strict", target=chosen, skip_unsupported=False, progress=False)
+    assert not (tmp_path / "strict").exists()
+
+
+def test_export_warnings_show_with_quiet(run_dir, tmp_path):
+    """The CLI: --quiet keeps the one warning (the demo's demo-10 and demo-11 have no ReVSI type);
+    --refuse-unsupported exits 2 naming them."""
+    r = CliRunner().invoke(main, ["export", "revsi", str(run_dir), "-o", str(tmp_path / "a"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.output.splitlines() if "cannot prompt for" in ln]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "obj_appearance_order" in lines[0]
+    r = CliRunner().invoke(main, ["export", "vlmevalkit", str(run_dir), "-o", str(tmp_path / "b"), "--target",
+                                  "ReVSI", "--refuse-unsupported", "--quiet"])
+    assert r.exit_code == 2 and "demo-10" in r.output and not (tmp_path / "b").exists()
 
 
 def vlmevalkit_class(module_path: str, class_name: str):

@@ -5,8 +5,10 @@ without it that test is skipped and says why. Its screenshot is kept in ``test-a
 """
 import json
 import os
+import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import cv2
@@ -15,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.look.index import links
+from vistest.look.index import index_html, links
 from vistest.videos.manifest import read_manifest
 from vistest.look.sheets import sheet_path, write_sheets
 from vistest.videos.ffmpeg import VideoWriter
@@ -61,8 +63,10 @@ def run_dir(tmp_path_factory):
                  ["overlay", str(root / "scene.json"), "--png", "-o", str(scene_dir / "overlay.png")],
                  ["timeline", str(root / "scene.json"), "-o", str(scene_dir / "timeline.png"), "--budgets", "4",
                   "--questions", str(root / "q.jsonl")],
+                 ["baseline", "-r", str(scene_dir), "-o", str(scene_dir / "baseline.jsonl")],
+                 ["score", str(scene_dir / "baseline.jsonl"), "-r", str(scene_dir), "-o", str(scene_dir / "score")],
                  ["sheet", str(out)]):
-        r = runner.invoke(main, args + ["--quiet"])
+        r = runner.invoke(main, args + ([] if args[0] == "baseline" else ["--quiet"]))
         assert r.exit_code == 0, r.output
     assert r.output.strip() == str((out / "index.html").resolve())
     return out
@@ -98,6 +102,138 @@ def test_index_links_and_images_resolve_on_disk(run_dir):
 
     missing = [t for t in targets if not t.startswith("#") and not (run_dir / unquote(t)).is_file()]
     assert not missing
+
+
+class Cells(HTMLParser):
+    """The tables of a page region as rows of cell texts; ``ids``: every element id."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.ids, self._cell = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.ids += [v for k, v in attrs if k == "id"]
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append(self._cell.strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def summary_of(page: str) -> str:
+    start = page.index('<section class="summary"')
+    return page[start:page.index("</section>", start)]
+
+
+def test_index_opens_with_a_summary_read_from_the_run(run_dir):
+    """The summary comes before any scene section and states, counted here from the run's own files: per budget
+    kept / changed / unanswerable (the budget files' status), per dummy mode its rows and the scored model's
+    hallucination (score/rows.jsonl: hallucinated rows of the mode), the pose coverage (frame 7 of 12 has no
+    pose) and the audit verdict once an audit report lies in the scene folder."""
+    page = (run_dir / "index.html").read_text()
+    assert page.index('id="summary"') < page.index('id="scene-tiny"')
+    summary = summary_of(page)
+    p = Cells()
+    p.feed(summary)
+    budget_table, dummy_table = p.tables
+    for label, row in (("4", budget_table[1]), ("all", budget_table[2])):
+        status = [json.loads(ln)["status"] for ln in (run_dir / "scenes" / "tiny" / f"{label}_frame.jsonl").open()]
+        want = [str(status.count(s)) for s in ("kept", "changed", "unanswerable")]
+        assert row[0] == (f"{label} frames" if label != "all" else "all") and row[1] == str(len(status))
+        assert [c.split()[0] for c in row[2:]] == want, (row, want)
+    dummies = [json.loads(ln) for ln in (run_dir / "scenes" / "tiny" / "dummy_gt.jsonl").open()]
+    scored = [json.loads(ln) for ln in (run_dir / "scenes" / "tiny" / "score" / "rows.jsonl").open()]
+    for row in dummy_table[1:]:
+        mode = row[0]
+        mine = [d for d in dummies if d["dummy_mode"] == mode]
+        assert row[1] == str(len(mine)) and row[2] == str(sum(d["status"] == "unanswerable" for d in mine))
+        rated = [r for r in scored if r["variant"] == f"dummy-{mode}" and r["hallucinated"] is not None]
+        assert rated and row[4].startswith(f"{sum(r['hallucinated'] for r in rated)} of {len(rated)} ")
+    assert "1 of 12 frames have no pose" in summary
+    assert "audit" not in summary
+    report = {"format": "vistest.audit/1", "scene_id": "tiny", "passed": False, "message": "boxes sit 2.6 m off"}
+    audit = run_dir / "scenes" / "tiny" / "audit.json"
+    audit.write_text(json.dumps(report))
+    try:
+        summary = summary_of(index_html(run_dir))
+    finally:
+        audit.unlink()
+    assert "audit" in summary and "FAIL" in summary and "boxes sit 2.6 m off" in summary
+
+
+def test_summary_survives_damaged_files(run_dir, tmp_path):
+    """A truncated visibility.npz and a broken line in a budget file: the page is still written, the pose
+    coverage then comes from the scene file the run's record names (frame 7 of 12 has no pose there too)."""
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad)
+    npz = bad / "scenes" / "tiny" / "visibility.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    with (bad / "scenes" / "tiny" / "4_frame.jsonl").open("a") as f:
+        f.write("{not json\n")
+    summary = summary_of(index_html(bad))
+    assert "1 of 12 frames have no pose" in summary
+
+
+def test_sampling_notes_are_listed_once_per_kind(run_dir, tmp_path):
+    """A note that many videos carry (the InternVL one, 35 times on a real scan) is one line of the summary with
+    the number of videos; each video's row links to it by number. Checked on a manifest where one note kind is
+    carried by 35 videos with different frame numbers: the page holds no note text twice."""
+    recs = read_manifest(run_dir)
+    many = tmp_path / "many"
+    shutil.copytree(run_dir, many)
+    lines = []
+    for i in range(35):
+        r = dict(recs[i % len(recs)], path=f"copy{i}/{recs[i % len(recs)]['path']}")
+        r["warnings"] = [f"profile internvl takes {16 + i} frames of this {16 + i}-frame video: misses [{15 + i}], "
+                         f"repeats [{8 + i}]"]
+        lines.append(json.dumps(r))
+    (many / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    page = index_html(many)
+    summary = summary_of(page)
+    notes = [ln for ln in summary.split("<li") if "profile internvl" in ln]
+    assert len(notes) == 1 and "35 of 35 videos" in notes[0]
+    assert page.count("profile internvl takes") == 1 + 35  # once in the summary, once per video as hover text
+    assert page.count('href="#note-1"') == 35 and 'id="note-1"' in summary
+    visible = re.sub(r'title="[^"]*"', "", page)
+    assert visible.count("profile internvl takes") == 1
+
+
+def test_real_vs_dummy_plot_labels_do_not_overlap(tmp_path):
+    """The hallucination-on-dummies plot of a --types all set (20 question types x 2 dummy modes = 40 labels):
+    rendered, no two tick labels' boxes intersect and every label lies inside the image."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from vistest.eval.metrics import HallucinationCell, SensitivityCell
+    from vistest.eval.report import real_vs_dummy_figure
+    from vistest.questions import QUESTION_TYPES
+
+    types = sorted(QUESTION_TYPES)[:20]
+    assert len(types) == 20
+    hall = [HallucinationCell(f"dummy-{m}", "16", t, "confident_answer", 10, i % 10, 0, 0)
+            for m in ("drop", "black") for i, t in enumerate(types)]
+    sens = [SensitivityCell(f"dummy-{m}", "16", t, 10, 0.8, 0.3) for m in ("drop", "black") for t in types]
+    fig = real_vs_dummy_figure(sens, hall)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = canvas.get_width_height()
+    for ax in fig.axes:
+        boxes = [t.get_window_extent(renderer) for t in ax.get_yticklabels() if t.get_text()]
+        assert len(boxes) == (40 if ax.get_title() == "hallucination on dummies" else 20)
+        for a, b in zip(boxes, boxes[1:]):
+            assert not a.overlaps(b), (ax.get_title(), a, b)
+        assert all(b.x0 >= 0 and b.y0 >= 0 and b.x1 <= width and b.y1 <= height for b in boxes)
+    fig.savefig(tmp_path / "plot.png")
 
 
 HARNESS = """<!doctype html><html><body><pre id="result">pending</pre>

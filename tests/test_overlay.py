@@ -10,6 +10,8 @@ from vistest.visibility import raster
 from vistest.cli import main
 from vistest.look.overlay import (
     OverlayStyle,
+    default_sheet_frames,
+    make_overlay,
     SceneOverlay,
     clip_segment,
     label_images,
@@ -204,6 +206,10 @@ def test_overlay_video_and_contact_sheet_from_the_cli(video_scene, tmp_path):
     out = tmp_path / "overlay.mp4"
     r = runner.invoke(main, ["overlay", str(video_scene), "-o", str(out), "--quiet"])
     assert r.exit_code == 0, r.output
+    assert count_frames(out) == 5  # by default the posed frames: frame 2 has no pose
+    assert "1 of 6 frames have no pose" in r.output
+    r = runner.invoke(main, ["overlay", str(video_scene), "-o", str(out), "--frames", "0-5", "--quiet"])
+    assert r.exit_code == 0, r.output
     assert count_frames(out) == 6
     frames = list(read_frames(out, range(6)))
     assert abs(int(frames[0][60, 5].mean()) - 40) < 6  # the source pixels show through away from the boxes
@@ -218,3 +224,31 @@ def test_overlay_video_and_contact_sheet_from_the_cli(video_scene, tmp_path):
     assert not list(tmp_path.glob(".*tmp*"))  # atomic: no temporary left behind
     r = runner.invoke(main, ["overlay", str(video_scene), "-o", str(sheet), "--png", "--objects", "sofa"])
     assert r.exit_code != 0 and "--objects" in r.output
+
+
+@pytest.mark.parametrize("posed, want", [
+    ((5, 17, 30), (5, 17, 30)),  # fewer posed frames than the sheet holds: all of them, no unposed one
+    (tuple(range(0, 103, 2)), None),  # 52 posed of 103: 16 of them, spread
+    ((), None),  # none posed: spread over every frame
+])
+def test_contact_sheet_defaults_to_posed_frames(tmp_path, posed, want):
+    """The issue's scan: most frames without a pose. The default sheet picks only posed frames (spread as the
+    uniform sampler spreads them), never a black INVALID POSE tile while a posed frame is left."""
+    n = 103
+    poses = [IDENTITY if i in posed else None for i in range(n)]
+    (tmp_path / "scene.json").write_text(json.dumps(scene_doc([([0.0, 0.0, 3.0], [1.0, 1.0, 1.0])], poses,
+                                                              image_size=(64, 48), camera={"fx": 50.0, "fy": 50.0,
+                                                                                           "cx": 31.5, "cy": 23.5})))
+    notes = []
+    chosen = make_overlay(tmp_path / "scene.json", tmp_path / "sheet.png", png=True, tile_width=32,
+                          note=notes.append)
+    assert (tmp_path / "sheet.png").is_file()
+    if posed and len(posed) <= 16:
+        assert chosen == want
+    elif posed:
+        assert len(chosen) == 16 and set(chosen) <= set(posed)
+        assert chosen[-1] - chosen[0] > 0.8 * (posed[-1] - posed[0])  # spread over the posed frames
+        assert any(f"{n - len(posed)} of {n} frames have no pose" in m for m in notes)
+    else:
+        assert len(chosen) == 16 and chosen[-1] - chosen[0] > 80 and chosen == default_sheet_frames(n)
+        assert notes == [f"none of the {n} frames has a pose: no boxes drawn"]

@@ -10,8 +10,11 @@ and logged samples), never an exit status.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may come from the hub: the tasks must run offline
@@ -212,3 +215,39 @@ def test_builtin_revsi_yaml_is_what_docs_describe():
     doc = yaml.load((BUILTIN_REVSI / "_default_template_yaml").read_text().replace("!function", ""),
                     Loader=yaml.SafeLoader)
     assert doc["dataset_path"] == "3dlg-hcvc/ReVSI" and doc["dataset_kwargs"]["video"] is True
+
+
+# ---------------------------------------------------------------------------------------
+# the documented commands, as a person types them (docs/export.md)
+# ---------------------------------------------------------------------------------------
+def lmms_eval_command(*args, cwd):
+    """The ``lmms-eval`` console script of this environment, run as a separate process, offline."""
+    exe = Path(sys.executable).with_name("lmms-eval")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    return subprocess.run([str(exe), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_documented_lmms_eval_command_runs_end_to_end(run_dir, tmp_path):
+    """docs/export.md's `lmms-eval --model MODEL --model_args ... --include_path OUT --tasks vistest_16_frame
+    --log_samples --output_path logs/` then `vistest score logs/ -r RUN_DIR/scenes/{scene_id}`: both exit 0.
+    MODEL is lmms-eval's own `dummy` (constant answer; read_bytes: it opens every video the task names and
+    fails on a missing one). The command prints its results table with pytablewriter after writing the results:
+    without pytablewriter in tests/clients/requirements.txt it exits 1 here."""
+    out = tmp_path / "tasks"
+    cli("export", "lmms-eval-task", run_dir, "-o", out, "--quiet")
+    r = lmms_eval_command("--model", "dummy", "--model_args", "response=A,read_bytes=64,fail_on_missing=True",
+                          "--include_path", out, "--tasks", "vistest_16_frame", "--log_samples",
+                          "--output_path", "logs/", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-4000:]
+    results = list((tmp_path / "logs").rglob("*_results.json"))
+    assert len(results) == 1, list((tmp_path / "logs").rglob("*"))
+    res = json.loads(results[0].read_text())["results"]
+    assert "vistest_16_frame_real" in res and res["vistest_16_frame_real"]["overall,none"] < 0.5, res
+    rows = read_jsonl(out / "data" / "vistest_16_frame_real.jsonl")
+    samples = list((tmp_path / "logs").rglob("*vistest_16_frame_real*.jsonl"))
+    assert samples and sum(1 for _ in samples[0].open()) == len(rows) > 0
+    assert "vistest_16_frame_real" in r.stdout  # the table pytablewriter prints
+    score = tmp_path / "score"
+    cli("score", tmp_path / "logs", "-r", run_dir / "scenes" / SCENE, "-o", score, "--quiet")
+    assert (score / "report.md").is_file()

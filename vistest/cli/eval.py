@@ -147,17 +147,25 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
               help="vlmevalkit: the VLMEvalKit dataset class the TSVs are for (question types are checked against "
                    "it and mapped where a mapping exists; auto: ReVSI when every row has a ReVSI type, else "
                    "VsiBench).")
+@click.option("--skip-unsupported/--refuse-unsupported", default=True, show_default=True,
+              help="revsi, vlmevalkit, lmms-eval-task: leave out the rows the target cannot prompt for (counted per "
+                   "type in vistest_export.json, one warning), or stop naming them. lmms-eval-task prompts every "
+                   "type.")
 @click.option("--verify", is_flag=True,
               help="Hash every video against the manifest (default: its size, and its hash when its time changed).")
-@quiet_option("No progress and no summary.")
-def export_cmd(fmt, run_dir, output, link, protocol, name, evaluator, target, verify, quiet):
+@quiet_option("No progress and no summary (warnings still shown).")
+def export_cmd(fmt, run_dir, output, link, protocol, name, evaluator, target, skip_unsupported, verify, quiet):
     """Export RUN_DIR (the output folder of 'vistest run') as FORMAT: revsi (ReVSI release layout for
     lmms-eval's revsi task and VLMEvalKit), lmms-eval-task (--include_path folder, real and
     dummy videos), vlmevalkit (TSVs), jsonl (every row, absolute paths, provenance)."""
     from ..eval.exporters import ExportOptions, export
 
     res = export(fmt, run_dir, output, ExportOptions(link, protocol, name, progress=not quiet, verify=verify,
-                                                     evaluator=evaluator, target=target))
+                                                     evaluator=evaluator, target=target,
+                                                     skip_unsupported=skip_unsupported))
     if not quiet:
         click.echo(res.summary_text(), nl=False)
         click.echo(f"wrote {res.out / 'vistest_export.json'}", err=True)
+    else:
+        for w in res.warnings:
+            warn(w)

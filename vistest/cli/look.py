@@ -11,7 +11,7 @@ from ..look import (OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH, S
                     SHEET_TILE_WIDTH)
 from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD
 from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, occlusion_option, output_option,
-                      profile_options, quiet_option, seen_threshold_option, visibility_option)
+                      profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
 
 
 @click.command("overlay")
@@ -20,8 +20,8 @@ from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, occlusion_op
 @click.option("--png", is_flag=True, help="Write a PNG contact sheet of the frames instead of a video.")
 @click.option("--objects", default=None, help="Comma-separated object ids and/or labels to draw (default: all).")
 @click.option("--frames", default=None,
-              help=f"Decoded frames, e.g. 0,10,20-30,100-200:10 (default: all; --png: {OVERLAY_SHEET_FRAMES} spread "
-                   f"uniformly).")
+              help=f"Decoded frames, e.g. 0,10,20-30,100-200:10 (default: every frame with a camera pose; --png: "
+                   f"{OVERLAY_SHEET_FRAMES} of them spread uniformly).")
 @visibility_option("Visibility .npz for the coverage labels (default: computed now).")
 @occlusion_option()
 @click.option("--columns", type=click.IntRange(1), default=OVERLAY_COLUMNS, show_default=True,
@@ -37,7 +37,7 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
     from ..look.overlay import make_overlay
 
     drawn = make_overlay(scene_json, output, png, objects, frames, visibility_npz, occlusion, columns, tile_width,
-                         scale_intrinsics, progress=not quiet)
+                         scale_intrinsics, progress=not quiet, note=warn)
     if not quiet:
         click.echo(f"overlay of {len(drawn)} frames -> {output}", err=True)
 

@@ -1,16 +1,21 @@
 """``index.html`` of a run folder: one static page linking everything a run wrote.
 
 ``vistest index RUN_DIR`` writes ``RUN_DIR/index.html`` (plain HTML and inline CSS, no
-script, relative links: it opens from disk, no server). Per scene (the scene ids of
-``manifest.jsonl`` and of ``scenes/*/``):
+script, relative links: it opens from disk, no server). It opens with a **summary**
+(vistest.look.summary): per budget the questions kept / changed / unanswerable, per dummy mode
+its rows and the scored model's hallucination rate, and the warnings (pose coverage, audit
+verdict, the videos' sampling notes, one line per kind of note). Then per scene (the scene ids
+of ``manifest.jsonl`` and of ``scenes/*/``):
 
 * **pictures**: every PNG under ``scenes/{scene_id}/`` (the timeline and overlay sheet
-  ``make demo`` puts there, score plots), shown and linked;
+  ``make demo`` puts there, score plots), shown and linked; score plots (a PNG beside a
+  ``report.json``) at their own size, so their labels stay as readable as in the file;
 * **files**: every other file under ``scenes/{scene_id}/`` (budget and dummy ground truth,
   visibility, overlay video, score reports), linked;
 * **videos**: a table of the scene's ``manifest.jsonl`` lines (path, kind, budget / mode,
-  frames, questions, warnings), each with its contact sheet from ``SHEETS/{path}.png``
-  (``vistest sheet``) when there is one.
+  frames, questions, notes), each with its contact sheet from ``SHEETS/{path}.png``
+  (``vistest sheet``) when there is one. A video's notes are given by number (``note 2``, the
+  full text on hover); the notes themselves are listed once above the table, one line per kind.
 
 Then every other file at the top of the run folder (``manifest.jsonl``...). Hidden files
 and folders (``.manifest.lock``, ``.vistest/``) are left out. The page is rewritten
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +33,7 @@ from .. import layout
 from ..atomic import write_atomic
 from ..errors import InputError
 from ..videos.manifest import read_manifest
+from .summary import STATUSES, SceneSummary, budget_order, collapse_notes, note_kind, scene_summary
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
@@ -35,6 +42,10 @@ h1{font-size:1.4em}h2{border-bottom:1px solid #ccc;margin-top:1.6em}h3{font-size
 border:1px solid #ccc}figcaption{font-size:.85em}table{border-collapse:collapse;font-size:.85em}
 td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}td img{width:240px}
 .warn{color:#a40}code{font-size:.95em}
+.summary{background:#f6f6f2;border:1px solid #ddd;padding:.6em 1em;margin:1em 0}.summary h2{margin-top:.2em;
+border:0}.summary table{margin:.3em 1.5em .6em 0;display:inline-table;vertical-align:top}.summary td.n{text-align:right}
+.summary ul{margin:.3em 0;padding-left:1.2em}.ok{color:#070}.fail{color:#b00;font-weight:bold}
+.pics img.plot{max-width:100%;max-height:none}
 """
 
 
@@ -64,7 +75,73 @@ def _link(path: Path, base: Path, text: str | None = None) -> str:
     return f'<a href="{_href(path, base)}">{html.escape(text or Path(os.path.relpath(path, base)).as_posix())}</a>'
 
 
-def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path) -> str:
+def _pct(a: int, n: int) -> str:
+    return f"{a / n:.0%}" if n else "-"
+
+
+def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path) -> str:
+    """The summary section (module docstring): totals over the scenes, then the warnings."""
+    budgets: dict[str, Counter] = {}
+    dummies: dict[str, Counter] = {}
+    halluc: dict[str, list[int]] = {}
+    for s in summaries:
+        for b, c in s.budgets.items():
+            budgets.setdefault(b, Counter()).update(c)
+        for m, c in s.dummies.items():
+            dummies.setdefault(m, Counter()).update(c)
+        for m, (h, n) in s.hallucination.items():
+            acc = halluc.setdefault(m, [0, 0])
+            acc[0] += h
+            acc[1] += n
+    many = len(summaries) > 1
+    out = ['<section class="summary" id="summary"><h2>Summary</h2>']
+    if budgets:
+        rows = ["<tr><th>budget</th><th>questions</th>" + "".join(f"<th>{st}</th>" for st in STATUSES) + "</tr>"]
+        for b in sorted(budgets, key=budget_order):
+            c = budgets[b]
+            n = sum(c.values())
+            rows.append(f"<tr><td>{html.escape(b if b == 'all' else b + ' frames')}</td><td class=n>{n}</td>" + "".join(
+                f"<td class=n>{c[st]} ({_pct(c[st], n)})</td>" for st in STATUSES) + "</tr>")
+        out.append("<table><caption>Questions per budget: does the budget's ground truth keep the all-frame answer?"
+                   + (f" ({len(summaries)} scenes)" if many else "")
+                   + "</caption>" + "".join(rows) + "</table>")
+    if dummies:
+        scored = any(s.score_report for s in summaries)
+        rows = ["<tr><th>dummy mode</th><th>rows</th><th>unanswerable</th><th>changed</th>"
+                "<th>hallucination</th></tr>"]
+        for m in sorted(dummies):
+            c = dummies[m]
+            h = halluc.get(m)
+            cell = f"{h[0]} of {h[1]} ({_pct(h[0], h[1])})" if h else ("not scored" if scored else
+                                                                      "no score yet")
+            rows.append(f"<tr><td>{html.escape(m)}</td><td class=n>{sum(c.values())}</td>"
+                        f"<td class=n>{c['unanswerable']}</td><td class=n>{c['changed']}</td><td>{cell}</td></tr>")
+        reports = [s.score_report for s in summaries if s.score_report]
+        src = ("from " + ", ".join(_link(p, run_dir) for p in reports[:3]) + (" ..." if len(reports) > 3 else "")
+               if reports else "<code>vistest score</code> adds it")
+        out.append("<table><caption>Dummies per mode (hallucination: the scored model answers although the frames "
+                   f"hold no evidence; {src})</caption>" + "".join(rows) + "</table>")
+    items = []
+    for s in summaries:
+        who = f"{html.escape(s.scene_id)}: " if many else ""
+        if s.audit is not None:
+            passed, message, path = s.audit
+            verdict = '<span class="ok">PASS</span>' if passed else '<span class="fail">FAIL</span>'
+            items.append(f"<li>{who}audit {verdict} {html.escape(message)} ({_link(path, run_dir, path.name)})</li>")
+        items += [f'<li class="warn">{who}{html.escape(w)}</li>' for w in s.warnings]
+    limit = 12  # scene lines; a batch of many scenes keeps the summary short
+    if len(items) > limit:
+        items = items[:limit] + [f"<li>... and {len(items) - limit} more</li>"]
+    for i, (_kind, first, n, path) in enumerate(collapse_notes(recs), 1):  # every kind: the video tables link here
+        others = f"{n} of {len(recs)} videos" + (f", e.g. {html.escape(path)}" if n > 1 else f": {html.escape(path)}")
+        items.append(f'<li id="note-{i}" class="warn">note {i}: {html.escape(first)} ({others}'
+                     + ("; the others differ in numbers only" if n > 1 else "") + ")</li>")
+    out.append("<h3>Warnings</h3><ul>" + "".join(items) + "</ul>" if items else "<p>No warnings.</p>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path, notes: dict[str, int] | None = None) -> str:
     rows = ["<tr><th>video</th><th>kind</th><th>frames</th><th>questions</th><th>contact sheet</th></tr>"]
     for r in recs:
         video = run_dir / r["path"]
@@ -74,7 +151,9 @@ def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path) -> str:
             (f" fill {r['fill']}" if r.get("fill") else "")
         if r.get("objects"):
             kind += f"<br>removes {html.escape(', '.join(map(str, r['objects'])))}"
-        warns = "".join(f'<br><span class="warn">{html.escape(w)}</span>' for w in r.get("warnings", []))
+        nums = sorted({(notes or {}).get(note_kind(str(w)), 0): str(w) for w in r.get("warnings", [])}.items())
+        warns = "".join(f'<br><a class="warn" href="#note-{i}" title="{html.escape(w)}">note {i}</a>' if i else
+                        f'<br><span class="warn">{html.escape(w)}</span>' for i, w in nums)
         sheet = sheets_dir / Path(r["path"]).with_suffix(".png")
         thumb = f'<a href="{_href(sheet, run_dir)}"><img src="{_href(sheet, run_dir)}" alt="contact sheet"></a>' \
             if sheet.is_file() else ""
@@ -99,6 +178,8 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
              "<p>Everything this run wrote, per scene: pictures (timeline, overlay, plots), ground-truth files, "
              "and every video with its contact sheet (each frame captioned with the source frame it was made "
              "from; <code>ok</code> = it matches the source, or black, as the manifest says).</p>"]
+    notes = {kind: i for i, (kind, *_rest) in enumerate(collapse_notes(recs), 1)}
+    parts.append(_summary_html([scene_summary(run_dir, sid) for sid in scene_ids], recs, run_dir))
     if scene_ids:
         parts.append("<p>Scenes: " + ", ".join(f'<a href="#scene-{quote(s)}">{html.escape(s)}</a>'
                                                  for s in scene_ids) + "</p>")
@@ -109,14 +190,15 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
         others = [f for f in files if f.suffix.lower() != ".png"]
         if pics:
             parts.append("<h3>Pictures</h3><div class=\"pics\">" + "".join(
-                f'<figure><a href="{_href(p, run_dir)}"><img src="{_href(p, run_dir)}" '
-                f'alt="{html.escape(p.name)}"></a><figcaption>{html.escape(p.relative_to(run_dir).as_posix())}'
+                f'<figure><a href="{_href(p, run_dir)}"><img src="{_href(p, run_dir)}"'
+                + (' class="plot"' if (p.parent / "report.json").is_file() else "")
+                + f' alt="{html.escape(p.name)}"></a><figcaption>{html.escape(p.relative_to(run_dir).as_posix())}'
                 f"</figcaption></figure>" for p in pics) + "</div>")
         if others:
             parts.append("<h3>Files</h3><ul>" + "".join(f"<li>{_link(f, run_dir)}</li>" for f in others) + "</ul>")
         mine = [r for r in recs if r["scene_id"] == sid]
         if mine:
-            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir))
+            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir, notes))
     top = [p for p in sorted(run_dir.iterdir()) if p.is_file() and not p.name.startswith(".")
            and p.name != layout.INDEX_HTML]
     if top:

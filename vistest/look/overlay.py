@@ -636,20 +636,36 @@ def overlay_sheet(ov: SceneOverlay, frames: Sequence[int], size=None, columns: i
     return contact_sheet(tiles, columns, title=title)
 
 
-def default_sheet_frames(num_frames: int, count: int = DEFAULT_SHEET_FRAMES) -> tuple[int, ...]:
-    """``count`` frames spread over the video the way the ``uniform`` sampler picks them."""
+def default_sheet_frames(num_frames: int, count: int = DEFAULT_SHEET_FRAMES,
+                         posed: Sequence[int] | None = None) -> tuple[int, ...]:
+    """``count`` frames spread the way the ``uniform`` sampler picks them: over ``posed`` (the
+    decoded frames with a known camera pose, sorted) when given and not empty, else over all
+    ``num_frames`` decoded frames. A frame without a pose gets no boxes (a black ``INVALID POSE``
+    tile), so a sheet meant to check the boxes picks posed frames."""
     from ..budget.sampling import select_frames
 
-    return tuple(sorted(set(int(i) for i in select_frames("uniform", num_frames, min(count, num_frames)))))
+    pool = list(posed) if posed else list(range(num_frames))
+    picks = select_frames("uniform", len(pool), min(count, len(pool))) if pool else ()
+    return tuple(sorted(set(pool[int(i)] for i in picks)))
+
+
+def posed_frames(scene: Scene) -> tuple[int, ...]:
+    """Decoded frame numbers (sorted) whose camera pose is known."""
+    return tuple(f.index for f in scene.frames if f.valid)
 
 
 def make_overlay(scene_json: str | os.PathLike, out: str | os.PathLike, png: bool = False, objects: str | None = None,
                  frames: str | None = None, visibility_npz: str | None = None, occlusion: str = DEFAULT_OCCLUSION,
                  columns: int = DEFAULT_COLUMNS, tile_width: int = DEFAULT_TILE_WIDTH, scale_intrinsics: bool = False,
-                 progress: bool = False) -> tuple[int, ...]:
-    """``vistest overlay``: the overlay video of ``frames`` (default: all) or, with ``png``,
-    a contact sheet of them (default: :data:`DEFAULT_SHEET_FRAMES` spread uniformly),
-    written atomically to ``out``. Returns the frames drawn. Errors name file and field."""
+                 progress: bool = False, note=None) -> tuple[int, ...]:
+    """``vistest overlay``: the overlay video of ``frames`` or, with ``png``, a contact sheet of
+    them, written atomically to ``out``. Returns the frames drawn. Errors name file and field.
+
+    Default frames are the posed ones (a frame without a pose gets no boxes): the video shows
+    every decoded frame with a pose, the sheet :data:`DEFAULT_SHEET_FRAMES` of them spread
+    uniformly. A scene where no frame has a pose gets all frames (each marked ``INVALID POSE``).
+    Frames given explicitly are drawn whether posed or not. ``note(str)``, when given, is told
+    how many frames the default left out for want of a pose."""
     if png and (columns < 1 or tile_width < 16):
         raise InputError(f"--columns/--tile-width: expected >= 1 column and >= 16 pixels, got {columns}, {tile_width}")
     scene, size = load_scene_video(scene_json, scale_intrinsics)
@@ -658,7 +674,14 @@ def make_overlay(scene_json: str | os.PathLike, out: str | os.PathLike, png: boo
     if frames is not None:
         chosen = parse_frames(frames, n)
     else:
-        chosen = default_sheet_frames(n) if png else tuple(range(n))
+        posed = posed_frames(scene)
+        if note is not None and 0 < len(posed) < n:
+            note(f"{n - len(posed)} of {n} frames have no pose: left out of the default frames "
+                 f"(--frames draws them, marked INVALID POSE)")
+        elif note is not None and not posed and n:
+            note(f"none of the {n} frames has a pose: no boxes drawn")
+        posed = posed or tuple(range(n))
+        chosen = default_sheet_frames(n, posed=posed) if png else posed
     if visibility_npz:
         vis = Visibility.load(visibility_npz)
     else:

@@ -42,7 +42,10 @@ class ExportOptions:
     its hash when its time changed since the run wrote it; vistest.eval.exporters.rundir.verify_videos).
     ``evaluator``: the evaluator configuration whose ``all`` ground truth the ``all`` rows are
     (None: every frame; vistest.eval.exporters.rundir). ``target`` (vlmevalkit): the VLMEvalKit
-    class, ``ReVSI``, ``VsiBench`` or ``auto``.
+    class, ``ReVSI``, ``VsiBench`` or ``auto``. ``skip_unsupported`` (revsi, vlmevalkit,
+    lmms-eval-task): leave out the rows the target cannot prompt for, counted per type in the
+    record and named in one warning (default); False: refuse them (InputError naming the rows).
+    lmms-eval-task prompts every vistest type, so it leaves none out either way.
     """
 
     link: str = "hard"
@@ -52,6 +55,7 @@ class ExportOptions:
     verify: bool = False
     evaluator: str | None = None
     target: str = "auto"
+    skip_unsupported: bool = True
 
 
 def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
@@ -67,7 +71,8 @@ def export(fmt: str, run_dir: str | os.PathLike, out: str | os.PathLike,
     run = load_run(run_dir, options.verify, options.evaluator)
     module = importlib.import_module(f".{FORMATS[fmt]}", __name__)
     return module.write(run, Path(out), link=options.link, protocol=options.protocol, name=options.name,
-                        progress=options.progress, target=options.target)
+                        progress=options.progress, target=options.target,
+                        skip_unsupported=options.skip_unsupported)
 
 
 __all__ = ["FORMATS", "LINK_MODES", "ExportOptions", "ExportResult", "export"]

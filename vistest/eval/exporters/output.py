@@ -52,6 +52,8 @@ LEFT_UNSCORABLE = "unscorable_ground_truth"       # e.g. an appearance order giv
 LEFT_NO_REVSI_TYPE = "no_revsi_question_type"     # revsi: a VSI-Bench type the ReVSI task cannot prompt
 LEFT_NO_VIDEO = "no_video"                        # dummy with no frame left to write
 LEFT_VISTEST_ONLY = "vistest_scored_answer"       # an open answer or the abstention phrase (lmms-eval-task scores it)
+LEFT_NO_TARGET_TYPE = "no_target_question_type"   # vlmevalkit: a type the --target class builds no prompt for
+LEFT_NO_OPTIONS = "mcq_without_options"           # vlmevalkit: a multiple-choice row without options to prompt
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,15 @@ def count_left_out(part: str, reason: str, rows: Iterable[Any]) -> list[LeftOut]
     """LeftOut records of ``rows`` (anything with ``question_type``), one per type, sorted."""
     c = Counter(r.question_type for r in rows)
     return [LeftOut(part, reason, t, n) for t, n in sorted(c.items())]
+
+
+def unsupported_warning(target: str, rows: Sequence[Any]) -> str:
+    """The one warning of an export that left out the rows ``target`` cannot prompt for
+    (``--skip-unsupported``, the default): their count, per question type (the row's own)."""
+    c = Counter(r.question_type for r in rows)
+    return (f"{len(rows)} row(s) {target} cannot prompt for, left out (--skip-unsupported): "
+            + ", ".join(f"{t} {n}" for t, n in sorted(c.items()))
+            + "; 'vistest export lmms-eval-task' prompts every vistest type (docs/export.md)")
 
 
 @dataclass(frozen=True)

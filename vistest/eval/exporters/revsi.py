@@ -46,6 +46,7 @@ import json
 import re
 from pathlib import Path
 
+from ...errors import InputError
 from ...progress import progress_bar
 from ...questions import QUESTION_TYPES
 from ...layout import budget_video_path
@@ -59,6 +60,7 @@ from .output import (
     OutputFolder,
     Part,
     count_left_out,
+    unsupported_warning,
 )
 from .columns import COLUMN_TYPES, base_record, features_yaml, jsonl_text
 from .revsi_tasks import FOLDER as TASK_FOLDER, write_tasks
@@ -164,13 +166,20 @@ def rows_text(rows: list[ExportRow], limit: int = 8) -> str:
 
 
 def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = True, name: str = "vistest",
-          **_) -> ExportResult:
+          skip_unsupported: bool = True, **_) -> ExportResult:
     """Export ``run`` to ``out`` in the ReVSI layout, with the lmms-eval task folder of its
-    configs under task names prefixed ``name`` (module docstring)."""
+    configs under task names prefixed ``name`` (module docstring). Rows of a type ReVSI cannot
+    prompt are left out with one warning (``skip_unsupported``) or refused (InputError)."""
+    untyped_all = [r for r in run.real_rows if r.answerable and r.scorable and not r.vistest_scored
+                   and revsi_question_type(r) is None]
+    if untyped_all and not skip_unsupported:
+        raise InputError(f"ReVSI cannot prompt for {len(untyped_all)} row(s) (a type it does not know, with no ReVSI "
+                         f"counterpart): {rows_text(untyped_all)}; --skip-unsupported (the default) leaves them "
+                         f"out; 'vistest export lmms-eval-task' prompts every vistest type")
     folder = OutputFolder(out, "revsi", run.root)
     parts: list[Part] = []
     left: list[LeftOut] = []
-    warnings: list[str] = []
+    warnings: list[str] = [unsupported_warning("ReVSI", untyped_all)] if untyped_all else []
     data: dict[str, str] = {}
     videos: dict[str, str] = {}  # relative path in OUT -> relative path in the run
     for b in run.budgets:
@@ -183,9 +192,6 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
         typed = [(r, revsi_question_type(r)) for r in answerable if r.scorable and not r.vistest_scored]
         untyped = [r for r, t in typed if t is None]
         left += count_left_out(config, LEFT_NO_REVSI_TYPE, untyped)
-        if untyped:
-            warnings.append(f"{config}: {len(untyped)} row(s) of a type ReVSI does not know, with no ReVSI "
-                            f"counterpart, left out: {rows_text(untyped)}")
         keep = [(r, t) for r, t in typed if t is not None]
         if not keep:
             warnings.append(f"{config}: every row was left out; config not written")

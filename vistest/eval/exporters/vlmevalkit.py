@@ -20,10 +20,16 @@ class builds a prompt for, else ``build_prompt`` fails (ReVSI assigns its prompt
 sets are :data:`VLMEVALKIT_TYPES`, taken from the source (tests/test_export.py checks them
 against a VLMEvalKit checkout when one is present). A row of another type is mapped where
 the benchmarks name the same question differently (:data:`TO_VSIBENCH`, and to ReVSI
-vistest.eval.exporters.revsi.revsi_question_type); a row with no mapping stops the export
-with an InputError naming the rows. ``auto``: ReVSI when every row has a ReVSI type, else
-VsiBench. Multiple-choice rows must carry options (both classes parse them with
-``ast.literal_eval``).
+vistest.eval.exporters.revsi.revsi_question_type). Multiple-choice rows must carry options
+(both classes parse them with ``ast.literal_eval``). A row the class cannot prompt for (no
+type, or an MCQ row without options) is left out (``skip_unsupported``, the default, as the
+revsi export does), counted per type in the record (``no_target_question_type``,
+``mcq_without_options``) and named in one warning; with ``skip_unsupported=False``
+(``--refuse-unsupported``) it stops the export with an InputError naming the rows. ``auto``:
+the class that can prompt more of the rows (ReVSI on a tie, so ReVSI when every row has a
+ReVSI type): neither prompts every type of ``vistest generate --types all`` (ReVSI lacks
+VSI-Bench's relative-direction levels and the appearance order; VsiBench ReVSI's
+forward/backward directions).
 
 Written (``OUT``)::
 
@@ -53,6 +59,8 @@ from types import MappingProxyType
 
 from ...errors import InputError
 from .output import (
+    LEFT_NO_OPTIONS,
+    LEFT_NO_TARGET_TYPE,
     LEFT_NO_VIDEO,
     LEFT_UNANSWERABLE,
     LEFT_UNSCORABLE,
@@ -61,6 +69,7 @@ from .output import (
     OutputFolder,
     Part,
     count_left_out,
+    unsupported_warning,
 )
 from .revsi import revsi_question_type
 from .rundir import ExportRow, RunData, answer_text
@@ -117,13 +126,23 @@ def prompt_problem(row: ExportRow, qtype: str, target: str) -> str | None:
     return None
 
 
+def unprompted(row: ExportRow, target: str) -> str | None:
+    """Why ``target`` cannot prompt the row (:data:`LEFT_NO_TARGET_TYPE`: no type of its own
+    or by mapping; :data:`LEFT_NO_OPTIONS`: an MCQ row without options), None when it can."""
+    t = target_type(row, target)
+    if t is None:
+        return LEFT_NO_TARGET_TYPE
+    return LEFT_NO_OPTIONS if prompt_problem(row, t, target) else None
+
+
 def resolve_target(target: str, rows: list[ExportRow]) -> str:
-    """``target``, or for ``auto`` ReVSI when every row has a ReVSI type, else VsiBench."""
+    """``target``, or for ``auto`` the class that can prompt more of ``rows`` (ReVSI on a tie)."""
     if target not in TARGETS:
         raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
     if target != "auto":
         return target
-    return REVSI if rows and all(target_type(r, REVSI) for r in rows) else VSIBENCH
+    prompted = {t: sum(1 for r in rows if unprompted(r, t) is None) for t in (REVSI, VSIBENCH)}
+    return REVSI if rows and prompted[REVSI] >= prompted[VSIBENCH] else VSIBENCH
 
 
 def questions_text(bad: list[tuple[ExportRow, str]], limit: int = 8) -> str:
@@ -137,24 +156,30 @@ def questions_text(bad: list[tuple[ExportRow, str]], limit: int = 8) -> str:
     return ", ".join(named[:limit]) + more
 
 
-def check_rows(rows: list[ExportRow], target: str) -> dict[int, str]:
-    """``{id(row): target type}`` of every row; an InputError naming the questions and rows
-    ``target`` cannot prompt (no type of its own or by mapping, or an MCQ row without options)."""
+WHY = MappingProxyType({LEFT_NO_TARGET_TYPE: "a type the class does not know, with no mapping",
+                        LEFT_NO_OPTIONS: "a multiple-choice type without options"})
+
+
+def check_rows(rows: list[ExportRow], target: str, skip_unsupported: bool = True
+               ) -> tuple[dict[int, str], list[tuple[ExportRow, str]]]:
+    """``({id(row): target type}, [(row, LEFT_* reason)])``: the type of every row ``target`` can
+    prompt, and the rows it cannot. With ``skip_unsupported`` False, an InputError naming the
+    questions and rows it cannot prompt instead."""
     types, bad = {}, []
     for r in rows:
-        t = target_type(r, target)
-        problem = "a type the class does not know, with no mapping" if t is None else prompt_problem(r, t, target)
-        if problem:
-            bad.append((r, problem))
+        reason = unprompted(r, target)
+        if reason:
+            bad.append((r, reason))
         else:
-            types[id(r)] = t
-    if bad:
-        why = sorted({p for _, p in bad})
+            types[id(r)] = target_type(r, target)
+    if bad and not skip_unsupported:
+        why = sorted({WHY[p] for _, p in bad})
         raise InputError(f"--target {target}: VLMEvalKit's {target} cannot build a prompt for {len(bad)} row(s) "
                          f"({'; '.join(why)}): {questions_text(bad)}; it knows "
-                         f"{', '.join(sorted(known_types(target)))} (docs/export.md: the type mapping). Choose the "
-                         f"other --target, or leave these questions out of the run")
-    return types
+                         f"{', '.join(sorted(known_types(target)))} (docs/export.md: the type mapping). "
+                         f"--skip-unsupported (the default) leaves these rows out; 'vistest export lmms-eval-task' "
+                         f"prompts every vistest type")
+    return types, bad
 
 
 def options_repr(options: tuple[str, ...] | None) -> str:
@@ -191,8 +216,9 @@ def tsv_text(run: RunData, rows: list[ExportRow], types: dict[int, str], target:
     return buf.getvalue()
 
 
-def write(run: RunData, out: str | Path, target: str = "auto", **_) -> ExportResult:
-    """Export ``run`` to ``out`` as VLMEvalKit TSVs for the class ``target`` (module docstring)."""
+def write(run: RunData, out: str | Path, target: str = "auto", skip_unsupported: bool = True, **_) -> ExportResult:
+    """Export ``run`` to ``out`` as VLMEvalKit TSVs for the class ``target``, leaving out
+    (``skip_unsupported``) or refusing the rows it cannot prompt for (module docstring)."""
     plan = []
     for b in run.budgets:
         real = [r for r in run.real_rows if r.budget == b]
@@ -207,10 +233,14 @@ def write(run: RunData, out: str | Path, target: str = "auto", **_) -> ExportRes
                   (LEFT_VISTEST_ONLY, [r for r in dummy if r.video is not None and r.vistest_scored])])):
             plan.append((name, rows, gone))
     target = resolve_target(target, [r for _, rows, _ in plan for r in rows])
-    types = check_rows([r for _, rows, _ in plan for r in rows], target)
+    types, bad = check_rows([r for _, rows, _ in plan for r in rows], target, skip_unsupported)
+    unsupported = {id(r): reason for r, reason in bad}
     folder = OutputFolder(out, "vlmevalkit", run.root)
-    parts, left, warnings = [], [], []
+    parts, left, warnings = [], [], [unsupported_warning(target, [r for r, _ in bad])] if bad else []
     for name, rows, gone in plan:
+        gone = gone + [(reason, [r for r in rows if unsupported.get(id(r)) == reason])
+                       for reason in (LEFT_NO_TARGET_TYPE, LEFT_NO_OPTIONS)]
+        rows = [r for r in rows if id(r) not in unsupported]
         for reason, lost in gone:
             left += count_left_out(name, reason, lost)
         if not rows:
