@@ -44,7 +44,7 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is importe
 from vistest import layout
 from vistest.atomic import parse_temp_name, write_atomic
 from vistest.cli import main
-from vistest.errors import OutputError
+from vistest.errors import InputError, OutputError
 from vistest.pipeline import VideoOptions, run_scene, scene_status
 from vistest.questions import load_questions
 from vistest.scene import Scene, SceneError
@@ -614,3 +614,36 @@ def test_scene_status_is_cheap_and_trustworthy(clean, scene_json, tmp_path):
     rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     assert all(r["bytes"] == (out / r["path"]).stat().st_size for r in rows)
     assert np.all([len(r["sha256"]) == 64 for r in rows])
+
+
+# ---- issue #27 ---------------------------------------------------------------------------------
+HUGE = "99999999999999999999999"
+
+
+@pytest.mark.parametrize("command, option", [
+    ("budget", "--budgets"), ("run", "--budgets"), ("videos", "--budgets"), ("timeline", "--budgets"),
+    ("generate", "--answerable-at"), ("batch", "--budgets"), ("frames", "--budget")])
+def test_a_budget_above_any_decoded_frame_count_is_refused_before_any_folder(command, option, scene_json, tmp_path):
+    out = tmp_path / "out"  # issue: "ValueError: Maximum allowed size exceeded" and an empty folder left
+    args = {"budget": [scene_json, QUESTIONS, "-o", out], "run": [scene_json, QUESTIONS, "-o", out],
+            "videos": [scene_json, QUESTIONS, "-o", out], "timeline": [scene_json, "-o", out / "t.png"],
+            "generate": [scene_json, "-o", out / "q.jsonl"], "batch": [scene_json.parent, "-o", out],
+            "frames": ["--num-frames", "300"]}[command]
+    quiet = [] if command == "frames" else ["--quiet"]
+    r = invoke(command, *args, option, f"16,{HUGE}" if option != "--budget" else HUGE, *quiet)
+    assert r.exit_code == 2, r.output
+    assert f"{option}: budget {HUGE} is above the decoded frame count" in r.output and "10000000" in r.output
+    assert "Traceback" not in r.output and not out.exists()
+
+
+def test_the_budget_limit_is_the_largest_decoded_frame_count_a_scene_may_give():
+    from vistest.budget.sampling import MAX_BUDGET, parse_budget, select_frames
+    from vistest.scene import MAX_FRAME_INDEX
+    assert MAX_BUDGET == MAX_FRAME_INDEX + 1
+    assert parse_budget(str(MAX_BUDGET)) == MAX_BUDGET and parse_budget(np.int64(MAX_BUDGET)) == MAX_BUDGET
+    for bad in (MAX_BUDGET + 1, str(MAX_BUDGET + 1), "9" * 5000, 10 ** 30):  # 5000 digits: no int() ValueError
+        with pytest.raises(InputError, match="above the decoded frame count"):
+            parse_budget(bad, "x")
+    with pytest.raises(InputError, match="above the decoded frame count"):
+        select_frames("uniform", 300, 10 ** 23)
+    assert select_frames("uniform", 3, 5).tolist() == [0, 0, 1, 1, 2]  # above this video's count: frames repeat
