@@ -647,3 +647,41 @@ def test_the_budget_limit_is_the_largest_decoded_frame_count_a_scene_may_give():
     with pytest.raises(InputError, match="above the decoded frame count"):
         select_frames("uniform", 300, 10 ** 23)
     assert select_frames("uniform", 3, 5).tolist() == [0, 0, 1, 1, 2]  # above this video's count: frames repeat
+
+
+def _containment_by_every_point(centers, sizes, rots, share=0.5, grid=8):
+    """The rule as docs/visibility.md states it, point by point: c[a, b] when at least ``share``
+    of the 8^3 cell centres of box b lie inside box a (pairs with disjoint world bounds: False)."""
+    g = (np.arange(grid) + 0.5) / grid - 0.5
+    cell = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)
+    signs = np.array(list(np.ndindex(2, 2, 2))) * 2.0 - 1.0
+    corners = np.stack([centers[o] + (signs * sizes[o] / 2) @ rots[o].T for o in range(len(centers))])
+    lo, hi = corners.min(axis=1), corners.max(axis=1)
+    out = np.zeros((len(centers),) * 2, bool)
+    for a in range(len(centers)):
+        for b in range(len(centers)):
+            if a != b and ((lo[a] < hi[b]) & (hi[a] > lo[b])).all():
+                local = (centers[b] + cell @ (rots[b] * sizes[b]).T - centers[a]) @ rots[a]
+                out[a, b] = (np.abs(local) <= sizes[a] / 2).all(axis=1).sum() / len(cell) >= share
+    return out
+
+
+def test_containment_pass_equals_testing_every_lattice_point():
+    from vistest.geometry import random_rotation, rot_z
+    from vistest.visibility.table import containment
+    rng = np.random.default_rng(3)  # issue: 5,000 overlapping boxes took > 10 min (bench/containment.py: < 1 min)
+    for spread, rotated in ((0.05, 0.5), (0.4, 1.0), (3.0, 0.3)):  # all overlapping .. mostly apart (the sweep)
+        n = 120
+        centers, sizes = rng.normal(0, spread, (n, 3)), rng.uniform(0.1, 1.5, (n, 3))
+        rots = np.stack([random_rotation(rng) if rng.random() < rotated else np.eye(3) for _ in range(n)])
+        expected = _containment_by_every_point(centers, sizes, rots)
+        assert 0 < expected.sum() < n * (n - 1)
+        assert (containment(centers, sizes, rots) == expected).all()
+    # analytic: a table (1 x 1 x 0.5) in a sofa box (2 x 2 x 1); one shifted half out (4 of 8 layers
+    # inside: exactly 50%, contained), one shifted further (3 of 8: not); the sofa is in none of them
+    sizes = np.array([[2.0, 2.0, 1.0], [1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [1.0, 1.0, 0.5]])
+    centers = np.array([[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0 + 1 / 8, 0.0, 0.0]])
+    rots = np.stack([np.eye(3), rot_z(30.0), np.eye(3), np.eye(3)])
+    c = containment(centers, sizes, rots)
+    assert c[0].tolist() == [False, True, True, False] and not c[:, 0].any()
+    assert (c == _containment_by_every_point(centers, sizes, rots)).all()
