@@ -685,3 +685,31 @@ def test_containment_pass_equals_testing_every_lattice_point():
     c = containment(centers, sizes, rots)
     assert c[0].tolist() == [False, True, True, False] and not c[:, 0].any()
     assert (c == _containment_by_every_point(centers, sizes, rots)).all()
+
+
+def test_two_exports_into_one_folder_are_serialised(clean, tmp_path):
+    import fcntl
+    from vistest.eval.exporters.output import LOCK, RECORD
+    out = tmp_path / "exp"
+    out.mkdir()
+    with open(out / LOCK, "a") as held:  # another export holds the folder (the same flock)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen([sys.executable, "-m", "vistest.cli", "export", "jsonl", str(clean), "-o", str(out),
+                                 "--quiet"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        try:
+            _read_until(proc, "another export is writing there")  # issue: two exports were not serialised
+            time.sleep(0.5)
+            assert not (out / RECORD).exists() and proc.poll() is None  # it waits before touching the folder
+        except BaseException:
+            proc.kill()
+            raise
+    assert proc.wait(timeout=120) == 0
+    assert json.loads((out / RECORD).read_text())["files"]
+    # two at once, of two formats: one writes, the other then finds the folder holds the first's format
+    both = [subprocess.Popen([sys.executable, "-m", "vistest.cli", "export", fmt, str(clean), "-o",
+                              str(tmp_path / "two"), "--quiet"], stderr=subprocess.PIPE, text=True)
+            for fmt in ("jsonl", "revsi")]
+    results = sorted((p.wait(timeout=300), p.stderr.read()) for p in both)
+    assert [r[0] for r in results] == [0, 2], results
+    assert "holds a" in results[1][1] and "Traceback" not in results[1][1]
+    assert leftovers(tmp_path / "two") == []
