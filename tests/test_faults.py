@@ -713,3 +713,61 @@ def test_two_exports_into_one_folder_are_serialised(clean, tmp_path):
     assert [r[0] for r in results] == [0, 2], results
     assert "holds a" in results[1][1] and "Traceback" not in results[1][1]
     assert leftovers(tmp_path / "two") == []
+
+
+_KILL_AT_STAGE = textwrap.dedent("""
+    import os, signal, sys
+    from vistest import atomic
+    real, n = atomic.StagedFiles.write, [0]
+    def write(self, dest, data):
+        n[0] += 1
+        if n[0] == int(sys.argv[1]):  # this file staged, the set not yet committed
+            real(self, dest, data)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, dest, data)
+    atomic.StagedFiles.write = write
+    from vistest.cli import main
+    main(sys.argv[2:])
+""")
+
+
+def _killed_at_stage(k: int, *args) -> None:
+    r = subprocess.run([sys.executable, "-c", _KILL_AT_STAGE, str(k), *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+
+
+def test_score_writes_its_files_as_one_set(clean, tmp_path):
+    preds, out, ref = tmp_path / "preds.jsonl", tmp_path / "score", tmp_path / "ref"
+    assert invoke("baseline", "--run-dir", clean, "-o", preds).exit_code == 0
+    assert invoke("score", preds, "--run-dir", clean, "-o", ref, "--quiet").exit_code == 0
+    names = sorted(p.name for p in ref.iterdir())
+    assert {"report.json", "report.md", "rows.jsonl"} <= set(names)
+    _killed_at_stage(2, "score", preds, "--run-dir", clean, "-o", out, "--quiet")  # issue: a part-written set
+    assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == [] and leftovers(out)
+    assert invoke("score", preds, "--run-dir", clean, "-o", out, "--quiet").exit_code == 0
+    assert leftovers(out) == [] and state(out) == state(ref)
+    (out / "report.md").write_text("previous")
+    _killed_at_stage(3, "score", preds, "--run-dir", clean, "-o", out, "--quiet")
+    assert (out / "report.md").read_text() == "previous"  # the previous set stays as it was
+
+
+def test_sheet_writes_its_sheets_as_one_set_with_a_progress_bar(clean, tmp_path):
+    run = copy_run(clean, tmp_path / "run")
+    sheets, ref = tmp_path / "sheets", tmp_path / "ref"
+    r = cli("sheet", run, "-o", ref, "--no-index")  # issue: 2 minutes without progress
+    assert "sheets (frames decoded)" in r.stderr
+    assert "sheets (frames decoded)" not in cli("sheet", run, "-o", ref, "--no-index", "--quiet").stderr
+    pngs = sorted(str(p.relative_to(ref)) for p in ref.rglob("*.png"))
+    assert len(pngs) >= 3
+    _killed_at_stage(2, "sheet", run, "-o", sheets, "--no-index", "--quiet")  # issue: a part-written set
+    assert not [p for p in sheets.rglob("*.png") if not p.name.startswith(".")] and leftovers(sheets)
+    # bad input mid-set (a listed video cut short): exit 2 naming it; nothing of the set is put in place
+    bad = run / "all_frame" / f"{SID}.mp4"
+    good = bad.read_bytes()
+    bad.write_bytes(good[: len(good) // 3])
+    r = invoke("sheet", run, "-o", sheets, "--no-index", "--quiet")
+    assert r.exit_code == 2 and str(bad) in r.output and "Traceback" not in r.output, r.output
+    assert not [p for p in sheets.rglob("*.png") if not p.name.startswith(".")]
+    bad.write_bytes(good)
+    assert invoke("sheet", run, "-o", sheets, "--no-index", "--quiet").exit_code == 0
+    assert leftovers(sheets) == [] and state(sheets) == state(ref)
