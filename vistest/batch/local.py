@@ -86,7 +86,7 @@ def _worker(task: SceneTask, conn) -> None:
     with signals_as_exit():
         try:
             outcome = run_task_or_exit(task)
-        except KeyboardInterrupt:  # a SIGINT sent to this process alone (the group's is ignored, see start_workers)
+        except KeyboardInterrupt:  # a SIGINT sent to this process alone (the group's is ignored: start_server)
             raise SystemExit(130) from None  # ends the process quietly (no traceback), as the driver's SIGTERM does
     try:
         conn.send(outcome)

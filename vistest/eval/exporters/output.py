@@ -187,7 +187,7 @@ class OutputFolder:
 
     def release(self) -> None:
         """Release the folder's lock (done by :meth:`finish`; also when the object goes)."""
-        lock, self._lock = self._lock, None
+        lock, self._lock = getattr(self, "_lock", None), None
         if lock is not None:
             lock.__exit__(None, None, None)
 
