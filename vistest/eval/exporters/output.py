@@ -49,7 +49,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ...errors import InputError, OutputError, is_environment_error, output_error
 from ... import __version__
-from ...atomic import remove_stale, temp_path_for, write_atomic
+from ...atomic import parse_temp_name, remove_stale, temp_path_for, write_atomic
 from ...videos.manifest import SceneBusy, SceneLock
 from ...videos.plan import file_key
 
@@ -165,8 +165,9 @@ class OutputFolder:
             raise InputError(f"{self.out}: -o: the export folder must not be the run directory itself")
         if self.out.exists() and not self.out.is_dir():
             raise InputError(f"{self.out}: -o: expected a folder, found a file")
+        # the lock and temporary files may be another export's first moments: checked again under the lock
         if not (self.out / RECORD).is_file() and self.out.is_dir() and any(
-                p.name != LOCK for p in self.out.iterdir()):
+                p.name != LOCK and parse_temp_name(p.name) is None for p in self.out.iterdir()):
             raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
                              f"into a new, empty or previously exported folder")
 
