@@ -563,9 +563,130 @@ def test_a_bug_in_a_task_is_recorded_with_its_traceback_not_raised(scenes, tmp_p
 
 
 def test_failed_jsonl_keeps_other_scenes_and_clears_fixed_ones(tmp_path):
-    write_failed(tmp_path, {"/a/scene.json": {"scene_json": "/a/scene.json", "error": "x"},
-                            "/b/scene.json": {"scene_json": "/b/scene.json", "error": "y"}})
-    write_failed(tmp_path, {"/a/scene.json": None, "/c/scene.json": {"scene_json": "/c/scene.json", "error": "z"}})
-    assert [r["scene_json"] for r in failed(tmp_path)] == ["/b/scene.json", "/c/scene.json"]
-    assert write_failed(tmp_path, {"/b/scene.json": None, "/c/scene.json": None}) is None
+    a, b, c = (str(tmp_path / n / "scene.json") for n in "abc")
+    for p in (a, b, c):  # scenes that exist (the line of a scene.json that is gone is stale)
+        Path(p).parent.mkdir()
+        Path(p).write_text("{}")
+    write_failed(tmp_path, {a: {"scene_json": a, "error": "x"}, b: {"scene_json": b, "error": "y"}})
+    write_failed(tmp_path, {a: None, c: {"scene_json": c, "error": "z"}})
+    assert [r["scene_json"] for r in failed(tmp_path)] == [b, c]
+    assert write_failed(tmp_path, {b: None, c: None}) is None
     assert not layout.failed_path(tmp_path).exists()
+
+
+# ---- issue #27: no traceback from batch children on kill -9 of the driver or Ctrl-C -----------
+def _sigint_ignored(pid: int) -> bool | None:
+    """Whether process ``pid`` ignores SIGINT (/proc/PID/status SigIgn); None when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except OSError:
+        return None
+    return None
+
+
+def _stderr_to_the_end(proc: subprocess.Popen, timeout: float = 120.0) -> str:
+    """Everything the batch and every process it started write on stderr (the pipe reaches its
+    end when the last of them has exited)."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sel.select(timeout=1.0):
+            data = os.read(proc.stderr.fileno(), 65536)
+            if not data:
+                return b"".join(chunks).decode(errors="replace")
+            chunks.append(data)
+    raise AssertionError("a process of the batch still holds stderr: " + b"".join(chunks).decode(errors="replace"))
+
+
+def _batch(scenes: Path, out: Path) -> subprocess.Popen:
+    def own_group_default_sigint():
+        os.setpgrp()  # a process group of its own, as a terminal gives a foreground job
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    return subprocess.Popen([sys.executable, "-m", "vistest.cli", "batch", str(scenes), "-o", str(out), "-j", "2",
+                             *FAST, "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=own_group_default_sigint)
+
+
+@pytest.mark.slow  # a batch started and interrupted at once
+def test_ctrl_c_while_the_fork_server_is_still_importing_prints_no_traceback(scenes, tmp_path):
+    proc = _batch(scenes, tmp_path / "out")
+    try:
+        deadline, server = time.monotonic() + 120, None
+        while server is None and time.monotonic() < deadline and proc.poll() is None:
+            for pid in children(proc.pid):
+                try:
+                    if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        server = pid
+                except OSError:
+                    pass
+            time.sleep(0.002)
+        assert server is not None, "no fork server started"
+        while _sigint_ignored(proc.pid):  # the driver starts the server with SIGINT ignored: wait until it is back
+            time.sleep(0.001)
+        assert _sigint_ignored(server) is True  # the server (still importing vistest) ignores Ctrl-C
+        os.killpg(proc.pid, signal.SIGINT)  # issue: "KeyboardInterrupt" traceback from the server's imports
+        err = _stderr_to_the_end(proc)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+@pytest.mark.slow  # a batch whose driver is killed mid-scene
+def test_kill9_of_the_driver_alone_leaves_children_that_end_silently(scenes, tmp_path):
+    out = tmp_path / "out"
+    proc = _batch(scenes, out)
+    try:
+        sid, claim = wait_for_claim(out, ("visibility", "budget", "videos"), proc)
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone: its workers are orphaned
+        err = _stderr_to_the_end(proc)  # issue: an orphan printed a BrokenPipeError traceback
+    finally:
+        proc.kill()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert leftovers(out) == [] and claims.read_claim(out, sid) is None  # the orphans cleaned up on their way out
+
+
+# ---- issue #27: a corrected rerun clears stale failures --------------------------------------
+@pytest.mark.slow  # three batches of two scenes
+def test_a_list_corrected_after_a_missing_folder_ends_as_a_clean_run(scenes, tmp_path):
+    typo, fixed = tmp_path / "typo.txt", tmp_path / "fixed.txt"
+    typo.write_text(f"{scenes / 'demo-a'}\n{scenes / 'demo-bb'}\n")  # demo-bb: no such folder
+    fixed.write_text(f"{scenes / 'demo-a'}\n{scenes / 'demo-b'}\n")
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    cli("batch", typo, "-o", out, *FAST, "--quiet", check=1)
+    assert [r["scene"] for r in failed(out)] == ["demo-bb"]
+    cli("batch", fixed, "-o", out, *FAST, "--quiet", check=0)  # issue: kept demo-bb's line
+    cli("batch", fixed, "-o", clean, *FAST, "--quiet", check=0)
+    assert not layout.failed_path(out).exists()
+    assert (out / "index.html").read_bytes() == (clean / "index.html").read_bytes()
+    assert_same_outputs_of(out, clean)
+
+
+def assert_same_outputs_of(out: Path, ref: Path) -> None:
+    a, b = snapshot(out), snapshot(ref)
+    assert sorted(a) == sorted(b) and [k for k in a if a[k] != b[k]] == []
+
+
+def test_failed_jsonl_drops_stale_lines(tmp_path):
+    here = tmp_path / "a" / "scene.json"
+    here.parent.mkdir()
+    here.write_text("{}")
+    gone, moved = str(tmp_path / "gone" / "scene.json"), str(tmp_path / "old" / "scene.json")
+    write_failed(tmp_path, {str(here): {"scene_json": str(here), "scene_id": "a", "error": "x"},
+                            gone: {"scene_json": gone, "scene_id": None, "error": "missing"},
+                            moved: {"scene_json": moved, "scene_id": "m", "error": "y"}})
+    Path(moved).parent.mkdir()
+    Path(moved).write_text("{}")
+    # a batch of other scenes: the line of a scene.json that is gone goes, the others stay
+    write_failed(tmp_path, {"/z/scene.json": None}, ["z"])
+    assert [r["scene_json"] for r in failed(tmp_path)] == [str(here), moved]
+    # scene "m" run from another path: its old line goes; "a" (not in the batch, still there) stays
+    write_failed(tmp_path, {"/new/m/scene.json": None}, ["m"])
+    assert [r["scene_json"] for r in failed(tmp_path)] == [str(here)]

@@ -227,6 +227,83 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
             tmp.write_bytes(data)
 
 
+class StagedFiles:
+    """A set of outputs that belong together (a score report, the contact sheets of a run), put
+    in place together, as a scene's videos are (vistest.videos.write: staged, then committed).
+
+    Each file is written to a temporary file beside its destination (:func:`temp_path_for`: the
+    name says which process made it); :meth:`commit` renames them all onto their names once every
+    one is written (renames in one folder tree: milliseconds) and removes the destinations given
+    to :meth:`remove`. An error or interrupt before the commit removes the temporary files
+    (:meth:`discard`; the context manager does both), so the previous set stays whole; after a
+    ``kill -9`` they are stale and the next command's :func:`remove_stale` removes them.
+    """
+
+    def __init__(self) -> None:
+        self.staged: dict[Path, Path] = {}  # destination -> temporary file
+        self.removed: list[Path] = []
+
+    def path(self, dest: str | os.PathLike) -> Path:
+        """A new temporary file (empty) to write ``dest``'s content into."""
+        dest = Path(dest)
+        if dest in self.staged:
+            raise AssertionError(f"{dest} staged twice")
+        self.staged[dest] = temp_path_for(dest, register=lambda tmp: self.staged.__setitem__(dest, tmp))
+        return self.staged[dest]
+
+    def write(self, dest: str | os.PathLike, data: str | bytes) -> None:
+        """Stage ``dest`` with text (UTF-8) or bytes."""
+        tmp = self.path(dest)
+        try:
+            tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        except OSError as e:
+            if not is_environment_error(e):
+                raise
+            raise output_error(dest, e) from None
+
+    def drop(self, dest: str | os.PathLike) -> None:
+        """Forget a staged ``dest`` (its temporary file removed): it is not part of the set."""
+        tmp = self.staged.pop(Path(dest), None)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+    def remove(self, dest: str | os.PathLike) -> None:
+        """Remove ``dest`` at the commit (a file of the previous set that this one has not)."""
+        self.drop(dest)
+        self.removed.append(Path(dest))
+
+    def commit(self) -> list[Path]:
+        """Rename every staged file onto its destination, remove the :meth:`remove` ones;
+        returns the destinations written."""
+        done = []
+        for dest, tmp in list(self.staged.items()):
+            try:
+                os.replace(tmp, dest)
+            except OSError as e:
+                if not is_environment_error(e):
+                    raise
+                raise output_error(dest, e) from None
+            del self.staged[dest]
+            done.append(dest)
+        for dest in self.removed:
+            dest.unlink(missing_ok=True)
+        return done
+
+    def discard(self) -> None:
+        """Remove the temporary files not yet committed."""
+        for tmp in self.staged.values():
+            tmp.unlink(missing_ok=True)
+        self.staged.clear()
+
+    def __enter__(self) -> "StagedFiles":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        self.discard()
+
+
 # ---------------------------------------------------------------------------------------
 # records of written files
 # ---------------------------------------------------------------------------------------

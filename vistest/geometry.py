@@ -121,32 +121,3 @@ def polygon_area(points: np.ndarray) -> float:
     """Area (m^2) of a simple polygon (N, 2) in the floor plane (shoelace formula; either orientation)."""
     p = np.asarray(points, float)
     return float(abs(np.dot(p[:, 0], np.roll(p[:, 1], -1)) - np.dot(p[:, 1], np.roll(p[:, 0], -1))) / 2.0)
-
-
-def box_inside_share(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, grid: int = 8) -> np.ndarray:
-    """(O, O) ``s[a, b]``: the share of box b's volume inside box a, in [0, 1] (``s[b, b] = 1``).
-
-    Estimated on a ``grid``^3 lattice of cell centres in b (each face of a cuts at most
-    one layer of cells wrongly: error <= 1/(2 grid) per cutting face, 1/16 by default).
-    Pairs whose world-axis-aligned bounds do not overlap are 0 without testing.
-    """
-    centers, sizes, rots = (np.asarray(a, float) for a in (centers, sizes, rots))
-    n = len(centers)
-    out = np.zeros((n, n))
-    if n == 0:
-        return out
-    g = (np.arange(grid) + 0.5) / grid - 0.5
-    cell = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)  # (G, 3) in [-0.5, 0.5]
-    pts = centers[:, None, :] + np.einsum("gk,bdk->bgd", cell, rots * sizes[:, None, :])  # (O, G, 3) world points
-    extent = np.abs(rots) @ (sizes[:, :, None] / 2.0)  # (O, 3, 1): half extents of the world-axis bounds
-    lo, hi = centers - extent[..., 0], centers + extent[..., 0]
-    half = sizes / 2.0
-    for a in range(n):
-        near = ((lo < hi[a]) & (hi > lo[a])).all(axis=1)
-        near[a] = False
-        if not near.any():
-            continue
-        local = np.einsum("dk,bgd->bgk", rots[a], pts[near] - centers[a])
-        out[a, near] = (np.abs(local) <= half[a]).all(axis=2).mean(axis=1)
-    np.fill_diagonal(out, 1.0)
-    return out

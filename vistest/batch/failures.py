@@ -14,7 +14,12 @@ Three kinds (:data:`KINDS`):
 ``failed.jsonl`` (one writer, the batch's driver, at the end) holds one JSON object per line,
 sorted by ``scene_json``: ``scene`` (name), ``scene_json``, ``questions``, ``scene_id`` (null
 when scene.json has none), ``kind``, ``stage`` (vistest.pipeline.STAGES, or null), ``error``,
-``attempts`` and, for ``error``, ``traceback``. Lines of scenes not in the batch are kept.
+``attempts`` and, for ``error``, ``traceback``. Lines of scenes not in the batch are kept (a
+batch over part of the scenes forgets nothing), except stale ones: a line whose ``scene_json``
+no longer exists (a list corrected after naming a missing folder: nothing can rerun it), and a
+line whose ``scene_id`` is the id of a scene in the batch under another path (the batch just
+ran that scene: its own line, or none, is what holds). A corrected rerun thus leaves the
+``failed.jsonl`` and ``index.html`` of a clean run of the corrected list.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from .. import layout
 from ..atomic import write_atomic
@@ -60,16 +65,20 @@ def failure_record(spec: SceneSpec, scene_id: str | None, failure: Failure, atte
     return rec
 
 
-def write_failed(run_dir: str | os.PathLike, batch: Mapping[str, dict | None]) -> Path | None:
+def write_failed(run_dir: str | os.PathLike, batch: Mapping[str, dict | None],
+                 scene_ids: Iterable[str] = ()) -> Path | None:
     """Rewrite ``RUN_DIR/failed.jsonl``: for every ``scene_json`` of ``batch``, its record (None:
-    the scene did not fail, its line goes); other lines are kept. The file is removed when no
-    line is left. Returns its path, or None when removed."""
+    the scene did not fail, its line goes); other lines are kept unless stale (module docstring:
+    their scene.json is gone, or their ``scene_id`` is in ``scene_ids``, the ids of the batch's
+    scenes). The file is removed when no line is left. Returns its path, or None when removed."""
     path = layout.failed_path(run_dir)
+    ids = set(scene_ids)
     rows: dict[str, str] = {}
     if path.is_file():
         for _, rec in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path), InputError):
             key = str(rec.get("scene_json"))
-            if key not in batch:
+            stale = not os.path.isfile(key) or (rec.get("scene_id") is not None and rec.get("scene_id") in ids)
+            if key not in batch and not stale:
                 rows[key] = json.dumps(rec, ensure_ascii=False, sort_keys=True)
     for key, rec in batch.items():
         if rec is not None:

@@ -14,16 +14,22 @@ vistest.batch.task.EXIT_LOST) is an infrastructure failure: its scene is started
 
 Interrupts: Ctrl-C (SIGINT) or SIGTERM to the driver stops every worker with SIGTERM (each
 runs the pipeline's own cleanup: encoders killed, temporary and spool files removed, claim
-released; a worker still running after :data:`STOP_SECONDS` is killed) and re-raises. If the
-driver itself dies, the fork server ends, and a worker whose parent (the server) ends gets
-SIGTERM (vistest.workers.die_with_parent).
+released; a worker still running after :data:`STOP_SECONDS` is killed) and re-raises. The fork
+server and the workers ignore SIGINT (:func:`start_server`): a terminal's Ctrl-C reaches the
+whole process group, and only the driver acts on it, so no process still importing prints a
+``KeyboardInterrupt`` traceback. If the driver itself dies (``kill -9``), the fork server ends,
+and a worker whose parent (the server) ends gets SIGTERM (vistest.workers.die_with_parent),
+cleans up and exits silently (its outcome has nobody to go to: no ``BrokenPipeError``).
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
+import threading
 import time
 from collections import Counter, deque
 from typing import Callable, Sequence
@@ -80,10 +86,48 @@ def _worker(task: SceneTask, conn) -> None:
     with signals_as_exit():
         try:
             outcome = run_task_or_exit(task)
-        except KeyboardInterrupt:  # Ctrl-C to the process group: the task cleaned up on its way out
+        except KeyboardInterrupt:  # a SIGINT sent to this process alone (the group's is ignored: start_server)
             raise SystemExit(130) from None  # ends the process quietly (no traceback), as the driver's SIGTERM does
-    conn.send(outcome)
-    conn.close()
+    try:
+        conn.send(outcome)
+        conn.close()
+    except OSError:  # BrokenPipeError & co.: the driver is gone (kill -9); nobody to tell, nothing to print
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def start_server(ctx) -> None:
+    """Start ``ctx``'s fork server (and multiprocessing's resource tracker) now, with SIGINT
+    ignored, so that they and every worker forked from the server ignore Ctrl-C.
+
+    A terminal's Ctrl-C goes to the whole process group: a server or worker still importing
+    would print a ``KeyboardInterrupt`` traceback. The driver alone handles Ctrl-C: it stops each
+    worker with SIGTERM (the pipeline's cleanup, :func:`_worker`). Python keeps an ignored SIGINT
+    ignored at start-up, and the fork server gives its children the disposition it started with.
+    A Ctrl-C during the start itself (about 20 ms, once per batch) is lost: press it again.
+    Does nothing for other start methods (``spawn``, where there is no fork server).
+    """
+    if ctx.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    with sigint_ignored():
+        forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """SIGINT ignored within the block (main thread only; elsewhere nothing changes): processes
+    started in it inherit the ignored disposition. (Blocking it instead would not hold a Ctrl-C
+    back: the kernel hands a process's signal to any thread not blocking it, e.g. a BLAS thread.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _how(exitcode: int) -> str:
@@ -114,6 +158,7 @@ class LocalEngine:
         """Run every task; ``done(outcome)`` is called here, in the caller's thread, once per
         scene as it ends (after its retries). Interrupts stop the workers and propagate."""
         ctx = worker_context()
+        start_server(ctx)
         todo = deque(tasks)
         starts: Counter[str] = Counter()
         running: dict = {}  # process -> [task, receiving end, outcome or None]

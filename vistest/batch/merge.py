@@ -64,10 +64,12 @@ def merge(run_dir: str | os.PathLike, finished: Mapping[str, Fragment], unfinish
           failed: Mapping[str, dict | None]) -> Merged:
     """Write the shared files. ``finished``: scene id -> fragment (run now or skipped as
     complete); ``unfinished``: ids of the batch's other scenes (failed, interrupted);
-    ``failed``: ``scene_json`` -> failed.jsonl record, or None to clear the scene's line."""
+    ``failed``: ``scene_json`` -> failed.jsonl record, or None to clear the scene's line (and
+    the stale lines of other paths of the batch's scenes, vistest.batch.failures)."""
+    unfinished = list(unfinished)
     lines = {sid: [] for sid in unfinished}
     for sid in lines:
         retract(run_dir, sid)
     lines.update({sid: list(f.manifest) for sid, f in finished.items()})
     manifest = replace_scenes(run_dir, lines)
-    return Merged(manifest, write_failed(run_dir, failed), write_index(run_dir))
+    return Merged(manifest, write_failed(run_dir, failed, [*finished, *unfinished]), write_index(run_dir))

@@ -35,6 +35,10 @@ from ..errors import InputError
 Budget = Union[int, str]
 ALL = "all"
 DEFAULT_PROFILE = "uniform"  # the sampler profile of every command unless --profile says otherwise
+# the largest frame budget: the most decoded frames a scene may give (vistest.scene.MAX_FRAME_INDEX + 1,
+# 10 million). A budget above the video's own frame count is legitimate (most evaluators repeat frames,
+# docs/sampling.md); one above any video's is refused where it is parsed, before anything is allocated.
+MAX_BUDGET = 10_000_000  # = vistest.scene.MAX_FRAME_INDEX + 1 (not imported: scene imports this module)
 
 # qwen-vl-utils constants (qwen_vl_utils/vision_process.py, versions 0.0.8 to 0.0.14)
 QWEN_FRAME_FACTOR = 2
@@ -49,16 +53,24 @@ QWEN_FPS_MAX_FRAMES = 768
 def parse_budget(value: Any, field_name: str = "budget") -> Budget:
     """A budget from user input: a positive int (or its decimal string) or ``"all"``.
 
-    Raises InputError naming ``field_name`` and what was expected.
+    Raises InputError naming ``field_name`` and what was expected, also for a budget above
+    :data:`MAX_BUDGET` (the most decoded frames any scene may give: every command samples, and
+    may write, that many frames per budget).
     """
+    number, shown = None, value
     if isinstance(value, str):
-        text = value.strip().lower()
+        text = shown = value.strip().lower()
         if text in (ALL, "all_frame"):
             return ALL
-        if text.isdigit() and int(text) > 0:
-            return int(text)
-    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
-        return int(value)
+        if text.isascii() and text.isdigit():  # digits only: a long string is a huge budget, not int()'s error
+            number = int(text) if len(text) <= 20 else MAX_BUDGET + 1
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        number = shown = int(value)
+    if number is not None and number > MAX_BUDGET:
+        raise InputError(f"{field_name}: budget {shown} is above the decoded frame count of any video: a scene "
+                         f"gives at most {MAX_BUDGET} frames (vistest.scene.MAX_FRAME_INDEX + 1)")
+    if number is not None and number > 0:
+        return number
     raise InputError(f"{field_name}: expected a positive integer or 'all', got {value!r}")
 
 

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from .. import layout
-from ..atomic import atomic_path, write_atomic
+from ..atomic import StagedFiles, ensure_folder
+from ..errors import is_environment_error, output_error
 from ..questions import ANSWER_MCQ
 from ..reformulate import NOT_APPLICABLE
 from .answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
@@ -490,8 +491,13 @@ PLOT_DUMMY = "real_vs_dummy.png"
 
 
 def _save_figure(fig: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    """Save ``fig`` as PNG to ``path``: a staged temporary file (write_report puts it in place)."""
+    try:
+        fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    except OSError as e:
+        if not is_environment_error(e):
+            raise
+        raise output_error(path, e) from None
 
 
 def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:
@@ -651,25 +657,28 @@ def plot_stress(report: Report, path: Path) -> bool:
 
 def write_report(report: Report, outdir: str | os.PathLike, model: str = PREDICTIONS_MODEL) -> dict[str, Path]:
     """Write ``report.json``, ``report.md``, ``rows.jsonl`` (every predicted row, parsed and
-    scored) and the PNG plots into ``outdir``, each atomically. Returns name -> path."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    scored) and the PNG plots into ``outdir`` as one set (vistest.atomic.StagedFiles: all staged,
+    then renamed into place together; a plot the report no longer has is removed then, since it
+    would contradict report.md): an interrupted or failed score leaves the previous set whole.
+    Returns name -> path."""
+    outdir = ensure_folder(outdir)
     written: dict[str, Path] = {}
     plots: dict[str, str] = {}
-    for caption, name, fn in (("score vs frame budget", PLOT_BUDGET, plot_accuracy_vs_budget),
-                              ("real vs dummy", PLOT_DUMMY, plot_real_vs_dummy),
-                              ("reformulations, position, abstention", PLOT_STRESS, plot_stress)):
-        if fn(report, outdir / name):
-            plots[caption] = name
+    with StagedFiles() as staged:
+        for caption, name, fn in (("score vs frame budget", PLOT_BUDGET, plot_accuracy_vs_budget),
+                                  ("real vs dummy", PLOT_DUMMY, plot_real_vs_dummy),
+                                  ("reformulations, position, abstention", PLOT_STRESS, plot_stress)):
+            if fn(report, staged.path(outdir / name)):
+                plots[caption] = name
+                written[name] = outdir / name
+            else:
+                staged.remove(outdir / name)
+        for name, text in (("report.json", json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"),
+                           ("report.md", render_markdown(report, plots)),
+                           ("rows.jsonl", "".join(json.dumps(r.to_dict(model), ensure_ascii=False) + "\n"
+                                                  for r in report.rows))):
+            staged.write(outdir / name, text)
             written[name] = outdir / name
-        elif (outdir / name).exists():
-            (outdir / name).unlink()  # a stale plot from an earlier run would contradict report.md
-    for name, text in (("report.json", json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"),
-                       ("report.md", render_markdown(report, plots)),
-                       ("rows.jsonl", "".join(json.dumps(r.to_dict(model), ensure_ascii=False) + "\n"
-                                              for r in report.rows))):
-        write_atomic(outdir / name, text)
-        written[name] = outdir / name
     return written
 
 

@@ -10,6 +10,12 @@ is decoded once for all its variants), and the caption says ``ok`` (green) when 
 signal-to-noise ratio is at least :data:`MATCH_PSNR` dB, ``DIFF`` (red) otherwise; so a
 wrong frame shows up in red at a glance.
 
+The sheets are one set (vistest.atomic.StagedFiles): every PNG is staged beside its
+destination and all are renamed into place once the last is drawn, so an interrupted or failed
+``vistest sheet`` leaves the previous sheets whole (its temporary files are removed, or, after
+``kill -9``, by the next ``vistest sheet``). The progress bar counts decoded frames (the source
+frames compared with, then each video's shown frames): a long source video's decode advances it.
+
 Videos longer than ``max_frames`` show ``max_frames`` positions spread as the ``uniform``
 sampler spreads them (the title says so). Conventions: positions and source frames are
 0-based decoded frame numbers; images are RGB.
@@ -19,13 +25,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from . import SHEET_COLUMNS, SHEET_MAX_FRAMES, SHEET_TILE_WIDTH
-from .overlay import contact_sheet, tile, write_png
+from .overlay import contact_sheet, png_bytes, tile
 from .. import layout
+from ..atomic import StagedFiles, remove_stale
 from ..errors import InputError
 from ..videos.manifest import read_manifest
 
@@ -99,9 +106,11 @@ def _plan(rec: dict, manifest: Path, max_frames: int) -> tuple[tuple[int, ...], 
 
 
 def source_tiles(source: str | None, frames: Sequence[int], tile_width: int,
-                 size: tuple[int, int] | None = None) -> dict[int, np.ndarray]:
+                 size: tuple[int, int] | None = None, tick: Callable[[int], None] | None = None
+                 ) -> dict[int, np.ndarray]:
     """{source frame: tile} of a source video (one decode pass; empty when it is missing).
-    ``size``: the variants' (W, H); the source is padded to it (odd sizes) before scaling."""
+    ``size``: the variants' (W, H); the source is padded to it (odd sizes) before scaling.
+    ``tick(1)``: called per frame decoded (a progress bar)."""
     from ..videos.ffmpeg import read_frames
 
     if not frames or not source or not Path(source).is_file():
@@ -111,14 +120,17 @@ def source_tiles(source: str | None, frames: Sequence[int], tile_width: int,
         if size is not None and (img.shape[1], img.shape[0]) != tuple(size):
             img = np.pad(img, ((0, size[1] - img.shape[0]), (0, size[0] - img.shape[1]), (0, 0)))
         out[f] = tile(img, tile_width)
+        if tick is not None:
+            tick(1)
     return out
 
 
 def variant_sheet(run_dir: Path, rec: dict, max_frames: int = DEFAULT_MAX_FRAMES, tile_width: int = DEFAULT_TILE_WIDTH,
-                  columns: int = DEFAULT_COLUMNS, sources: dict[int, np.ndarray] | None = None
-                  ) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+                  columns: int = DEFAULT_COLUMNS, sources: dict[int, np.ndarray] | None = None,
+                  tick: Callable[[int], None] | None = None) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
     """(sheet RGB, positions shown, positions that do not match) of one manifest record.
-    ``sources``: tiles of the source frames (:func:`source_tiles`), read here when None."""
+    ``sources``: tiles of the source frames (:func:`source_tiles`), read here when None.
+    ``tick(1)``: called per frame of the video decoded."""
     from ..videos.ffmpeg import read_frames
 
     positions, src_frames, black, masks = _plan(rec, layout.manifest_path(run_dir), max_frames)
@@ -138,6 +150,8 @@ def variant_sheet(run_dir: Path, rec: dict, max_frames: int = DEFAULT_MAX_FRAMES
         tiles.append(t)
         captions.append(f"{p}: src {s}{tag} " + ("ok" if ok else "DIFF"))
         colours.append(OK_RGB if ok else DIFF_RGB)
+        if tick is not None:
+            tick(1)
     n = int(rec["num_frames"])
     what = rec["variant"] + (f" {rec['budget']}" if rec.get("budget") is not None else "") + \
         (f" {rec['mode']}" if rec.get("mode") else "")
@@ -152,7 +166,8 @@ def write_sheets(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike, scen
                  max_frames: int = DEFAULT_MAX_FRAMES, tile_width: int = DEFAULT_TILE_WIDTH,
                  columns: int = DEFAULT_COLUMNS, progress: bool = False) -> list[SheetResult]:
     """Write a sheet for every video of ``RUN_DIR/manifest.jsonl`` (of ``scene_id`` only when
-    given) into ``sheets_dir`` atomically; returns what was written."""
+    given) into ``sheets_dir``, as one set (module docstring); returns what was written.
+    ``progress``: a bar over the frames decoded, on stderr."""
     from ..progress import progress_bar
 
     run_dir = Path(run_dir)
@@ -169,17 +184,33 @@ def write_sheets(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike, scen
     by_source: dict[tuple, list[dict]] = {}
     for rec in recs:
         by_source.setdefault((rec.get("source"), tuple(rec["size"])), []).append(rec)
+    plans = {id(rec): _plan(rec, manifest, max_frames) for rec in recs}
+    wanted: dict[tuple, list[int]] = {}  # every source frame a group's sheets compare with: one decode pass
+    for key, group in by_source.items():
+        frames = set()
+        for rec in group:
+            positions, src_frames, black, _ = plans[id(rec)]
+            frames.update(src_frames[p] for p in positions if src_frames[p] not in black)
+        wanted[key] = sorted(frames) if key[0] and Path(key[0]).is_file() else []
+    total = sum(len(f) for f in wanted.values()) + sum(len(plans[id(r)][0]) for r in recs)
+    _remove_stale_sheets(sheets_dir)
     out = []
-    with progress_bar(len(recs), "sheets", enabled=progress) as bar:
+    with progress_bar(total, "sheets (frames decoded)", enabled=progress) as bar, StagedFiles() as staged:
         for (source, size), group in by_source.items():
-            wanted = set()  # every source frame the group's sheets compare with: one decode pass
+            tiles = source_tiles(source, wanted[(source, size)], tile_width, size, tick=bar.update)
             for rec in group:
-                positions, src_frames, black, _ = _plan(rec, manifest, max_frames)
-                wanted.update(src_frames[p] for p in positions if src_frames[p] not in black)
-            tiles = source_tiles(source, sorted(wanted), tile_width, size)
-            for rec in group:
-                sheet, positions, bad = variant_sheet(run_dir, rec, max_frames, tile_width, columns, tiles)
-                dest = write_png(sheet_path(sheets_dir, rec["path"]), sheet)
+                sheet, positions, bad = variant_sheet(run_dir, rec, max_frames, tile_width, columns, tiles,
+                                                      tick=bar.update)
+                dest = sheet_path(sheets_dir, rec["path"])
+                staged.write(dest, png_bytes(sheet))
                 out.append(SheetResult(rec["path"], dest, positions, bad))
-                bar.update(1)
     return sorted(out, key=lambda r: r.path)
+
+
+def _remove_stale_sheets(sheets_dir: str | os.PathLike) -> None:
+    """Remove the temporary files killed ``vistest sheet`` commands left in ``sheets_dir`` and
+    its folders (vistest.atomic.remove_stale: made on this host by processes that have ended)."""
+    root = Path(sheets_dir)
+    if root.is_dir():
+        for folder in [root, *(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())]:
+            remove_stale(folder)

@@ -618,3 +618,118 @@ def _bbox_pixels(hb, lx0, ly0, lx1, ly1, w, h, out):
     out[1] = max(math.floor(y0 + 0.5), 0.0)
     out[2] = min(math.ceil(x1 + 0.5), float(w))
     out[3] = min(math.ceil(y1 + 0.5), float(h))
+
+
+# ---------------------------------------------------------------------------------------
+# containment (the ``boxes`` rule: a box never hides a box it contains)
+# ---------------------------------------------------------------------------------------
+CONTAIN_GRID = 8  # lattice points per axis in the contained box: 8^3 = 512 cell centres
+
+
+@njit_cached()
+def _lattice_count_at_least(a, b, centers, sizes, rots, cell, need, eps):
+    """Whether at least ``need`` of box b's lattice points (cell centres ``cell``, in units of
+    b's size, in [-0.5, 0.5]) lie inside box a (``|R_a^T (p - c_a)| <= size_a / 2`` per axis).
+
+    Exact against counting every point, but usually without counting: a bound from a's extent
+    along each of b's axes rejects; the 8 extreme lattice points inside a (with margin ``eps``
+    metres, so rounding cannot matter; the others are their convex combinations) accept;
+    otherwise points are counted until the answer is decided (early exit either way).
+    """
+    g = cell.shape[0]
+    total = g * g * g
+    if need <= 0:
+        return True
+    if need > total:
+        return False
+    ha0, ha1, ha2 = sizes[a, 0] / 2.0, sizes[a, 1] / 2.0, sizes[a, 2] / 2.0
+    # 1. reject: a lattice point of b inside a has each b-local coordinate within a's extent along that axis
+    bound = 1
+    for k in range(3):
+        t = 0.0
+        e = 0.0
+        for d in range(3):
+            t += rots[b, d, k] * (centers[a, d] - centers[b, d])
+        for j in range(3):
+            dot = 0.0
+            for d in range(3):
+                dot += rots[b, d, k] * rots[a, d, j]
+            e += abs(dot) * sizes[a, j] / 2.0
+        n_k = 0
+        for i in range(g):
+            if abs(sizes[b, k] * cell[i] - t) <= e + eps:
+                n_k += 1
+        bound *= n_k
+    if bound < need:
+        return False
+    # 2. accept: the 8 extreme lattice points inside a with margin eps
+    inside_all = True
+    for corner in range(8):
+        u = np.empty(3)
+        for k in range(3):
+            u[k] = cell[g - 1] if (corner >> k) & 1 else cell[0]
+        for j in range(3):
+            loc = 0.0
+            for d in range(3):
+                p = centers[b, d]
+                for k in range(3):
+                    p += u[k] * rots[b, d, k] * sizes[b, k]
+                loc += rots[a, d, j] * (p - centers[a, d])
+            if abs(loc) > sizes[a, j] / 2.0 - eps:
+                inside_all = False
+                break
+        if not inside_all:
+            break
+    if inside_all:
+        return True
+    # 3. count, deciding as soon as the answer is known: in a's frame, b's point (i0, i1, i2) is
+    #    t + sum_k cell[i_k] * m[:, k] with t = R_a^T (c_b - c_a), m = R_a^T R_b diag(size_b)
+    t = np.zeros(3)
+    m = np.zeros((3, 3))
+    for j in range(3):
+        for d in range(3):
+            t[j] += rots[a, d, j] * (centers[b, d] - centers[a, d])
+            for k in range(3):
+                m[j, k] += rots[a, d, j] * rots[b, d, k] * sizes[b, k]
+    count = 0
+    seen = 0
+    for i0 in range(g):
+        for i1 in range(g):
+            x0 = t[0] + cell[i0] * m[0, 0] + cell[i1] * m[0, 1]
+            x1 = t[1] + cell[i0] * m[1, 0] + cell[i1] * m[1, 1]
+            x2 = t[2] + cell[i0] * m[2, 0] + cell[i1] * m[2, 1]
+            for i2 in range(g):
+                seen += 1
+                if (abs(x0 + cell[i2] * m[0, 2]) <= ha0 and abs(x1 + cell[i2] * m[1, 2]) <= ha1
+                        and abs(x2 + cell[i2] * m[2, 2]) <= ha2):
+                    count += 1
+                    if count >= need:
+                        return True
+                elif count + (total - seen) < need:
+                    return False
+    return count >= need
+
+
+@njit_cached(parallel=True)
+def containment_kernel(centers, sizes, rots, lo, hi, order, cell, need, eps):
+    """(O, O) bool ``c[a, b]``: at least ``need`` of box b's lattice points lie inside box a.
+
+    Pairs come from a sweep over the boxes sorted by their lower world x bound (``order``): a
+    box meets only the boxes after it whose lower x is below its upper x, and of those only the
+    ones whose world-axis bounds ``lo``/``hi`` overlap on every axis (strictly) are tested,
+    both ways. Parallel over the sweep's boxes; each unordered pair is written by one thread.
+    """
+    n = centers.shape[0]
+    out = np.zeros((n, n), np.bool_)
+    for i in prange(n):
+        a = order[i]
+        for j in range(i + 1, n):
+            b = order[j]
+            if lo[b, 0] >= hi[a, 0]:
+                break
+            if not (lo[b, 1] < hi[a, 1] and hi[b, 1] > lo[a, 1] and lo[b, 2] < hi[a, 2] and hi[b, 2] > lo[a, 2]
+                    and hi[b, 0] > lo[a, 0]):
+                continue
+            out[a, b] = _lattice_count_at_least(a, b, centers, sizes, rots, cell, need, eps)
+            out[b, a] = _lattice_count_at_least(b, a, centers, sizes, rots, cell, need, eps)
+    return out

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..atomic import atomic_path
 from ..errors import InputError
-from ..geometry import box_corners, box_inside_share, rigid_inverse
+from ..geometry import box_corners, rigid_inverse
 
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 OCCLUSION_CHOICES = ("auto",) + OCCLUSION_MODES  # what a user may ask for; "auto": choose_occlusion
@@ -235,12 +235,29 @@ def mesh_has_faces(path) -> bool:
 def containment(centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray, share: float = CONTAIN_SHARE) -> np.ndarray:
     """(O, O) bool ``c[a, b]``: box a contains box b, so a does not hide b in ``boxes`` mode.
 
-    Contained means at least ``share`` of b's volume lies inside a
-    (:func:`vistest.geometry.box_inside_share`); a box does not contain itself.
+    Contained means at least ``share`` of b's volume lies inside a, estimated on the 8^3 lattice
+    of cell centres in b (``raster.CONTAIN_GRID``; each face of a cuts at most one layer of
+    cells wrongly: at most 1/16 off per cutting face): ``count / 512 >= share``; a box does not
+    contain itself, and boxes whose world-axis bounds do not overlap contain nothing of each
+    other. :func:`vistest.visibility.raster.containment_kernel` finds the overlapping pairs by a
+    sweep and decides most pairs from bounds, counting points only until the answer is known:
+    the same answer as testing every lattice point of every pair (tests/test_faults.py), in
+    under a minute for 5,000 mutually overlapping boxes (bench/containment.py).
     """
-    c = box_inside_share(centers, sizes, rots) >= share
-    np.fill_diagonal(c, False)
-    return c
+    from . import raster
+
+    centers, sizes, rots = (np.ascontiguousarray(a, dtype=np.float64) for a in (centers, sizes, rots))
+    n = len(centers)
+    if n == 0:
+        return np.zeros((0, 0), bool)
+    g = raster.CONTAIN_GRID
+    cell = (np.arange(g) + 0.5) / g - 0.5  # cell centres in units of b's size
+    need = next(c for c in range(g ** 3 + 2) if c > g ** 3 or c / g ** 3 >= share)  # count/512 >= share
+    extent = (np.abs(rots) @ (sizes[:, :, None] / 2.0))[..., 0]  # half extents of the world-axis bounds
+    lo, hi = centers - extent, centers + extent
+    order = np.argsort(lo[:, 0], kind="stable").astype(np.int64)
+    eps = 1e-9 * (1.0 + float(np.abs(centers).max() + np.abs(sizes).max()))  # metres: far above rounding
+    return raster.containment_kernel(centers, sizes, rots, lo, hi, order, cell, need, eps)
 
 
 def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float | None = None,

@@ -19,6 +19,13 @@ warnings. Rules:
   killed exports left (made on this host by a process that has ended; vistest.atomic) are
   removed when an export starts.
 
+Two exports into one folder are serialised: :class:`OutputFolder` holds the folder's lock
+(``OUT/.vistest_export.lock``, :data:`LOCK`: the ``flock`` of vistest.videos.manifest.SceneLock,
+released when the holder ends, however it ends) from its check of the folder to the record
+written by :meth:`OutputFolder.finish`; a second export waits, saying for whom, then checks the
+folder as the first left it. The lock file stays (removing a lock file another process waits on
+would let a third one in); it is no file of the export (not listed, never removed by it).
+
 Videos are placed by :meth:`OutputFolder.video` as a hard link (default: no extra disk, and
 the export keeps the exact bytes its ground truth was made for even when a later ``vistest
 run`` replaces the run's file), a symbolic link (absolute target), or a copy; a hard link
@@ -30,9 +37,11 @@ cannot be written is an error naming the file.
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import shutil
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +49,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ...errors import InputError, OutputError, is_environment_error, output_error
 from ... import __version__
-from ...atomic import remove_stale, temp_path_for, write_atomic
+from ...atomic import parse_temp_name, remove_stale, temp_path_for, write_atomic
+from ...videos.manifest import SceneBusy, SceneLock
 from ...videos.plan import file_key
 
 RECORD = "vistest_export.json"
+LOCK = ".vistest_export.lock"  # the folder's lock (module docstring)
 LINK_MODES = ("hard", "symlink", "copy")
 
 # why a row is not in a part
@@ -149,7 +160,51 @@ class OutputFolder:
         self.written = 0
         self.unchanged = 0
         self.warnings: list[str] = []
-        self.previous = self._check()
+        self._lock: SceneLock | None = None
+        self._precheck()
+        self._lock = self._acquire()
+        try:
+            self.previous = self._check()
+        except BaseException:
+            self.release()
+            raise
+
+    def _precheck(self) -> None:
+        """The refusals that need no lock, made before the lock file is created (a refused
+        folder gets no file from vistest)."""
+        if self.out == self.run_root:
+            raise InputError(f"{self.out}: -o: the export folder must not be the run directory itself")
+        if self.out.exists() and not self.out.is_dir():
+            raise InputError(f"{self.out}: -o: expected a folder, found a file")
+        # the lock and temporary files may be another export's first moments: checked again under the lock
+        if not (self.out / RECORD).is_file() and self.out.is_dir() and any(
+                p.name != LOCK and parse_temp_name(p.name) is None for p in self.out.iterdir()):
+            raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
+                             f"into a new, empty or previously exported folder")
+
+    def _acquire(self) -> SceneLock:
+        """Hold ``OUT/.vistest_export.lock`` (waiting, with one line on stderr, while another
+        export holds it). An export of this process that failed may still hold it until its
+        object is collected: collected first, before waiting."""
+        for wait in (False, True):
+            lock = SceneLock(self.out, "export", wait=wait)
+            lock.path = self.out / LOCK
+            lock.on_wait = lambda _msg, lock=lock: sys.stderr.write(
+                f"vistest: waiting for {self.out}: another export is writing there ({lock.holder()})\n")
+            try:
+                return lock.__enter__()
+            except SceneBusy:
+                gc.collect()  # releases the lock of an abandoned OutputFolder of this process, if any
+        raise AssertionError("unreachable")
+
+    def release(self) -> None:
+        """Release the folder's lock (done by :meth:`finish`; also when the object goes)."""
+        lock, self._lock = getattr(self, "_lock", None), None
+        if lock is not None:
+            lock.__exit__(None, None, None)
+
+    def __del__(self) -> None:
+        self.release()
 
     def _check(self) -> list[str]:
         """Refuse unsafe destinations; return the files the previous export owned."""
@@ -174,9 +229,9 @@ class OutputFolder:
             self._remove_stale()
             if prev.get("complete") is False:  # a first export into this folder was killed: all of it is ours
                 return sorted(p.relative_to(self.out).as_posix() for p in self.out.rglob("*")
-                              if (p.is_file() or p.is_symlink()) and p != record)
+                              if (p.is_file() or p.is_symlink()) and p != record and p.name != LOCK)
             return [str(f) for f in files]
-        if self.out.is_dir() and any(self.out.iterdir()):
+        if self.out.is_dir() and any(p.name != LOCK for p in self.out.iterdir()):
             raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
                              f"into a new, empty or previously exported folder")
         write_atomic(record, json.dumps({"format": self.fmt, "vistest_version": __version__, "complete": False,
@@ -254,7 +309,7 @@ class OutputFolder:
     def finish(self, parts: Sequence[Part], left_out: Sequence[LeftOut], warnings: Sequence[str] = (),
                info: Mapping[str, Any] | None = None) -> ExportResult:
         """Delete what the previous export owned and this one does not, then write the record."""
-        keep = set(self.owned) | {RECORD}
+        keep = set(self.owned) | {RECORD, LOCK}
         removed = []
         for rel in self.previous:
             p = self.out / rel
@@ -271,6 +326,7 @@ class OutputFolder:
         text = json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
         if not (record.is_file() and record.read_text(encoding="utf-8") == text):
             write_atomic(record, text)
+        self.release()
         return result
 
 
