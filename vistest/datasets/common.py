@@ -53,7 +53,8 @@ class BoxSet:
     in the provenance for the audit. ``relied_on``: facts used that the dataset's own
     code does not state. ``vertex_objects``: the object id of each vertex of the capture's mesh
     ("" for none), when the annotation labels the mesh itself (ScanNet's segments): written
-    beside scene.json as its ``mesh_objects`` file. ``notes``: checks made while reading (kept in the provenance as ``box_notes``).
+    beside scene.json as its ``mesh_objects`` file. ``notes``: checks made while reading (kept in
+    the provenance as ``box_notes``).
     """
 
     objects: tuple[SceneObject, ...]
@@ -466,7 +467,7 @@ MESH_OBJECTS = "mesh_objects.txt"  # per-vertex object ids of the mesh, beside s
 
 def write_scene(capture: Capture, boxes: BoxSet | None, out_dir: str | os.PathLike, video: str | None = None,
                 video_record: dict | None = None) -> Path:
-        """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload),
+    """Write ``out_dir/scene.json`` (via ``Scene.save``, validated by a reload),
     ``out_dir/mesh_objects.txt`` when the boxes label the mesh's vertices, and
     ``out_dir/provenance.json``; returns the scene path. Both writes are atomic. A scene id
     that cannot name files (``-O scene=../x``) is refused before anything is written.
