@@ -107,7 +107,7 @@ class GenerateReport:
 
         return {"vistest_version": __version__, "seed": self.seed, "scenes": list(self.scene_ids),
                 "types": list(self.types), "questions": self.n_questions, "targets_met": self.ok,
-                "rules": {name: json.loads(default) for name, default, _, _ in _current_rules(self.rules)},
+                "rules": {name: json.loads(default) for name, default, _, _ in rule_table(self.rules)},
                 "funnel": [dataclasses.asdict(f) for f in self.funnel],
                 "distributions": [dataclasses.asdict(d) for d in self.distributions],
                 "checks": [dataclasses.asdict(c) for c in self.checks],
@@ -155,26 +155,8 @@ class GenerateReport:
         if self.notes:
             out.append("## Notes\n\n" + "\n".join(f"- {n}" for n in self.notes))
         out.append("## Rules\n\n" + _md_table(["parameter", "value", "source"],
-                                               [[n, f"`{v}`", s] for n, v, _, s in _current_rules(self.rules)]))
+                                               [[n, f"`{v}`", s] for n, v, _, s in rule_table(self.rules)]))
         return "\n\n".join(out) + "\n"
-
-
-def _current_rules(rules: Rules) -> list[tuple[str, str, str, str]]:
-    """rule_table() with this run's values."""
-    out = []
-    for name, _, doc, source in rule_table():
-        fam, param = name.split(".")
-        value = getattr(getattr(rules, fam), param)
-        out.append((name, json.dumps(_plain(value)), doc, source))
-    return out
-
-
-def _plain(v):
-    if isinstance(v, tuple):
-        return [_plain(x) for x in v]
-    if isinstance(v, float) and not np.isfinite(v):
-        return str(v)
-    return v
 
 
 def _answers_text(d: Distribution, keep: int = 8) -> str:

@@ -17,7 +17,7 @@ docs/questions-format.md, docs/videos.md) with these fields set:
   source frames written black (dummies);
 * ``provenance``: ``run_dir``, ``scene_id``, ``source_video`` and ``source_key`` (sha256 of
   its bytes), ``video_key`` (the video's content key), ``sampler_profile``,
-  ``seen_threshold``, ``min_budget_room_route``, ``evidence_threshold`` (null where the run
+  ``seen_threshold``, ``seen_rule``, ``min_budget_room_route``, ``evidence_threshold`` (null where the run
   directory does not record them), ``vistest_version``.
 
 Nothing is left out: a consumer filters on ``status`` and ``video``.
@@ -32,7 +32,7 @@ from .columns import jsonl_text
 from .rundir import ExportRow, RunData
 
 FILE = "vistest.jsonl"
-_THRESHOLDS = ("seen_threshold", "min_budget_room_route", "evidence_threshold")
+_THRESHOLDS = ("seen_threshold", "seen_rule", "min_budget_room_route", "evidence_threshold")
 
 
 def provenance(run: RunData, row: ExportRow) -> dict:
