@@ -25,7 +25,7 @@ mmdetection3d's own boxes of those instances.
 For the mesh z-buffer and instance visibility (``real_meshed``), the point cloud is replaced by a
 triangle mesh over the same vertices whose faces are a stand-in (the real faces are not published):
 what those tests measure is the engine against pyrender on that mesh, and the coffee table's own
-share of frame 102 (1.42%, the issue's render of the real mesh: 1.43%).
+share of frame 102 (1.45%, the issue's render of the real mesh: 1.43%).
 """
 from __future__ import annotations
 
@@ -210,8 +210,9 @@ def real_meshed(tmp_path_factory) -> Scene:
     """The sample with a triangle mesh: mmdetection3d publishes the vertices of
     ``scene0000_00_vh_clean_2.ply`` without its faces (and no public repository we searched has
     them), so the faces are a stand-in surface over the real vertices
-    (:func:`vistest.datasets.synthetic.surface_from_points`, 426,829 triangles where the real mesh
-    has about 150k): real vertices, instance ids, boxes, camera and poses; NOT the real faces."""
+    (:func:`vistest.datasets.synthetic.surface_from_points`: local 2D Delaunay umbrellas that agree,
+    154,943 manifold-like triangles where the real mesh has about 145k): real vertices, instance
+    ids, boxes, camera and poses; NOT the real faces."""
     from vistest.datasets.synthetic import surface_from_points
 
     root = tmp_path_factory.mktemp("real-meshed")
