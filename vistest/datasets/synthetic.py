@@ -233,9 +233,9 @@ def surface_from_points(points: np.ndarray, k: int = 12, max_gap: float = 0.75 *
     overlapping fans, and small holes where the decimated scan's vertices are sparse. On ScanNet
     scene0000_00's 81,369 vertices (raw scan world): 154,943 triangles (1.90 per vertex; 217,347
     edges with two faces, 22,509 boundary edges, 2,536 with three or more), where the real ``_vh_clean_2.ply`` has
-    about 145k (the issue's 290k-triangle two-sided mesh); at the sample's frame 102 (160x120)
-    1.9% of the samples where the vertices' splats show a surface have no face (the real mesh's
-    holes are not known)."""
+    about 145k (the issue's 290k-triangle two-sided mesh); at the sample's frame 102, 1.9% of the 160x120
+    samples show no face where the vertices' 3x3 splats show a surface (the previous stand-in's overlapping
+    fans: 0.85%; the real mesh's holes are not known)."""
     from scipy.spatial import cKDTree
 
     p = np.asarray(points, np.float64)
