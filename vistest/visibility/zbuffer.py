@@ -74,30 +74,53 @@ def face_blocks(verts: np.ndarray, faces: np.ndarray, size: int = BLOCK_FACES
     return vertex_order, new_index[sorted_faces].astype(np.int32), face_order, blocks
 
 
-def _morton_codes(v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Morton (Z-order) code of each face centroid, 10 bits per axis over the centroids' bounds
-    (numpy: no compiled code to load for a step run once per scene)."""
-    cen = v[f].sum(1) / 3.0
-    lo = cen.min(0)
-    span = np.maximum(cen.max(0) - lo, 1e-12)
-    q = np.clip(((cen - lo) / span * 1023.0).astype(np.int64), 0, 1023)
-    return _SPREAD[q[:, 0]] | (_SPREAD[q[:, 1]] << 1) | (_SPREAD[q[:, 2]] << 2)
+@njit_cached()
+def _morton_codes(v, f):
+    """Morton (Z-order) code of each face centroid, 10 bits per axis over the centroids' bounds."""
+    cen = np.empty((f.shape[0], 3))
+    for t in range(f.shape[0]):
+        for d in range(3):
+            cen[t, d] = (v[f[t, 0], d] + v[f[t, 1], d] + v[f[t, 2], d]) / 3.0
+    lo = np.empty(3)
+    span = np.empty(3)
+    for d in range(3):
+        lo[d] = cen[:, d].min()
+        span[d] = max(cen[:, d].max() - lo[d], 1e-12)
+    code = np.zeros(f.shape[0], np.int64)
+    for t in range(f.shape[0]):
+        c = 0
+        for d in range(3):
+            q = min(max(int((cen[t, d] - lo[d]) / span[d] * 1023.0), 0), 1023)
+            for bit in range(10):
+                c |= ((q >> bit) & 1) << (3 * bit + d)
+        code[t] = c
+    return code
 
 
-# bit b of a 10-bit number moved to bit 3 b (the Morton interleave of one axis)
-_SPREAD = sum(((np.arange(1024, dtype=np.int64) >> b) & 1) << (3 * b) for b in range(10))
-
-
-def _block_spheres(v: np.ndarray, faces: np.ndarray, size: int, blocks: np.ndarray) -> None:
+@njit_cached()
+def _block_spheres(v, faces, size, blocks):
     """Fill ``blocks`` (B, 6): first face, end face, centre (bounds middle) and radius of each run
-    of ``size`` faces (the last run padded with copies of its last face)."""
-    nb = blocks.shape[0]
-    corners = v[np.concatenate([faces, np.repeat(faces[-1:], nb * size - len(faces), 0)])].reshape(nb, size * 3, 3)
-    centre = (corners.min(1) + corners.max(1)) / 2
-    blocks[:, 0] = np.arange(nb) * size
-    blocks[:, 1] = np.minimum(np.arange(1, nb + 1) * size, len(faces))
-    blocks[:, 2:5] = centre
-    blocks[:, 5] = np.sqrt(((corners - centre[:, None]) ** 2).sum(-1).max(1)) + 1e-9
+    of ``size`` faces."""
+    for b in range(blocks.shape[0]):
+        t0, t1 = b * size, min((b + 1) * size, faces.shape[0])
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for t in range(t0, t1):
+            for k in range(3):
+                for d in range(3):
+                    lo[d] = min(lo[d], v[faces[t, k], d])
+                    hi[d] = max(hi[d], v[faces[t, k], d])
+        r2 = 0.0
+        for t in range(t0, t1):
+            for k in range(3):
+                e = 0.0
+                for d in range(3):
+                    e += (v[faces[t, k], d] - (lo[d] + hi[d]) / 2) ** 2
+                r2 = max(r2, e)
+        blocks[b, 0], blocks[b, 1] = t0, t1
+        for d in range(3):
+            blocks[b, 2 + d] = (lo[d] + hi[d]) / 2
+        blocks[b, 5] = math.sqrt(r2) + 1e-9
 
 
 @njit_cached(inline="always")
