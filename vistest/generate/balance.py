@@ -33,14 +33,13 @@ In order (vistest.generate.rules.BalanceRules):
    label's mean, iterated) this removes first what the per-label prior predicts. A cell still
    above with nothing left to prune goes further: past ``max_prune_fraction`` down to
    ``min_questions`` (the type and its twin), and when it stays above there, or it is a pool of
-   types each below the floor, its type is dropped from the set with its twin
-   (``drop_leaky_types``; in a pool, the type the attack answers most above chance) and the
-   report's notes say which attack, by how much, on how many questions. Attacks that only see
-   where the options are (the letter as a constant, the rank of a numeric option, the offset
-   from "None of these") are answered by the new draw alone, not by pruning (the option draws
-   are chosen on every attack but the learned model, the slowest; it is scored with the others
-   in every round). What the last round could not bring within the margin stays in the report as
-   a failed target.
+   types each below the floor, its type is dropped from the set with its twin (only when the
+   attacks are held out by scene: never on one scene) (``drop_leaky_types``; in a pool, the type
+   the attack answers most above chance) and the report's notes say which attack, by how much,
+   on how many questions. Attacks that only see where the options are (the letter as a constant,
+   the rank of a numeric option, the offset from "None of these") are answered by the new draw
+   alone, not by pruning (the option draws are chosen on every attack). What the last round
+   could not bring within the margin stays in the report as a failed target.
 5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
    correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
    ``ceil`` of the fold's n/k times, the extra places to the letters used least in the folds
@@ -315,6 +314,7 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
     drop: set[tuple] = set()
     log: list[tuple[str, str, int]] = []
     stuck = []
+    touched: set[str] = set()
     for cell in report.failing:  # judged cells above chance + margin (vistest.eval.attacks.AttackCell.ok)
         names = set(cell.pooled or (cell.question_type,))
         mcq = placed[[i for i, t in enumerate(types) if t in names][0]].options is not None
@@ -339,7 +339,8 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
             n += 1
         if n:
             log.append((cell.question_type, cell.attack, n))
-        else:
+            touched.update(names)
+        elif not names & touched:  # (a type another cell pruned this round is scored again first)
             stuck.append(cell)
     return drop, log, stuck
 
@@ -445,10 +446,10 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
     """Step 4: draw the options, score, prune, until every judged attack is within the margin."""
     b = rules.balance
     n0 = {t: len(g) for t, g in kept.items()}
-    cheap = tuple(a for a in blind.ATTACKS if a != "learned")
     first = _place_all(kept, rules, rng)
     if not first:
         return []
+    cheap = tuple(a for a in blind.ATTACKS if a != "learned")
     placed: list[Placed] = []
     deep: set[str] = set()
     for _ in range(b.max_rounds):
@@ -459,21 +460,23 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
         records = _records(placed)
         report = blind.attack_report(records, seed, blind.ATTACKS, b.min_judged, b.blind_margin, folds)
         drop, log, stuck = prune_round(placed, report, n0, b, deep)
-        deeper = False
+        deepened: set[str] = set()
         for cell in stuck:
             t = cell.question_type
+            if t in deepened:
+                continue  # pruned past max_prune_fraction from the next round on
             if not cell.pooled and t not in deep and prune_floor(t, n0, b, deep) > b.min_questions:
                 units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == t}
-                deep |= {p.candidate.question_type for p in placed if twin_key(p.candidate) in units}
-                deeper = True  # past max_prune_fraction, down to the judging floor (module docstring)
-            elif b.drop_leaky_types:
+                deepened |= {p.candidate.question_type for p in placed if twin_key(p.candidate) in units}
+                deep |= deepened  # past max_prune_fraction, down to the judging floor (module docstring)
+            elif b.drop_leaky_types and folds.by == "scene":  # held out by question (one scene): never
                 gone = _leaky_type(cell, placed, report)
                 units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == gone}
                 if units - drop:
                     drop |= units
                     notes.append(_drop_note(gone, cell, placed, units))
                     log.append((cell.question_type, cell.attack, len(units)))
-        if not drop and not deeper:
+        if not drop and not deepened:
             return placed
         for t in kept:
             before = len(kept[t])
