@@ -38,8 +38,9 @@ In order (vistest.generate.rules.BalanceRules):
    the attack answers most above chance) and the report's notes say which attack, by how much,
    on how many questions. Attacks that only see where the options are (the letter as a constant,
    the rank of a numeric option, the offset from "None of these") are answered by the new draw
-   alone, not by pruning (the option draws are chosen on every attack). What the last round
-   could not bring within the margin stays in the report as a failed target.
+   alone, not by pruning (the option draws are chosen on every attack, the learned model
+   included: at 20 questions one answer is 5 points, and the draw decides it). What the last
+   round could not bring within the margin stays in the report as a failed target.
 5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
    correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
    ``ceil`` of the fold's n/k times, the extra places to the letters used least in the folds
@@ -449,12 +450,11 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
     first = _place_all(kept, rules, rng)
     if not first:
         return []
-    cheap = tuple(a for a in blind.ATTACKS if a != "learned")
     placed: list[Placed] = []
     deep: set[str] = set()
     for _ in range(b.max_rounds):
         folds = _round_folds(kept, first, seed)
-        placed = _resample(kept, rules, rng, folds, cheap)
+        placed = _resample(kept, rules, rng, folds, blind.ATTACKS)
         if not placed:
             return placed
         records = _records(placed)
