@@ -444,7 +444,7 @@ def test_same_inputs_and_seed_give_identical_bytes_across_processes(tmp_path, ro
     assert len(files) == 3
     for name in files + ["report/report.json", "report/report.md"]:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
-    assert sum(len((outs[0] / n).read_text().splitlines()) for n in files) > 30
+    assert sum(len((outs[0] / n).read_text().splitlines()) for n in files) > 20  # 25: leaky types dropped
 
 
 def test_in_process_repeat_is_identical(rooms):
