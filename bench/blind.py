@@ -88,11 +88,19 @@ def report(name: str, records: list[dict], markdown: bool) -> None:
     t0 = time.time()
     rep = attack_report(records)
     judged = [c for c in rep.cells if c.judged]
-    above = [c for c in judged if c.gap > c.margin + 1e-9]
-    below = [c for c in judged if c.gap < -c.margin - 1e-9]
+    above = [c for c in judged if c.above]
+    below = [c for c in judged if c.below]
+    resolved = [c for c in above if c.ci[0] > c.margin]
     print(f"\n## {name}: {len(records)} questions, {len({r['scene_id'] for r in records})} scene(s), attacks in "
-          f"{time.time() - t0:.1f} s; {len(judged)} judged cells: {len(above)} above chance + 3 points, "
-          f"{len(below)} below chance - 3 points")
+          f"{time.time() - t0:.1f} s; {len(judged)} judged cells: {len(above)} above chance + 3 points "
+          f"({len(resolved)} with chance + 3 below their 95% interval), {len(below)} below chance - 3 points; "
+          f"chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} of {len(judged)}")
+    others = []
+    for seed in (1, 2):  # folds the balancing never saw: what its pruning fitted to seed 0's folds
+        cells = [c for c in attack_report(records, seed).cells if c.judged]
+        others.append(f"fold seed {seed}: {sum(c.above for c in cells)} above, {sum(c.below for c in cells)} below "
+                      f"of {len(cells)}")
+    print("  re-judged on other folds: " + "; ".join(others))
     print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
     print("\n".join(set_stats(records)))
 
@@ -130,6 +138,8 @@ def main() -> None:
         print(f"\n# generate: {name} in {time.time() - t0:.1f} s; report targets met: {gen.report.ok}")
         for n in gen.report.notes:
             print(f"  note: {n}")
+        print("  questions per type, answerable before balancing -> kept: " + ", ".join(
+            f"{f.question_type} {f.answerable} -> {f.final}" for f in gen.report.funnel))
         report(name, records, args.markdown)
 
 

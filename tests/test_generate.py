@@ -45,6 +45,13 @@ def generated(rooms):
     return generate(rooms, GENERATED_TYPES, Rules(), seed=0)
 
 
+@pytest.fixture(scope="module")
+def generated_every_type(rooms):
+    """The same set with no type dropped as leaky (balance.drop_leaky_types): every template's
+    answers are checked."""
+    return generate(rooms, GENERATED_TYPES, Rules().with_overrides(["balance.drop_leaky_types=false"]), seed=0)
+
+
 def records_of(generated):
     return [(sid, r) for sid, recs in generated.questions.items() for r in recs]
 
@@ -124,7 +131,8 @@ def turn_to_boundary(x, y, hard):
 
 
 # ---- every answer, recomputed ----------------------------------------------------------------
-def test_every_answer_recomputed_independently(rooms, generated):
+def test_every_answer_recomputed_independently(rooms, generated_every_type):
+    generated = generated_every_type
     scenes = {i.scene.scene_id: i.scene for i in rooms}
     docs = {sid: s.to_dict() for sid, s in scenes.items()}
     refs = {sid: Ref(s) for sid, s in scenes.items()}
@@ -221,14 +229,25 @@ def test_numeric_options_follow_their_rules(generated):
 
 # ---- the debiasing targets on 20 random rooms ------------------------------------------------
 def test_debiasing_targets_on_20_random_rooms(generated):
-    """The hard targets hold exactly (counting caps, letters and ranks, twins as pairs); the blind
-    attacks are judged in the report (docs/generate.md gives the measured table and what is unmet)."""
+    """The hard targets hold exactly (counting caps, letters and ranks, twins as pairs), and every
+    judged blind attack is at most 3 points above chance, or its type dropped with the report
+    saying why (docs/generate.md gives the measured table, both sides)."""
     rep = generated.report
     print(rep.text())  # the numbers quoted in docs/generate.md (pytest -s)
     by_type = {}
     for _, r in records_of(generated):
         by_type.setdefault(r["question_type"], []).append(r)
+    # a type is in the set, or dropped as leaky with the report saying which attack (balance.drop_leaky_types)
+    dropped = {t for n in rep.notes if ": dropped (" in n for t in n.split(": dropped (")[0].split(", ")}
+    assert set(GENERATED_TYPES) == set(by_type) | dropped and not set(by_type) & dropped, (set(by_type), dropped)
+    assert all("held out" in n and "points from chance" in n for n in rep.notes if ": dropped (" in n)
+    # the upper side of every judged attack: at most chance + 3 points (issue #23), what the report checks
+    judged = [c for c in rep.attacks.cells if c.judged]
+    assert all(c.gap <= Rules().balance.blind_margin + 1e-9 for c in judged), [c for c in judged if c.above]
+    assert rep.ok == all(c.ok for c in rep.checks)
     for t in ("object_counting_single", "object_counting_multiple"):
+        if t not in by_type:
+            continue
         counts = Counter(r["ground_truth"] for r in by_type[t])
         assert max(counts.values()) <= 0.20 * len(by_type[t])  # VSI-Bench-Debiased's max_pct_threshold
     for t, rs in by_type.items():
@@ -240,18 +259,34 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     # twins: every numeric question has its numeric-option twin (same objects) and back
     for base, twin in (("object_size_estimation", "object_size_estimation_mcq"),
                        ("object_abs_distance", "object_abs_distance_mcq")):
-        keys = [{(r["scene_id"], tuple(r["objects"])) for r in by_type[t]} for t in (base, twin)]
-        assert keys[0] == keys[1] and keys[0]
+        keys = [{(r["scene_id"], tuple(r["objects"])) for r in by_type.get(t, [])} for t in (base, twin)]
+        assert keys[0] == keys[1] and (keys[0] or {base, twin} <= dropped)
     rooms = {(r["scene_id"]) for t in ("room_size_estimation_single", "room_size_estimation_multiple")
              for r in by_type.get(t, [])}
-    assert rooms == {r["scene_id"] for r in by_type["room_size_estimation_mcq"]}
+    assert rooms == {r["scene_id"] for r in by_type.get("room_size_estimation_mcq", [])}
     # every attack of vistest.eval.attacks is in the report, held out by scene
     assert rep.attacks is not None and rep.attacks.folds.by == "scene"
     assert {c.attack for c in rep.attacks.cells} >= {"constant", "option-label", "option-rank", "numeric-prior",
                                                        "learned", "answer-length"}
     judged = [c for c in rep.attacks.cells if c.judged]
-    assert len({c.question_type for c in judged}) >= 10
-    assert sum(len(rs) for rs in by_type.values()) > 300  # 364: ReVSI's filters and the attack pruning
+    # 20 rooms: 247 questions, 8 types dropped as leaky (docs/generate.md, "Held-out attacks before and after")
+    assert len({c.question_type for c in judged}) >= 5
+    assert sum(len(rs) for rs in by_type.values()) > 200
+
+
+@pytest.mark.slow  # 30 rooms: ten more visibility tables and a generation (about a minute)
+def test_30_random_rooms_meet_the_upper_side_target(rooms):
+    """Issue #23's must-show on 30 rooms: every judged held-out attack at most 3 points above
+    chance, letters within 3 points, no count above 20%; what is dropped is named in the notes."""
+    more = [SceneInput(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100)
+                                                           for seed in range(N_ROOMS, 30))]
+    rep = generate(rooms + more, GENERATED_TYPES, Rules(), seed=0).report
+    judged = [c for c in rep.attacks.cells if c.judged]
+    assert judged and not [c for c in judged if c.gap > Rules().balance.blind_margin + 1e-9]
+    assert rep.ok, [c for c in rep.checks if not c.ok]
+    assert {c.target for c in rep.checks} >= {"max count share", "letter share - 1/k"}
+    dropped = [n for n in rep.notes if ": dropped (" in n]
+    assert len(dropped) <= 8 and rep.n_questions > 300  # 413 questions, 5 drop notes (docs/generate.md)
 
 
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):
@@ -409,7 +444,7 @@ def test_same_inputs_and_seed_give_identical_bytes_across_processes(tmp_path, ro
     assert len(files) == 3
     for name in files + ["report/report.json", "report/report.md"]:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
-    assert sum(len((outs[0] / n).read_text().splitlines()) for n in files) > 30
+    assert sum(len((outs[0] / n).read_text().splitlines()) for n in files) > 20  # 25: leaky types dropped
 
 
 def test_in_process_repeat_is_identical(rooms):

@@ -37,8 +37,13 @@ answer_i)``): what a model that knows the answer distribution but not the questi
 **Judging** (:class:`AttackCell`): per (attack, type), the mean score minus the mean chance over
 the rows the attack applies to, with a 95% confidence interval that treats each scene as one
 sample (cluster-robust standard error of the per-row gaps; per row when there is one scene).
-Two-sided: a held-out attack *below* chance is a signal too (the opposite rule would beat
-chance), so a judged cell is within target when ``|gap| <= margin``. Types with fewer than
+Reported on both sides, judged on the upper one: a judged cell is within target (``ok``) when
+``gap <= margin`` (issue #23: "within chance + 3 points"; an attack above chance is a model that
+passes without looking). A cell more than ``margin`` *below* chance is flagged (``below``) and
+reported, not failed: the opposite rule gains at most ``|gap| / (k - 1)`` over chance on ``k``
+options, within the margin for every gap the sets show. Each cell also says whether
+``chance + margin`` lies inside its 95% interval (``margin_in_ci``: the point estimate's side of
+the margin is not resolved at this size). Types with fewer than
 ``min_judged`` rows are not judged alone: their rows are pooled into one cell per attack
 (``pooled (<N): type, ...``), judged when the pool reaches ``min_judged``.
 """
@@ -397,14 +402,30 @@ class AttackCell:
         return self.score - self.chance
 
     @property
+    def above(self) -> bool:
+        """Judged and more than ``margin`` above chance: a blind pass (the failed target)."""
+        return self.judged and self.gap > self.margin + 1e-9
+
+    @property
+    def below(self) -> bool:
+        """Judged and more than ``margin`` below chance (reported, not failed: module docstring)."""
+        return self.judged and self.gap < -self.margin - 1e-9
+
+    @property
     def ok(self) -> bool:
-        """Not judged, or within ``margin`` of chance on both sides."""
-        return not self.judged or abs(self.gap) <= self.margin + 1e-9
+        """Not judged, or at most ``margin`` above chance (module docstring)."""
+        return not self.above
+
+    @property
+    def margin_in_ci(self) -> bool:
+        """``chance + margin`` lies inside the 95% interval of the gap."""
+        return self.ci[0] <= self.margin <= self.ci[1]
 
     def to_dict(self) -> dict:
         return {"attack": self.attack, "question_type": self.question_type, "n": self.n, "scenes": self.scenes,
                 "score": self.score, "chance": self.chance, "gap": self.gap, "ci95": list(self.ci),
-                "judged": self.judged, "ok": self.ok, "pooled": list(self.pooled)}
+                "judged": self.judged, "ok": self.ok, "above": self.above, "below": self.below,
+                "margin_in_ci95": self.margin_in_ci, "pooled": list(self.pooled)}
 
 
 def gap_interval(gaps: np.ndarray, scenes: Sequence[str]) -> tuple[float, float]:
@@ -488,15 +509,18 @@ class AttackReport:
 
     def table(self) -> Table:
         note = (f"Held out ({self.folds.scheme}), budget {self.budget}; gap = score - chance in points with its 95% "
-                f"interval (scenes as clusters); judged two-sided: |gap| <= margin"
-                + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
+                f"interval (scenes as clusters); judged on the upper side: gap <= margin (NO: a blind pass), "
+                f"'below': more than the margin below chance (reported); 'margin in CI': chance + margin lies "
+                f"inside the interval" + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
         rows = tuple((c.question_type, c.attack, str(c.n), str(c.scenes), f"{c.score:.3f}", f"{c.chance:.3f}",
                       f"{100 * c.gap:+.1f}", f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]",
-                      ("ok" if c.ok else "NO") if c.judged else "not judged")
+                      "yes" if c.margin_in_ci else "no",
+                      ("NO" if c.above else "ok, below" if c.below else "ok") if c.judged else "not judged")
                      for c in sorted(self.cells, key=lambda c: (c.pooled != (), c.question_type,
                                                                 ATTACKS.index(c.attack))))
         return Table("Blind attacks vs chance (held out)", note,
-                     ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "within"), rows, 1)
+                     ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "margin in CI", "within"),
+                     rows, 1)
 
 
 def blind_attacks(truths: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],

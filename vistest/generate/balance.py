@@ -20,16 +20,26 @@ In order (vistest.generate.rules.BalanceRules):
 3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
    object(s), vistest.generate.candidates.twin_key) are one unit: the twin keeps exactly the
    questions whose numeric partner the caps kept, and every later removal takes both.
-4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene as the report
+4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene, as the report
    judges them): the options are placed (step 5), every attack is scored, and while a judged
-   (type, attack) cell is more than ``blind_margin`` from chance the questions (units) it
-   answers best relative to their chance are removed, at least one and about
-   ``(gap - margin) x n``, never more than ``max_prune_fraction`` of a type nor below
-   ``min_questions`` (for twins: of either type); the options are drawn again and everything rescored,
-   at most ``max_rounds`` times. Attacks that only see where the options are (the letter as a
-   constant, the rank of a numeric option, the offset from "None of these") are answered by
-   the new draw alone, not by pruning (the option draws are chosen on every attack but the
-   learned model, the slowest; it is scored with the others in every round). What the last
+   (type, attack) cell is more than ``blind_margin`` above chance (the failed target; cells
+   below chance are reported, not pruned: removing what an attack gets wrong chases noise) the
+   questions (units) it answers best relative to their chance are removed, at least one and
+   about ``(gap - margin) x n``, never more than ``max_prune_fraction`` of a type nor below
+   ``min_questions`` (for twins: of either type); the options are drawn again and everything
+   rescored, at most ``max_rounds`` times. As VSI-Bench-Debiased's size filter
+   (``get_object_size_estimation_scores_v2`` / ``filter_object_size_estimation_scored_v2`` in
+   ``debias_vsi_clean.py`` of vision-x-nyu/test-set-training: drop the questions nearest their
+   label's mean, iterated) this removes first what the per-label prior predicts. A cell still
+   above with nothing left to prune goes further: past ``max_prune_fraction`` down to
+   ``min_questions`` (the type and its twin), and when it stays above there, or it is a pool of
+   types each below the floor, its type is dropped from the set with its twin (only when the
+   attacks are held out by scene: never on one scene) (``drop_leaky_types``; in a pool, the type
+   the attack answers most above chance) and the report's notes say which attack, by how much,
+   on how many questions. Attacks that only see where the options are (the letter as a constant,
+   the rank of a numeric option, the offset from "None of these") are answered by the new draw
+   alone, not by pruning (the option draws are chosen on every attack, the learned model
+   included: at 20 questions one answer is 5 points, and the draw decides it). What the last
    round could not bring within the margin stays in the report as a failed target.
 5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
    correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
@@ -281,10 +291,19 @@ def _is_placement(attack: str, qtype: str, mcq: bool) -> bool:
     return attack in PLACEMENT_ATTACKS or (attack == "constant" and mcq)
 
 
-def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: BalanceRules
-                ) -> tuple[set[tuple], list[tuple[str, str, int]]]:
+def prune_floor(qtype: str, n0: dict[str, int], b: BalanceRules, deep: set[str]) -> int:
+    """The fewest questions pruning leaves of ``qtype`` (module docstring, step 4): ``min_questions``,
+    and while the type is not ``deep`` also ``1 - max_prune_fraction`` of its ``n0``."""
+    if qtype in deep:
+        return b.min_questions
+    return max(b.min_questions, math.ceil(n0[qtype] * (1.0 - b.max_prune_fraction)))
+
+
+def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: BalanceRules, deep: set[str] = frozenset()
+                ) -> tuple[set[tuple], list[tuple[str, str, int]], list]:
     """The units to remove after one scoring (module docstring, step 4): (twin keys, [(type,
-    attack, n removed)])."""
+    attack, n removed)], the failing cells nothing could be pruned from: every question they
+    answer above chance is at its type's :func:`prune_floor`, or they are pooled)."""
     rs = report.row_scores
     units = [twin_key(p.candidate) for p in placed]
     types = [p.candidate.question_type for p in placed]
@@ -295,11 +314,16 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
         unit_types[u].append(t)
     drop: set[tuple] = set()
     log: list[tuple[str, str, int]] = []
-    for cell in report.failing:
+    stuck = []
+    touched: set[str] = set()
+    for cell in report.failing:  # judged cells above chance + margin (vistest.eval.attacks.AttackCell.ok)
         names = set(cell.pooled or (cell.question_type,))
         mcq = placed[[i for i, t in enumerate(types) if t in names][0]].options is not None
-        if _is_placement(cell.attack, cell.question_type, mcq) or cell.gap < 0:
-            continue  # a new draw of the options answers it; below chance: not pruned (module docstring)
+        if _is_placement(cell.attack, cell.question_type, mcq):
+            continue  # a new draw of the options answers it (module docstring)
+        if cell.pooled:  # its types are each below the judging floor: no question of theirs is pruned
+            stuck.append(cell)
+            continue
         s = rs.scores[cell.attack]
         idx = [i for i, t in enumerate(types) if t in names and not np.isnan(s[i]) and units[i] not in drop]
         adv = np.array([s[i] - rs.chance[i] for i in idx])
@@ -308,8 +332,7 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
         n = 0
         for i in order:
             ts = unit_types[units[i]]
-            if n >= want or units[i] in drop or any(
-                    left[t] <= max(b.min_questions, math.ceil(n0[t] * (1.0 - b.max_prune_fraction))) for t in ts):
+            if n >= want or units[i] in drop or any(left[t] <= prune_floor(t, n0, b, deep) for t in ts):
                 continue
             drop.add(units[i])
             for t in ts:
@@ -317,7 +340,10 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
             n += 1
         if n:
             log.append((cell.question_type, cell.attack, n))
-    return drop, log
+            touched.update(names)
+        elif not names & touched:  # (a type another cell pruned this round is scored again first)
+            stuck.append(cell)
+    return drop, log, stuck
 
 
 def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, seed: int = 0
@@ -385,7 +411,7 @@ def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Gen
     placed: list[Placed] = []
     for qtype in sorted(kept):
         group = kept[qtype]
-        best, best_worst = None, np.inf
+        best, best_worst = None, (np.inf, np.inf)
         draws = b.option_draws if group and group[0].is_mcq and len(group) >= b.min_judged else 1
         for _ in range(draws):
             cand = place_options(group, rules.numeric_mcq, rng, _fold_units(folds))
@@ -394,13 +420,26 @@ def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Gen
                 break
             rep = blind.attack_report(_records(cand), attacks=attacks, min_judged=b.min_judged,
                                       margin=b.blind_margin, folds=folds)
-            worst = max((abs(c.gap) for c in rep.cells if c.judged), default=0.0)
-            if worst < best_worst:
+            judged = [c for c in rep.cells if c.judged]
+            # the largest excess above chance + margin first, then the largest distance from chance
+            worst = (max((max(0.0, c.gap - b.blind_margin) for c in judged), default=0.0),
+                     max((abs(c.gap) for c in judged), default=0.0))
+            if best is None or worst < best_worst:
                 best, best_worst = cand, worst
-            if worst <= b.blind_margin:
+            if worst[1] <= b.blind_margin:
                 break
         placed.extend(best)
     return sorted(placed, key=lambda p: p.candidate.key)
+
+
+def _round_folds(kept: dict[str, list[Candidate]], first: Sequence[Placed], seed: int):
+    """The folds the report will hold the attacks out with (vistest.generate.blind.folds_of): by
+    the scenes that still have questions (a scene the pruning empties changes every fold), by
+    question group with one scene."""
+    scenes = sorted({c.scene_id for g in kept.values() for c in g})
+    if len(scenes) >= 2:
+        return scene_folds(scenes, DEFAULT_FOLDS, seed)
+    return blind.folds_of(blind.truths(_records(first)), seed)
 
 
 def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, seed: int, step,
@@ -408,20 +447,36 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
     """Step 4: draw the options, score, prune, until every judged attack is within the margin."""
     b = rules.balance
     n0 = {t: len(g) for t, g in kept.items()}
-    cheap = tuple(a for a in blind.ATTACKS if a != "learned")
     first = _place_all(kept, rules, rng)
     if not first:
         return []
-    folds = blind.folds_of(blind.truths(_records(first)), seed)  # the report's folds (by scene)
     placed: list[Placed] = []
+    deep: set[str] = set()
     for _ in range(b.max_rounds):
-        placed = _resample(kept, rules, rng, folds, cheap)
+        folds = _round_folds(kept, first, seed)
+        placed = _resample(kept, rules, rng, folds, blind.ATTACKS)
         if not placed:
             return placed
         records = _records(placed)
         report = blind.attack_report(records, seed, blind.ATTACKS, b.min_judged, b.blind_margin, folds)
-        drop, log = prune_round(placed, report, n0, b)
-        if not drop:
+        drop, log, stuck = prune_round(placed, report, n0, b, deep)
+        deepened: set[str] = set()
+        for cell in stuck:
+            t = cell.question_type
+            if t in deepened:
+                continue  # pruned past max_prune_fraction from the next round on
+            if not cell.pooled and t not in deep and prune_floor(t, n0, b, deep) > b.min_questions:
+                units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == t}
+                deepened |= {p.candidate.question_type for p in placed if twin_key(p.candidate) in units}
+                deep |= deepened  # past max_prune_fraction, down to the judging floor (module docstring)
+            elif b.drop_leaky_types and folds.by == "scene":  # held out by question (one scene): never
+                gone = _leaky_type(cell, placed, report)
+                units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == gone}
+                if units - drop:
+                    drop |= units
+                    notes.append(_drop_note(gone, cell, placed, units))
+                    log.append((cell.question_type, cell.attack, len(units)))
+        if not drop and not deepened:
             return placed
         for t in kept:
             before = len(kept[t])
@@ -429,6 +484,29 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
             step(t, "blind_attack", before, kept[t], ", ".join(sorted({a for q, a, _ in log if t in q})))
             if kept[t] and (t in COUNTING_TYPES or t.startswith(DIRECTION_PREFIX)):  # the caps hold again
                 kept[t] = step(t, "answer_cap", len(kept[t]), cap_answers(t, kept[t], b, rng, unit_of)[0])
-    notes.append(f"blind attacks: {b.max_rounds} balancing rounds did not bring every judged attack within "
-                 f"{100 * b.blind_margin:g} points of chance (the report's targets say which)")
+    notes.append(f"blind attacks: {b.max_rounds} balancing rounds did not bring every judged attack to at most "
+                 f"{100 * b.blind_margin:g} points above chance (the report's targets say which)")
     return placed
+
+
+def _leaky_type(cell, placed: Sequence[Placed], report) -> str:
+    """The type a stuck cell drops (module docstring, step 4): the cell's own, or in a pool the
+    type whose questions the attack answers most above their chance (summed; ties: the first name)."""
+    if not cell.pooled:
+        return cell.question_type
+    rs = report.row_scores
+    s = rs.scores[cell.attack]
+    gain: dict[str, float] = defaultdict(float)
+    for i, p in enumerate(placed):
+        t = p.candidate.question_type
+        if t in cell.pooled and not np.isnan(s[i]):
+            gain[t] += float(s[i] - rs.chance[i])
+    return min(cell.pooled, key=lambda t: (-gain.get(t, -np.inf), t))
+
+
+def _drop_note(qtype: str, cell, placed: Sequence[Placed], units: set) -> str:
+    """The report's line for a type dropped as leaky."""
+    with_twin = sorted({p.candidate.question_type for p in placed if twin_key(p.candidate) in units})
+    return (f"{', '.join(with_twin)}: dropped ({len(units)} question(s) or twin pairs): attack {cell.attack} "
+            f"held out {100 * cell.gap:+.1f} points from chance on {cell.question_type} (n={cell.n}) with no "
+            f"question left to prune (at the judging floor of the type, or a pool of types below it)")

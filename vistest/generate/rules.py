@@ -281,14 +281,23 @@ class BalanceRules:
                                                     "this of its type's answers (an answer prior within the "
                                                     "3-point margin)", "vistest (issue #23)")
     blind_margin: float = param(0.03, "questions are pruned until every blind attack, held out by scene, scores "
-                                      "within this of chance on every judged type (both sides)",
+                                      "at most this above chance on every judged type (cells below chance are "
+                                      "reported, not pruned)",
                                 "issue #23 (chance + 3 points)")
-    max_rounds: int = param(12, "most rounds of drawing the options, scoring the attacks and pruning", VISTEST)
+    max_rounds: int = param(20, "most rounds of drawing the options, scoring the attacks and pruning (dropping a "
+                                "leaky type takes up to three: prune, prune past max_prune_fraction, drop)", VISTEST)
     option_draws: int = param(12, "draws of a multiple-choice type's options per round; the one whose attacks are "
                                   "nearest chance is kept", VISTEST)
-    max_prune_fraction: float = param(0.75, "never prune more than this share of a type's questions", VISTEST)
+    max_prune_fraction: float = param(0.75, "prune at most this share of a type's questions, unless a blind attack "
+                                            "stays above chance + blind_margin there (then down to min_questions)",
+                                      VISTEST)
     min_questions: int = param(20, "pruning never takes a type below this many questions (the judging floor)",
                                VISTEST)
+    drop_leaky_types: bool = param(True, "a type whose blind attack stays above chance + blind_margin with nothing "
+                                         "left to prune (at min_questions, past max_prune_fraction; or pooled below "
+                                         "the floor) is dropped from the set, with its twin, and the report says "
+                                         "why, when the attacks are held out by scene (False: kept, the report's "
+                                         "target fails)", "vistest (issue #23)")
     min_judged: int = param(20, "the report judges a type's blind baselines against chance only from this many "
                                 "questions on (the standard error of a mean MRA is about 0.3/sqrt(n): 7 points at "
                                 "20); smaller types are pooled per attack, the pool judged from this size on", VISTEST)
