@@ -227,6 +227,17 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
             tmp.write_bytes(data)
 
 
+def replace_output(tmp: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Rename a finished temporary file onto its destination (``os.replace``: atomic in one
+    file system); a full disk or a permission problem becomes an OutputError naming ``dest``."""
+    try:
+        os.replace(tmp, dest)
+    except OSError as e:
+        if not is_environment_error(e):
+            raise
+        raise output_error(dest, e) from None
+
+
 class StagedFiles:
     """A set of outputs that belong together (a score report, the contact sheets of a run), put
     in place together, as a scene's videos are (vistest.videos.write: staged, then committed).
@@ -277,12 +288,7 @@ class StagedFiles:
         returns the destinations written."""
         done = []
         for dest, tmp in list(self.staged.items()):
-            try:
-                os.replace(tmp, dest)
-            except OSError as e:
-                if not is_environment_error(e):
-                    raise
-                raise output_error(dest, e) from None
+            replace_output(tmp, dest)
             del self.staged[dest]
             done.append(dest)
         for dest in self.removed:

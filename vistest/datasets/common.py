@@ -395,6 +395,21 @@ def rotate_image(img: np.ndarray, turn: str | None) -> np.ndarray:
     return img if turn is None else cv2.rotate(img, codes[turn])
 
 
+def read_key_values(path: Path, what: str) -> dict[str, str]:
+    """A ``key = value`` text file (ScanNet's ``sceneXXXX_XX.txt``, 3RScan's ``_info.txt``) as
+    ``{key: value}``, both stripped; blank lines skipped; any other line is an error naming the
+    file and line. ``what`` names the file in the error of an unreadable file."""
+    out = {}
+    for n, line in enumerate(read_text(path, AdapterError, what).splitlines(), 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise AdapterError(f"{path}: line {n}: expected 'key = value', got {line!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def rotated_depth(src: Path | str | None, i: int, turn: str | None, out_dir: Path) -> str | None:
     """The depth image of frame ``i`` as the scene's frame: the original file (``turn`` None),
     or a copy rotated by ``turn`` (:func:`rotate_image`) written to ``out_dir/depth/{i:06d}.png``."""

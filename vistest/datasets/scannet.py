@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame
 from . import common as c
@@ -56,16 +55,7 @@ RELIED_ON = (
 
 def read_info(path: Path) -> dict[str, str]:
     """The ``sceneXXXX_XX.txt`` meta file as ``{key: value}`` (lines ``key = value``)."""
-    lines = read_text(path, c.AdapterError, "scan info").splitlines()
-    out = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise c.AdapterError(f"{path}: line {n}: expected 'key = value', got {line!r}")
-        out[key.strip()] = value.strip()
-    return out
+    return c.read_key_values(path, "scan info")
 
 
 def axis_alignment(info: dict[str, str], path: Path) -> np.ndarray | None:

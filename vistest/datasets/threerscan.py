@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Intrinsics
 from . import common as c
@@ -55,15 +54,7 @@ RELIED_ON = (
 
 def read_info(path: Path) -> dict[str, str]:
     """``_info.txt`` as ``{key: value}`` (``key = value`` lines)."""
-    out = {}
-    for n, line in enumerate(read_text(path, c.AdapterError, "3RScan _info.txt").splitlines(), 1):
-        if not line.strip():
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise c.AdapterError(f"{path}: line {n}: expected 'key = value', got {line!r}")
-        out[key.strip()] = value.strip()
-    return out
+    return c.read_key_values(path, "3RScan _info.txt")
 
 
 def info_camera(info: dict, kind: str, path: Path) -> tuple[Intrinsics, tuple[int, int]]:

@@ -54,7 +54,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..atomic import check_file, ensure_folder, process_tag, temp_path_for
+from ..atomic import check_file, ensure_folder, process_tag, replace_output, temp_path_for
 from ..errors import OutputError, is_environment_error, output_error
 from ..layout import SPOOL_PREFIX
 from ..progress import progress_bar
@@ -407,13 +407,7 @@ def commit_videos(report: WriteReport, outdir: str | os.PathLike) -> None:
     """Rename every staged output of ``report`` onto its path under ``outdir`` (renames in one
     folder tree: no copy, milliseconds for hundreds of videos)."""
     for tmp, path in report.staged:
-        dest = Path(outdir) / path
-        try:
-            os.replace(tmp, dest)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(dest, e) from None
+        replace_output(tmp, Path(outdir) / path)
 
 
 def discard_videos(report: WriteReport) -> None:
