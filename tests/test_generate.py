@@ -47,9 +47,11 @@ def generated(rooms):
 
 @pytest.fixture(scope="module")
 def generated_every_type(rooms):
-    """The same set with no type dropped as leaky (balance.drop_leaky_types): every template's
-    answers are checked."""
-    return generate(rooms, GENERATED_TYPES, Rules().with_overrides(["balance.drop_leaky_types=false"]), seed=0)
+    """The same rooms with no type dropped as leaky and one balancing round of one option draw
+    (balance.drop_leaky_types, max_rounds, option_draws): every template's answers are checked,
+    on more questions than the balanced set keeps (the pruning rounds are checked by ``generated``)."""
+    return generate(rooms, GENERATED_TYPES, Rules().with_overrides(
+        ["balance.drop_leaky_types=false", "balance.max_rounds=1", "balance.option_draws=1"]), seed=0)
 
 
 def records_of(generated):

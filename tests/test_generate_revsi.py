@@ -241,6 +241,7 @@ def vlm3r_check(scene, recs):
     return out
 
 
+@pytest.mark.slow
 def test_vlm3r_preset_passes_vlm3r_filters_and_keeps_more(rooms):
     inputs = rooms[:8]
     vlm = generate(inputs, TYPES, Rules.preset_named("vlm3r"), seed=0)

@@ -153,6 +153,7 @@ def rooms():
     return [SceneInput(s, compute_visibility(s)) for s in scenes]
 
 
+@pytest.mark.slow
 def test_every_route_on_30_random_rooms_checked_by_independent_geometry(rooms):
     n = 0
     for inp in rooms:
