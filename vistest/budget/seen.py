@@ -3,8 +3,9 @@
 Every stage that asks "did the video show this object?" (the budget ground truth,
 ``vistest generate``'s first appearances, the timelines' colour break) asks it here, through
 :meth:`SeenRule.seen`. A rule reads one array of the visibility table (vistest.visibility.table;
-``visible`` by default: the image share where the object may be seen after occlusion) and compares
-a measure of it with a threshold. Three kinds (:data:`SEEN_KINDS`, each with its unit, doc and
+``visible`` by default: the image share of the object's own pixels where the scene's mesh carries
+per-vertex object ids, else of its box silhouette less what hides it) and compares a measure of it
+with a threshold. Three kinds (:data:`SEEN_KINDS`, each with its unit, doc and
 source):
 
 * ``image`` (the default): the array's value, a fraction of the image area, must **exceed** the
@@ -23,12 +24,12 @@ source):
   ``min_px_count_visib=1024``, COCO's small/medium object boundary 32^2). Counted at native
   resolution, not at the size a model's processor resizes frames to.
 
-A rule reads the array it names (``array``, default ``visible``): an instance-visibility array
-added to the table later (the object's own rendered surface) is read the same way. The silhouette
-rule always divides by ``projected``, the box silhouette: with ``visible`` (the box region not
-hidden) that is the share of the box silhouette that shows; with an instance array it is the
-object's own visible surface over its box silhouette, a lower bound of BOP's ``visib_fract``
-(whose denominator is the object's own unoccluded silhouette). Unknown values (invalid frames,
+A rule reads the array it names (``array``, default ``visible``; ``evidence``, the box bound,
+is another). The silhouette rule always divides by ``projected``, the box silhouette: with a box
+``visible`` that is the share of the box silhouette that shows; with an instance ``visible``
+(``params["visible"] == "instance"``) it is the object's own visible surface over its box
+silhouette, a lower bound of BOP's ``visib_fract`` (whose denominator is the object's own
+unoccluded silhouette). Unknown values (invalid frames,
 NaN) are never seen.
 
 Spelling on the command line (``--seen-rule KIND[@ARRAY]``, ``--seen-threshold VALUE``;
