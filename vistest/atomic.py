@@ -139,6 +139,15 @@ def remove_stale(folder: str | os.PathLike, stems: Iterable[str] | None = None, 
 # ---------------------------------------------------------------------------------------
 # atomic writes
 # ---------------------------------------------------------------------------------------
+def remove_stale_tree(root: str | os.PathLike) -> None:
+    """:func:`remove_stale` in ``root`` and every folder below it (symbolic links not followed);
+    nothing when ``root`` is not a folder."""
+    root = Path(root)
+    if root.is_dir():
+        for folder in [root, *(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())]:
+            remove_stale(folder)
+
+
 def ensure_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
     """Create ``path`` (and its parents) if needed; OutputError naming it when the environment
     refuses (a file in the way, not writable, read-only)."""

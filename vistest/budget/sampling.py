@@ -38,7 +38,7 @@ DEFAULT_PROFILE = "uniform"  # the sampler profile of every command unless --pro
 # the largest frame budget: the most decoded frames a scene may give (vistest.scene.MAX_FRAME_INDEX + 1,
 # 10 million). A budget above the video's own frame count is legitimate (most evaluators repeat frames,
 # docs/sampling.md); one above any video's is refused where it is parsed, before anything is allocated.
-MAX_BUDGET = 10_000_000  # = vistest.scene.MAX_FRAME_INDEX + 1 (not imported: scene imports this module)
+MAX_BUDGET = 10_000_000  # vistest.scene.MAX_FRAME_INDEX is MAX_BUDGET - 1
 
 # qwen-vl-utils constants (qwen_vl_utils/vision_process.py, versions 0.0.8 to 0.0.14)
 QWEN_FRAME_FACTOR = 2

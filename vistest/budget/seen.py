@@ -99,6 +99,12 @@ class SeenRule:
     def spec(self) -> SeenKind:
         return SEEN_KINDS[self.kind]
 
+    @property
+    def kind_option(self) -> str:
+        """``KIND`` or ``KIND@ARRAY`` (array other than the default): what ``--seen-rule`` and the
+        generator's ``frames.seen_rule`` take, read back by :func:`seen_rule`."""
+        return self.kind if self.array == DEFAULT_SEEN_ARRAY else f"{self.kind}@{self.array}"
+
     def measure(self, vis: Any, image_size: tuple[int, int], array: str | None = None) -> np.ndarray:
         """(F, O) float: what the rule compares, per frame and object (NaN where unknown): the
         image share, the silhouette share or the pixel count of ``array`` (default: the rule's)."""

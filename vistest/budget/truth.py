@@ -281,7 +281,7 @@ class _Table:
         self.occlusion = str(vis.params.get("occlusion", "?"))
         size = scene.image_size
         self.measure = rule.measure(vis, size)
-        self.seen = rule.seen(vis, size)  # NaN rows are never seen
+        self.seen = rule.passes(self.measure) & valid[:, None]  # = rule.seen(vis, size); NaN is never seen
         self.seen_bound = rule.seen(vis, size, array=BOUND_ARRAY)
         with np.errstate(invalid="ignore"):
             self.in_view = (self.measure > 0) & valid[:, None]

@@ -42,7 +42,7 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answe
     distributions, the blind baselines against chance and the answerability per frame budget."""
     from ..atomic import write_atomic
     from ..budget.sampling import budget_label, parse_budgets
-    from ..budget.seen import SeenRule
+    from ..budget.seen import seen_rule
     from ..generate import Rules, SceneInput, generate, parse_types, write_questions
     from ..scene import Scene
     from ..visibility.table import Visibility, compute_visibility
@@ -52,10 +52,10 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answe
     budgets = parse_budgets(answerable_at, "--answerable-at")
     labels = ["all"] + [budget_label(b) for b in budgets if budget_label(b) != "all"]
     rules = Rules.preset_named(preset)
-    seen = seen_threshold if isinstance(seen_threshold, SeenRule) else SeenRule(threshold=seen_threshold)
+    seen = seen_rule(seen_threshold)
     rules = dataclasses.replace(rules, frames=dataclasses.replace(
         rules.frames, answerable_at=tuple(labels), profile=profile, seen_threshold=seen.threshold,
-        seen_rule=f"{seen.kind}@{seen.array}" if seen.array != "visible" else seen.kind))
+        seen_rule=seen.kind_option))
     rules = rules.with_overrides(rule_items)
     qtypes = parse_types(types)
     scenes = [Scene.load(p) for p in scene_jsons]

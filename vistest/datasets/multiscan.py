@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry import rigid_inverse
+from ..geometry import box_corners, rigid_inverse
 from ..jsonl import read_text
 from ..progress import progress_bar
 from ..scene import Frame
@@ -168,8 +168,6 @@ def category(label: str) -> str:
 
 def read_annotation(path: Path, skip: frozenset = DEFAULT_SKIP) -> c.BoxSet:
     """``{scan}.annotations.json`` boxes (aligned world), every box checked against its ``min``/``max``."""
-    import itertools
-
     doc = c.read_json(path, "MultiScan annotations")
     objs = doc.get("objects") if isinstance(doc, dict) else None
     if not isinstance(objs, list):
@@ -185,7 +183,7 @@ def read_annotation(path: Path, skip: frozenset = DEFAULT_SKIP) -> c.BoxSet:
         center, size, rot = c.obb_box(o.get("obb"), f"{where}.obb")
         obb = o["obb"]
         if "min" in obb and "max" in obb:
-            corners = np.array([center + rot @ (np.array(s) * size / 2) for s in itertools.product((-1, 1), repeat=3)])
+            corners = box_corners(center[None], size[None], rot[None])[0]  # rot: columns are the box axes
             lo, hi = c.matrix(obb["min"], (3,), f"{where}.obb.min"), c.matrix(obb["max"], (3,), f"{where}.obb.max")
             err = float(max(np.abs(corners.min(0) - lo).max(), np.abs(corners.max(0) - hi).max()))
             if err > AABB_TOL:

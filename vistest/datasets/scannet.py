@@ -306,7 +306,7 @@ def _adapter():
                    reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
                    path_help="a scan folder with color/, depth/, pose/, intrinsic/ and the scan's files",
                    options=tuple(Option(*o) for o in ADAPTER_OPTIONS), read_capture=read_capture,
-                   read_boxes=lambda p, cap, o: read_capture(p, o, p).boxes)
+                   read_boxes=lambda p, cap, o: read_capture(p, {**o, "room": "none"}, p).boxes)  # boxes only: no room
 
 
 ADAPTER = _adapter()

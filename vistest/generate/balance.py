@@ -66,7 +66,7 @@ import numpy as np
 
 from ..eval.baselines import DEFAULT_FOLDS, scene_folds
 from . import blind
-from .candidates import NUMERIC_MCQ_TYPES, Candidate, significant, to_record, twin_key
+from .candidates import NUMERIC_MCQ_TYPES, TWIN_FAMILY, Candidate, significant, to_record, twin_key
 from .rules import BalanceRules, NumericMcqRules, Rules
 from .templates import LETTERS
 
@@ -231,9 +231,9 @@ def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator) ->
     return sorted(out, key=lambda c: c.key)
 
 
-TWIN_BASE = {"object_size_estimation_mcq": ("object_size_estimation",),
-             "object_abs_distance_mcq": ("object_abs_distance",),
-             "room_size_estimation_mcq": ("room_size_estimation_single", "room_size_estimation_multiple")}
+# each numeric-option type and the numeric types of its twin family (candidates.TWIN_FAMILY)
+TWIN_BASE = {t: tuple(b for b, f in TWIN_FAMILY.items() if f == fam and b != t)
+             for t, fam in TWIN_FAMILY.items() if t.endswith("_mcq")}
 # attacks a new draw of the options answers (module docstring, step 4): placement, not content
 PLACEMENT_ATTACKS = ("option-rank", "nota-position")
 

@@ -55,16 +55,10 @@ def abs_candidates(facts: SceneFacts, rules: AbsDistanceRules, types: tuple[str,
     return out
 
 
-def rel_ok(dists: np.ndarray, rules: RelDistanceRules) -> bool:
-    """The ambiguity filters on the options' distances to the primary (metres): every option more
-    than ``min_option_distance_m`` away, every two more than ``min_option_gap_m`` apart."""
-    d = np.sort(np.asarray(dists, float))
-    return bool(d[0] > rules.min_option_distance_m and (np.diff(d) > rules.min_option_gap_m).all())
-
-
 def option_sets(dists: np.ndarray, k: int, rules: RelDistanceRules) -> list[tuple[int, ...]]:
-    """Every set of ``k`` indices (ascending) whose distances pass :func:`rel_ok`, in
-    lexicographic order (at most ``MAX_OPTION_SETS``)."""
+    """Every set of ``k`` indices (ascending) whose distances (to the primary, metres) pass the
+    ambiguity filters: every option more than ``min_option_distance_m`` away, every two more
+    than ``min_option_gap_m`` apart; in lexicographic order (at most ``MAX_OPTION_SETS``)."""
     far = [i for i in range(len(dists)) if dists[i] > rules.min_option_distance_m]
     out: list[tuple[int, ...]] = []
 

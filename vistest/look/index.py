@@ -31,9 +31,11 @@ from urllib.parse import quote
 
 from .. import layout
 from ..atomic import write_atomic
+from ..budget.truth import STATUSES
 from ..errors import InputError
+from ..eval.records import budget_sort_key
 from ..videos.manifest import read_manifest
-from .summary import STATUSES, SceneSummary, budget_order, collapse_notes, note_kind, scene_summary
+from .summary import SceneSummary, collapse_notes, note_kind, scene_summary
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
@@ -79,7 +81,8 @@ def _pct(a: int, n: int) -> str:
     return f"{a / n:.0%}" if n else "-"
 
 
-def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path) -> str:
+def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path,
+                  collapsed: list[tuple]) -> str:
     """The summary section (module docstring): totals over the scenes, then the warnings."""
     budgets: dict[str, Counter] = {}
     dummies: dict[str, Counter] = {}
@@ -97,7 +100,7 @@ def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path
     out = ['<section class="summary" id="summary"><h2>Summary</h2>']
     if budgets:
         rows = ["<tr><th>budget</th><th>questions</th>" + "".join(f"<th>{st}</th>" for st in STATUSES) + "</tr>"]
-        for b in sorted(budgets, key=budget_order):
+        for b in sorted(budgets, key=budget_sort_key):
             c = budgets[b]
             n = sum(c.values())
             rows.append(f"<tr><td>{html.escape(b if b == 'all' else b + ' frames')}</td><td class=n>{n}</td>" + "".join(
@@ -132,7 +135,7 @@ def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path
     limit = 12  # scene lines; a batch of many scenes keeps the summary short
     if len(items) > limit:
         items = items[:limit] + [f"<li>... and {len(items) - limit} more</li>"]
-    for i, (_kind, first, n, path) in enumerate(collapse_notes(recs), 1):  # every kind: the video tables link here
+    for i, (_kind, first, n, path) in enumerate(collapsed, 1):  # every kind: the video tables link here
         others = f"{n} of {len(recs)} videos" + (f", e.g. {html.escape(path)}" if n > 1 else f": {html.escape(path)}")
         items.append(f'<li id="note-{i}" class="warn">note {i}: {html.escape(first)} ({others}'
                      + ("; the others differ in numbers only" if n > 1 else "") + ")</li>")
@@ -178,8 +181,9 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
              "<p>Everything this run wrote, per scene: pictures (timeline, overlay, plots), ground-truth files, "
              "and every video with its contact sheet (each frame captioned with the source frame it was made "
              "from; <code>ok</code> = it matches the source, or black, as the manifest says).</p>"]
-    notes = {kind: i for i, (kind, *_rest) in enumerate(collapse_notes(recs), 1)}
-    parts.append(_summary_html([scene_summary(run_dir, sid) for sid in scene_ids], recs, run_dir))
+    collapsed = collapse_notes(recs)
+    notes = {kind: i for i, (kind, *_rest) in enumerate(collapsed, 1)}
+    parts.append(_summary_html([scene_summary(run_dir, sid) for sid in scene_ids], recs, run_dir, collapsed))
     if scene_ids:
         parts.append("<p>Scenes: " + ", ".join(f'<a href="#scene-{quote(s)}">{html.escape(s)}</a>'
                                                  for s in scene_ids) + "</p>")

@@ -32,7 +32,7 @@ import numpy as np
 from . import SHEET_COLUMNS, SHEET_MAX_FRAMES, SHEET_TILE_WIDTH
 from .overlay import contact_sheet, png_bytes, tile
 from .. import layout
-from ..atomic import StagedFiles, remove_stale
+from ..atomic import StagedFiles, remove_stale_tree
 from ..errors import InputError
 from ..videos.manifest import read_manifest
 
@@ -193,7 +193,7 @@ def write_sheets(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike, scen
             frames.update(src_frames[p] for p in positions if src_frames[p] not in black)
         wanted[key] = sorted(frames) if key[0] and Path(key[0]).is_file() else []
     total = sum(len(f) for f in wanted.values()) + sum(len(plans[id(r)][0]) for r in recs)
-    _remove_stale_sheets(sheets_dir)
+    remove_stale_tree(sheets_dir)  # temporary files of killed `vistest sheet` commands
     out = []
     with progress_bar(total, "sheets (frames decoded)", enabled=progress) as bar, StagedFiles() as staged:
         for (source, size), group in by_source.items():
@@ -207,10 +207,3 @@ def write_sheets(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike, scen
     return sorted(out, key=lambda r: r.path)
 
 
-def _remove_stale_sheets(sheets_dir: str | os.PathLike) -> None:
-    """Remove the temporary files killed ``vistest sheet`` commands left in ``sheets_dir`` and
-    its folders (vistest.atomic.remove_stale: made on this host by processes that have ended)."""
-    root = Path(sheets_dir)
-    if root.is_dir():
-        for folder in [root, *(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())]:
-            remove_stale(folder)

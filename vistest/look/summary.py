@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import layout
+from ..eval.records import budget_sort_key
 from ..videos.manifest import read_scene_record
 
-STATUSES = ("kept", "changed", "unanswerable")  # vistest.budget.truth.STATUSES, in that order
 AUDIT_GLOB = "audit*.json"
 AUDIT_FORMAT = "vistest.audit/1"
 _LIST = re.compile(r"\[[^\]]*\]")
@@ -53,11 +53,6 @@ class SceneSummary:
     score_report: Path | None = None
     warnings: list[str] = field(default_factory=list)
     audit: tuple[bool, str, Path] | None = None
-
-
-def budget_order(label: str) -> tuple:
-    """Numeric budgets ascending, then ``all``, then others by name."""
-    return (0, int(label), "") if label.isdigit() else ((1, 0, "") if label == "all" else (2, 0, label))
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -159,7 +154,7 @@ def scene_summary(run_dir: Path, scene_id: str) -> SceneSummary:
         label = layout.budget_of_file(path.name)
         if label is not None:
             s.budgets[label] = Counter(str(d.get("status")) for d in _jsonl(path))
-    s.budgets = dict(sorted(s.budgets.items(), key=lambda kv: budget_order(kv[0])))
+    s.budgets = dict(sorted(s.budgets.items(), key=lambda kv: budget_sort_key(kv[0])))
     for d in _jsonl(folder / layout.DUMMY_GT):
         s.dummies.setdefault(str(d.get("dummy_mode")), Counter())[str(d.get("status"))] += 1
     found = find_score(run_dir, scene_id)

@@ -3,7 +3,10 @@
 A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame numbers:
 
 * a heat map, frames x objects, of **visible coverage** (fraction of the image area after
-  occlusion, the visibility table's ``visible``). The colour scale breaks at the *seen*
+  occlusion: the visibility table's ``evidence``, the box bound that the dummies below remove,
+  through vistest.videos.plan.EvidenceTable; with an instance mesh the seen rule reads
+  ``visible``, the object's own pixels, so a cell may be coloured seen at a coverage shown from
+  the looser bound). The colour scale breaks at the *seen*
   threshold (default 5%, ReVSI's, the budget stage's ``seen_threshold``): pale blue-grey
   below it (visible but not seen), viridis above it (seen), white for 0, grey for unknown
   (invalid pose or no visibility row). The colour bar marks the threshold. Under another seen

@@ -371,10 +371,9 @@ class SceneMesh:
         (w, h), (ws, hs) = size, work
         nf, no = len(w2c), len(self.present)
         depth = np.empty((nf, ws * hs))
-        ids = np.empty((nf, ws * hs), np.int32)
         counts = np.empty((nf, no), np.int64)
         zbuffer_kernel(self.verts, self.faces, self.face_obj, no, self.blocks, w2c, kin, np.asarray(valid, bool),
-                       w, h, ws, hs, float(near), bool(cull_back), depth, ids, counts, 4 * numba.get_num_threads())
+                       w, h, ws, hs, float(near), bool(cull_back), depth, counts, 4 * numba.get_num_threads())
         return depth, counts
 
 

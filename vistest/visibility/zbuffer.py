@@ -241,7 +241,7 @@ def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs,
 
 @njit_cached(parallel=True)
 def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid, w, h, ws, hs, near, cull_back,
-                   out_depth, out_ids, out_counts, parts=1):
+                   out_depth, out_counts, parts=1):
     """Render F frames of a triangle mesh on the working grid.
 
     verts (V, 3) world (the poses' world), metres; faces (T, 3) int vertex indices;
@@ -252,9 +252,10 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
     w2c (F, 3, 4) world-to-camera [R | t]; kin (F, 4) native fx, fy, cx, cy; valid (F,);
     (w, h) native size; (ws, hs) working grid; near: near plane (metres); cull_back: drop
     faces turned away from the camera.
-    Writes out_depth (F, hs*ws) z-depth in metres (0: no surface), out_ids (F, hs*ws) int32
-    object index of the nearest surface (-1: none or an unlabelled surface) and out_counts
-    (F, num_objects) int64 samples per object; rows of invalid frames are 0 / -1 / 0.
+    Writes out_depth (F, hs*ws) z-depth in metres (0: no surface) and out_counts
+    (F, num_objects) int64 samples where each object's own surface is the nearest (the per-sample
+    object index of the nearest surface, -1 for none or an unlabelled surface, is scratch);
+    rows of invalid frames are 0.
     ``parts``: the frames are split into that many runs, run in parallel, each with its own
     scratch buffers (a few per thread: ``4 * numba.get_num_threads()``).
     """
@@ -280,6 +281,5 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
                 out_counts[f, o] = 0
             for k in range(n):
                 out_depth[f, k] = 1.0 / iz[k] if iz[k] > 0.0 else 0.0
-                out_ids[f, k] = ids[k]
                 if ids[k] >= 0:
                     out_counts[f, ids[k]] += 1

@@ -49,7 +49,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ...errors import InputError, OutputError, is_environment_error, output_error
 from ... import __version__
-from ...atomic import parse_temp_name, remove_stale, temp_path_for, write_atomic
+from ...atomic import parse_temp_name, remove_stale_tree, temp_path_for, write_atomic
 from ...videos.manifest import SceneBusy, SceneLock
 from ...videos.plan import file_key
 
@@ -177,10 +177,8 @@ class OutputFolder:
         if self.out.exists() and not self.out.is_dir():
             raise InputError(f"{self.out}: -o: expected a folder, found a file")
         # the lock and temporary files may be another export's first moments: checked again under the lock
-        if not (self.out / RECORD).is_file() and self.out.is_dir() and any(
-                p.name != LOCK and parse_temp_name(p.name) is None for p in self.out.iterdir()):
-            raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
-                             f"into a new, empty or previously exported folder")
+        if not (self.out / RECORD).is_file():
+            self._refuse_foreign(lambda p: p.name != LOCK and parse_temp_name(p.name) is None)
 
     def _acquire(self) -> SceneLock:
         """Hold ``OUT/.vistest_export.lock`` (waiting, with one line on stderr, while another
@@ -207,11 +205,8 @@ class OutputFolder:
         self.release()
 
     def _check(self) -> list[str]:
-        """Refuse unsafe destinations; return the files the previous export owned."""
-        if self.out == self.run_root:
-            raise InputError(f"{self.out}: -o: the export folder must not be the run directory itself")
-        if self.out.exists() and not self.out.is_dir():
-            raise InputError(f"{self.out}: -o: expected a folder, found a file")
+        """Refuse unsafe destinations (after :meth:`_precheck`, under the lock); return the files
+        the previous export owned."""
         record = self.out / RECORD
         if record.is_file():
             try:
@@ -226,22 +221,21 @@ class OutputFolder:
             if fmt != self.fmt:
                 raise InputError(f"{record}: format: this folder holds a {fmt!r} export, not {self.fmt!r}; choose "
                                  f"another folder")
-            self._remove_stale()
+            remove_stale_tree(self.out)  # temporary files of killed exports
             if prev.get("complete") is False:  # a first export into this folder was killed: all of it is ours
                 return sorted(p.relative_to(self.out).as_posix() for p in self.out.rglob("*")
                               if (p.is_file() or p.is_symlink()) and p != record and p.name != LOCK)
             return [str(f) for f in files]
-        if self.out.is_dir() and any(p.name != LOCK for p in self.out.iterdir()):
-            raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
-                             f"into a new, empty or previously exported folder")
+        self._refuse_foreign(lambda p: p.name != LOCK)
         write_atomic(record, json.dumps({"format": self.fmt, "vistest_version": __version__, "complete": False,
                                          "files": []}, indent=1) + "\n")
         return []
 
-    def _remove_stale(self) -> None:
-        """Remove the temporary files killed exports left in OUT (vistest.atomic.remove_stale)."""
-        for folder in [self.out, *(p for p in self.out.rglob("*") if p.is_dir() and not p.is_symlink())]:
-            remove_stale(folder)
+    def _refuse_foreign(self, counts) -> None:
+        """Refuse an OUT without an export record that holds a file ``counts`` (a Path -> bool) keeps."""
+        if self.out.is_dir() and any(counts(p) for p in self.out.iterdir()):
+            raise InputError(f"{self.out}: -o: folder is not empty and holds no {RECORD}; an export only writes "
+                             f"into a new, empty or previously exported folder")
 
     def path(self, rel: str) -> Path:
         """The absolute path of ``rel`` ('/'-separated, relative to OUT), now owned."""
