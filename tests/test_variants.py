@@ -27,7 +27,10 @@ from vistest.datasets.demo import furniture
 from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene
 from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
-from vistest.videos.write import (encoder_memory_mb, fill_rects, is_long, plan_passes, plan_resources, stored_key)
+from vistest.videos.encode import is_long, plan_passes
+from vistest.videos.keys import stored_key
+from vistest.videos.memory import encoder_memory_mb, plan_resources
+from vistest.videos.pixels import fill_rects
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames

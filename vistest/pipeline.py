@@ -31,8 +31,10 @@ from .budget.sampling import ALL, DEFAULT_PROFILE, Budget
 from .errors import InputError
 from .jsonl import parse_json, read_text
 from .scene import Scene, check_scene_id
-from .videos.write import (DEFAULT_MAX_MEMORY_MB, WriteReport, commit_videos, discard_videos, spool_folder,
-                           write_plan)
+from .videos.memory import DEFAULT_MAX_MEMORY_MB
+from .videos.spool import spool_folder
+from .videos.staging import WriteReport, commit_videos, discard_videos
+from .videos.write import write_plan
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
                           DEFAULT_MASK_MARGIN, STREAM_COPY, EncoderSettings, VariantPlan, dummy_gt_jsonl, file_key,
                           manifest_records, plan_variants)

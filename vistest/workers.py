@@ -49,7 +49,7 @@ def die_with_parent(parent_pid: int | None = None, poll_s: float = PARENT_POLL_S
     """Start a daemon thread that ends this process as soon as its parent is gone (the parent id
     changes, e.g. to 1 or a subreaper, once the parent died): at once and silently
     (``os._exit(0)``), or with ``terminate`` by sending it SIGTERM, so that a handler
-    (vistest.videos.write.signals_as_exit) runs the cleanup a stopped run owes (a batch worker
+    (vistest.videos.processes.signals_as_exit) runs the cleanup a stopped run owes (a batch worker
     removes its temporary files and releases its claim). ``parent_pid``: the parent to watch
     (default: the current parent)."""
     import signal

@@ -80,7 +80,7 @@ def worker_context():
 def _worker(task: SceneTask, conn) -> None:
     """A worker process: run the task, send its outcome. SIGTERM raises SystemExit here, so
     the pipeline cleans up as for Ctrl-C; then nothing is sent."""
-    from ..videos.write import signals_as_exit
+    from ..videos.processes import signals_as_exit
 
     die_with_parent(terminate=True)  # the fork server gone (the driver killed): SIGTERM, the cleanup below
     with signals_as_exit():

@@ -11,7 +11,8 @@ from ..errors import InputError
 from ..videos.ffmpeg import X264_PRESETS
 from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
                            DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
-from ..videos.write import DEFAULT_MAX_MEMORY_MB, SPOOL_ENV
+from ..videos.memory import DEFAULT_MAX_MEMORY_MB
+from ..videos.spool import SPOOL_ENV
 from ..budget.sampling import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
                       occlusion_option, output_option, profile_options, quiet_option, seen_threshold_option,
@@ -114,7 +115,7 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
     from ..pipeline import run_scene, write_stamp
     from ..questions import load_questions
     from ..scene import Scene
-    from ..videos.write import signals_as_exit
+    from ..videos.processes import signals_as_exit
     from ..visibility.table import Visibility, choose_occlusion
 
     if kw["ffmpeg_path"]:
