@@ -28,7 +28,7 @@ from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene
 from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
 from vistest.videos.encode import is_long, plan_passes
-from vistest.videos.keys import stored_key
+from vistest.videos.stored import stored_key
 from vistest.videos.memory import encoder_memory_mb, plan_resources
 from vistest.videos.pixels import fill_rects
 from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants

@@ -19,7 +19,7 @@ import numpy as np
 
 from .ffmpeg import BlackFrames, FrameReader, VideoError, VideoWriter
 from .intra import PoolFeed, finish_pool, start_pool
-from .keys import key_metadata
+from .stored import key_metadata
 from .pixels import fill_rects
 from .plan import X264, Variant
 from .pool import PoolPlan

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import VideoError, VideoWriter, mp4_sample_count, mux_h264_command
-from .keys import key_metadata
+from .stored import key_metadata
 from .pixels import fill_rects
 from .plan import X264_INTRA, Variant
 from .pool import PoolPlan, concat_list, file_access_units

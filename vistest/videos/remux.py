@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import FrameHashes, VideoError, hash_command, mp4_sample_count, parse_frame_hashes, remux_command
-from .keys import key_metadata
+from .stored import key_metadata
 from .plan import STREAM_COPY, Variant
 from .session import WriteSession
 

@@ -2,7 +2,7 @@
 
 How a scene's videos are written (docs/videos.md, "How the videos are written"), and where:
 
-* **What is left to write** (vistest.videos.keys): each video carries its content key in the
+* **What is left to write** (vistest.videos.stored): each video carries its content key in the
   container's ``comment`` tag (``vistest:<key>``); a rerun skips an existing output whose key
   matches and redoes any other (the whole pool is encoded again, so a rerun writes the bytes an
   uninterrupted run writes).
@@ -35,7 +35,7 @@ from ..atomic import ensure_folder
 from ..progress import progress_bar
 from .encode import decode_pass, encode_sourceless, is_long, plan_passes
 from .intra import write_pool
-from .keys import up_to_date
+from .stored import up_to_date
 from .memory import DEFAULT_MAX_MEMORY_MB, plan_resources, with_stream_check
 from .plan import X264, Variant, VariantPlan
 from .pool import BLACK, PoolPlan
@@ -63,6 +63,7 @@ class _Todo:
 
 
 def _todo(variants: Sequence[Variant], done: Mapping[str, str]) -> _Todo:
+    """What is left once the outputs ``done`` ({path: encoding}, vistest.videos.stored.up_to_date) are kept."""
     todo = [v for v in variants if v.path not in done]
     intra = [v for v in todo if v.intra]
     pool = PoolPlan.of([v for v in variants if v.intra]) if intra else None
@@ -119,7 +120,7 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
                progress: bool = True, records: Mapping[str, Mapping] | None = None, verify: bool = False,
                spool_dir: str | os.PathLike | None = None, commit: bool = True) -> WriteReport:
     """Write every variant of ``plan`` under ``outdir`` (paths ``Variant.path``), skipping
-    those up to date (vistest.videos.keys.up_to_date: ``records``, the scene's record of its
+    those up to date (vistest.videos.stored.up_to_date: ``records``, the scene's record of its
     files, and ``verify``). ``max_memory_mb`` (MB)/``jobs``/``threads``/``cpus``: see
     vistest.videos.memory.plan_resources (computed over the whole plan, so reruns use the same
     threads). ``spool_dir``: where the work folder goes (vistest.videos.spool.spool_folder); its

@@ -1,4 +1,4 @@
-"""Content keys of written videos, and which outputs a rerun keeps (stage 5).
+"""Content keys stored in written videos, and which outputs a rerun keeps (stage 5).
 
 Every video vistest writes carries its content key (vistest.videos.plan: ``Variant.key``, or
 all_frame's stream-copy key ``Variant.remux_key``) in the container's ``comment`` tag, as
