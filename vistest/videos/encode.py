@@ -19,11 +19,11 @@ import numpy as np
 
 from .ffmpeg import BlackFrames, FrameReader, VideoError, VideoWriter
 from .intra import PoolFeed, finish_pool, start_pool
-from .stored import key_metadata
 from .pixels import fill_rects
 from .plan import X264, Variant
 from .pool import PoolPlan
 from .session import WriteSession
+from .stored import key_metadata
 
 
 def is_long(v: Variant) -> bool:

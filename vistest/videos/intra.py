@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import VideoError, VideoWriter, mp4_sample_count, mux_h264_command
-from .stored import key_metadata
 from .pixels import fill_rects
 from .plan import X264_INTRA, Variant
 from .pool import PoolPlan, concat_list, file_access_units
 from .session import WriteSession
+from .stored import key_metadata
 
 MUX_BATCH = 32         # n-frame videos muxed by one ffmpeg process
 SCAN_CHUNK = 1 << 22   # bytes of the pool read at a time when finding its access units

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import FrameHashes, VideoError, hash_command, mp4_sample_count, parse_frame_hashes, remux_command
-from .stored import key_metadata
 from .plan import STREAM_COPY, Variant
 from .session import WriteSession
+from .stored import key_metadata
 
 
 def remux_check(src: FrameHashes, copy: FrameHashes, fps: float, samples: int | None) -> str | None:

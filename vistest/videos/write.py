@@ -35,7 +35,6 @@ from ..atomic import ensure_folder
 from ..progress import progress_bar
 from .encode import decode_pass, encode_sourceless, is_long, plan_passes
 from .intra import write_pool
-from .stored import up_to_date
 from .memory import DEFAULT_MAX_MEMORY_MB, plan_resources, with_stream_check
 from .plan import X264, Variant, VariantPlan
 from .pool import BLACK, PoolPlan
@@ -43,6 +42,7 @@ from .remux import finish_remuxes, start_remux
 from .session import WriteSession
 from .spool import WorkFolder, check_spool_space, spool_folder, spool_need_bytes
 from .staging import WriteReport, commit_videos
+from .stored import up_to_date
 
 
 @dataclass(frozen=True)
