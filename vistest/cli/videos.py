@@ -12,7 +12,7 @@ from ..videos.ffmpeg import X264_PRESETS
 from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
                            DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
 from ..videos.write import DEFAULT_MAX_MEMORY_MB, SPOOL_ENV
-from ..budget.sampling import parse_budgets
+from ..budgets import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
                       occlusion_option, output_option, profile_options, quiet_option, seen_threshold_option,
                       visibility_option, warn)
