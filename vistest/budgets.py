@@ -10,7 +10,7 @@ each defined here and nowhere else:
 * **label**: ``"16"`` or ``"all"``: the name inside ReVSI's ``{n}_frame``; ``vistest score``
   keys its rows by it (vistest.eval.records).
 * **folder / file name**: ``16_frame`` (budget videos, ReVSI's config names) and
-  ``16_frame.jsonl`` (the budget's ground truth); :data:`NAME_PATTERN` matches the folder name.
+  ``16_frame.jsonl`` (the budget's ground truth); :data:`FOLDER_PATTERN` matches the folder name.
 * **order**: numbers ascending, ``all`` last (:func:`budget_sort_key`).
 * **input**: CLI text (``"16"``, ``"all"``, ``"all_frame"``, case and spaces ignored) or a JSON
   value, read by :meth:`Budget.parse` with the error every command gives.
@@ -40,7 +40,7 @@ ALL = "all"
 # docs/sampling.md); one above any video's is refused where it is parsed, before anything is allocated.
 MAX_BUDGET = 10_000_000  # vistest.scene.MAX_FRAME_INDEX is MAX_BUDGET - 1
 FOLDER_SUFFIX = "_frame"  # 16 -> "16_frame", ReVSI's name of a budget's videos and config
-NAME_PATTERN = r"(\d+|all)_frame"  # a budget's folder name as a regular expression; group 1: its label
+FOLDER_PATTERN = rf"(\d+|{ALL}){FOLDER_SUFFIX}"  # a budget's folder name as a regular expression; group 1: its label
 
 
 @functools.total_ordering

@@ -44,7 +44,7 @@ import os
 import re
 from pathlib import Path
 
-from .budgets import NAME_PATTERN, Budget, BudgetValue
+from .budgets import FOLDER_PATTERN, Budget, BudgetValue
 
 MANIFEST = "manifest.jsonl"
 MANIFEST_LOCK = ".manifest.lock"
@@ -67,8 +67,8 @@ BUDGET_DIR = "budget"  # RUN_DIR/budget/{n}_frame.jsonl: read by vistest score w
 DUMMY_KEY_CHARS = 16  # hex digits of a dummy's content key in its file name
 ALLBLACK = "allblack"  # the dummy mode with one video per scene (no key in its name)
 
-_BUDGET_FILE = re.compile(rf"^{NAME_PATTERN}\.jsonl$")
-_BUDGET_DIR = re.compile(NAME_PATTERN)
+_BUDGET_FILE = re.compile(rf"^{FOLDER_PATTERN}\.jsonl$")
+_BUDGET_DIR = re.compile(FOLDER_PATTERN)
 _DUMMY_FILE = re.compile(rf"[0-9a-f]{{{DUMMY_KEY_CHARS}}}\.mp4")
 
 

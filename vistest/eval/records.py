@@ -44,14 +44,14 @@ from ..jsonl import iter_jsonl as _iter_jsonl
 from ..jsonl import read_text
 from ..questions import ANSWER_MCQ, ANSWER_NUMBER, ANSWER_TEXT, QUESTION_TYPES, RULE_COUNTING
 from ..answers import BASE, REFORMULATIONS, abstain_letter, ground_truth_number, is_abstain_answer, option_letters
-from ..budgets import NAME_PATTERN, Budget, budget_json, budget_sort_key
+from ..budgets import FOLDER_PATTERN, Budget, budget_json, budget_sort_key
 
 REAL_VARIANT = "budget"
 DUMMY_PREFIX = "dummy"
 DUMMY_GT_FILE = layout.DUMMY_GT
 
 _TASK_FROM_LOG_RE = re.compile(r"_samples_(?P<task>.+)\.jsonl$")
-_TASK_BUDGET_RE = re.compile(rf"(?:^|_){NAME_PATTERN}(?:_|$)")
+_TASK_BUDGET_RE = re.compile(rf"(?:^|_){FOLDER_PATTERN}(?:_|$)")
 # VSI-Bench size template: "... longest dimension (length, width, or height) of the bed, measured in
 # centimeters?": the label is the last "of the X" that ends at a comma, "?", "(" or the end
 _SIZE_LABEL_RE = re.compile(r"\bof the ([^,?()]+?)\s*(?:,|\?|\(|$)")
