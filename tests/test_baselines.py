@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from vistest.eval.answers import PROTOCOLS
+from vistest.answers import PROTOCOLS
 from vistest.eval.baselines import (
     IN_SAMPLE,
     MOST_FREQUENT,

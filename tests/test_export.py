@@ -27,8 +27,8 @@ from click.testing import CliRunner
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
 from vistest.errors import InputError
-from vistest.eval import answers
-from vistest.eval.answers import CANNOT_DETERMINE, PROTOCOLS, STRESS_METRICS, score_answer
+from vistest import answers
+from vistest.answers import CANNOT_DETERMINE, PROTOCOLS, STRESS_METRICS, score_answer
 from vistest.eval.baselines import blind_predictions
 from vistest.eval.exporters import ExportOptions, export
 from vistest.eval.exporters.lmms_eval_task import ANSWERS_BEGIN, ANSWERS_END, utils_source
@@ -418,7 +418,7 @@ def test_lmms_eval_task_scores_like_vistest_score(run_dir, tmp_path, protocol):
 
 
 def test_task_utils_embeds_answers_py_verbatim_and_copies_no_rule():
-    """utils.py = header + vistest/eval/answers.py, byte for byte + the task functions, which
+    """utils.py = header + vistest/answers.py, byte for byte + the task functions, which
     define none of answers.py's names (no second copy of a rule)."""
     shared = Path(answers.__file__).read_text(encoding="utf-8")
     shared_names = {n.name for n in ast.parse(shared).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
@@ -433,7 +433,7 @@ def test_task_utils_embeds_answers_py_verbatim_and_copies_no_rule():
         defined = {n.name for n in rest.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in rest.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         assert defined and not defined & shared_names, defined & shared_names
-        assert f"PROTOCOL = {protocol.name!r}" in src and "from ..answers import" not in src
+        assert f"PROTOCOL = {protocol.name!r}" in src and "answers import" not in src
 
 
 # the standalone run: utils.py loaded as lmms-eval loads it, with nothing but the standard library

@@ -637,7 +637,8 @@ def test_a_budget_above_any_decoded_frame_count_is_refused_before_any_folder(com
 
 
 def test_the_budget_limit_is_the_largest_decoded_frame_count_a_scene_may_give():
-    from vistest.budget.sampling import MAX_BUDGET, parse_budget, select_frames
+    from vistest.budget.sampling import select_frames
+    from vistest.budgets import MAX_BUDGET, parse_budget
     from vistest.scene import MAX_FRAME_INDEX
     assert MAX_BUDGET == MAX_FRAME_INDEX + 1
     assert parse_budget(str(MAX_BUDGET)) == MAX_BUDGET and parse_budget(np.int64(MAX_BUDGET)) == MAX_BUDGET

@@ -18,7 +18,7 @@ from vistest.cli import main
 from vistest.datasets.synthetic import random_room_scene
 from vistest.errors import InputError
 from vistest.eval.baselines import IN_SAMPLE, SIZE_PRIOR, blind_predictions, holdout_folds
-from vistest.eval.answers import mean_relative_accuracy
+from vistest.answers import mean_relative_accuracy
 from vistest.generate import GENERATED_TYPES, Rules, SceneInput, generate, parse_types
 from vistest.eval import attacks
 from vistest.generate import blind

@@ -13,7 +13,7 @@ from leak_adversary import leaking
 from test_budget import item, make_scene, make_vis  # the hand-built scenes of the budget tests
 from vistest.budget.truth import CHANGED, KEPT, UNANSWERABLE, budget_truth, question_record
 from vistest.cli import main
-from vistest.eval.answers import CANNOT_DETERMINE, NONE_OF_THESE
+from vistest.answers import CANNOT_DETERMINE, NONE_OF_THESE
 from vistest.questions import QuestionError, load_questions, option_letter, parse_questions
 from vistest.reformulate import (
     ABSTAIN_INSTRUCTION,

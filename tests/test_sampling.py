@@ -11,8 +11,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from vistest.budget.sampling import (PROFILES, parse_budget, parse_budgets, qwen_smart_nframes, select_frames,
-                              torch_linspace_f32)
+from vistest import layout
+from vistest.budget.sampling import PROFILES, qwen_smart_nframes, select_frames, torch_linspace_f32
+from vistest.budgets import Budget, budget_json, budget_label, budget_sort_key, parse_budget, parse_budgets
+from vistest.errors import InputError
 
 
 def sel(profile, n_frames, budget, fps=None, **opts):
@@ -227,6 +229,26 @@ def test_parse_budgets():
     for bad in ("16,16", "0", "", "16,x", "-4"):
         with pytest.raises(ValueError, match="--budgets"):
             parse_budgets(bad)
+
+
+def test_a_budget_is_spelled_once():
+    """Budget: the value, label, JSON value, ReVSI folder and file names (written out here as
+    ReVSI names them), numeric order with all last; the run folder's names come from it."""
+    for text, frames, value, label in (("16", 16, 16, "16"), (" 64 ", 64, 64, "64"), (np.int64(8), 8, 8, "8"),
+                                       ("ALL", None, "all", "all"), ("all_frame", None, "all", "all")):
+        b = Budget.parse(text)
+        assert (b.frames, b.to_json(), b.label, b.is_all) == (frames, value, label, frames is None)
+        assert Budget.from_json(b.to_json()) == b and Budget.parse(b.label) == b
+        assert (b.folder, b.file_name) == (f"{label}_frame", f"{label}_frame.jsonl")
+        assert (parse_budget(text), budget_label(value), budget_json(label)) == (value, label, value)
+    assert layout.budget_file_name("all") == "all_frame.jsonl" and layout.budget_of_file("32_frame.jsonl") == "32"
+    assert layout.budget_video_path("s", 16) == "16_frame/s.mp4" and layout.is_budget_folder("all_frame")
+    assert sorted([Budget.parse("all"), Budget(64), Budget(8)]) == [Budget(8), Budget(64), Budget(None)]
+    labels = ["all", "64", "x", "8", "16"]  # what the score tables sort: numbers, then all, then anything else
+    assert sorted(labels, key=budget_sort_key) == ["8", "16", "64", "all", "x"]
+    for bad in (0, -3, True, 2.0, "1.5", None, "al"):
+        with pytest.raises(InputError, match="^f: expected a positive integer or 'all', got"):
+            Budget.parse(bad, "f")
 
 
 def test_matches_torch_when_available():

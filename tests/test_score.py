@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.eval import answers
-from vistest.eval.answers import (
+from vistest import answers
+from vistest.answers import (
     MCQ,
     MRA_THRESHOLDS,
     NUMBER,
@@ -152,14 +152,14 @@ def _imports(path):
 
 
 def test_eval_modules_import_one_way_and_answers_only_the_standard_library():
-    """answers <- records <- metrics <- tables <- baselines <- learned <- attacks <- report: each
-    module imports only modules before it (no cycle); answers.py imports the standard library alone."""
-    order = ["answers", "records", "metrics", "tables", "baselines", "learned", "attacks", "report"]
-    folder = Path(answers.__file__).parent
+    """records <- metrics <- tables <- baselines <- learned <- attacks <- report: each module
+    imports only modules before it (no cycle); vistest/answers.py imports the standard library alone."""
+    order = ["records", "metrics", "tables", "baselines", "learned", "attacks", "report"]
+    folder = Path(answers.__file__).parent / "eval"
     for i, name in enumerate(order):
         imported = {m.rsplit(".", 1)[1] for m in _imports(folder / f"{name}.py") if m.startswith("vistest.eval.")}
         assert imported <= set(order[:i]), (name, imported - set(order[:i]))
-    shared = _imports(folder / "answers.py")
+    shared = _imports(Path(answers.__file__))
     assert all(m.split(".")[0] in sys.stdlib_module_names for m in shared), shared
 
 
@@ -410,7 +410,7 @@ def test_hallucination_on_constructed_dummies():
     # revsi: "0" -> zero; "3", "2" -> hallucinated; "There", "zero" -> unparsed (revsi takes no words)
     assert (c.rule, c.n, c.hallucinated, c.zero, c.unparsed, c.abstained) == ("nonzero_count", 5, 2, 1, 2, 0)
     s = cells["object_size_estimation"]
-    # "unknown" is an abstention in words (vistest.eval.answers.is_abstention_text)
+    # "unknown" is an abstention in words (vistest.answers.is_abstention_text)
     assert (s.rule, s.n, s.hallucinated, s.abstained, s.rate) == ("confident_answer", 3, 2, 1, pytest.approx(2 / 3))
     q = cells["object_rel_distance_closest"]
     assert (q.hallucinated, q.unparsed, q.abstained) == (2, 2, 0)  # "D" is no option letter here

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from vistest.cli import main
-from vistest.eval.answers import (
+from vistest.answers import (
     ABSTAINED,
     CANNOT_DETERMINE,
     PROTOCOLS,

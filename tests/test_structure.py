@@ -1,11 +1,14 @@
 """The package's shape, read from the source (ast, no imports of the code under test):
-no module imports another module's private names, module-level imports form no cycle, and
-every module path and dotted module name the README and docs/*.md mention exists."""
+no module imports another module's private names, module-level imports form no cycle, no
+module imports a module of a later stage than its own (the README's stage table, read here),
+packages form no import cycle, and every module path and dotted module name the README and
+docs/*.md mention exists."""
 from __future__ import annotations
 
 import ast
 import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vistest"
 
-# Exceptions to the private-import and cycle rules; each entry must still occur (none today).
+README = ROOT / "README.md"
+
+# Exceptions to the private-import, cycle and layering rules; each entry must still occur (none today).
 ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 ALLOWED_CYCLES: set[frozenset[str]] = set()
+ALLOWED_UPWARD: set[tuple[str, str]] = set()  # (importer, imported module of a later stage)
+ALLOWED_PACKAGE_CYCLES: set[frozenset[str]] = set()
 
 
 def _modules() -> dict[str, Path]:
@@ -97,27 +104,43 @@ def private_imports() -> set[tuple[str, str, str]]:
     return found
 
 
+def _imported(name: str, nodes) -> dict[str, int]:
+    """The vistest modules the import statements ``nodes`` of module ``name`` load, with the
+    line of the first (importing a.b.c runs a, a.b and a.b.c; the importer's own packages,
+    which Python has run already, are left out)."""
+    found: dict[str, int] = {}
+    own = {".".join(name.split(".")[:k]) for k in range(1, len(name.split(".")) + 1)}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names if a.name.startswith("vistest")]
+        elif isinstance(node, ast.ImportFrom):
+            src = _resolve(name, node)
+            if not src.startswith("vistest"):
+                continue
+            targets = [f"{src}.{a.name}" if f"{src}.{a.name}" in MODULES else src for a in node.names]
+        else:
+            continue
+        for t in targets:
+            parts = t.split(".")
+            for k in range(1, len(parts) + 1):
+                m = ".".join(parts[:k])
+                if m in MODULES and m not in own:
+                    found[m] = min(found.get(m, node.lineno), node.lineno)
+    return found
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the vistest modules its module-level imports load (a package's ``__init__``
     counts for every module imported through it)."""
-    graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for name, path in MODULES.items():
-        for node in _module_level(ast.parse(path.read_text(encoding="utf-8")).body):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names if a.name.startswith("vistest")]
-            else:
-                src = _resolve(name, node)
-                if not src.startswith("vistest"):
-                    continue
-                targets = [f"{src}.{a.name}" if f"{src}.{a.name}" in MODULES else src for a in node.names]
-            for t in targets:
-                parts = t.split(".")
-                own = {".".join(name.split(".")[:k]) for k in range(1, len(name.split(".")) + 1)}
-                for k in range(1, len(parts) + 1):  # importing a.b.c runs a, a.b and a.b.c
-                    m = ".".join(parts[:k])
-                    if m in MODULES and m not in own:
-                        graph[name].add(m)
-    return graph
+    return {name: set(_imported(name, _module_level(ast.parse(path.read_text(encoding="utf-8")).body)))
+            for name, path in MODULES.items()}
+
+
+def all_imports() -> dict[str, dict[str, int]]:
+    """Module -> {vistest module it imports: line}, every import statement of the file: module
+    level, inside functions (a lazy import is a real dependency) and under TYPE_CHECKING."""
+    return {name: _imported(name, ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+            for name, path in MODULES.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -172,6 +195,125 @@ def test_no_import_cycles():
     assert not stale, f"fixed: remove {stale} from ALLOWED_CYCLES in tests/test_structure.py"
 
 
+# ---- layering: the README's stage table ------------------------------------------------------
+TABLE_HEADER = "| stage | what | module |"
+ROW_PATH_RE = re.compile(r"`(vistest/[A-Za-z0-9_/]*?)(\.py)?`")
+LEAVES = 0  # the first row: standard library only
+
+
+def stage_rows(text: str) -> list[tuple[str, list[str]]]:
+    """(stage, module names) of each row of the stage table, in order: ``vistest/videos/`` names
+    the package ``vistest.videos`` and every module in it, ``vistest/scene.py`` one module."""
+    lines = text.splitlines()
+    start = lines.index(TABLE_HEADER) + 2  # header, then |---|
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((cells[0], [m.group(1).rstrip("/").replace("/", ".") for m in ROW_PATH_RE.finditer(cells[-1])]))
+    return rows
+
+
+def stage_ranks(rows: list[tuple[str, list[str]]]) -> dict[str, int]:
+    """Module -> the index of its row: the row naming the module or its closest package; a
+    package no row names (``vistest.budget``, whose modules are stages 3 and 4) takes its
+    modules' lowest. The root package ``vistest`` (the public API) has none: every module's
+    ancestor, Python runs it before any of them, whatever is imported."""
+    named = {m: i for i, (_, ms) in enumerate(rows) for m in ms}
+    ranks: dict[str, int] = {}
+    for name in MODULES:
+        parts = name.split(".")
+        for k in range(len(parts), 1, -1):
+            if ".".join(parts[:k]) in named:
+                ranks[name] = named[".".join(parts[:k])]
+                break
+    for name, path in MODULES.items():
+        if name not in ranks and name != "vistest" and path.name == "__init__.py":
+            inside = [r for m, r in ranks.items() if m.startswith(name + ".")]
+            if inside:
+                ranks[name] = min(inside)
+    return ranks
+
+
+def upward_imports(ranks: dict[str, int], imports: dict[str, dict[str, int]]) -> dict[tuple[str, str], int]:
+    """(importer, imported): line, for every import of a module of a later row than the importer's."""
+    return {(a, b): line for a, targets in imports.items() if a in ranks
+            for b, line in targets.items() if b in ranks and ranks[b] > ranks[a]}
+
+
+def non_standard_imports(modules: list[str]) -> dict[str, set[str]]:
+    """Module -> the top-level names it imports that are neither the standard library nor a
+    module of ``modules`` (relative imports resolved)."""
+    out: dict[str, set[str]] = {}
+    for name in modules:
+        found = set()
+        for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                src = _resolve(name, node)
+                found |= {f"{src}.{a.name}" if f"{src}.{a.name}" in MODULES else src for a in node.names}
+        bad = {m for m in found if m.split(".")[0] not in sys.stdlib_module_names and m not in modules
+               and m != "__future__"}
+        if bad:
+            out[name] = bad
+    return out
+
+
+def package_of(name: str) -> str:
+    """The package a module belongs to for the package cycle check: ``vistest.X`` (a
+    subpackage, or a top-level module on its own)."""
+    return ".".join(name.split(".")[:2])
+
+
+def package_graph(imports: dict[str, dict[str, int]]) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (every import statement, lazy ones too); the
+    root package ``vistest`` is left out (every module's ancestor)."""
+    graph: dict[str, set[str]] = {package_of(m): set() for m in imports if m != "vistest"}
+    for a, targets in imports.items():
+        if a == "vistest":
+            continue
+        graph[package_of(a)] |= {package_of(b) for b in targets if b != "vistest" and package_of(b) != package_of(a)}
+    return graph
+
+
+def test_every_module_has_a_stage_in_the_readme():
+    rows = stage_rows(README.read_text(encoding="utf-8"))
+    assert len(rows) >= 10 and rows[LEAVES][0] == "leaves", rows  # the table is found and starts with the leaves
+    named = [m for _, ms in rows for m in ms]
+    assert not [m for m in named if m not in MODULES], "the stage table names modules that do not exist"
+    missing = sorted(set(MODULES) - set(stage_ranks(rows)) - {"vistest"})
+    assert not missing, f"modules in no row of README.md's stage table (add each to its stage's row): {missing}"
+
+
+def test_no_module_imports_a_later_stage():
+    """A module imports only modules of its own row of the README's stage table or of the rows
+    above it, lazy imports inside functions included."""
+    rows = stage_rows(README.read_text(encoding="utf-8"))
+    found = upward_imports(stage_ranks(rows), all_imports())
+    stage = {m: rows[r][0] for m, r in stage_ranks(rows).items()}
+    new = sorted(set(found) - ALLOWED_UPWARD)
+    assert not new, "imports of a later stage (README.md's stage table; move the code to the stage that owns it): " + \
+        "; ".join(f"{a} ({stage[a]}, line {found[a, b]}) imports {b} ({stage[b]})" for a, b in new)
+    stale = sorted(ALLOWED_UPWARD - set(found))
+    assert not stale, f"fixed: remove {stale} from ALLOWED_UPWARD in tests/test_structure.py"
+
+
+def test_the_leaves_import_only_the_standard_library():
+    leaves = stage_rows(README.read_text(encoding="utf-8"))[LEAVES][1]
+    assert "vistest.answers" in leaves and "vistest.budgets" in leaves
+    assert not non_standard_imports(leaves)
+
+
+def test_no_package_import_cycle():
+    found = set(cycles(package_graph(all_imports())))
+    new = [sorted(c) for c in found - ALLOWED_PACKAGE_CYCLES]
+    assert not new, f"package-level import cycle(s) (move the code to the lower stage that owns it): {new}"
+    stale = [sorted(c) for c in ALLOWED_PACKAGE_CYCLES - found]
+    assert not stale, f"fixed: remove {stale} from ALLOWED_PACKAGE_CYCLES in tests/test_structure.py"
+
+
 def test_the_checks_can_fail(tmp_path, monkeypatch):
     """The two checks above find what they look for (run on a planted package)."""
     pkg = tmp_path / "vistest"
@@ -185,6 +327,30 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "MODULES", _modules())
     assert private_imports() == {("vistest.sub.b", "vistest.a", "_hidden")}
     assert cycles(import_graph()) == [frozenset({"vistest.a", "vistest.sub.b"})]
+
+
+def test_the_layering_checks_can_fail(tmp_path, monkeypatch):
+    """The layering, leaves and package cycle checks find what they look for (a planted package:
+    the leaf imports numpy and, lazily, a later stage, which imports it back)."""
+    pkg = tmp_path / "vistest"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .sub import top\n")
+    (pkg / "leaf.py").write_text("import os\nimport numpy\n\ndef f():\n    from .sub import top\n    return top\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "top.py").write_text("from .. import leaf\nimport vistest.leaf\n")
+    table = f"x\n{TABLE_HEADER}\n|---|---|---|\n| leaves | l | `vistest/leaf.py` |\n| top | t | `vistest/sub/` |\n\nend"
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    monkeypatch.setattr(__import__(__name__), "MODULES", _modules())
+    rows = stage_rows(table)
+    assert rows == [("leaves", ["vistest.leaf"]), ("top", ["vistest.sub"])]
+    assert stage_ranks(rows) == {"vistest.leaf": 0, "vistest.sub": 1, "vistest.sub.top": 1}
+    imports = all_imports()
+    assert imports["vistest.leaf"] == {"vistest.sub": 5, "vistest.sub.top": 5}
+    assert upward_imports(stage_ranks(rows), imports) == {("vistest.leaf", "vistest.sub"): 5,
+                                                          ("vistest.leaf", "vistest.sub.top"): 5}
+    assert non_standard_imports(["vistest.leaf"]) == {"vistest.leaf": {"numpy", "vistest.sub.top"}}
+    assert cycles(package_graph(imports)) == [frozenset({"vistest.leaf", "vistest.sub"})]
 
 
 # ---- the docs name what exists ---------------------------------------------------------------

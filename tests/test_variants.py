@@ -24,7 +24,8 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is importe
 from vistest import Scene, Visibility
 from vistest.budget.truth import budget_truth
 from vistest.datasets.demo import furniture
-from vistest.pipeline import VideoOptions, check_video, run_scene, scale_scene
+from vistest.pipeline import VideoOptions, run_scene
+from vistest.videos.source import check_video, scale_scene
 from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
 from vistest.videos.encode import is_long, plan_passes

@@ -44,7 +44,7 @@ import os
 import re
 from pathlib import Path
 
-from .budget.sampling import Budget, budget_label
+from .budgets import FOLDER_PATTERN, Budget, BudgetValue
 
 MANIFEST = "manifest.jsonl"
 MANIFEST_LOCK = ".manifest.lock"
@@ -67,21 +67,21 @@ BUDGET_DIR = "budget"  # RUN_DIR/budget/{n}_frame.jsonl: read by vistest score w
 DUMMY_KEY_CHARS = 16  # hex digits of a dummy's content key in its file name
 ALLBLACK = "allblack"  # the dummy mode with one video per scene (no key in its name)
 
-_BUDGET_FILE = re.compile(r"^(\d+|all)_frame\.jsonl$")
-_BUDGET_DIR = re.compile(r"(\d+|all)_frame")
+_BUDGET_FILE = re.compile(rf"^{FOLDER_PATTERN}\.jsonl$")
+_BUDGET_DIR = re.compile(FOLDER_PATTERN)
 _DUMMY_FILE = re.compile(rf"[0-9a-f]{{{DUMMY_KEY_CHARS}}}\.mp4")
 
 
-def budget_video_path(scene_id: str, budget: Budget) -> str:
+def budget_video_path(scene_id: str, budget: BudgetValue) -> str:
     """``{n}_frame/{scene_id}.mp4`` (``all_frame`` for all frames): the ReVSI release layout."""
-    return f"{budget_label(budget)}_frame/{scene_id}.mp4"
+    return f"{Budget.parse(budget).folder}/{scene_id}.mp4"
 
 
-def dummy_video_path(scene_id: str, mode: str, key: str, budget: Budget | None = None) -> str:
+def dummy_video_path(scene_id: str, mode: str, key: str, budget: BudgetValue | None = None) -> str:
     """Full-length dummies (``budget`` None): ``dummy_{mode}/{scene_id}/{key[:16]}.mp4``
     (``dummy_allblack/{scene_id}.mp4``). Budget dummies: ``dummy_{mode}/{n}_frame/{scene_id}/{key[:16]}.mp4``
     (``dummy_allblack/{n}_frame/{scene_id}.mp4``): the ReVSI ``{n}_frame`` folder inside the mode's."""
-    folder = f"dummy_{mode}" if budget is None else f"dummy_{mode}/{budget_label(budget)}_frame"
+    folder = f"dummy_{mode}" if budget is None else f"dummy_{mode}/{Budget.parse(budget).folder}"
     if mode == ALLBLACK:
         return f"{folder}/{scene_id}.mp4"
     return f"{folder}/{scene_id}/{key[:DUMMY_KEY_CHARS]}.mp4"
@@ -106,9 +106,9 @@ def dummy_scene_dirs(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
     return sorted(found)
 
 
-def budget_file_name(budget: Budget) -> str:
+def budget_file_name(budget: BudgetValue) -> str:
     """``{n}_frame.jsonl`` (the ReVSI subset name: ``16_frame``, ``all_frame``)."""
-    return f"{budget_label(budget)}_frame.jsonl"
+    return Budget.parse(budget).file_name
 
 
 def budget_of_file(name: str) -> str | None:

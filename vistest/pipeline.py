@@ -27,7 +27,8 @@ from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
 from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
                            budget_truth, evaluator_truth, write_budget_files)
 from .questions import Question, load_questions
-from .budget.sampling import ALL, DEFAULT_PROFILE, Budget
+from .budget.sampling import DEFAULT_PROFILE
+from .budgets import ALL, BudgetValue
 from .errors import InputError
 from .jsonl import parse_json, read_text
 from .scene import Scene, check_scene_id
@@ -38,7 +39,8 @@ from .videos.write import write_plan
 from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
                           DEFAULT_MASK_MARGIN, STREAM_COPY, EncoderSettings, VariantPlan, dummy_gt_jsonl, file_key,
                           manifest_records, plan_variants)
-from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
+from .videos.ffmpeg import VideoInfo
+from .videos.source import check_video
 from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
                               remove_stale_files, update_manifest, write_scene_record)
 from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion, occlusion_inputs
@@ -69,7 +71,7 @@ class VideoOptions:
     manifest states for every video and whose ``all`` ground truth is written (with the ``all`` budget).
     """
 
-    budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
+    budgets: tuple[BudgetValue, ...] = DEFAULT_BUDGETS
     profile: str = DEFAULT_PROFILE
     profile_options: Mapping[str, Any] = field(default_factory=dict)
     dummy_modes: tuple[str, ...] = DEFAULT_DUMMY_MODES
@@ -79,7 +81,7 @@ class VideoOptions:
     budget_fps: float = DEFAULT_BUDGET_FPS
     unknown_as_evidence: bool = True
     dummy_length: str = DEFAULT_DUMMY_LENGTH
-    dummy_budgets: tuple[Budget, ...] | None = None
+    dummy_budgets: tuple[BudgetValue, ...] | None = None
     settings: EncoderSettings = EncoderSettings()
     seen_threshold: float = DEFAULT_SEEN_THRESHOLD
     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE
@@ -88,50 +90,6 @@ class VideoOptions:
     threads: int | None = None
     cpus: int | None = None
     evaluators: tuple[Evaluator, ...] = DEFAULT_EVALUATORS
-
-
-# ---------------------------------------------------------------------------------------
-# the scene and its video
-# ---------------------------------------------------------------------------------------
-def scale_scene(scene: Scene, size: tuple[int, int]) -> Scene:
-    """The scene for frames resized to ``size`` (W, H): image size and every intrinsics
-    scaled (pixel edges scale, :meth:`Intrinsics.scaled`); poses and boxes unchanged."""
-    sx, sy = size[0] / scene.image_size[0], size[1] / scene.image_size[1]
-    frames = tuple(dataclasses.replace(f, intrinsics=f.intrinsics.scaled(sx, sy)) if f.intrinsics else f
-                   for f in scene.frames)
-    return dataclasses.replace(scene, image_size=tuple(size), camera=scene.camera.scaled(sx, sy), frames=frames)
-
-
-def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: bool = False,
-                ) -> tuple[Scene, VideoInfo, list[str]]:
-    """Probe the scene's video and check it against the scene: decoded size == ``image_size``
-    (else an error, or with ``scale_intrinsics`` the scene scaled to the video), decoded frame
-    count == ``scene.num_frames`` (counted by decoding when the header's estimate differs or an
-    MP4's boxes are not whole, as in a truncated file; otherwise checked exactly while the
-    videos are written, before any output is replaced). Returns (scene, info, warnings).
-    """
-    if scene.video is None:
-        raise InputError(f"{scene_json}: video: missing; writing videos needs the scene's source video")
-    path = scene.path(scene.video)
-    info = probe(path)
-    warnings = []
-    if info.size != tuple(scene.image_size):
-        if not scale_intrinsics:
-            raise InputError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
-                             f"image_size {list(scene.image_size)}; pass --scale-intrinsics to scale the "
-                             f"intrinsics to the video")
-        warnings.append(f"intrinsics scaled from {scene.image_size[0]}x{scene.image_size[1]} to the video's "
-                        f"{info.size[0]}x{info.size[1]}")
-        scene = scale_scene(scene, info.size)
-    if info.frames_estimate != scene.num_frames or (mp4_sample_count(path) is not None and not mp4_intact(path)):
-        n = count_frames(path)
-        if n != scene.num_frames:
-            raise InputError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
-                             f"(frames[].index: last + 1); the poses must match the decoded video")
-    if abs(info.fps - scene.fps) > 0.01 * scene.fps:
-        warnings.append(f"{path}: the video says {info.fps:g} fps, {scene_json} says fps {scene.fps:g}; "
-                        f"samplers and the all_frame/dummy videos use the scene's")
-    return scene, info, warnings
 
 
 # ---------------------------------------------------------------------------------------

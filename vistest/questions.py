@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from .errors import InputError
-from .eval.answers import (
+from .answers import (
     BASE,
     CANNOT_DETERMINE,
     CIRCULAR,
@@ -121,7 +121,7 @@ QUESTION_TYPES: dict[str, QuestionType] = _types()
 
 def option_letter(option: str) -> tuple[str | None, str]:
     """Split ``"A. text"`` (or ``"A) text"``) into (``"A"``, ``"text"``); (None, option) otherwise
-    (vistest.eval.answers.split_option, the parse the exported lmms-eval task runs too)."""
+    (vistest.answers.split_option, the parse the exported lmms-eval task runs too)."""
     return split_option(option)
 
 
@@ -200,7 +200,7 @@ class Question:
         """The answer when the frames support none of the question's answers about the video
         (evidence removed, or unanswerable at a budget): the letter of the "Cannot be determined
         from the video" option, else of "None of these"; for numbers and texts that accept an
-        abstention, vistest.eval.answers.CANNOT_DETERMINE; None otherwise (the row stays
+        abstention, vistest.answers.CANNOT_DETERMINE; None otherwise (the row stays
         unanswerable)."""
         if self.options:
             return abstain_letter(self.options) or none_letter(self.options)

@@ -23,7 +23,7 @@ Variants (docs/questions-format.md, scoring in docs/scoring.md):
   "None of these" appended: it is the answer;
 * ``open``: the options removed. When every option starts with a number the answer is that
   number (``answer_kind`` ``number``, scored by MRA); otherwise the correct option's text
-  (``answer_kind`` ``text``, scored by a normalised match: vistest.eval.answers.normalize_text);
+  (``answer_kind`` ``text``, scored by a normalised match: vistest.answers.normalize_text);
 * ``abstain``: multiple choice: the option "Cannot be determined from the video" appended;
   numbers: the question asks for that phrase when the video cannot tell
   (:data:`ABSTAIN_INSTRUCTION`) and ``accepts_abstention`` is set.
@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomic
-from .eval.answers import ABSTAIN, BASE, CANNOT_DETERMINE, CIRCULAR, NONE_OF_THESE, NOTA_ADD, NOTA_REPLACE, OPEN
+from .answers import ABSTAIN, BASE, CANNOT_DETERMINE, CIRCULAR, NONE_OF_THESE, NOTA_ADD, NOTA_REPLACE, OPEN
 from .questions import (
     ANSWER_MCQ,
     ANSWER_NUMBER,

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .atomic import write_atomic
-from .budget.sampling import MAX_BUDGET
+from .budgets import MAX_BUDGET
 from .errors import InputError
 from .geometry import box_corners, polygon_area
 from .jsonl import parse_json, read_text
@@ -44,7 +44,7 @@ ROOM_AREA_TOL = 0.01  # relative: room.size_m2 must agree with the area of room.
 ORTHO_TOL = 1e-4  # tolerance for orthonormality / det of rotations
 # the largest decoded frame number a scene may give: 10 million frames, 3.9 days at 30 frames/s. Every
 # stage allocates per frame of the video (last index + 1), so an absurd index would allocate petabytes.
-MAX_FRAME_INDEX = MAX_BUDGET - 1  # vistest.budget.sampling.MAX_BUDGET: 10 million frames
+MAX_FRAME_INDEX = MAX_BUDGET - 1  # vistest.budgets.MAX_BUDGET: 10 million frames
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 

@@ -38,7 +38,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import InputError
-from .sampling import ALL, Budget, check_options, get_profile, parse_budget, select_frames
+from ..budgets import ALL, BudgetValue, parse_budget
+from .sampling import check_options, get_profile, select_frames
 
 EVERY_FRAME = "every-frame"
 DEFAULT = "default"  # the spec naming every default configuration
@@ -74,7 +75,7 @@ class Evaluator:
     def option_dict(self) -> dict[str, Any]:
         return dict(self.options)
 
-    def request(self, budget: Budget) -> Budget:
+    def request(self, budget: BudgetValue) -> BudgetValue:
         """What the client is asked for on a video of ``budget`` (module docstring)."""
         b = parse_budget(budget)
         if self.frames is not None:
@@ -83,7 +84,7 @@ class Evaluator:
             return b
         return ALL if self.all_frames is None else self.all_frames
 
-    def takes(self, num_frames: int, fps: float | None, budget: Budget) -> np.ndarray:
+    def takes(self, num_frames: int, fps: float | None, budget: BudgetValue) -> np.ndarray:
         """The 0-based frames of a ``num_frames``-frame video at ``fps`` frames/s that this
         configuration takes when the video is the one of ``budget`` (selection order, repeats
         kept). InputError where the client fails on that video (e.g. qwen-vl-utils on fewer
@@ -188,9 +189,9 @@ class EvaluatorTake:
     on it (``error`` says why). ``request``: what it was asked (frames, or ``"all"``)."""
 
     evaluator: Evaluator
-    budget: Budget
+    budget: BudgetValue
     num_frames: int
-    request: Budget
+    request: BudgetValue
     frames: tuple[int, ...] | None
     error: str | None = None
 
@@ -212,7 +213,7 @@ class EvaluatorTake:
         return out
 
 
-def evaluator_take(evaluator: Evaluator, num_frames: int, fps: float | None, budget: Budget) -> EvaluatorTake:
+def evaluator_take(evaluator: Evaluator, num_frames: int, fps: float | None, budget: BudgetValue) -> EvaluatorTake:
     """:meth:`Evaluator.takes` as an :class:`EvaluatorTake` (the error kept, not raised)."""
     req = evaluator.request(budget)
     try:

@@ -26,71 +26,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..budgets import ALL, BudgetValue, parse_budget
 from ..errors import InputError
 
-Budget = Union[int, str]
-ALL = "all"
 DEFAULT_PROFILE = "uniform"  # the sampler profile of every command unless --profile says otherwise
-# the largest frame budget: the most decoded frames a scene may give (vistest.scene.MAX_FRAME_INDEX + 1,
-# 10 million). A budget above the video's own frame count is legitimate (most evaluators repeat frames,
-# docs/sampling.md); one above any video's is refused where it is parsed, before anything is allocated.
-MAX_BUDGET = 10_000_000  # vistest.scene.MAX_FRAME_INDEX is MAX_BUDGET - 1
 
 # qwen-vl-utils constants (qwen_vl_utils/vision_process.py, versions 0.0.8 to 0.0.14)
 QWEN_FRAME_FACTOR = 2
 QWEN_FPS = 2.0
 QWEN_FPS_MIN_FRAMES = 4
 QWEN_FPS_MAX_FRAMES = 768
-
-
-# ---------------------------------------------------------------------------------------
-# budgets
-# ---------------------------------------------------------------------------------------
-def parse_budget(value: Any, field_name: str = "budget") -> Budget:
-    """A budget from user input: a positive int (or its decimal string) or ``"all"``.
-
-    Raises InputError naming ``field_name`` and what was expected, also for a budget above
-    :data:`MAX_BUDGET` (the most decoded frames any scene may give: every command samples, and
-    may write, that many frames per budget).
-    """
-    number, shown = None, value
-    if isinstance(value, str):
-        text = shown = value.strip().lower()
-        if text in (ALL, "all_frame"):
-            return ALL
-        if text.isascii() and text.isdigit():  # digits only: a long string is a huge budget, not int()'s error
-            number = int(text) if len(text) <= 20 else MAX_BUDGET + 1
-    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        number = shown = int(value)
-    if number is not None and number > MAX_BUDGET:
-        raise InputError(f"{field_name}: budget {shown} is above the decoded frame count of any video: a scene "
-                         f"gives at most {MAX_BUDGET} frames (vistest.scene.MAX_FRAME_INDEX + 1)")
-    if number is not None and number > 0:
-        return number
-    raise InputError(f"{field_name}: expected a positive integer or 'all', got {value!r}")
-
-
-def parse_budgets(text: str, field_name: str = "--budgets") -> tuple[Budget, ...]:
-    """Comma-separated budgets, e.g. ``"16,32,64,all"``; order kept, duplicates rejected."""
-    parts = [p for p in (s.strip() for s in str(text).split(",")) if p]
-    if not parts:
-        raise InputError(f"{field_name}: expected a comma-separated list such as 16,32,64,all, got {text!r}")
-    out: list[Budget] = []
-    for p in parts:
-        b = parse_budget(p, field_name)
-        if b in out:
-            raise InputError(f"{field_name}: budget {b!r} given twice in {text!r}")
-        out.append(b)
-    return tuple(out)
-
-
-def budget_label(budget: Budget) -> str:
-    """The ReVSI name of a budget: ``16`` -> ``"16"``, ``"all"`` -> ``"all"`` (as in ``16_frame``)."""
-    return ALL if budget == ALL else str(int(budget))
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,7 +311,7 @@ class Profile:
         """First line of the function's docstring."""
         return (self.func.__doc__ or "").strip().splitlines()[0]
 
-    def __call__(self, num_frames: int, budget: Budget, fps: float | None = None, **opts: Any) -> np.ndarray:
+    def __call__(self, num_frames: int, budget: BudgetValue, fps: float | None = None, **opts: Any) -> np.ndarray:
         return select_frames(self.name, num_frames, budget, fps=fps, **opts)
 
 
@@ -408,7 +357,7 @@ def check_options(profile: str, options: Mapping[str, Any]) -> None:
                          f"expected {', '.join(prof.options) or 'none'}")
 
 
-def select_frames(profile: str, num_frames: int, budget: Budget, fps: float | None = None,
+def select_frames(profile: str, num_frames: int, budget: BudgetValue, fps: float | None = None,
                   **opts: Any) -> np.ndarray:
     """The 0-based decoded frame indices evaluator ``profile`` feeds the model.
 

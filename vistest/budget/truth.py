@@ -59,12 +59,13 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..eval.answers import none_letter, normalize_text
+from ..answers import none_letter, normalize_text
 from ..layout import budget_file_name
 from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
 from .evaluators import Evaluator
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
-from .sampling import ALL, DEFAULT_PROFILE, Budget, budget_label, check_options, parse_budget, select_frames
+from ..budgets import ALL, BudgetValue, budget_label, parse_budget
+from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
@@ -85,7 +86,7 @@ REASON_ORDER_NOT_IN_OPTIONS = "order_not_in_options"  # the new order is none of
 REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planning at >= the minimum budget
 REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
 
-DEFAULT_BUDGETS: tuple[Budget, ...] = (16, 32, 64, ALL)
+DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 
 # the fields a budget record adds to its question's (ground_truth is replaced, the question's own
@@ -120,12 +121,12 @@ class FrameSelection:
     """
 
     profile: str
-    budget: Budget
+    budget: BudgetValue
     frame_indices: tuple[int, ...]
     invalid_frames: tuple[int, ...]
     frames_without_visibility: tuple[int, ...]
     evaluator: str | None = None
-    rule_budget: Budget | None = None
+    rule_budget: BudgetValue | None = None
 
     @property
     def label(self) -> str:
@@ -225,15 +226,15 @@ class BudgetTruth:
         return tuple(it for it in self.items if it.occlusion_sensitive)
 
     @property
-    def budgets(self) -> tuple[Budget, ...]:
+    def budgets(self) -> tuple[BudgetValue, ...]:
         return tuple(s.budget for s in self.selections)
 
-    def for_budget(self, budget: Budget) -> tuple[QuestionTruth, ...]:
+    def for_budget(self, budget: BudgetValue) -> tuple[QuestionTruth, ...]:
         """The items of one budget, in question order."""
         b = parse_budget(budget)
         return tuple(it for it in self.items if it.selection.budget == b)
 
-    def counts(self, budget: Budget) -> dict[str, dict[str, int]]:
+    def counts(self, budget: BudgetValue) -> dict[str, dict[str, int]]:
         """``{question_type: {status: count}}`` for one budget."""
         out: dict[str, dict[str, int]] = {}
         for it in self.for_budget(budget):
@@ -319,12 +320,12 @@ class _Table:
                 "in_view": n_view, "max": best, "max_frame": frames[k] if n_view else None,
                 "rule": self.rule.text, "text": text}
 
-    def select(self, profile: str, budget: Budget, num_frames: int, fps: float,
+    def select(self, profile: str, budget: BudgetValue, num_frames: int, fps: float,
                options: Mapping[str, Any]) -> FrameSelection:
         return self.selection(profile, budget, select_frames(profile, num_frames, budget, fps=fps, **options))
 
-    def selection(self, profile: str, budget: Budget, idx: Sequence[int], evaluator: str | None = None,
-                  rule_budget: Budget | None = None) -> FrameSelection:
+    def selection(self, profile: str, budget: BudgetValue, idx: Sequence[int], evaluator: str | None = None,
+                  rule_budget: BudgetValue | None = None) -> FrameSelection:
         """The FrameSelection of the source frames ``idx`` (selection order), with the ones that
         cannot witness."""
         idx = [int(x) for x in idx]
@@ -550,7 +551,7 @@ def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Questi
 
 
 def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question],
-                 budgets: Sequence[Budget] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
+                 budgets: Sequence[BudgetValue] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
                  seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                  min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                  num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
@@ -567,7 +568,7 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     route planning are answerable. Raises InputError (naming the scene, visibility or
     questions file, the field and the expectation) on inconsistent inputs.
     """
-    bs: list[Budget] = []
+    bs: list[BudgetValue] = []
     for b in budgets:
         pb = parse_budget(b, "budgets")
         if pb in bs:
@@ -628,7 +629,7 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
 # ---------------------------------------------------------------------------------------
 # outputs
 # ---------------------------------------------------------------------------------------
-def budget_jsonl(truth: BudgetTruth, budget: Budget) -> str:
+def budget_jsonl(truth: BudgetTruth, budget: BudgetValue) -> str:
     """The JSONL text of one budget: one record per question, in question order.
 
     Each record also carries the rule parameters it was computed with (``seen_threshold``, in the

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..budget.sampling import parse_budget, select_frames
+from ..budget.sampling import select_frames
+from ..budgets import parse_budget
 from .options import (OUTDIR_ALIAS, budgets_option, min_budget_room_route_option, output_option, profile_options,
                       quiet_option, seen_threshold_option, visibility_option, warn)
 

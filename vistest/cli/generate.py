@@ -41,7 +41,7 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answe
     set, answerable in the video; write them as vistest question JSONL and report the answer
     distributions, the blind baselines against chance and the answerability per frame budget."""
     from ..atomic import write_atomic
-    from ..budget.sampling import budget_label, parse_budgets
+    from ..budgets import budget_label, parse_budgets
     from ..budget.seen import seen_rule
     from ..generate import Rules, SceneInput, generate, parse_types, write_questions
     from ..scene import Scene

@@ -19,7 +19,8 @@ from typing import Any, Callable
 import click
 
 from ..budget.evaluators import DEFAULT, EVALUATORS, parse_evaluators
-from ..budget.sampling import DEFAULT_PROFILE, PROFILES, budget_label, parse_budgets
+from ..budget.sampling import DEFAULT_PROFILE, PROFILES
+from ..budgets import budget_label, parse_budgets
 from ..budget.seen import DEFAULT_SEEN_KIND, SEEN_KINDS, seen_rule
 from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
 from ..errors import InputError

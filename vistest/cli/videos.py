@@ -13,7 +13,7 @@ from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVI
                            DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
 from ..videos.memory import DEFAULT_MAX_MEMORY_MB
 from ..videos.spool import SPOOL_ENV
-from ..budget.sampling import parse_budgets
+from ..budgets import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
                       occlusion_option, output_option, profile_options, quiet_option, seen_threshold_option,
                       visibility_option, warn)

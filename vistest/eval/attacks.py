@@ -60,10 +60,11 @@ from pathlib import Path
 import numpy as np
 
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
-from .answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
+from ..answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
 from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds
 from .learned import fit_learned, words
-from .records import ScoreError, Truth, budget_sort_key, load_run_dir
+from ..budgets import budget_sort_key
+from .records import ScoreError, Truth, load_run_dir
 from .tables import Table
 
 CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
@@ -80,7 +81,7 @@ Z95 = 1.959964
 def mra_matrix(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
     """``out[i, j]`` = MRA of prediction ``pred[j]`` for ground truth ``target[i]``: the share of
     thresholds θ in ``MRA_THRESHOLDS`` with ``|pred - target| / target <= 1 - θ`` (lmms-eval's
-    ``_mean_relative_accuracy``, vectorised; equal to vistest.eval.answers.mean_relative_accuracy)."""
+    ``_mean_relative_accuracy``, vectorised; equal to vistest.answers.mean_relative_accuracy)."""
     t = np.asarray(target, float)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.abs(np.asarray(pred, float)[None, :] - t) / t
@@ -542,7 +543,7 @@ def run_attacks(run_dir: str | os.PathLike, holdout: str = HOLDOUT_AUTO, folds: 
     VSI-Bench-only types, as a generated ``--types all`` set does); ``output``: its JSON, written
     atomically."""
     from ..atomic import write_atomic
-    from .answers import PROTOCOLS
+    from ..answers import PROTOCOLS
     from .metrics import resolve_protocol
 
     truths = load_run_dir(run_dir).truths

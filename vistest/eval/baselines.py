@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
-from .answers import (
+from ..answers import (
     BASE,
     CANNOT_DETERMINE,
     is_abstain_answer,
@@ -58,7 +58,8 @@ from .answers import (
     python_float,
     reformulation_order,
 )
-from .records import Prediction, Truth, budget_json, budget_sort_key, is_size_type
+from ..budgets import budget_json, budget_sort_key
+from .records import Prediction, Truth, is_size_type
 from .tables import Table
 
 MOST_FREQUENT = "most-frequent"

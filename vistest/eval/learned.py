@@ -52,7 +52,7 @@ from ..atomic import write_atomic
 from ..budget.truth import question_record
 from ..errors import InputError
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
-from .answers import BASE, is_special_option, mean_relative_accuracy, normalize_text, python_float
+from ..answers import BASE, is_special_option, mean_relative_accuracy, normalize_text, python_float
 from .baselines import (
     BASELINE_SOURCE,
     BLIND_MODELS,
@@ -65,7 +65,8 @@ from .baselines import (
     holdout_folds,
     predictions_jsonl,
 )
-from .records import Prediction, Truth, budget_sort_key, iter_jsonl, load_run_dir
+from ..budgets import budget_sort_key
+from .records import Prediction, Truth, iter_jsonl, load_run_dir
 
 DEFAULT_PRUNE_THRESHOLD = 0.5
 DEFAULT_PRUNE_ROUNDS = 5

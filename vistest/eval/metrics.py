@@ -2,23 +2,23 @@
 
 Conventions:
 
-* Rows are parsed and scored by lmms-eval's rules (vistest.eval.answers) under one
-  :class:`~vistest.eval.answers.Protocol`; :func:`resolve_protocol` picks it from the question
+* Rows are parsed and scored by lmms-eval's rules (vistest.answers) under one
+  :class:`~vistest.answers.Protocol`; :func:`resolve_protocol` picks it from the question
   types. Scores are floats in [0, 1].
 * Only answerable real rows (:attr:`vistest.eval.records.Truth.scorable`) are scored for
   accuracy (MCQ) / MRA (numbers) / text match (open reformulations): exporters leave
   unanswerable rows out, so this is what lmms-eval scores. Every response gets a class
-  (:func:`vistest.eval.answers.response_class`: abstained, none_of_these, zero, confident,
+  (:func:`vistest.answers.response_class`: abstained, none_of_these, zero, confident,
   unparsed); rows whose evidence was removed (every dummy row, real rows that are
   ``unanswerable``, and unsupported rows) count a ``confident`` response as a hallucination.
 * Reformulated questions: score cells are kept per reformulation (the report's main tables
   show ``base``); the stress metrics (circular accuracy, none-of-these drop, open gap,
-  accuracy by the correct letter) come from vistest.eval.answers, the code the exported
+  accuracy by the correct letter) come from vistest.answers, the code the exported
   lmms-eval task runs.
 * Evidence sensitivity pairs a dummy row with the real row of the same ``id`` and
   ``budget``: (score of the real prediction) - (score of the dummy prediction), both against
   the real ground truth. A model that ignores the video scores 0; one that uses it, > 0.
-* Cells are sorted by budget (:func:`vistest.eval.records.budget_sort_key`), then by name.
+* Cells are sorted by budget (:func:`vistest.budgets.budget_sort_key`), then by name.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, QUESTION_TYPES
-from .answers import (
+from ..answers import (
     ABSTAINED_CLASS,
     BASE,
     CONFIDENT_CLASS,
@@ -54,7 +54,8 @@ from .answers import (
     stress_values,
     type_means,
 )
-from .records import REAL_VARIANT, Prediction, ScoreError, Truth, budget_json, budget_sort_key, check_unique
+from ..budgets import budget_json, budget_sort_key
+from .records import REAL_VARIANT, Prediction, ScoreError, Truth, check_unique
 
 PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
 
@@ -89,7 +90,7 @@ def question_kind(question_type: str) -> str:
 
 def lmms_eval_summary(type_scores: Mapping[str, float], protocol: Protocol) -> dict[str, float]:
     """lmms-eval's subscores and overall from per-type mean scores
-    (:func:`vistest.eval.answers.lmms_eval_subscores`, means by :func:`numpy_mean`)."""
+    (:func:`vistest.answers.lmms_eval_subscores`, means by :func:`numpy_mean`)."""
     return lmms_eval_subscores(type_scores, protocol, question_kind, numpy_mean)
 
 
@@ -98,7 +99,7 @@ class RowResult:
     """One predicted row. ``parsed``: the protocol's parse. ``score``: vs the row's own ground
     truth, for answerable real rows (None otherwise). ``hallucinated``: for evidence-removed
     rows (None otherwise). ``response``: the response's class
-    (vistest.eval.answers.RESPONSE_CLASSES)."""
+    (vistest.answers.RESPONSE_CLASSES)."""
 
     truth: Truth
     prediction: Prediction
@@ -116,7 +117,7 @@ class RowResult:
                 "parsed": parsed, "score": self.score, "response": self.response, "hallucinated": self.hallucinated}
 
     def stress_row(self) -> dict:
-        """The row as vistest.eval.answers' stress functions read it (and the exported task logs it)."""
+        """The row as vistest.answers' stress functions read it (and the exported task logs it)."""
         t = self.truth
         mcq = t.kind == ANSWER_MCQ
         return {"question_type": t.question_type, "reformulation": t.reformulation, "group_id": t.group_key,
@@ -230,7 +231,7 @@ def summary_cells(cells: Sequence[ScoreCell], protocol: Protocol) -> tuple[Summa
 class HallucinationCell:
     """Evidence-removed rows of one (variant, budget, question type) that were predicted.
     ``rule``: ``nonzero_count`` or ``confident_answer``; ``hallucinated``: confident answers
-    (:func:`vistest.eval.answers.response_class`); ``abstained``: abstentions (the "Cannot be
+    (:func:`vistest.answers.response_class`); ``abstained``: abstentions (the "Cannot be
     determined" option or words); ``zero``: counts of 0 (counting only); ``none_of_these``:
     the "None of these" option; ``unparsed``: nothing the protocol could read."""
 
@@ -369,9 +370,9 @@ def _real_by_budget(rows: Sequence[RowResult]) -> dict[str, list[dict]]:
 
 @dataclass(frozen=True)
 class StressCell:
-    """One stress metric (vistest.eval.answers.STRESS_METRICS) of ``model`` at one budget:
+    """One stress metric (vistest.answers.STRESS_METRICS) of ``model`` at one budget:
     ``types``: question type -> (rows or groups, mean value); ``overall``: lmms-eval's
-    aggregation over the types (vistest.eval.answers.stress_summary, the exported task's)."""
+    aggregation over the types (vistest.answers.stress_summary, the exported task's)."""
 
     model: str
     budget: str
@@ -398,7 +399,7 @@ def stress_cells(model: str, rows: Sequence[RowResult], protocol: Protocol) -> t
 
 
 def stress_summary_of(stress_rows: Sequence[Mapping], protocol: Protocol) -> dict[str, float]:
-    """vistest.eval.answers.stress_summary with vistest's answer kinds."""
+    """vistest.answers.stress_summary with vistest's answer kinds."""
     return stress_summary(stress_rows, protocol, question_kind)
 
 
@@ -417,7 +418,7 @@ class PositionCell:
 
 
 def position_cells(model: str, rows: Sequence[RowResult]) -> tuple[PositionCell, ...]:
-    """vistest.eval.answers.position_accuracy per budget."""
+    """vistest.answers.position_accuracy per budget."""
     return tuple(PositionCell(model, b, letter, n, acc, picked) for b, srows in _real_by_budget(rows).items()
                  for letter, (n, acc, picked) in position_accuracy(srows).items())
 
@@ -444,7 +445,7 @@ class AbstentionCell:
 
 def abstention_cells(rows: Sequence[RowResult]) -> tuple[AbstentionCell, ...]:
     """Per (videos, budget), every question type and then all types pooled (rates from
-    vistest.eval.answers.abstention_rate / hallucination_rate, as the exported task)."""
+    vistest.answers.abstention_rate / hallucination_rate, as the exported task)."""
     groups: dict[tuple[str, str], list[RowResult]] = defaultdict(list)
     for r in rows:
         groups[(r.truth.variant, r.truth.budget)].append(r)

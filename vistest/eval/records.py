@@ -12,10 +12,10 @@
 
 Conventions (docs/scoring.md has the field tables):
 
-* Budgets are labels: ``"16"``, ``"32"``, ``"all"`` (vistest.budget.sampling.budget_label); they sort
-  numerically with ``"all"`` last (:func:`budget_sort_key`).
+* Budgets are labels: ``"16"``, ``"32"``, ``"all"`` (vistest.budgets.Budget.label); they sort
+  numerically with ``"all"`` last (vistest.budgets.budget_sort_key).
 * A row is *answerable* when its status is ``kept`` or ``changed``; *scorable* when it is an
-  answerable real row whose ground truth lmms-eval's rules can score (vistest.eval.answers).
+  answerable real row whose ground truth lmms-eval's rules can score (vistest.answers).
   Rows whose evidence was removed (every dummy row, real rows that are ``unanswerable``, and
   ``unsupported`` rows: a reformulated question answered "Cannot be determined from the video"
   or "None of these" because its frames support no answer) are scored for hallucination
@@ -38,20 +38,20 @@ from pathlib import Path
 from typing import Any
 
 from .. import layout
-from ..budget.sampling import budget_label, parse_budget
 from ..budget.truth import STATUSES, UNANSWERABLE
 from ..errors import InputError
 from ..jsonl import iter_jsonl as _iter_jsonl
 from ..jsonl import read_text
 from ..questions import ANSWER_MCQ, ANSWER_NUMBER, ANSWER_TEXT, QUESTION_TYPES, RULE_COUNTING
-from .answers import BASE, REFORMULATIONS, abstain_letter, ground_truth_number, is_abstain_answer, option_letters
+from ..answers import BASE, REFORMULATIONS, abstain_letter, ground_truth_number, is_abstain_answer, option_letters
+from ..budgets import FOLDER_PATTERN, Budget, budget_json, budget_sort_key
 
 REAL_VARIANT = "budget"
 DUMMY_PREFIX = "dummy"
 DUMMY_GT_FILE = layout.DUMMY_GT
 
 _TASK_FROM_LOG_RE = re.compile(r"_samples_(?P<task>.+)\.jsonl$")
-_TASK_BUDGET_RE = re.compile(r"(?:^|_)(\d+|all)_frame(?:_|$)")
+_TASK_BUDGET_RE = re.compile(rf"(?:^|_){FOLDER_PATTERN}(?:_|$)")
 # VSI-Bench size template: "... longest dimension (length, width, or height) of the bed, measured in
 # centimeters?": the label is the last "of the X" that ends at a comma, "?", "(" or the end
 _SIZE_LABEL_RE = re.compile(r"\bof the ([^,?()]+?)\s*(?:,|\?|\(|$)")
@@ -166,7 +166,7 @@ class Truth(_Keyed):
     def scorable(self) -> bool:
         """An answerable real row lmms-eval's rules can score: an MCQ ground truth must be a
         string (an appearance order given as a list of ids is not), a numeric one a number
-        or numeric string, not a boolean (vistest.eval.answers.ground_truth_number), or the
+        or numeric string, not a boolean (vistest.answers.ground_truth_number), or the
         abstention phrase where the question accepts it; a text one a string."""
         if self.is_dummy or not self.answerable:
             return False
@@ -207,18 +207,6 @@ def is_size_type(question_type: str) -> bool:
     return question_type.startswith("object_size") and QUESTION_TYPES[question_type].answer != ANSWER_MCQ
 
 
-def budget_sort_key(label: str) -> tuple:
-    """Numeric budgets ascending, then ``"all"``, then anything else by name."""
-    if label.isdigit():
-        return (0, int(label), "")
-    return (1, 0, "") if label == "all" else (2, 0, label)
-
-
-def budget_json(label: str) -> int | str:
-    """A budget label as the JSON value the budget files use: ``"16"`` -> 16, ``"all"`` stays."""
-    return int(label) if label.isdigit() else label
-
-
 # =======================================================================================
 # reading
 # =======================================================================================
@@ -241,7 +229,7 @@ def _ident(v: Any, where: str, fld: str) -> str:
 
 def _budget(v: Any, where: str, fld: str) -> str:
     try:
-        return budget_label(parse_budget(v, fld))
+        return Budget.parse(v, fld).label
     except ValueError:
         raise _fail(where, fld, f"expected a frame budget (a positive integer or 'all'), got {v!r}") from None
 

@@ -34,7 +34,7 @@ from ..atomic import StagedFiles, ensure_folder
 from ..errors import is_environment_error, output_error
 from ..questions import ANSWER_MCQ
 from ..reformulate import NOT_APPLICABLE
-from .answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
+from ..answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
 from .baselines import (
     DEFAULT_FOLDS,
     HOLDOUT_AUTO,
@@ -79,13 +79,13 @@ from .records import (
     Prediction,
     RunTruth,
     Truth,
-    budget_sort_key,
     is_size_type,
     load_predictions,
     load_run_dir,
     prediction_files,
 )
 from .tables import Table, markdown_table, text_table
+from ..budgets import budget_sort_key
 
 PREDICTIONS_MODEL = "predictions"
 IN_SAMPLE_MOST_FREQUENT = "most-frequent (in-sample)"
@@ -142,7 +142,7 @@ class Report:
 
     @property
     def reformulations(self) -> list[str]:
-        """The reformulations with scorable rows, in vistest.eval.answers.REFORMULATIONS order."""
+        """The reformulations with scorable rows, in vistest.answers.REFORMULATIONS order."""
         return sorted({c.reformulation for c in self.scores}, key=reformulation_order)
 
     def to_dict(self) -> dict:

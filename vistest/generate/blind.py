@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..eval.answers import PROTOCOLS
+from ..answers import PROTOCOLS
 from ..eval.attacks import (
     ATTACKS,
     DEFAULT_MARGIN,

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..budget.sampling import budget_label, parse_budget
+from ..budgets import budget_label, parse_budget
 from ..budget.truth import STATUSES, budget_truth
 from ..questions import option_letter, parse_questions
 from ..eval.attacks import AttackReport

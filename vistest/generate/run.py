@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
-from ..budget.sampling import parse_budget
+from ..budgets import parse_budget
 from ..budget.truth import KEPT, budget_truth
 from ..errors import InputError
 from ..questions import parse_questions

@@ -33,7 +33,7 @@ from .. import layout
 from ..atomic import write_atomic
 from ..budget.truth import STATUSES
 from ..errors import InputError
-from ..eval.records import budget_sort_key
+from ..budgets import budget_sort_key
 from ..videos.manifest import read_manifest
 from .summary import SceneSummary, collapse_notes, note_kind, scene_summary
 

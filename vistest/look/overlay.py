@@ -496,12 +496,12 @@ def source_frames(scene: Scene, indices: Sequence[int], size: tuple[int, int] | 
 def load_scene_video(scene_json: str | os.PathLike, scale_intrinsics: bool = False
                      ) -> tuple[Scene, tuple[int, int] | None]:
     """Load a scene for drawing: (scene, decoded video size, None without a video). The video
-    must match the scene as for ``vistest run`` (:func:`vistest.pipeline.check_video`; with
+    must match the scene as for ``vistest run`` (:func:`vistest.videos.source.check_video`; with
     ``scale_intrinsics`` the scene is scaled to the video)."""
     scene = Scene.load(scene_json)
     if scene.video is None:
         return scene, None
-    from ..pipeline import check_video
+    from ..videos.source import check_video
 
     scene, info, _ = check_video(scene, scene_json, scale_intrinsics)
     return scene, info.size

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import layout
-from ..eval.records import budget_sort_key
+from ..budgets import budget_sort_key
 from ..videos.manifest import read_scene_record
 
 AUDIT_GLOB = "audit*.json"

@@ -38,7 +38,8 @@ from ..atomic import write_atomic
 from ..budget.seen import IMAGE, SeenRule, seen_rule
 from ..budget.truth import DEFAULT_SEEN_THRESHOLD, FrameSelection, budget_truth
 from ..questions import Question
-from ..budget.sampling import DEFAULT_PROFILE, Budget
+from ..budget.sampling import DEFAULT_PROFILE
+from ..budgets import BudgetValue
 from ..scene import Scene
 from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD, EvidenceTable, evidence_objects
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
@@ -103,8 +104,9 @@ class Timeline:
             return self.coverage > self.seen_threshold
 
 
-def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (), budgets: Sequence[Budget] = (),
-                   profile: str = DEFAULT_PROFILE, profile_options: Mapping[str, Any] | None = None,
+def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (),
+                   budgets: Sequence[BudgetValue] = (), profile: str = DEFAULT_PROFILE,
+                   profile_options: Mapping[str, Any] | None = None,
                    seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
                    unknown_as_evidence: bool = True) -> Timeline:
@@ -307,7 +309,7 @@ def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Pat
 
 
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
-                  budgets: Sequence[Budget] = (), profile: str = DEFAULT_PROFILE,
+                  budgets: Sequence[BudgetValue] = (), profile: str = DEFAULT_PROFILE,
                   profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
                   occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,

@@ -70,10 +70,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
-from ..budget.sampling import ALL, PROFILES, Budget, budget_label, parse_budget, select_frames
+from ..budget.sampling import PROFILES, select_frames
+from ..budgets import ALL, BudgetValue, budget_json, budget_label, parse_budget
 from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
-from ..eval.answers import none_letter
+from ..answers import none_letter
 from ..layout import budget_video_path, dummy_video_path, evaluator_file
 from ..questions import RULE_COUNTING, Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
@@ -184,8 +185,8 @@ class ProfileTake:
         return out
 
 
-Takes = tuple[tuple[Budget, tuple[ProfileTake, ...]], ...]  # per numeric budget served, every profile's take
-EvaluatorTakes = tuple[tuple[Budget, tuple[EvaluatorTake, ...]], ...]  # per budget served, every evaluator's take
+Takes = tuple[tuple[BudgetValue, tuple[ProfileTake, ...]], ...]  # per numeric budget served, every profile's take
+EvaluatorTakes = tuple[tuple[BudgetValue, tuple[EvaluatorTake, ...]], ...]  # per budget served, every evaluator's take
 
 
 @dataclass(frozen=True)
@@ -221,8 +222,8 @@ class Variant:
     masks: tuple[tuple[int, tuple[Rect, ...]], ...] = ()
     fill: str | None = None
     mode: str | None = None
-    budget: Budget | None = None
-    budgets: tuple[Budget, ...] = ()
+    budget: BudgetValue | None = None
+    budgets: tuple[BudgetValue, ...] = ()
     length: str = LENGTH_FULL
     profile: str | None = None
     questions: tuple[str, ...] = ()
@@ -263,7 +264,7 @@ class DummyVideo:
     rectangles filled (sorted, unique); ``fps``: its rate; ``length``: ``budget`` or ``full``.
     """
 
-    budget: Budget
+    budget: BudgetValue
     path: str | None
     key: str | None
     frames: tuple[int, ...]
@@ -304,13 +305,13 @@ class DummyTruth:
         """The scoring variant name: ``dummy-{mode}`` (vistest.eval.metrics pairs it with the real row)."""
         return f"dummy-{self.mode}"
 
-    def video(self, budget: Budget) -> DummyVideo:
+    def video(self, budget: BudgetValue) -> DummyVideo:
         for v in self.videos:
             if v.budget == budget:
                 return v
         raise KeyError(f"{self.question.id}: no {self.mode} dummy for budget {budget!r}")
 
-    def to_record(self, budget: Budget) -> dict:
+    def to_record(self, budget: BudgetValue) -> dict:
         """One line of ``dummy_gt.jsonl``: the question's own fields, then the dummy's for an
         evaluator sampling ``budget`` frames. ``num_frames`` is the budget (as in the budget
         GT files); ``video_frames`` the frames the row's video holds, ``frame_indices`` their
@@ -354,11 +355,11 @@ class VariantPlan:
     settings: EncoderSettings
     budget_fps: float
     evidence_threshold: float
-    budgets: tuple[Budget, ...]
+    budgets: tuple[BudgetValue, ...]
     variants: tuple[Variant, ...]
     dummies: tuple[DummyTruth, ...]
     warnings: tuple[str, ...] = ()
-    dummy_budgets: tuple[Budget, ...] = ()
+    dummy_budgets: tuple[BudgetValue, ...] = ()
     dummy_length: str = DEFAULT_DUMMY_LENGTH
     source_full_range: bool = False
 
@@ -394,7 +395,7 @@ def _remux_recipe(source_key: str, size, fps: float, frames) -> dict:
 # ---------------------------------------------------------------------------------------
 # what each profile takes from a written video
 # ---------------------------------------------------------------------------------------
-def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | None = None,
+def profile_takes(num_frames: int, budget: BudgetValue, fps: float, profile: str | None = None,
                   options: Mapping[str, Any] | None = None) -> tuple[ProfileTake, ...]:
     """For every known profile, the frames of a ``num_frames``-frame video at ``fps`` that it
     takes for ``budget``. ``profile``/``options``: the run's own profile gets its options,
@@ -410,7 +411,7 @@ def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | No
     return tuple(out)
 
 
-def video_takes(num_frames: int, fps: float, budgets: Sequence[Budget], profile: str | None = None,
+def video_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue], profile: str | None = None,
                 options: Mapping[str, Any] | None = None) -> Takes:
     """Per numeric budget a video serves, every profile's take of it when asked for that budget
     (:func:`profile_takes`): the one place the manifest's ``profiles`` of every video come from.
@@ -419,7 +420,7 @@ def video_takes(num_frames: int, fps: float, budgets: Sequence[Budget], profile:
     return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets if b != ALL)
 
 
-def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[Budget],
+def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue],
                     evaluators: Sequence[Evaluator]) -> EvaluatorTakes:
     """Per budget a video serves, what each evaluator configuration takes of it (its profile's
     function of the video's frame count and rate, with its options and frame request): the one
@@ -638,8 +639,8 @@ def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Se
 
 
 def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
-                 settings: EncoderSettings, recipe: tuple, budget: Budget, full: bool, fps: float, budget_fps: float,
-                 profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
+                 settings: EncoderSettings, recipe: tuple, budget: BudgetValue, full: bool, fps: float,
+                 budget_fps: float, profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
     """The dummy video of one budget for a full-length ``recipe`` (frames, black, masks): the
     full-length dummy itself (``full``), or the budget dummy the profile takes from it; with
     the fields of its Variant (None when nothing is written)."""
@@ -669,7 +670,7 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
 
 def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
                  source_key: str, size: tuple[int, int], fps: float, settings: EncoderSettings,
-                 budgets: Sequence[Budget], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
+                 budgets: Sequence[BudgetValue], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
                  unknown_as_evidence: bool = True, length: str = DEFAULT_DUMMY_LENGTH, profile: str = "uniform",
                  profile_options: Mapping[str, Any] | None = None, budget_fps: float = DEFAULT_BUDGET_FPS,
                  evaluators: Sequence[Evaluator] = ()) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
@@ -750,7 +751,8 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
-def dummy_budgets_of(budgets: Sequence[Budget], dummy_budgets: Sequence[Budget] | None) -> tuple[Budget, ...]:
+def dummy_budgets_of(budgets: Sequence[BudgetValue],
+                     dummy_budgets: Sequence[BudgetValue] | None) -> tuple[BudgetValue, ...]:
     """The budgets dummies are written for: ``dummy_budgets`` (each one of ``budgets``), or by
     default the numeric ``budgets`` (an ``all`` dummy is a full-length encode per question and
     mode: ask for it explicitly)."""
@@ -773,7 +775,7 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, mask_margin: int = DEFAULT_MASK_MARGIN,
                   budget_fps: float = DEFAULT_BUDGET_FPS, settings: EncoderSettings = EncoderSettings(),
                   profile_options: Mapping[str, Any] | None = None, unknown_as_evidence: bool = True,
-                  dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[Budget] | None = None,
+                  dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[BudgetValue] | None = None,
                   source_info: VideoInfo | None = None, warnings: Sequence[str] = (),
                   evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
@@ -846,8 +848,8 @@ def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, 
     copied = encoding == STREAM_COPY
     rec: dict[str, Any] = {
         "scene_id": plan.scene_id, "variant": v.kind, "path": v.path,
-        "budget": v.budget if v.budget is None or v.budget == ALL else int(v.budget),
-        "budgets": [b if b == ALL else int(b) for b in v.budgets], "length": v.length,
+        "budget": None if v.budget is None else budget_json(v.budget),
+        "budgets": [budget_json(b) for b in v.budgets], "length": v.length,
         "profile": v.profile, "mode": v.mode, "fill": v.fill, "source": plan.source,
         "source_key": None if v.source_free else plan.source_key,
         "source_frames": list(v.frames), "black_frames": list(v.black), "masked_frames": list(v.masked_frames),

@@ -12,7 +12,7 @@ since lmms-eval resolves relative ones against the YAML's folder only since 2026
 Written (``OUT``), for a name prefix P (``--name``, default ``vistest``)::
 
     _default_template_yaml          what every task shares: data loader, prompt, generation
-    utils.py                        vistest/eval/answers.py verbatim, then lmms_task_functions.py (below)
+    utils.py                        vistest/answers.py verbatim, then lmms_task_functions.py (below)
     P_{n}_frame.yaml                group of budget n: run it with the model sampling n frames
     P_{n}_frame_real.yaml           the budget video, answerable questions (metrics: overall,
                                     abstention_rate; reformulated sets also the stress metrics,
@@ -43,8 +43,8 @@ from pathlib import Path
 from ...errors import InputError
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ...videos.plan import DUMMY_MODES
-from .. import answers
-from ..answers import Protocol
+from ... import answers
+from ...answers import Protocol
 from ..metrics import resolve_protocol
 from . import lmms_task_functions
 from .output import LEFT_NO_VIDEO, LEFT_UNANSWERABLE, LEFT_UNSCORABLE, ExportResult, OutputFolder, Part, count_left_out
@@ -54,8 +54,8 @@ from .rundir import ExportRow, RunData
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _VISTEST_ONLY = re.compile(r"# ---- VISTEST-ONLY.*?# ---- END VISTEST-ONLY ----\n\n?", re.S)
 _GENERATED = re.compile(r"# ---- GENERATED.*?# ---- END GENERATED ----\n", re.S)
-ANSWERS_BEGIN = "# ==== BEGIN vistest/eval/answers.py (verbatim) ====\n"
-ANSWERS_END = "# ==== END vistest/eval/answers.py ====\n"
+ANSWERS_BEGIN = "# ==== BEGIN vistest/answers.py (verbatim) ====\n"
+ANSWERS_END = "# ==== END vistest/answers.py ====\n"
 FUNCTIONS_BEGIN = "# ==== BEGIN vistest/eval/exporters/lmms_task_functions.py (constants filled in) ====\n"
 
 # open_post_prompt / abstain_post_prompt: vistest's, for reformulated questions (docs/export.md)
@@ -96,7 +96,7 @@ def _fill(pattern: re.Pattern, text: str, replacement: str, path: str) -> str:
 
 
 def utils_source(protocol: Protocol) -> str:
-    """utils.py: a header, the text of vistest/eval/answers.py verbatim between
+    """utils.py: a header, the text of vistest/answers.py verbatim between
     :data:`ANSWERS_BEGIN` and :data:`ANSWERS_END`, then vistest/eval/exporters/lmms_task_functions.py
     without its VISTEST-ONLY import block and with its GENERATED block filled in
     (:func:`generated_constants`). Standard library only (tests/test_export.py runs it with
@@ -106,7 +106,7 @@ def utils_source(protocol: Protocol) -> str:
     functions = Path(path).read_text(encoding="utf-8")
     functions = _fill(_GENERATED, _fill(_VISTEST_ONLY, functions, "", path), generated_constants(protocol), path)
     header = ("# utils.py of an lmms-eval task folder written by `vistest export lmms-eval-task` (do not edit: rerun\n"
-              "# the export). Standard library only. First vistest's answer rules (vistest/eval/answers.py, the\n"
+              "# the export). Standard library only. First vistest's answer rules (vistest/answers.py, the\n"
               "# code `vistest score` runs), then the task functions lmms-eval calls.\n")
     return header + ANSWERS_BEGIN + shared + ANSWERS_END + "\n\n" + FUNCTIONS_BEGIN + functions
 

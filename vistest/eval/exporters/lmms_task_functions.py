@@ -1,6 +1,6 @@
 """lmms-eval task functions of a vistest export: video path, prompt, row scoring, aggregation.
 
-``vistest export lmms-eval-task`` writes the task's ``utils.py`` as vistest/eval/answers.py
+``vistest export lmms-eval-task`` writes the task's ``utils.py`` as vistest/answers.py
 verbatim (the answer rules ``vistest score`` uses) followed by this file, with the block
 between the VISTEST-ONLY markers removed (in utils.py those names come from answers.py above)
 and the block between the GENERATED markers replaced by constants taken from vistest (the
@@ -29,8 +29,8 @@ metrics, accuracy by the correct letter, the abstention and hallucination rates.
 import os
 import string
 
-# ---- VISTEST-ONLY (utils.py defines these names in its copy of vistest/eval/answers.py) ----
-from ..answers import (
+# ---- VISTEST-ONLY (utils.py defines these names in its copy of vistest/answers.py) ----
+from ...answers import (
     ABSTAINED_CLASS,
     BASE,
     CONFIDENT_CLASS,

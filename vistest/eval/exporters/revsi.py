@@ -49,6 +49,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...progress import progress_bar
 from ...questions import QUESTION_TYPES
+from ...budgets import Budget
 from ...layout import budget_video_path
 from .output import (
     LEFT_NO_REVSI_TYPE,
@@ -74,7 +75,7 @@ _FARTHEST = re.compile(r"\b(farthest|furthest)\b", re.I)
 
 def config_name(budget: str) -> str:
     """``"16"`` -> ``"16_frame"``, ``"all"`` -> ``"all_frame"`` (ReVSI's config names)."""
-    return f"{budget}_frame"
+    return Budget.parse(budget).folder
 
 
 def data_file(budget: str, text: str) -> str:

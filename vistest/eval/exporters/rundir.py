@@ -25,7 +25,7 @@ configuration's ground truth, ``scenes/{scene_id}/evaluators/{name}/all_frame.js
 (computed over the frames it takes of ``all_frame``; vistest.budget.evaluators), checked
 against the frames the manifest says it takes; None: ``all_frame.jsonl`` (every frame).
 
-Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label);
+Conventions: ``budget`` is a label (``"16"``, ``"all"``; vistest.budgets.Budget.label);
 ``num_frames`` its JSON value (16 or ``"all"``), as in the budget files; video paths are
 '/'-separated and relative to the run directory. Errors are vistest.errors.InputError naming the file,
 the field and what was expected.
@@ -45,8 +45,9 @@ from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
 from ...atomic import check_file
 from ...videos.manifest import read_manifest as read_manifest_records
 from ...videos.manifest import read_scene_record
-from ..answers import is_abstain_answer
-from ..records import REAL_VARIANT, budget_json, budget_sort_key, iter_jsonl, load_budget_file, load_run_dir
+from ...answers import is_abstain_answer
+from ...budgets import budget_json, budget_sort_key
+from ..records import REAL_VARIANT, iter_jsonl, load_budget_file, load_run_dir
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ import io
 from pathlib import Path
 from types import MappingProxyType
 
+from ...budgets import Budget
 from ...errors import InputError
 from .output import (
     LEFT_NO_OPTIONS,
@@ -223,12 +224,13 @@ def write(run: RunData, out: str | Path, target: str = "auto", skip_unsupported:
     for b in run.budgets:
         real = [r for r in run.real_rows if r.budget == b]
         dummy = [r for r in run.dummy_rows if r.budget == b]
+        folder = Budget.parse(b).folder  # 16_frame: ReVSI's subset name
         for name, rows, gone in (
-                (f"{b}_frame.tsv", [r for r in real if r.answerable and r.scorable and not r.vistest_scored],
+                (f"{folder}.tsv", [r for r in real if r.answerable and r.scorable and not r.vistest_scored],
                  [(LEFT_UNANSWERABLE, [r for r in real if not r.answerable]),
                   (LEFT_UNSCORABLE, [r for r in real if r.answerable and not r.scorable]),
                   (LEFT_VISTEST_ONLY, [r for r in real if r.answerable and r.scorable and r.vistest_scored])]),
-                (f"{b}_frame_dummy.tsv", [r for r in dummy if r.video is not None and not r.vistest_scored],
+                (f"{folder}_dummy.tsv", [r for r in dummy if r.video is not None and not r.vistest_scored],
                  [(LEFT_NO_VIDEO, [r for r in dummy if r.video is None]),
                   (LEFT_VISTEST_ONLY, [r for r in dummy if r.video is not None and r.vistest_scored])])):
             plan.append((name, rows, gone))
