@@ -283,11 +283,13 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, keep_same: bool = T
     already holds these bytes (:func:`holds`), write nothing and leave it untouched, its
     modification time included (module docstring); ``False``: always replace it (a make stamp,
     whose time is its meaning). Returns whether ``path`` was written."""
-    data = data.encode("utf-8") if isinstance(data, str) else data
-    if keep_same and holds(path, data):
+    if keep_same and holds(path, data.encode("utf-8") if isinstance(data, str) else data):
         return False
     with atomic_path(path, keep_same=False) as tmp:
-        tmp.write_bytes(data)
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)
     return True
 
 
