@@ -113,6 +113,17 @@ def test_replace_output_names_the_destination(tmp_path):
         replace_output(tmp, dest, keep_same=True)
 
 
+def test_a_taken_temporary_name_is_skipped_not_an_error(tmp_path, monkeypatch):
+    """EEXIST is an environment errno (output_errors), but a temporary name that exists is
+    only taken: temp_path_for draws another."""
+    from vistest import atomic
+
+    tags = iter(["aaaaaaaa_1_h", "aaaaaaaa_1_h", "bbbbbbbb_1_h"])
+    monkeypatch.setattr(atomic, "process_tag", lambda: next(tags))
+    (tmp_path / ".x.aaaaaaaa_1_h.tmp.json").write_text("")
+    assert temp_path_for(tmp_path / "x.json").name == ".x.bbbbbbbb_1_h.tmp.json"
+
+
 # ---------------------------------------------------------------------------------------
 # reruns of the demo
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
   :class:`StagedFiles`): the file keeps its modification time, so the records that carry it
   (a scene record's ``mtime_ns``) do not change either, and a rerun that computes the same
   outputs leaves every file byte for byte and time for time as it was. A file's time is then
-  when its content was first written. Make stamps, whose time is what make reads, are written
+  when its present content was first written. Make stamps, whose time is what make reads, are written
   with ``keep_same=False``.
 * **Temporary names say who made them**: ``.{stem}.{rand}_{pid}_{host}.tmp{suffix}`` (the
   suffix is kept so tools that pick a format from it, such as ffmpeg or numpy, still do), and
@@ -204,11 +204,11 @@ def temp_path_for(path: str | os.PathLike, register: Callable[[Path], None] | No
         tmp = path.parent / f".{path.stem}.{process_tag()}.tmp{path.suffix}"
         if register is not None:
             register(tmp)
-        try:
-            with output_errors(path):
+        with output_errors(path):
+            try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode open() would give
-        except FileExistsError:
-            continue
+            except FileExistsError:  # (EEXIST, which output_errors would take for the environment's)
+                continue
         os.close(fd)
         return tmp
 
@@ -301,9 +301,10 @@ class StagedFiles:
     name says which process made it); :meth:`commit` renames them all onto their names once every
     one is written (renames in one folder tree: milliseconds; a destination that already holds
     the staged bytes is left untouched, :func:`replace_output` with ``keep_same``) and removes
-    the destinations given to :meth:`remove`. An error or interrupt before the commit removes the temporary files
-    (:meth:`discard`; the context manager does both), so the previous set stays whole; after a
-    ``kill -9`` they are stale and the next command's :func:`remove_stale` removes them.
+    the destinations given to :meth:`remove`. An error or interrupt before the commit removes
+    the temporary files (:meth:`discard`; the context manager does both), so the previous set
+    stays whole; after a ``kill -9`` they are stale and the next command's :func:`remove_stale`
+    removes them.
     """
 
     def __init__(self) -> None:
