@@ -2,6 +2,13 @@
 
 * **Atomic writes.** An output is written to a temporary file in the destination folder, then
   renamed onto its name: a killed run never leaves a half-written file under the final name.
+* **Unchanged files are left alone.** A write whose bytes are those the destination already
+  holds (a regular file, not a link) replaces nothing (:func:`write_atomic`, :func:`atomic_path`,
+  :class:`StagedFiles`): the file keeps its modification time, so the records that carry it
+  (a scene record's ``mtime_ns``) do not change either, and a rerun that computes the same
+  outputs leaves every file byte for byte and time for time as it was. A file's time is then
+  when its present content was first written. Make stamps, whose time is what make reads, are written
+  with ``keep_same=False``.
 * **Temporary names say who made them**: ``.{stem}.{rand}_{pid}_{host}.tmp{suffix}`` (the
   suffix is kept so tools that pick a format from it, such as ffmpeg or numpy, still do), and
   work folders ``{prefix}{rand}_{pid}_{host}``. A later run recognises a stale one
@@ -11,7 +18,8 @@
 * **Errors name the path.** An OSError the environment causes while writing (a folder that is
   not writable, a full disk, a file size limit: vistest.errors.ENVIRONMENT_ERRNOS) becomes an
   :class:`~vistest.errors.OutputError` naming the destination (exit status 2), never a bare
-  ``[Errno 28] No space left on device``.
+  ``[Errno 28] No space left on device`` (:func:`output_errors` around the write;
+  :func:`replace_output`, the one place a finished temporary file is renamed onto its name).
 * **Records** (:func:`file_record`, :func:`check_file`): a file's size, sha256 and
   modification time when it was written; a file matches its record when its size is the
   recorded one and, unless its modification time is the recorded one too, its sha256 is
@@ -28,6 +36,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -139,6 +148,19 @@ def remove_stale(folder: str | os.PathLike, stems: Iterable[str] | None = None, 
 # ---------------------------------------------------------------------------------------
 # atomic writes
 # ---------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def output_errors(path: str | os.PathLike, what: str = "cannot write"):
+    """Within the block, an OSError the environment causes (vistest.errors.is_environment_error:
+    not writable, disk full, ...) becomes an OutputError naming ``path`` (``PATH: WHAT (reason)``);
+    any other exception passes unchanged."""
+    try:
+        yield
+    except OSError as e:
+        if not is_environment_error(e):
+            raise
+        raise output_error(path, e, what) from None
+
+
 def remove_stale_tree(root: str | os.PathLike) -> None:
     """:func:`remove_stale` in ``root`` and every folder below it (symbolic links not followed);
     nothing when ``root`` is not a folder."""
@@ -152,12 +174,8 @@ def ensure_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
     """Create ``path`` (and its parents) if needed; OutputError naming it when the environment
     refuses (a file in the way, not writable, read-only)."""
     path = Path(path)
-    try:
+    with output_errors(path, f"cannot create the {what}"):
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        if not is_environment_error(e):
-            raise
-        raise output_error(path, e, f"cannot create the {what}") from None
     return path
 
 
@@ -167,12 +185,8 @@ def check_writable(folder: str | os.PathLike, what: str = "output folder") -> Pa
     ended processes of this host left in it (a killed command: :func:`remove_stale`) are removed."""
     folder = ensure_folder(folder, what)
     remove_stale(folder)
-    try:
+    with output_errors(folder, f"cannot write into the {what}"):
         tmp = temp_path_for(folder / "write-test")
-    except OSError as e:
-        if not is_environment_error(e):
-            raise
-        raise output_error(folder, e, f"cannot write into the {what}") from None
     tmp.unlink(missing_ok=True)
     return folder
 
@@ -190,14 +204,11 @@ def temp_path_for(path: str | os.PathLike, register: Callable[[Path], None] | No
         tmp = path.parent / f".{path.stem}.{process_tag()}.tmp{path.suffix}"
         if register is not None:
             register(tmp)
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode open() would give
-        except FileExistsError:
-            continue
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(path, e) from None
+        with output_errors(path):
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the mode open() would give
+            except FileExistsError:  # (EEXIST, which output_errors would take for the environment's)
+                continue
         os.close(fd)
         return tmp
 
@@ -209,42 +220,77 @@ def temp_target(name: str) -> str | None:
     return None if m is None else m["stem"] + (m["suffix"] or "")
 
 
+def holds(path: str | os.PathLike, data: bytes) -> bool:
+    """Whether ``path`` is a regular file (not a link) holding exactly ``data``."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False
+
+
+def same_file_bytes(a: str | os.PathLike, b: str | os.PathLike, chunk: int = HASH_CHUNK) -> bool:
+    """Whether regular files (not links) ``a`` and ``b`` hold the same bytes (sizes first, then
+    ``chunk``-byte pieces: constant memory); False when either is missing or unreadable."""
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+        if not (stat.S_ISREG(sa.st_mode) and stat.S_ISREG(sb.st_mode)) or sa.st_size != sb.st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(chunk), fb.read(chunk)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
+def replace_output(tmp: str | os.PathLike, dest: str | os.PathLike, keep_same: bool = False) -> bool:
+    """Put a finished temporary file in place: rename it onto ``dest`` (``os.replace``: atomic in
+    one file system). ``keep_same``: when ``dest`` already holds the same bytes (a regular file),
+    remove ``tmp`` instead and leave ``dest`` untouched (its time too). Returns whether ``dest``
+    was replaced. A full disk or a permission problem becomes an OutputError naming ``dest``."""
+    with output_errors(dest):
+        if keep_same and same_file_bytes(tmp, dest):
+            os.unlink(tmp)
+            return False
+        os.replace(tmp, dest)
+    return True
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path to write; on success it replaces ``path``, else it is removed.
+def atomic_path(path: str | os.PathLike, keep_same: bool = True):
+    """Yield a temporary path to write; on success it replaces ``path`` (:func:`replace_output`:
+    with ``keep_same``, not when ``path`` already holds the same bytes), else it is removed.
     An environment OSError raised in the block (disk full, ...) becomes an OutputError naming ``path``."""
     tmp = temp_path_for(path)
     try:
-        try:
+        with output_errors(path):
             yield tmp
-            os.replace(tmp, path)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(path, e) from None
+        replace_output(tmp, path, keep_same)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to ``path`` atomically."""
-    with atomic_path(path) as tmp:
+def write_atomic(path: str | os.PathLike, data: str | bytes, keep_same: bool = True) -> bool:
+    """Write text (UTF-8) or bytes to ``path`` atomically. ``keep_same`` (default): when ``path``
+    already holds these bytes (:func:`holds`), write nothing and leave it untouched, its
+    modification time included (module docstring); ``False``: always replace it (a make stamp,
+    whose time is its meaning). Returns whether ``path`` was written."""
+    if keep_same and holds(path, data.encode("utf-8") if isinstance(data, str) else data):
+        return False
+    with atomic_path(path, keep_same=False) as tmp:
         if isinstance(data, str):
             tmp.write_text(data, encoding="utf-8")
         else:
             tmp.write_bytes(data)
-
-
-def replace_output(tmp: str | os.PathLike, dest: str | os.PathLike) -> None:
-    """Rename a finished temporary file onto its destination (``os.replace``: atomic in one
-    file system); a full disk or a permission problem becomes an OutputError naming ``dest``."""
-    try:
-        os.replace(tmp, dest)
-    except OSError as e:
-        if not is_environment_error(e):
-            raise
-        raise output_error(dest, e) from None
+    return True
 
 
 class StagedFiles:
@@ -253,10 +299,12 @@ class StagedFiles:
 
     Each file is written to a temporary file beside its destination (:func:`temp_path_for`: the
     name says which process made it); :meth:`commit` renames them all onto their names once every
-    one is written (renames in one folder tree: milliseconds) and removes the destinations given
-    to :meth:`remove`. An error or interrupt before the commit removes the temporary files
-    (:meth:`discard`; the context manager does both), so the previous set stays whole; after a
-    ``kill -9`` they are stale and the next command's :func:`remove_stale` removes them.
+    one is written (renames in one folder tree: milliseconds; a destination that already holds
+    the staged bytes is left untouched, :func:`replace_output` with ``keep_same``) and removes
+    the destinations given to :meth:`remove`. An error or interrupt before the commit removes
+    the temporary files (:meth:`discard`; the context manager does both), so the previous set
+    stays whole; after a ``kill -9`` they are stale and the next command's :func:`remove_stale`
+    removes them.
     """
 
     def __init__(self) -> None:
@@ -274,12 +322,8 @@ class StagedFiles:
     def write(self, dest: str | os.PathLike, data: str | bytes) -> None:
         """Stage ``dest`` with text (UTF-8) or bytes."""
         tmp = self.path(dest)
-        try:
+        with output_errors(dest):
             tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(dest, e) from None
 
     def drop(self, dest: str | os.PathLike) -> None:
         """Forget a staged ``dest`` (its temporary file removed): it is not part of the set."""
@@ -293,13 +337,13 @@ class StagedFiles:
         self.removed.append(Path(dest))
 
     def commit(self) -> list[Path]:
-        """Rename every staged file onto its destination, remove the :meth:`remove` ones;
-        returns the destinations written."""
+        """Rename every staged file onto its destination (not those that already hold its
+        bytes), remove the :meth:`remove` ones; returns the destinations replaced."""
         done = []
         for dest, tmp in list(self.staged.items()):
-            replace_output(tmp, dest)
+            if replace_output(tmp, dest, keep_same=True):
+                done.append(dest)
             del self.staged[dest]
-            done.append(dest)
         for dest in self.removed:
             dest.unlink(missing_ok=True)
         return done

@@ -428,4 +428,4 @@ def write_stamp(stamp: str | os.PathLike, inputs: Sequence[str | os.PathLike], o
     text += "".join(f"{_make_escape(p)}:\n" for p in rel)
     Path(stamp).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp + ".d", text)
-    write_atomic(stamp, json.dumps(summary, sort_keys=True) + "\n")
+    write_atomic(stamp, json.dumps(summary, sort_keys=True) + "\n", keep_same=False)  # make reads its time

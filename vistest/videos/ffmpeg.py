@@ -39,7 +39,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import ffmpeg  # ffmpeg-python: builds the command lines
 import numpy as np
 
-from ..atomic import temp_path_for
+from ..atomic import replace_output, temp_path_for
 from ..errors import InputError
 
 __all__ = ["ffmpeg_exe", "VideoWriter", "count_frames", "VideoError", "VideoInfo", "probe", "read_frames",
@@ -584,7 +584,7 @@ class VideoWriter:
                                  f"decodes to {got}; not keeping it")
         done = self.path
         if place:
-            os.replace(self._tmp, self.path)
+            replace_output(self._tmp, self.path)
         else:
             done = self._tmp
         self._tmp = None

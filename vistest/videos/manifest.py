@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import layout
-from ..atomic import check_file, check_files, ensure_folder, file_record, remove_stale, write_atomic
-from ..errors import InputError, is_environment_error, output_error
+from ..atomic import check_file, check_files, ensure_folder, file_record, output_errors, remove_stale, write_atomic
+from ..errors import InputError
 from ..jsonl import iter_jsonl, parse_json, read_text
 from .plan import VariantPlan
 
@@ -114,12 +114,8 @@ def shared_lock(outdir: str | os.PathLike) -> Iterator[None]:
     read-modify-write of a file all scenes share (``manifest.jsonl``, ``index.html``)."""
     outdir = ensure_folder(outdir)
     lock_path = outdir / layout.MANIFEST_LOCK
-    try:
+    with output_errors(lock_path, "cannot open the lock"):
         lock = open(lock_path, "a")
-    except OSError as e:
-        if not is_environment_error(e):
-            raise
-        raise output_error(lock_path, e, "cannot open the lock") from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
@@ -154,12 +150,8 @@ class SceneLock:
 
     def __enter__(self) -> "SceneLock":
         ensure_folder(self.path.parent, "lock folder")
-        try:
+        with output_errors(self.path, "cannot open the scene lock"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(self.path, e, "cannot open the scene lock") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ...errors import InputError, OutputError, is_environment_error, output_error
+from ...errors import InputError, OutputError
 from ... import __version__
-from ...atomic import parse_temp_name, remove_stale_tree, temp_path_for, write_atomic
+from ...atomic import output_errors, parse_temp_name, remove_stale_tree, replace_output, temp_path_for, write_atomic
 from ...videos.manifest import SceneBusy, SceneLock
 from ...videos.plan import file_key
 
@@ -249,12 +249,10 @@ class OutputFolder:
     def text(self, rel: str, content: str) -> Path:
         """Write ``content`` (UTF-8) to ``OUT/rel`` atomically, unless it already holds it."""
         dst = self.path(rel)
-        data = content.encode("utf-8")
-        if dst.is_file() and not dst.is_symlink() and dst.read_bytes() == data:
-            self.unchanged += 1
-        else:
-            write_atomic(dst, data)
+        if write_atomic(dst, content):
             self.written += 1
+        else:
+            self.unchanged += 1
         return dst
 
     def video(self, rel: str, src: Path, mode: str) -> Path:
@@ -268,19 +266,16 @@ class OutputFolder:
             return dst
         tmp = temp_path_for(dst)
         try:
-            tmp.unlink()
-            if mode == "symlink":
-                os.symlink(src, tmp)
-            elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
-                shutil.copyfile(src, tmp)
-                if tmp.stat().st_size != src.stat().st_size:
-                    raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the source "
-                                      f"{src.stat().st_size}; not keeping it")
-            os.replace(tmp, dst)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(dst, e) from None
+            with output_errors(dst):
+                tmp.unlink()
+                if mode == "symlink":
+                    os.symlink(src, tmp)
+                elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
+                    shutil.copyfile(src, tmp)
+                    if tmp.stat().st_size != src.stat().st_size:
+                        raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the source "
+                                          f"{src.stat().st_size}; not keeping it")
+            replace_output(tmp, dst)
         finally:
             if tmp.is_symlink() or tmp.exists():
                 tmp.unlink()
@@ -318,8 +313,7 @@ class OutputFolder:
                               tuple(self.warnings) + tuple(warnings), dict(info or {}))
         record = self.out / RECORD
         text = json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
-        if not (record.is_file() and record.read_text(encoding="utf-8") == text):
-            write_atomic(record, text)
+        write_atomic(record, text)  # not when it holds this text already
         self.release()
         return result
 
