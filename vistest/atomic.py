@@ -295,7 +295,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, keep_same: bool = T
 
 class StagedFiles:
     """A set of outputs that belong together (a score report, the contact sheets of a run), put
-    in place together, as a scene's videos are (vistest.videos.write: staged, then committed).
+    in place together, as a scene's videos are (vistest.videos.staging: staged, then committed).
 
     Each file is written to a temporary file beside its destination (:func:`temp_path_for`: the
     name says which process made it); :meth:`commit` renames them all onto their names once every

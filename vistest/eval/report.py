@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import layout
-from ..atomic import StagedFiles, ensure_folder
-from ..errors import is_environment_error, output_error
+from ..atomic import StagedFiles, ensure_folder, output_errors
 from ..questions import ANSWER_MCQ
 from ..reformulate import NOT_APPLICABLE
 from ..answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
@@ -492,12 +491,8 @@ PLOT_DUMMY = "real_vs_dummy.png"
 
 def _save_figure(fig: Any, path: Path) -> None:
     """Save ``fig`` as PNG to ``path``: a staged temporary file (write_report puts it in place)."""
-    try:
+    with output_errors(path):
         fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
-    except OSError as e:
-        if not is_environment_error(e):
-            raise
-        raise output_error(path, e) from None
 
 
 def plot_accuracy_vs_budget(report: Report, path: Path) -> bool:

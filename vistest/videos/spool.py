@@ -11,8 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from ..atomic import ensure_folder, process_tag
-from ..errors import OutputError, is_environment_error, output_error
+from ..atomic import ensure_folder, output_errors, process_tag
+from ..errors import OutputError
 from ..layout import SPOOL_PREFIX
 from .pool import PoolPlan
 
@@ -60,23 +60,15 @@ class WorkFolder:
         if self.created is None:
             path = ensure_folder(self.spool, "work folder") / f"{SPOOL_PREFIX}{self.scene_id}.{process_tag()}"
             self.created = path  # registered first: an interrupted mkdir leaves nothing unknown
-            try:
+            with output_errors(path, "cannot create the work folder"):
                 path.mkdir()
-            except OSError as e:
-                if not is_environment_error(e):
-                    raise
-                raise output_error(path, e, "cannot create the work folder") from None
         return self.created
 
     def write(self, name: str, text: str) -> Path:
         """Write a small file of the work folder (OutputError naming it when the disk refuses)."""
         path = self.path() / name
-        try:
+        with output_errors(path):
             path.write_text(text)
-        except OSError as e:
-            if not is_environment_error(e):
-                raise
-            raise output_error(path, e) from None
         return path
 
     def remove(self) -> None:
