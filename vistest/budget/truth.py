@@ -280,9 +280,9 @@ class _Table:
         self.rule = rule
         self.occlusion = str(vis.params.get("occlusion", "?"))
         size = scene.image_size
-        self.measure = rule.measure(vis, size)
-        self.seen = rule.passes(self.measure) & valid[:, None]  # = rule.seen(vis, size); NaN is never seen
-        self.seen_bound = rule.seen(vis, size, array=BOUND_ARRAY)
+        self.measure = rule.measure(vis, size)  # the rule's unit, for unseen_detail
+        self.seen = vis.seen(rule, size)
+        self.seen_bound = vis.seen(rule, size, array=BOUND_ARRAY)
         with np.errstate(invalid="ignore"):
             self.in_view = (self.measure > 0) & valid[:, None]
             self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
