@@ -191,7 +191,7 @@ def test_invalid_frames_witness_nothing_and_are_reported(nan_invalid):
     assert item(truth, 4, "q1").status == KEPT
     assert truth.selections[1].invalid_frames == (3,)
     assert item(truth, "all", "q0").status == UNANSWERABLE
-    rec = item(truth, 4, "q0").to_record()
+    rec = truth.row(item(truth, 4, "q0")).to_json()
     assert rec["invalid_frames"] == [3]
 
 
@@ -351,7 +351,8 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     scene, share, pixels = small_box_scene()
     vis = compute_visibility(scene, occlusion="boxes")
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
-    it = budget_truth(scene, vis, qs, budgets=("all",)).items[0]
+    truth = budget_truth(scene, vis, qs, budgets=("all",))
+    it = truth.items[0]
     assert (it.status, it.reason, it.unseen) == (UNANSWERABLE, "object_unseen", ("c1",))
     [d] = it.unseen_detail
     assert (d["frames"], d["in_view"], d["in_field_of_view"]) == (10, 6, 6)
@@ -360,7 +361,7 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     want = (f"chair c1: in view in 6 of 10 frames, at most {100 * share:.2g}% of the image "
             f"(frame 0; rule: > 5% of the image)")
     assert d["text"] == want and want in it.reason_text
-    rec = it.to_record()
+    rec = truth.row(it).to_json()
     assert rec["unseen_detail"][0]["text"] == want and rec["reason_text"] == it.reason_text
     assert "occlusion_sensitive" not in rec  # one box: nothing hides it
     # the alternatives: its whole silhouette shows; its pixel count passes a low bar only
@@ -401,7 +402,7 @@ def test_answers_that_depend_on_occlusion_are_flagged():
         truth = budget_truth(scene, v, qs, budgets=("all",))
         it = truth.items[0]
         assert it.status == UNANSWERABLE and it.occlusion_sensitive is flagged
-        rec = it.to_record()
+        rec = truth.row(it).to_json()
         assert rec.get("occlusion_sensitive", False) is flagged
         assert rec.get("status_without_occlusion") == ("kept" if flagged else None)
         assert ("depends on the occlusion mode" in summary_table(truth)) is flagged

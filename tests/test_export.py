@@ -36,7 +36,8 @@ from vistest.eval.exporters.output import RECORD
 from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
 from vistest.eval.exporters.rundir import load_run
 from vistest.eval.metrics import ALL_TYPES, evaluate_row
-from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
+from vistest.budget.rows import TruthRow
+from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
 from conftest import cli, config_file, read_jsonl
@@ -507,7 +508,7 @@ def test_task_utils_runs_on_the_standard_library_alone_and_scores_like_vistest(p
     assert got["foreign_modules"] == []
     responses = set()
     for (doc, text), res in zip(cases, got["results"], strict=True):
-        t = truth_from_record(doc, "cases.json", 1)
+        t = TruthRow.from_json(doc, "cases.json", 1)
         mine = evaluate_row(proto, t, Prediction(t.id, t.variant, t.budget, text))
         real_gt = doc["original_ground_truth"]
         assert set(res) == set(doc["vistest_metrics"])
