@@ -164,13 +164,14 @@ def test_revsi_renames_vsibench_types_and_keeps_the_original(revsi, tmp_path):
 def test_revsi_type_names(run_dir):
     rows = {(r.id, r.budget): r for r in load_run(run_dir).real_rows}
     count, dist = rows[("demo-1", "all")], rows[("demo-9", "all")]
-    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair", "table"]})) \
-        == "object_counting_multiple"
-    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair"]})) \
-        == "object_counting_single"
-    far = replace(dist, question=dist.question.replace("closest", "farthest"))
+    def edited(r, **fields):  # the export row of the same record with ``fields`` changed
+        return replace(r, row=TruthRow.from_json({**r.record, **fields}, r.source, r.line))
+
+    assert revsi_question_type(edited(count, category=["chair", "table"])) == "object_counting_multiple"
+    assert revsi_question_type(edited(count, category=["chair"])) == "object_counting_single"
+    far = edited(dist, question=dist.question.replace("closest", "farthest"))
     assert revsi_question_type(far) == "object_rel_distance_farthest"
-    assert revsi_question_type(replace(dist, question="Which is closest, which farthest?")) is None
+    assert revsi_question_type(edited(dist, question="Which is closest, which farthest?")) is None
     assert revsi_question_type(rows[("demo-11", "all")]) is None  # appearance order: no ReVSI type
 
 
@@ -838,8 +839,8 @@ def mixed_run(run_dir):
     neither class prompts whole (as `vistest generate --types all`'s), VsiBench lacking that type, ReVSI the
     relative-direction level and the appearance order of demo-10 and demo-11."""
     run = load_run(run_dir)
-    rows = tuple(replace(r, question_type="object_rel_direction_forward_easy") if r.id.endswith("demo-9") else r
-                 for r in run.rows)
+    rows = tuple(replace(r, row=replace(r.row, question_type="object_rel_direction_forward_easy"))
+                 if r.id.endswith("demo-9") else r for r in run.rows)
     return replace(run, rows=rows)
 
 
