@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
-                            write_budget_files)
+from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_jsonl, budget_truth,
+                                  summary_table, write_budget_files)
+from vistest.budget.rows import REAL_FIELDS, REAL_VARIANT, ROW_ONLY_FIELDS, TruthRow, question_record, real_row
 from vistest.cli import main
 from vistest.budget.seen import SeenRule
 from vistest.errors import InputError
@@ -406,6 +407,29 @@ def test_answers_that_depend_on_occlusion_are_flagged():
         assert rec.get("occlusion_sensitive", False) is flagged
         assert rec.get("status_without_occlusion") == ("kept" if flagged else None)
         assert ("depends on the occlusion mode" in summary_table(truth)) is flagged
+
+
+def test_budget_rows_follow_the_one_schema():
+    """A written row reads back as itself (TruthRow.from_json / to_json), its own fields in REAL_FIELDS
+    order after the question's; a writer cannot add a field the schema does not name, nor leave one out."""
+    scene, vis, qs = counting_case()
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    for b in truth.budgets:
+        for i, line in enumerate(budget_jsonl(truth, b).splitlines(), start=1):
+            doc = json.loads(line)
+            row = TruthRow.from_json(doc, "f.jsonl", i, REAL_VARIANT)
+            assert row.to_json() == doc and list(row.to_json()) == list(doc)
+            assert (row.id, row.budget, row.status, row.ground_truth) == (doc["id"], str(b), doc["status"],
+                                                                         doc["ground_truth"])
+            own = [k for k in doc if k in ROW_ONLY_FIELDS]
+            assert own == [k for k in REAL_FIELDS if k in own] and list(doc)[-1] == "min_budget_room_route"
+            assert question_record(doc) == dict(qs[i - 1].record)
+    values = {k: v for k, v in truth.row(truth.items[0]).to_json().items() if k in REAL_FIELDS}
+    assert real_row(qs[0].record, **values).to_json() == truth.row(truth.items[0]).to_json()
+    with pytest.raises(TypeError, match=r"unknown \['colour'\]"):
+        real_row(qs[0].record, **values, colour="red")
+    with pytest.raises(TypeError, match=r"missing \['status'\]"):
+        real_row(qs[0].record, **{k: v for k, v in values.items() if k != "status"})
 
 
 def test_seen_rules_are_validated_once():
