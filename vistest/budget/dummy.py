@@ -102,9 +102,9 @@ class DummyTruth:
         written = bool(v.path)
         extra = {"unsupported": True} if self.ground_truth is not None and self.expectation != EXPECT_ZERO else {}
         return dummy_row(
-            self.question.record, variant=self.variant, num_frames=budget, dummy_mode=self.mode,
-            dummy_length=v.length, fill=self.fill, video=v.path, video_key=v.key,
-            video_frames=len(v.frames) if written else 0, fps=v.fps,
+            self.question.record, self.question.source, self.question.line, variant=self.variant,
+            num_frames=budget, dummy_mode=self.mode, dummy_length=v.length, fill=self.fill, video=v.path,
+            video_key=v.key, video_frames=len(v.frames) if written else 0, fps=v.fps,
             frame_indices=list(v.frames) if written else [], black_frames=list(v.black) if written else [],
             masked_frames=list(v.masked) if written else [], timeline_frames=self.timeline_frames,
             fewer_frames_than_budget=budget != ALL and self.timeline_frames < int(budget),

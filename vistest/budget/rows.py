@@ -129,15 +129,16 @@ def _layout(schema: Mapping[str, RowField], question: Mapping[str, Any], values:
     return rec
 
 
-def real_row(question: Mapping[str, Any], **values: Any) -> "TruthRow":
-    """A real row from its question's record and the values of :data:`REAL_FIELDS` (optional ones
-    only where they apply)."""
-    return TruthRow.from_json(_layout(REAL_FIELDS, question, values), "<budget row>", 0, REAL_VARIANT)
+def real_row(question: Mapping[str, Any], source: str = "<questions>", line: int = 0, **values: Any) -> "TruthRow":
+    """A real row from its question's record (read from ``source``, ``line``: named by an error)
+    and the values of :data:`REAL_FIELDS` (optional ones only where they apply), checked as a
+    reader checks it."""
+    return TruthRow.from_json(_layout(REAL_FIELDS, question, values), source, line, REAL_VARIANT)
 
 
-def dummy_row(question: Mapping[str, Any], **values: Any) -> "TruthRow":
-    """A dummy row from its question's record and the values of :data:`DUMMY_FIELDS`."""
-    return TruthRow.from_json(_layout(DUMMY_FIELDS, question, values), "<dummy row>", 0)
+def dummy_row(question: Mapping[str, Any], source: str = "<questions>", line: int = 0, **values: Any) -> "TruthRow":
+    """A dummy row from its question's record and the values of :data:`DUMMY_FIELDS` (as :func:`real_row`)."""
+    return TruthRow.from_json(_layout(DUMMY_FIELDS, question, values), source, line)
 
 
 def question_record(row: Mapping[str, Any]) -> dict:
@@ -164,7 +165,7 @@ class TruthRow:
     reformulations. ``label``: the object category of a size question (for the category-mean
     size prior), None when unknown. ``group``: the benchmark's source dataset (``dataset`` field,
     e.g. ``scannet``), "" when absent; it splits rank-attack cells as the ReSTI audit does.
-    ``source``/``line`` locate the record (1-based line; writers: ``<budget row>``, 0).
+    ``source``/``line`` locate the record (1-based line; a written row: its question's).
 
     ``scene_id`` and ``question`` (the text) feed the held-out blind baselines (folds by scene)
     and the learned blind model. Reformulations: ``group_id`` (the base question's id; the

@@ -1,4 +1,4 @@
-"""Seen rules: when an object counts as *seen* in a frame (the budget stage's predicate).
+"""Seen rules: when an object counts as *seen* in a frame (the rule; Visibility.seen applies it).
 
 Every stage that asks "did the video show this object?" (the budget ground truth,
 ``vistest generate``'s first appearances, the timelines' colour break) asks the one predicate

@@ -171,7 +171,8 @@ class QuestionTruth:
             extra.update(evaluator=sel.evaluator, evaluator_config=dict(self.evaluator_config or {}),
                          frames_taken=len(sel.frame_indices))
         return real_row(
-            self.question.record, num_frames=sel.budget, frame_indices=list(sel.frame_indices),
+            self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
+            frame_indices=list(sel.frame_indices),
             ground_truth=self.ground_truth, status=self.status, reason=self.reason,
             original_ground_truth=self.question.ground_truth, sampler_profile=sel.profile, unseen=list(self.unseen),
             evidence_frames=list(self.evidence_frames), invalid_frames=list(sel.invalid_frames),
