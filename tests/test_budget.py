@@ -432,6 +432,19 @@ def test_budget_rows_follow_the_one_schema():
         real_row(qs[0].record, **{k: v for k, v in values.items() if k != "status"})
 
 
+def test_every_row_field_is_documented():
+    """docs/questions-format.md names every field of a budget row, docs/videos.md every field of a dummy row."""
+    from pathlib import Path
+
+    from vistest.budget.rows import DUMMY_FIELDS
+
+    docs = Path(__file__).parent.parent / "docs"
+    for schema, name in ((REAL_FIELDS, "questions-format.md"), (DUMMY_FIELDS, "videos.md")):
+        text = (docs / name).read_text()
+        assert [f for f in schema if f"`{f}`" not in text] == [], name
+        assert all(f.doc for f in schema.values())
+
+
 def test_seen_rules_are_validated_once():
     with pytest.raises(InputError, match="one of image, silhouette, pixels"):
         SeenRule("area", 0.1)
