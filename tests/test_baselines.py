@@ -23,7 +23,8 @@ from vistest.eval.baselines import (
     rank_attack,
 )
 from vistest.eval.metrics import match_predictions, score_cells
-from vistest.eval.records import parse_plain_predictions, truth_from_record
+from vistest.budget.rows import TruthRow
+from vistest.eval.records import parse_plain_predictions
 
 REVSI = PROTOCOLS["revsi"]
 
@@ -36,7 +37,7 @@ def in_sample(rows, model=MOST_FREQUENT):
 def truth(qid, qtype, gt, budget=16, status="kept", options=None, variant="budget", **extra):
     doc = {"id": qid, "question_type": qtype, "question": extra.pop("question", "?"), "ground_truth": gt,
            "num_frames": budget, "status": status, "options": options, "variant": variant, **extra}
-    return truth_from_record(doc, "t.jsonl", 1)
+    return TruthRow.from_json(doc, "t.jsonl", 1)
 
 
 def numeric_mcq(rng, n, rank_of_answer, k=4, qtype="object_rel_distance_closest", group="", budget=16):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_truth, summary_table,
-                            write_budget_files)
+from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_jsonl, budget_truth,
+                                  summary_table, write_budget_files)
+from vistest.budget.rows import REAL_FIELDS, REAL_VARIANT, ROW_ONLY_FIELDS, TruthRow, question_record, real_row
 from vistest.cli import main
 from vistest.budget.seen import SeenRule
 from vistest.errors import InputError
@@ -191,7 +192,7 @@ def test_invalid_frames_witness_nothing_and_are_reported(nan_invalid):
     assert item(truth, 4, "q1").status == KEPT
     assert truth.selections[1].invalid_frames == (3,)
     assert item(truth, "all", "q0").status == UNANSWERABLE
-    rec = item(truth, 4, "q0").to_record()
+    rec = truth.row(item(truth, 4, "q0")).to_json()
     assert rec["invalid_frames"] == [3]
 
 
@@ -351,7 +352,8 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     scene, share, pixels = small_box_scene()
     vis = compute_visibility(scene, occlusion="boxes")
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
-    it = budget_truth(scene, vis, qs, budgets=("all",)).items[0]
+    truth = budget_truth(scene, vis, qs, budgets=("all",))
+    it = truth.items[0]
     assert (it.status, it.reason, it.unseen) == (UNANSWERABLE, "object_unseen", ("c1",))
     [d] = it.unseen_detail
     assert (d["frames"], d["in_view"], d["in_field_of_view"]) == (10, 6, 6)
@@ -360,7 +362,7 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     want = (f"chair c1: in view in 6 of 10 frames, at most {100 * share:.2g}% of the image "
             f"(frame 0; rule: > 5% of the image)")
     assert d["text"] == want and want in it.reason_text
-    rec = it.to_record()
+    rec = truth.row(it).to_json()
     assert rec["unseen_detail"][0]["text"] == want and rec["reason_text"] == it.reason_text
     assert "occlusion_sensitive" not in rec  # one box: nothing hides it
     # the alternatives: its whole silhouette shows; its pixel count passes a low bar only
@@ -401,10 +403,46 @@ def test_answers_that_depend_on_occlusion_are_flagged():
         truth = budget_truth(scene, v, qs, budgets=("all",))
         it = truth.items[0]
         assert it.status == UNANSWERABLE and it.occlusion_sensitive is flagged
-        rec = it.to_record()
+        rec = truth.row(it).to_json()
         assert rec.get("occlusion_sensitive", False) is flagged
         assert rec.get("status_without_occlusion") == ("kept" if flagged else None)
         assert ("depends on the occlusion mode" in summary_table(truth)) is flagged
+
+
+def test_budget_rows_follow_the_one_schema():
+    """A written row reads back as itself (TruthRow.from_json / to_json), its own fields in REAL_FIELDS
+    order after the question's; a writer cannot add a field the schema does not name, nor leave one out."""
+    scene, vis, qs = counting_case()
+    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    for b in truth.budgets:
+        for i, line in enumerate(budget_jsonl(truth, b).splitlines(), start=1):
+            doc = json.loads(line)
+            row = TruthRow.from_json(doc, "f.jsonl", i, REAL_VARIANT)
+            assert row.to_json() == doc and list(row.to_json()) == list(doc)
+            assert (row.id, row.budget, row.status, row.ground_truth) == (doc["id"], str(b), doc["status"],
+                                                                         doc["ground_truth"])
+            own = [k for k in doc if k in ROW_ONLY_FIELDS]
+            assert own == [k for k in REAL_FIELDS if k in own] and list(doc)[-1] == "min_budget_room_route"
+            assert question_record(doc) == dict(qs[i - 1].record)
+    values = {k: v for k, v in truth.row(truth.items[0]).to_json().items() if k in REAL_FIELDS}
+    assert real_row(qs[0].record, **values).to_json() == truth.row(truth.items[0]).to_json()
+    with pytest.raises(TypeError, match=r"unknown \['colour'\]"):
+        real_row(qs[0].record, **values, colour="red")
+    with pytest.raises(TypeError, match=r"missing \['status'\]"):
+        real_row(qs[0].record, **{k: v for k, v in values.items() if k != "status"})
+
+
+def test_every_row_field_is_documented():
+    """docs/questions-format.md names every field of a budget row, docs/videos.md every field of a dummy row."""
+    from pathlib import Path
+
+    from vistest.budget.rows import DUMMY_FIELDS
+
+    docs = Path(__file__).parent.parent / "docs"
+    for schema, name in ((REAL_FIELDS, "questions-format.md"), (DUMMY_FIELDS, "videos.md")):
+        text = (docs / name).read_text()
+        assert [f for f in schema if f"`{f}`" not in text] == [], name
+        assert all(f.doc for f in schema.values())
 
 
 def test_seen_rules_are_validated_once():

@@ -36,7 +36,8 @@ from vistest.eval.exporters.output import RECORD
 from vistest.eval.exporters.revsi import REVSI_TYPES, revsi_question_type
 from vistest.eval.exporters.rundir import load_run
 from vistest.eval.metrics import ALL_TYPES, evaluate_row
-from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
+from vistest.budget.rows import TruthRow
+from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
 from conftest import cli, config_file, read_jsonl
@@ -163,13 +164,14 @@ def test_revsi_renames_vsibench_types_and_keeps_the_original(revsi, tmp_path):
 def test_revsi_type_names(run_dir):
     rows = {(r.id, r.budget): r for r in load_run(run_dir).real_rows}
     count, dist = rows[("demo-1", "all")], rows[("demo-9", "all")]
-    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair", "table"]})) \
-        == "object_counting_multiple"
-    assert revsi_question_type(replace(count, record={**count.record, "category": ["chair"]})) \
-        == "object_counting_single"
-    far = replace(dist, question=dist.question.replace("closest", "farthest"))
+    def edited(r, **fields):  # the export row of the same record with ``fields`` changed
+        return replace(r, row=TruthRow.from_json({**r.record, **fields}, r.source, r.line))
+
+    assert revsi_question_type(edited(count, category=["chair", "table"])) == "object_counting_multiple"
+    assert revsi_question_type(edited(count, category=["chair"])) == "object_counting_single"
+    far = edited(dist, question=dist.question.replace("closest", "farthest"))
     assert revsi_question_type(far) == "object_rel_distance_farthest"
-    assert revsi_question_type(replace(dist, question="Which is closest, which farthest?")) is None
+    assert revsi_question_type(edited(dist, question="Which is closest, which farthest?")) is None
     assert revsi_question_type(rows[("demo-11", "all")]) is None  # appearance order: no ReVSI type
 
 
@@ -507,7 +509,7 @@ def test_task_utils_runs_on_the_standard_library_alone_and_scores_like_vistest(p
     assert got["foreign_modules"] == []
     responses = set()
     for (doc, text), res in zip(cases, got["results"], strict=True):
-        t = truth_from_record(doc, "cases.json", 1)
+        t = TruthRow.from_json(doc, "cases.json", 1)
         mine = evaluate_row(proto, t, Prediction(t.id, t.variant, t.budget, text))
         real_gt = doc["original_ground_truth"]
         assert set(res) == set(doc["vistest_metrics"])
@@ -837,8 +839,8 @@ def mixed_run(run_dir):
     neither class prompts whole (as `vistest generate --types all`'s), VsiBench lacking that type, ReVSI the
     relative-direction level and the appearance order of demo-10 and demo-11."""
     run = load_run(run_dir)
-    rows = tuple(replace(r, question_type="object_rel_direction_forward_easy") if r.id.endswith("demo-9") else r
-                 for r in run.rows)
+    rows = tuple(replace(r, row=replace(r.row, question_type="object_rel_direction_forward_easy"))
+                 if r.id.endswith("demo-9") else r for r in run.rows)
     return replace(run, rows=rows)
 
 

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from leak_adversary import leaking
 from test_budget import item, make_scene, make_vis  # the hand-built scenes of the budget tests
-from vistest.budget.truth import CHANGED, KEPT, UNANSWERABLE, budget_truth, question_record
+from vistest.budget.rows import CHANGED, KEPT, UNANSWERABLE, question_record
+from vistest.budget.truth import budget_truth
 from vistest.cli import main
 from vistest.answers import CANNOT_DETERMINE, NONE_OF_THESE
 from vistest.questions import QuestionError, load_questions, option_letter, parse_questions
@@ -27,7 +28,7 @@ from vistest.reformulate import (
     reformulate,
     variant_id,
 )
-from vistest.videos.plan import EXPECT_ABSTAIN, EXPECT_NONE, EXPECT_ZERO, dummy_ground_truth
+from vistest.budget.dummy import EXPECT_ABSTAIN, EXPECT_NONE, EXPECT_ZERO, dummy_ground_truth
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
@@ -378,7 +379,7 @@ def test_budget_truth_of_reformulations(carried, qid, budget, gt, status, unsupp
     _, truth = carried
     it = item(truth, budget, qid)
     assert (it.ground_truth, it.status, it.unsupported) == (gt, status, unsupported)
-    rec = it.to_record()
+    rec = truth.row(it).to_json()
     assert rec.get("unsupported", False) == unsupported
     assert question_record({**rec, "seen_threshold": 0.05}) == dict(it.question.record)
 

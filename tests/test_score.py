@@ -33,7 +33,8 @@ from vistest.eval.metrics import (
     resolve_protocol,
     sensitivity_cells,
 )
-from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir, truth_from_record
+from vistest.budget.rows import TruthRow
+from vistest.eval.records import Prediction, ScoreError, load_predictions, load_run_dir
 from vistest.eval.report import build_report, render_text, write_report
 from vistest.questions import ANSWER_MCQ, ANSWER_NUMBER, QUESTION_TYPES, option_letter
 
@@ -54,7 +55,7 @@ def write_jsonl(path, rows):
 
 
 def truth(**kw):
-    return truth_from_record(rec(**kw), "t.jsonl", 1)
+    return TruthRow.from_json(rec(**kw), "t.jsonl", 1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ def _pred(t, text):
 
 def test_hallucination_on_constructed_dummies():
     def mk(qid, qtype, gt, status, options=None):
-        return truth_from_record({**rec(qid, qtype, gt, status=status, options=options), "variant": "dummy-black"},
+        return TruthRow.from_json({**rec(qid, qtype, gt, status=status, options=options), "variant": "dummy-black"},
                                  "d.jsonl", 1)
     count = [mk(f"c{i}", "object_counting_single", 0, "changed") for i in range(5)]
     size = [mk(f"s{i}", "object_size_estimation", None, "unanswerable") for i in range(3)]
@@ -421,7 +422,7 @@ def test_hallucination_on_constructed_dummies():
 
 def test_evidence_sensitivity_pairs_dummy_with_real():
     real = [truth(qid=f"q{i}", qtype="object_counting_single", gt="3") for i in range(2)]
-    dummy = [truth_from_record({**rec(f"q{i}", "object_counting_single", 0), "variant": "dummy"}, "d", 1)
+    dummy = [TruthRow.from_json({**rec(f"q{i}", "object_counting_single", 0), "variant": "dummy"}, "d", 1)
              for i in range(2)]
     preds = [_pred(real[0], "3"), _pred(real[1], "3"), _pred(dummy[0], "3"), _pred(dummy[1], "0")]
     [cell] = sensitivity_cells(match_predictions(REVSI, real + dummy, preds).rows)

@@ -32,11 +32,12 @@ from vistest.eval.baselines import (
 )
 from vistest.eval.learned import fit_learned, prune, write_baseline
 from vistest.eval.metrics import ALL_TYPES
-from vistest.eval.records import Prediction, RunTruth, truth_from_record
+from vistest.budget.rows import TruthRow
+from vistest.eval.records import Prediction, RunTruth
 from vistest.eval.report import build_report, render_markdown, write_report
 from vistest.questions import parse_questions
 from vistest.reformulate import reformulate
-from vistest.videos.plan import dummy_ground_truth
+from vistest.budget.dummy import dummy_ground_truth
 
 REVSI, VSI = PROTOCOLS["revsi"], PROTOCOLS["vsibench"]
 
@@ -96,9 +97,9 @@ def stress_truths(n_groups=3, k=3, budget=16):
     questions = parse_questions(reformulate(parse_questions([json.dumps(d) for d in docs])).jsonl().splitlines())
     truths = []
     for q in questions:
-        truths.append(truth_from_record({**q.record, "num_frames": budget, "status": "kept"}, "real.jsonl", 1))
+        truths.append(TruthRow.from_json({**q.record, "num_frames": budget, "status": "kept"}, "real.jsonl", 1))
         gt, status, _reason, _exp = dummy_ground_truth(q, "drop")
-        truths.append(truth_from_record({**q.record, "variant": "dummy-drop", "num_frames": budget, "ground_truth": gt,
+        truths.append(TruthRow.from_json({**q.record, "variant": "dummy-drop", "num_frames": budget, "ground_truth": gt,
                                          "status": status, "unsupported": gt is not None}, "dummy.jsonl", 1))
     return truths
 
@@ -174,7 +175,7 @@ def test_an_always_abstaining_model_abstains_on_dummies_and_is_penalised_on_real
 # held-out blind baselines
 # ---------------------------------------------------------------------------------------
 def counting_truths(scenes, per_scene=4, answer=lambda s, i: "2"):
-    return [truth_from_record({"id": f"{s}-{i}", "scene_id": s, "question_type": "object_counting_single",
+    return [TruthRow.from_json({"id": f"{s}-{i}", "scene_id": s, "question_type": "object_counting_single",
                                "question": "How many?", "ground_truth": answer(s, i), "num_frames": 16,
                                "status": "kept", "category": "chair"}, "t.jsonl", 1)
             for s in scenes for i in range(per_scene)]
@@ -231,7 +232,7 @@ def planted_truths(n_scenes=10, per_scene=20, seed=0):
             else:
                 answer = order[rng.integers(4)]
                 question = f"Standing by the {FILLER[rng.integers(8)]} bed, facing the {adj} sofa, where is the lamp?"
-            rows.append(truth_from_record({
+            rows.append(TruthRow.from_json({
                 "id": f"s{s}q{i}", "scene_id": f"scene{s}", "question_type": "object_rel_direction_easy",
                 "question": question, "options": [f"{'ABCD'[j]}. {d}" for j, d in enumerate(order)],
                 "ground_truth": "ABCD"[order.index(answer)], "num_frames": 16, "status": "kept"}, "t.jsonl", 1))
@@ -271,7 +272,7 @@ def test_learned_number_shortcut():
             kitchen = i % 3 == 0
             count = 7 if kitchen else int(rng.integers(1, 4))
             room = "kitchen" if kitchen else ["bedroom", "office", "hall"][i % 3]
-            rows.append(truth_from_record({"id": f"s{s}q{i}", "scene_id": f"s{s}", "question_type": "object_counting",
+            rows.append(TruthRow.from_json({"id": f"s{s}q{i}", "scene_id": f"s{s}", "question_type": "object_counting",
                                            "question": f"How many chairs are in the {room}?", "category": "chair",
                                            "ground_truth": str(count), "num_frames": 16, "status": "kept"}, "t", 1))
     learned = fit_learned(rows, holdout_folds(rows))
@@ -321,7 +322,7 @@ def test_option_rank_attack_per_reformulation():
                      "ground_truth": "ABCD"[order.index(1)], "objects": ["1", "2"]})
     qs = parse_questions(reformulate(parse_questions([json.dumps(d) for d in docs]),
                                      ("circular", "nota-replace")).jsonl().splitlines())
-    truths = [truth_from_record({**q.record, "num_frames": 16, "status": "kept"}, "t", 1) for q in qs]
+    truths = [TruthRow.from_json({**q.record, "num_frames": 16, "status": "kept"}, "t", 1) for q in qs]
     cells = {c.reformulation: c for c in rank_attack(truths, splits=4).cells}
     assert cells["base"].hits == (0, 12, 0, 0) and cells["circular"].hits == (0, 36, 0, 0)
     assert cells["nota-replace"].best_rank == 3 and cells["nota-replace"].best_accuracy == 1.0
@@ -336,7 +337,7 @@ def test_the_report_lists_the_variants_reformulate_did_not_write(tmp_path):
             {"id": "n", "scene_id": "s", "question_type": "object_size_estimation", "question": "Size?",
              "ground_truth": "100", "objects": ["1"]}]
     qs = parse_questions(reformulate(parse_questions([json.dumps(d) for d in docs])).jsonl().splitlines())
-    truths = [truth_from_record({**q.record, "num_frames": 16, "status": "kept"}, "t.jsonl", 1) for q in qs]
+    truths = [TruthRow.from_json({**q.record, "num_frames": 16, "status": "kept"}, "t.jsonl", 1) for q in qs]
     rep = report_of(truths, lambda t: "A" if t.options else "100")
     assert rep.skipped_variants[0] == ("lr", "object_rel_direction_easy", "nota-replace",
                                        "the options are a closed answer set (left / right): the one removed is known "
@@ -352,4 +353,4 @@ def test_the_report_lists_the_variants_reformulate_did_not_write(tmp_path):
                                           "variant": "nota-replace", "reason": rep.skipped_variants[0][3]}
     bad = {**qs[0].record, "num_frames": 16, "status": "kept", "skipped_variants": ["nota-replace"]}
     with pytest.raises(ValueError, match="t.jsonl:1: skipped_variants: expected an object mapping a variant"):
-        truth_from_record(bad, "t.jsonl", 1)
+        TruthRow.from_json(bad, "t.jsonl", 1)

@@ -22,6 +22,7 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene, Visibility
+from vistest.budget.rows import DUMMY_FIELDS, TruthRow
 from vistest.budget.truth import budget_truth
 from vistest.datasets.demo import furniture
 from vistest.pipeline import VideoOptions, run_scene
@@ -398,6 +399,13 @@ def test_dummy_ground_truth(demo):
             assert r["fewer_frames_than_budget"] == (r["num_frames"] != "all" and r["video_frames"] < r["num_frames"])
         if r["video"] is not None:
             assert demo["manifest"][r["video"]]["key"] == r["video_key"]
+    # the one row schema: every line reads back as itself, the dummy's fields in DUMMY_FIELDS order
+    for i, r in enumerate(rows, start=1):
+        row = TruthRow.from_json(r, "dummy_gt.jsonl", i)
+        assert row.is_dummy and row.to_json() == r and list(row.to_json()) == list(r)
+        own = [k for k in r if k in DUMMY_FIELDS and k != "ground_truth"]  # ground_truth: the question's place
+        assert own == [k for k in DUMMY_FIELDS if k in own]
+        assert set(DUMMY_FIELDS) - set(r) <= {"unsupported"}
 
 
 # ---- manifest and files -----------------------------------------------------------------

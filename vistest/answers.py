@@ -333,7 +333,7 @@ def score_parsed(kind: str, parsed: str | float | None, ground_truth: object) ->
     """lmms-eval's per-row score of a parsed answer. MCQ: 1.0 when ``parsed.lower() ==
     ground_truth.lower()`` (no other normalisation), else 0.0; a ground truth that is not a
     string scores 0.0 (lmms-eval calls ``.lower()`` on it and raises; vistest never scores such
-    a row: vistest.eval.records.Truth.scorable, and the exports write option letters as
+    a row: vistest.budget.rows.TruthRow.scorable, and the exports write option letters as
     strings). Numeric: MRA; 0.0 when either side does not parse or the ground truth is 0
     (revsi catches the ZeroDivisionError; vsibench would raise).
 

@@ -1,8 +1,10 @@
-"""Seen rules: when an object counts as *seen* in a frame (the budget stage's predicate).
+"""Seen rules: when an object counts as *seen* in a frame (the rule; Visibility.seen applies it).
 
 Every stage that asks "did the video show this object?" (the budget ground truth,
-``vistest generate``'s first appearances, the timelines' colour break) asks it here, through
-:meth:`SeenRule.seen`. A rule reads one array of the visibility table (vistest.visibility.table;
+``vistest generate``'s first appearances, the timelines' colour break) asks the one predicate
+:meth:`vistest.visibility.table.Visibility.seen` with a :class:`SeenRule` from here (the rule is
+checked once, when it is made; :func:`seen_rule` reads it from a parameter). A rule reads one
+array of the visibility table (vistest.visibility.table;
 ``visible`` by default: the image share of the object's own pixels where the scene's mesh carries
 per-vertex object ids, else of its box silhouette less what hides it) and compares a measure of it
 with a threshold. Three kinds (:data:`SEEN_KINDS`, each with its unit, doc and
@@ -49,6 +51,7 @@ IMAGE, SILHOUETTE, PIXELS = "image", "silhouette", "pixels"
 DEFAULT_SEEN_KIND = IMAGE
 DEFAULT_SEEN_ARRAY = "visible"
 BOUND_ARRAY = "projected"  # the box silhouette with occlusion ignored: the rule's upper bound
+RULE_WHERE = "seen rule"  # what a SeenRule's own errors are prefixed with
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,9 @@ class SeenRule:
     def __post_init__(self) -> None:
         if self.threshold is None and self.kind in SEEN_KINDS:
             object.__setattr__(self, "threshold", SEEN_KINDS[self.kind].default)
-        _validate(self.kind, self.threshold, self.array, "seen rule")
+        problem = _problem(self.kind, self.threshold, self.array)
+        if problem:
+            raise InputError(f"{RULE_WHERE}: {problem}")
 
     @property
     def spec(self) -> SeenKind:
@@ -124,12 +129,6 @@ class SeenRule:
         m = np.asarray(measure, dtype=np.float64)
         with np.errstate(invalid="ignore"):
             return m > self.threshold if self.spec.strict else m >= self.threshold
-
-    def seen(self, vis: Any, image_size: tuple[int, int], array: str | None = None) -> np.ndarray:
-        """(F, O) bool: object o seen in row f (rows whose ``valid`` is False never are).
-        ``array``: read this array instead of the rule's (``projected``: occlusion ignored)."""
-        valid = np.asarray(vis.valid, dtype=bool)
-        return self.passes(self.measure(vis, image_size, array)) & valid[:, None]
 
     def value_text(self, value: float) -> str:
         """A measured value in the rule's unit, e.g. ``"2.2% of the image"``."""
@@ -165,19 +164,21 @@ def _pct(v: float) -> str:
     return f"{p:.1f}%" if p >= 1 else f"{p:.2g}%"
 
 
-def _validate(kind: Any, threshold: Any, array: Any, where: str) -> None:
+def _problem(kind: Any, threshold: Any, array: Any) -> str | None:
+    """What is wrong with a rule's parameters (the expectation, for an InputError), None when valid:
+    the one check of a seen rule, run when a :class:`SeenRule` is made."""
     if kind not in SEEN_KINDS:
-        raise InputError(f"{where}: expected a seen rule kind, one of {', '.join(SEEN_KINDS)}, got {kind!r}")
+        return f"expected a seen rule kind, one of {', '.join(SEEN_KINDS)}, got {kind!r}"
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
-        raise InputError(f"{where}: expected a number, got {threshold!r}")
+        return f"expected a number, got {threshold!r}"
     spec = SEEN_KINDS[kind]
     if spec.fraction and not 0.0 <= float(threshold) < 1.0:
-        raise InputError(f"{where}: expected a {spec.unit} in [0, 1) for the {kind} seen rule, got {threshold!r}")
+        return f"expected a {spec.unit} in [0, 1) for the {kind} seen rule, got {threshold!r}"
     if not spec.fraction and float(threshold) < 0:
-        raise InputError(f"{where}: expected a non-negative number of {spec.unit} for the {kind} seen rule, got "
-                         f"{threshold!r}")
+        return f"expected a non-negative number of {spec.unit} for the {kind} seen rule, got {threshold!r}"
     if not isinstance(array, str) or not array.isidentifier():
-        raise InputError(f"{where}: expected the name of a visibility array (e.g. visible), got {array!r}")
+        return f"expected the name of a visibility array (e.g. visible), got {array!r}"
+    return None
 
 
 def _array(vis: Any, name: str) -> np.ndarray:
@@ -205,6 +206,7 @@ def seen_rule(value: "float | SeenRule | None" = None, kind: str | None = None, 
     threshold = SEEN_KINDS[name].default if value is None else value
     if isinstance(threshold, int) and not isinstance(threshold, bool):
         threshold = float(threshold)
-    array = array or DEFAULT_SEEN_ARRAY
-    _validate(name, threshold, array, where)
-    return SeenRule(name, threshold, array)
+    try:
+        return SeenRule(name, threshold, array or DEFAULT_SEEN_ARRAY)
+    except InputError as e:  # the rule's own check, reported under the parameter's name
+        raise InputError(f"{where}: {str(e).removeprefix(RULE_WHERE + ': ')}") from None

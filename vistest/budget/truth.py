@@ -63,14 +63,12 @@ from ..answers import none_letter, normalize_text
 from ..layout import budget_file_name
 from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
 from .evaluators import Evaluator
+from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
 from ..budgets import ALL, BudgetValue, budget_label, parse_budget
 from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
-
-KEPT, CHANGED, UNANSWERABLE = "kept", "changed", "unanswerable"
-STATUSES = (KEPT, CHANGED, UNANSWERABLE)
 
 REASON_NO_VALID_FRAMES = "no_valid_frames"            # no selected frame can witness anything
 REASON_COUNT_SUPPORTED = "count_supported"            # every counted instance is seen
@@ -88,23 +86,6 @@ REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planni
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
-
-# the fields a budget record adds to its question's (ground_truth is replaced, the question's own
-# kept as original_ground_truth); the rule parameters come from budget_jsonl
-BUDGET_FIELDS = ("num_frames", "frame_indices", "status", "reason", "original_ground_truth", "sampler_profile",
-                 "unseen", "evidence_frames", "invalid_frames", "frames_without_visibility", "unsupported",
-                 "seen_threshold", "min_budget_room_route", "evaluator", "evaluator_config", "frames_taken",
-                 "reason_text", "unseen_detail", "seen_rule", "occlusion_sensitive", "status_without_occlusion",
-                 "ground_truth_without_occlusion")
-
-
-def question_record(budget_record: Mapping[str, Any]) -> dict:
-    """The question a budget record was made from: its fields without :data:`BUDGET_FIELDS`,
-    ``ground_truth`` the question's own (``original_ground_truth``)."""
-    rec = {k: v for k, v in budget_record.items() if k not in BUDGET_FIELDS}
-    rec["ground_truth"] = budget_record.get("original_ground_truth", budget_record.get("ground_truth"))
-    return rec
-
 
 @dataclass(frozen=True)
 class FrameSelection:
@@ -172,39 +153,33 @@ class QuestionTruth:
     def original_ground_truth(self) -> Any:
         return self.question.ground_truth
 
-    def to_record(self) -> dict:
-        """The output JSON object: the question's fields, then the budget's fields
-        (:data:`BUDGET_FIELDS`; :func:`question_record` inverts it). An evaluator's row
-        (:func:`evaluator_truth`) adds ``evaluator`` (its name), ``evaluator_config`` (profile,
-        options, frames asked) and ``frames_taken``; its ``frame_indices`` are the source frames
-        that configuration takes, the frames the row's answer assumes."""
-        rec = dict(self.question.record)
-        rec.update({
-            "num_frames": self.selection.budget,
-            "frame_indices": list(self.selection.frame_indices),
-            "ground_truth": self.ground_truth,
-            "status": self.status,
-            "reason": self.reason,
-            "original_ground_truth": self.question.ground_truth,
-            "sampler_profile": self.selection.profile,
-            "unseen": list(self.unseen),
-            "evidence_frames": list(self.evidence_frames),
-            "invalid_frames": list(self.selection.invalid_frames),
-            "frames_without_visibility": list(self.selection.frames_without_visibility),
-            "reason_text": self.reason_text,
-            "unseen_detail": [dict(d) for d in self.unseen_detail],
-        })
+    def to_row(self, rule: SeenRule, min_budget_room_route: int) -> TruthRow:
+        """The row (vistest.budget.rows.REAL_FIELDS): the question's fields, then the budget's, then
+        the rule parameters it was computed with (``seen_threshold`` in ``rule``'s unit,
+        ``seen_rule`` in words, ``min_budget_room_route``), so a file read on its own says how
+        its answers were made. An evaluator's row (:func:`evaluator_truth`) adds ``evaluator``
+        (its name), ``evaluator_config`` (profile, options, frames asked) and ``frames_taken``;
+        its ``frame_indices`` are the source frames that configuration takes, the frames the
+        row's answer assumes."""
+        sel = self.selection
+        extra: dict[str, Any] = {}
         if self.unsupported:
-            rec["unsupported"] = True
+            extra["unsupported"] = True
         if self.occlusion_sensitive:
-            rec["occlusion_sensitive"] = True
-            rec["status_without_occlusion"] = self.without_occlusion.status
-            rec["ground_truth_without_occlusion"] = self.without_occlusion.ground_truth
-        if self.selection.evaluator is not None:
-            rec["evaluator"] = self.selection.evaluator
-            rec["evaluator_config"] = dict(self.evaluator_config or {})
-            rec["frames_taken"] = len(self.selection.frame_indices)
-        return rec
+            extra.update(occlusion_sensitive=True, status_without_occlusion=self.without_occlusion.status,
+                         ground_truth_without_occlusion=self.without_occlusion.ground_truth)
+        if sel.evaluator is not None:
+            extra.update(evaluator=sel.evaluator, evaluator_config=dict(self.evaluator_config or {}),
+                         frames_taken=len(sel.frame_indices))
+        return real_row(
+            self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
+            frame_indices=list(sel.frame_indices),
+            ground_truth=self.ground_truth, status=self.status, reason=self.reason,
+            original_ground_truth=self.question.ground_truth, sampler_profile=sel.profile, unseen=list(self.unseen),
+            evidence_frames=list(self.evidence_frames), invalid_frames=list(sel.invalid_frames),
+            frames_without_visibility=list(sel.frames_without_visibility), reason_text=self.reason_text,
+            unseen_detail=[dict(d) for d in self.unseen_detail], **extra, seen_threshold=rule.threshold,
+            seen_rule=rule.text, min_budget_room_route=min_budget_room_route)
 
 
 @dataclass(frozen=True)
@@ -233,6 +208,14 @@ class BudgetTruth:
         """The items of one budget, in question order."""
         b = parse_budget(budget)
         return tuple(it for it in self.items if it.selection.budget == b)
+
+    def row(self, item: QuestionTruth) -> TruthRow:
+        """One item's row, with this truth's rule parameters (:meth:`QuestionTruth.to_row`)."""
+        return item.to_row(self.seen_rule, self.min_budget_room_route)
+
+    def rows(self, budget: BudgetValue) -> tuple[TruthRow, ...]:
+        """The rows of one budget, in question order."""
+        return tuple(self.row(it) for it in self.for_budget(budget))
 
     def counts(self, budget: BudgetValue) -> dict[str, dict[str, int]]:
         """``{question_type: {status: count}}`` for one budget."""
@@ -281,9 +264,9 @@ class _Table:
         self.rule = rule
         self.occlusion = str(vis.params.get("occlusion", "?"))
         size = scene.image_size
-        self.measure = rule.measure(vis, size)
-        self.seen = rule.passes(self.measure) & valid[:, None]  # = rule.seen(vis, size); NaN is never seen
-        self.seen_bound = rule.seen(vis, size, array=BOUND_ARRAY)
+        self.measure = rule.measure(vis, size)  # the rule's unit, for unseen_detail
+        self.seen = vis.seen(rule, size)
+        self.seen_bound = vis.seen(rule, size, array=BOUND_ARRAY)
         with np.errstate(invalid="ignore"):
             self.in_view = (self.measure > 0) & valid[:, None]
             self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
@@ -607,7 +590,7 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
     default ``scene.num_frames``, at ``scene.fps``: what it takes of ``all_frame``, which holds
     every source frame at the source rate). Room size and route planning compare the distinct
     frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
-    names the evaluator and its configuration (:meth:`QuestionTruth.to_record`)."""
+    names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
     rule = seen_rule(seen_threshold, where="seen_threshold")
     table = _rule_table(scene, visibility, questions, rule, min_budget_room_route)
     bound = _bound(table, visibility)
@@ -630,16 +613,8 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
 # outputs
 # ---------------------------------------------------------------------------------------
 def budget_jsonl(truth: BudgetTruth, budget: BudgetValue) -> str:
-    """The JSONL text of one budget: one record per question, in question order.
-
-    Each record also carries the rule parameters it was computed with (``seen_threshold``, in the
-    seen rule's unit; ``seen_rule``, the rule in words; ``min_budget_room_route``), so a file read
-    on its own says how its answers were made.
-    """
-    params = {"seen_threshold": truth.seen_threshold, "seen_rule": truth.seen_rule.text,
-              "min_budget_room_route": truth.min_budget_room_route}
-    return "".join(json.dumps({**it.to_record(), **params}, ensure_ascii=False) + "\n"
-                   for it in truth.for_budget(budget))
+    """The JSONL text of one budget: one row per question, in question order (:meth:`BudgetTruth.rows`)."""
+    return "".join(json.dumps(row.to_json(), ensure_ascii=False) + "\n" for row in truth.rows(budget))
 
 
 def write_budget_files(truth: BudgetTruth, outdir: str | os.PathLike) -> list[Path]:

@@ -6,7 +6,7 @@ Modules, each importing only those listed before it (no cycle):
                 vistest's (response classes, abstention, "None of these", open answers, the
                 stress metrics); standard library only, embedded verbatim in the exported
                 lmms-eval task
-* ``records``   Truth and Prediction; reading a run folder's ground truth and predictions
+* ``records``   Prediction; reading a run folder's ground truth (vistest.budget.rows.TruthRow) and predictions
 * ``metrics``   predictions joined to truths and scored; the cells of the report
 * ``tables``    report tables as data, rendered as text or Markdown
 * ``baselines`` blind baselines held out by scene, and the option-rank attack

@@ -64,7 +64,8 @@ from ..answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, no
 from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds
 from .learned import fit_learned, words
 from ..budgets import budget_sort_key
-from .records import ScoreError, Truth, load_run_dir
+from ..budget.rows import TruthRow
+from .records import ScoreError, load_run_dir
 from .tables import Table
 
 CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
@@ -100,7 +101,7 @@ def best_constant(values: Sequence[float], counting: bool) -> float | None:
     return float(cands[int(np.argmax(mra_matrix(cands, v).mean(axis=0)))])
 
 
-def chance_scores(rows: Sequence[Truth]) -> np.ndarray:
+def chance_scores(rows: Sequence[TruthRow]) -> np.ndarray:
     """Chance per row of *one question type* (module docstring)."""
     if not rows:
         return np.zeros(0)
@@ -117,22 +118,22 @@ def chance_scores(rows: Sequence[Truth]) -> np.ndarray:
     return out
 
 
-def option_texts(t: Truth) -> list[str]:
+def option_texts(t: TruthRow) -> list[str]:
     return [option_letter(o)[1] for o in t.options or ()]
 
 
-def option_letters_of(t: Truth) -> list[str]:
+def option_letters_of(t: TruthRow) -> list[str]:
     return [option_letter(o)[0] or o for o in t.options or ()]
 
 
-def keyed_index(t: Truth) -> int | None:
+def keyed_index(t: TruthRow) -> int | None:
     """The 0-based index of the keyed option, None when the ground truth is no option letter."""
     letters = option_letters_of(t)
     gt = str(t.ground_truth).strip().upper()
     return letters.index(gt) if gt in letters else None
 
 
-def option_values(t: Truth) -> list[float] | None:
+def option_values(t: TruthRow) -> list[float] | None:
     """Every option's number, None unless every option (other than a special one) is a number."""
     out = []
     for o, text in zip(t.options or (), option_texts(t)):
@@ -143,7 +144,7 @@ def option_values(t: Truth) -> list[float] | None:
     return out if out and any(math.isfinite(v) for v in out) else None
 
 
-def value_order(t: Truth) -> list[int] | None:
+def value_order(t: TruthRow) -> list[int] | None:
     """Option indices sorted by value (smallest first, ties in option order; special options last)."""
     v = option_values(t)
     return None if v is None else sorted(range(len(v)), key=lambda i: (v[i], i))
@@ -161,15 +162,15 @@ def _argmax_key(counts: Mapping, default=None):
 # =======================================================================================
 # the attacks: fit(train rows of one cell) -> answer(row) -> response text or None
 # =======================================================================================
-Answerer = Callable[[Truth], "str | None"]
+Answerer = Callable[[TruthRow], "str | None"]
 
 
-def _letter(t: Truth, index: int | None) -> str | None:
+def _letter(t: TruthRow, index: int | None) -> str | None:
     letters = option_letters_of(t)
     return letters[index] if index is not None and 0 <= index < len(letters) else None
 
 
-def fit_constant(train: Sequence[Truth]) -> Answerer:
+def fit_constant(train: Sequence[TruthRow]) -> Answerer:
     mcq = Counter(str(t.ground_truth).strip().upper() for t in train if t.kind == ANSWER_MCQ)
     texts = Counter(normalize_text(t.ground_truth) for t in train if t.kind == ANSWER_TEXT)
     names = {normalize_text(t.ground_truth): str(t.ground_truth) for t in train if t.kind == ANSWER_TEXT}
@@ -178,7 +179,7 @@ def fit_constant(train: Sequence[Truth]) -> Answerer:
     value = best_constant(nums, counting)
     letter, text = _argmax_key(mcq), _argmax_key(texts)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         if t.kind == ANSWER_MCQ:
             return letter if letter in option_letters_of(t) else None
         if t.kind == ANSWER_TEXT:
@@ -192,7 +193,7 @@ def _items(text: str) -> list[tuple[int | None, str]]:
     return [(None, parts[0])] if len(parts) == 1 else list(enumerate(parts))
 
 
-def fit_option_label(train: Sequence[Truth]) -> Answerer:
+def fit_option_label(train: Sequence[TruthRow]) -> Answerer:
     offered: Counter = Counter()
     won: Counter = Counter()
     for t in train:
@@ -204,7 +205,7 @@ def fit_option_label(train: Sequence[Truth]) -> Answerer:
                 offered[item] += 1
                 won[item] += int(i == key)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         if t.kind != ANSWER_MCQ or not t.options or option_values(t) is not None:
             return None
         k = len(t.options)
@@ -217,7 +218,7 @@ def fit_option_label(train: Sequence[Truth]) -> Answerer:
     return answer
 
 
-def fit_option_rank(train: Sequence[Truth]) -> Answerer:
+def fit_option_rank(train: Sequence[TruthRow]) -> Answerer:
     ranks = Counter()
     for t in train:
         order, key = value_order(t), keyed_index(t)
@@ -225,7 +226,7 @@ def fit_option_rank(train: Sequence[Truth]) -> Answerer:
             ranks[order.index(key)] += 1
     best = _argmax_key(ranks)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         order = value_order(t) if t.kind == ANSWER_MCQ else None
         if order is None or best is None:
             return None
@@ -233,7 +234,7 @@ def fit_option_rank(train: Sequence[Truth]) -> Answerer:
     return answer
 
 
-def _row_value(t: Truth) -> float | None:
+def _row_value(t: TruthRow) -> float | None:
     """The row's numeric answer: its ground truth, or the keyed option's number."""
     if t.kind == ANSWER_MCQ:
         v, key = option_values(t), keyed_index(t)
@@ -241,7 +242,7 @@ def _row_value(t: Truth) -> float | None:
     return python_float(t.ground_truth) if t.kind != ANSWER_TEXT else None
 
 
-def fit_numeric_prior(train: Sequence[Truth]) -> Answerer:
+def fit_numeric_prior(train: Sequence[TruthRow]) -> Answerer:
     per: dict[frozenset, list[float]] = defaultdict(list)
     every = []
     counting = any(t.is_counting for t in train)
@@ -253,7 +254,7 @@ def fit_numeric_prior(train: Sequence[Truth]) -> Answerer:
     priors = {k: best_constant(vs, counting) for k, vs in per.items()}
     fallback = best_constant(every, counting)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         value = priors.get(_words(t.question), fallback)
         if value is None:
             return None
@@ -267,12 +268,12 @@ def fit_numeric_prior(train: Sequence[Truth]) -> Answerer:
     return answer
 
 
-def _special_index(t: Truth) -> int | None:
+def _special_index(t: TruthRow) -> int | None:
     idx = [i for i, o in enumerate(t.options or ()) if is_special_option(o)]
     return idx[-1] if idx else None
 
 
-def fit_nota_position(train: Sequence[Truth]) -> Answerer:
+def fit_nota_position(train: Sequence[TruthRow]) -> Answerer:
     offsets = Counter()
     for t in train:
         s, key = _special_index(t), keyed_index(t)
@@ -280,7 +281,7 @@ def fit_nota_position(train: Sequence[Truth]) -> Answerer:
             offsets[key - s] += 1
     best = _argmax_key(offsets)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         s = _special_index(t) if t.kind == ANSWER_MCQ else None
         if s is None or best is None:
             return None
@@ -289,12 +290,12 @@ def fit_nota_position(train: Sequence[Truth]) -> Answerer:
     return answer
 
 
-def _length_order(t: Truth) -> list[int]:
+def _length_order(t: TruthRow) -> list[int]:
     texts = option_texts(t)
     return sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
 
 
-def fit_answer_length(train: Sequence[Truth]) -> Answerer:
+def fit_answer_length(train: Sequence[TruthRow]) -> Answerer:
     ranks = Counter()
     for t in train:
         key = keyed_index(t)
@@ -302,7 +303,7 @@ def fit_answer_length(train: Sequence[Truth]) -> Answerer:
             ranks[_length_order(t).index(key)] += 1
     best = _argmax_key(ranks)
 
-    def answer(t: Truth) -> str | None:
+    def answer(t: TruthRow) -> str | None:
         if t.kind != ANSWER_MCQ or not t.options or best is None:
             return None
         order = _length_order(t)
@@ -310,7 +311,7 @@ def fit_answer_length(train: Sequence[Truth]) -> Answerer:
     return answer
 
 
-FITTERS: Mapping[str, Callable[[Sequence[Truth]], Answerer]] = {
+FITTERS: Mapping[str, Callable[[Sequence[TruthRow]], Answerer]] = {
     CONSTANT: fit_constant, OPTION_LABEL: fit_option_label, OPTION_RANK: fit_option_rank,
     NUMERIC_PRIOR: fit_numeric_prior, NOTA_POSITION: fit_nota_position, ANSWER_LENGTH: fit_answer_length}
 
@@ -318,7 +319,7 @@ FITTERS: Mapping[str, Callable[[Sequence[Truth]], Answerer]] = {
 # =======================================================================================
 # scoring every row, and the cells
 # =======================================================================================
-def cell_key(t: Truth) -> str:
+def cell_key(t: TruthRow) -> str:
     """The cell a row is judged in: its type, with its reformulation when not the base one."""
     return t.question_type if t.reformulation == "base" else f"{t.question_type} [{t.reformulation}]"
 
@@ -328,12 +329,12 @@ class RowScores:
     """Per row (in ``rows`` order): ``chance`` and, per attack, the held-out score (NaN where
     the attack does not apply)."""
 
-    rows: tuple[Truth, ...]
+    rows: tuple[TruthRow, ...]
     chance: np.ndarray
     scores: Mapping[str, np.ndarray]
 
 
-def attack_rows(truths: Sequence[Truth], budget: str | None = None) -> list[Truth]:
+def attack_rows(truths: Sequence[TruthRow], budget: str | None = None) -> list[TruthRow]:
     """The rows the attacks judge: the scorable real rows at ``budget`` (default: the largest)."""
     rows = [t for t in truths if t.scorable]
     if not rows:
@@ -343,7 +344,7 @@ def attack_rows(truths: Sequence[Truth], budget: str | None = None) -> list[Trut
     return [t for t in rows if t.budget == budget]
 
 
-def score_rows(rows: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
+def score_rows(rows: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
                attacks: Sequence[str] = ATTACKS) -> RowScores:
     """Every attack's held-out score on every row (module docstring)."""
     rows = tuple(rows)
@@ -356,7 +357,7 @@ def score_rows(rows: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCO
         chance[idx] = chance_scores([rows[i] for i in idx])
     scores = {a: np.full(len(rows), np.nan) for a in attacks}
 
-    def put(attack: str, t: Truth, text: str | None) -> None:
+    def put(attack: str, t: TruthRow, text: str | None) -> None:
         if text is not None:
             scores[attack][index[t.key]] = score_answer(protocol, t.kind, text, t.ground_truth)
 
@@ -365,10 +366,10 @@ def score_rows(rows: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCO
         if attack == LEARNED_ATTACK:
             continue
         for train, test in split:
-            train_by: dict[str, list[Truth]] = defaultdict(list)
+            train_by: dict[str, list[TruthRow]] = defaultdict(list)
             for t in train:
                 train_by[cell_key(t)].append(t)
-            test_by: dict[str, list[Truth]] = defaultdict(list)
+            test_by: dict[str, list[TruthRow]] = defaultdict(list)
             for t in test:
                 test_by[cell_key(t)].append(t)
             for cell, ts in test_by.items():
@@ -524,7 +525,7 @@ class AttackReport:
                      rows, 1)
 
 
-def blind_attacks(truths: Sequence[Truth], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
+def blind_attacks(truths: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
                   budget: str | None = None, attacks: Sequence[str] = ATTACKS,
                   min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN) -> AttackReport:
     """Every attack on the scorable real rows at ``budget`` (default: the largest), held out

@@ -1,6 +1,6 @@
 """Blind baselines: what a model can score from the questions alone, without the video.
 
-The baselines learn from the answerable real rows (:attr:`Truth.scorable`) of a ground truth.
+The baselines learn from the answerable real rows (:attr:`TruthRow.scorable`) of a ground truth.
 By default they are **held out** (:func:`holdout_folds`): each row is answered by a model
 fitted on other scenes only (leave-one-scene-out up to :data:`LEAVE_ONE_OUT_MAX` scenes,
 k-fold by scene beyond), so a baseline shows what a blind model scores on questions it has not
@@ -23,7 +23,7 @@ the upper bound of each family (its most-frequent answer is each cell's own mode
   (scores 0).
 * ``size-prior`` (:data:`SIZE_PRIOR`): for size questions, the mean ground truth of the
   *other* size questions of the training rows (other ids) at the same budget whose object has
-  the same category (``Truth.label``); with none, the mean of all of them at that budget.
+  the same category (``TruthRow.label``); with none, the mean of all of them at that budget.
   Other types: most-frequent. ReVSI found expert models hitting "typical category sizes" on
   black frames; this is that prior.
 * ``learned`` (vistest.eval.learned): a model over the question text and options alone.
@@ -59,7 +59,8 @@ from ..answers import (
     reformulation_order,
 )
 from ..budgets import budget_json, budget_sort_key
-from .records import Prediction, Truth, is_size_type
+from ..budget.rows import TruthRow, is_size_type
+from .records import Prediction
 from .tables import Table
 
 MOST_FREQUENT = "most-frequent"
@@ -81,7 +82,7 @@ def format_number(x: float) -> str:
     return f"{x:.4f}".rstrip("0").rstrip(".")
 
 
-def _train_rows(truths: Iterable[Truth]) -> list[Truth]:
+def _train_rows(truths: Iterable[TruthRow]) -> list[TruthRow]:
     return [t for t in truths if t.scorable]
 
 
@@ -106,11 +107,11 @@ class Folds:
     def in_sample(self) -> bool:
         return not self.by
 
-    def unit(self, t: Truth) -> str:
+    def unit(self, t: TruthRow) -> str:
         """The unit a row is held out with: its scene, or its scene and question group."""
         return t.scene_id if self.by == HOLDOUT_SCENE else f"{t.scene_id}\0{t.group_key}"
 
-    def fold(self, t: Truth) -> int:
+    def fold(self, t: TruthRow) -> int:
         return 0 if self.in_sample else self.fold_of[self.unit(t)]
 
     @property
@@ -124,7 +125,7 @@ class Folds:
             return f"leave-one-{noun.replace(' ', '-')}-out ({units} {noun}s)"
         return f"{self.n_folds}-fold by {noun} ({units} {noun}s)"
 
-    def split(self, truths: Sequence[Truth]) -> list[tuple[list[Truth], list[Truth]]]:
+    def split(self, truths: Sequence[TruthRow]) -> list[tuple[list[TruthRow], list[TruthRow]]]:
         """[(training rows, rows to answer)] per fold (in-sample: every row, both sides)."""
         if self.in_sample:
             return [(list(truths), list(truths))]
@@ -150,7 +151,7 @@ def scene_folds(scene_ids: Iterable[str], k: int = DEFAULT_FOLDS, seed: int = 0)
     return Folds(HOLDOUT_SCENE, fold_of, n, len(scenes))
 
 
-def holdout_folds(truths: Sequence[Truth], mode: str = HOLDOUT_AUTO, k: int = DEFAULT_FOLDS, seed: int = 0) -> Folds:
+def holdout_folds(truths: Sequence[TruthRow], mode: str = HOLDOUT_AUTO, k: int = DEFAULT_FOLDS, seed: int = 0) -> Folds:
     """The folds of ``mode`` (:data:`HOLDOUT_CHOICES`; module docstring): ``auto`` and ``scene``
     hold out scenes when there are two or more, else question groups (with a warning);
     ``question`` holds out question groups; ``in-sample`` holds out nothing. ``k``: folds
@@ -177,7 +178,7 @@ def holdout_folds(truths: Sequence[Truth], mode: str = HOLDOUT_AUTO, k: int = DE
 # =======================================================================================
 # most-frequent and size prior
 # =======================================================================================
-def modal_answer(rows: Sequence[Truth]) -> str | None:
+def modal_answer(rows: Sequence[TruthRow]) -> str | None:
     """The most-frequent answer of rows of one question type and answer kind (module docstring); None if none."""
     if not rows:
         return None
@@ -212,13 +213,13 @@ def _tie_draw(tied: Sequence[float]) -> int:
 MCQ_FALLBACK = "*mcq"
 
 
-def most_frequent_answers(truths: Sequence[Truth]) -> dict[tuple, str]:
+def most_frequent_answers(truths: Sequence[TruthRow]) -> dict[tuple, str]:
     """The answers of the module docstring, learned from the answerable real rows:
     ``{(budget, question_type, reformulation): answer}``, ``{(None, question_type,
     reformulation): answer}`` pooled over budgets, and ``{(MCQ_FALLBACK, reformulation):
     letter}`` over every MCQ. Answer kinds are not mixed (an open question of an MCQ type
     keys its own cells: its reformulation differs)."""
-    groups: dict[tuple, list[Truth]] = defaultdict(list)
+    groups: dict[tuple, list[TruthRow]] = defaultdict(list)
     for t in _train_rows(truths):
         groups[(t.budget, t.question_type, t.reformulation)].append(t)
         groups[(None, t.question_type, t.reformulation)].append(t)
@@ -227,7 +228,7 @@ def most_frequent_answers(truths: Sequence[Truth]) -> dict[tuple, str]:
     return {k: a for k, rows in groups.items() if (a := modal_answer(rows)) is not None}
 
 
-def most_frequent_answer(answers: Mapping[tuple, str], t: Truth) -> str | None:
+def most_frequent_answer(answers: Mapping[tuple, str], t: TruthRow) -> str | None:
     """The answer for row ``t`` with the fallbacks of the module docstring (None: no answer)."""
     for key in ((t.budget, t.question_type, t.reformulation), (None, t.question_type, t.reformulation)):
         if key in answers:
@@ -235,11 +236,11 @@ def most_frequent_answer(answers: Mapping[tuple, str], t: Truth) -> str | None:
     return answers.get((MCQ_FALLBACK, t.reformulation)) if t.kind == ANSWER_MCQ else None
 
 
-def size_prior_answers(train: Sequence[Truth], rows: Sequence[Truth]) -> dict[tuple[str, str, str], str]:
+def size_prior_answers(train: Sequence[TruthRow], rows: Sequence[TruthRow]) -> dict[tuple[str, str, str], str]:
     """``{truth.key: answer}`` for every size row of ``rows``: the mean of the training size
     questions (other ids) of the same category at the same budget, else of all of them at that
     budget."""
-    pool: dict[str, list[Truth]] = defaultdict(list)
+    pool: dict[str, list[TruthRow]] = defaultdict(list)
     for t in _train_rows(train):
         if is_size_type(t.question_type) and python_float(t.ground_truth) is not None:
             pool[t.budget].append(t)
@@ -255,7 +256,7 @@ def size_prior_answers(train: Sequence[Truth], rows: Sequence[Truth]) -> dict[tu
     return out
 
 
-def blind_predictions(truths: Sequence[Truth], model: str = MOST_FREQUENT, folds: Folds | None = None
+def blind_predictions(truths: Sequence[TruthRow], model: str = MOST_FREQUENT, folds: Folds | None = None
                       ) -> tuple[Prediction, ...]:
     """The blind model's answer for every truth row (every variant and status), in truth
     order; ``model``: one of :data:`BLIND_MODELS`; ``folds``: how it is held out (default:
@@ -431,7 +432,7 @@ def held_out_accuracies(cells: Mapping[tuple, np.ndarray], k: int, splits: int, 
     return out
 
 
-def rank_attack(truths: Sequence[Truth], splits: int = 200, seed: int = 0) -> RankAttack:
+def rank_attack(truths: Sequence[TruthRow], splits: int = 200, seed: int = 0) -> RankAttack:
     """The in-sample and held-out option-rank attack on the answerable real MCQ rows."""
     mcq = [t for t in _train_rows(truths) if t.kind == ANSWER_MCQ]
     ranked: dict[tuple[str, str, str, str], list[tuple[int, int]]] = defaultdict(list)

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..atomic import write_atomic
-from ..budget.truth import question_record
+from ..budget.rows import TruthRow, question_record
 from ..errors import InputError
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from ..answers import BASE, is_special_option, mean_relative_accuracy, normalize_text, python_float
@@ -66,7 +66,7 @@ from .baselines import (
     predictions_jsonl,
 )
 from ..budgets import budget_sort_key
-from .records import Prediction, Truth, iter_jsonl, load_run_dir
+from .records import Prediction, load_run_dir
 
 DEFAULT_PRUNE_THRESHOLD = 0.5
 DEFAULT_PRUNE_ROUNDS = 5
@@ -84,7 +84,7 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1 << 16)
-def question_features(t: Truth) -> dict[str, float]:
+def question_features(t: TruthRow) -> dict[str, float]:
     """Question words and word pairs, the question type, the reformulation and the budget."""
     ws = words(t.question)
     f = {f"q:{w}": 1.0 for w in ws}
@@ -94,7 +94,7 @@ def question_features(t: Truth) -> dict[str, float]:
 
 
 @lru_cache(maxsize=1 << 16)
-def option_features(t: Truth) -> list[dict[str, float]]:
+def option_features(t: TruthRow) -> list[dict[str, float]]:
     """One feature dict per option of an MCQ row (module docstring); cached, as every fold
     reads the same rows (callers must not change the dicts)."""
     opts = list(t.options or ())
@@ -141,7 +141,7 @@ class Answer:
     bias: float | None
 
 
-Model = Callable[[Sequence[Truth]], list[Answer]]  # answers a batch of rows, in order
+Model = Callable[[Sequence[TruthRow]], list[Answer]]  # answers a batch of rows, in order
 
 
 def int32(x: Any) -> Any:
@@ -152,7 +152,7 @@ def int32(x: Any) -> Any:
     return x
 
 
-def _mcq_bias(t: Truth, letters: Sequence[str], p: np.ndarray) -> float | None:
+def _mcq_bias(t: TruthRow, letters: Sequence[str], p: np.ndarray) -> float | None:
     """``(p_correct - 1/k) / (1 - 1/k)`` for a scorable row (module docstring), else None."""
     if not t.scorable:
         return None
@@ -161,7 +161,7 @@ def _mcq_bias(t: Truth, letters: Sequence[str], p: np.ndarray) -> float | None:
     return ((float(p[letters.index(gt)]) if gt in letters else 0.0) - chance) / (1.0 - chance)
 
 
-def _fit_mcq(train: Sequence[Truth]) -> Model:
+def _fit_mcq(train: Sequence[TruthRow]) -> Model:
     """The pairwise logistic regression over options (module docstring)."""
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -178,7 +178,7 @@ def _fit_mcq(train: Sequence[Truth]) -> Model:
         model = LogisticRegression(C=1.0, solver="liblinear", random_state=0, max_iter=1000)
         model.fit(int32(vec.fit_transform(feats)), labels)
 
-    def answer(rows: Sequence[Truth]) -> list[Answer]:
+    def answer(rows: Sequence[TruthRow]) -> list[Answer]:
         asked = [t for t in rows if t.options]
         probs = iter(())
         if model is not None and asked:
@@ -197,7 +197,7 @@ def _fit_mcq(train: Sequence[Truth]) -> Model:
     return answer
 
 
-def _question_matrix(rows: Sequence[Truth], vec: Any = None) -> tuple[Any, Any]:
+def _question_matrix(rows: Sequence[TruthRow], vec: Any = None) -> tuple[Any, Any]:
     """(vectoriser, matrix) of the rows' question features; a new vectoriser when none is given."""
     from sklearn.feature_extraction import DictVectorizer
 
@@ -208,7 +208,7 @@ def _question_matrix(rows: Sequence[Truth], vec: Any = None) -> tuple[Any, Any]:
     return vec, vec.transform(feats)
 
 
-def _fit_number(train: Sequence[Truth]) -> Model:
+def _fit_number(train: Sequence[TruthRow]) -> Model:
     """Ridge regression of log1p(answer) on the question (module docstring)."""
     from sklearn.linear_model import Ridge
 
@@ -220,7 +220,7 @@ def _fit_number(train: Sequence[Truth]) -> Model:
         model = Ridge(alpha=1.0).fit(x, np.log1p(np.maximum(y, 0.0)))
     median = float(np.median(y)) if len(y) else None
 
-    def answer(batch: Sequence[Truth]) -> list[Answer]:
+    def answer(batch: Sequence[TruthRow]) -> list[Answer]:
         if model is not None:
             values: list[float | None] = list(np.expm1(model.predict(_question_matrix(batch, vec)[1])))
         else:
@@ -240,7 +240,7 @@ def _fit_number(train: Sequence[Truth]) -> Model:
     return answer
 
 
-def _fit_text(train: Sequence[Truth]) -> Model:
+def _fit_text(train: Sequence[TruthRow]) -> Model:
     """A logistic regression over the training answers (module docstring)."""
     from sklearn.linear_model import LogisticRegression
 
@@ -252,7 +252,7 @@ def _fit_text(train: Sequence[Truth]) -> Model:
         vec, x = _question_matrix(rows)
         model = LogisticRegression(C=1.0, max_iter=1000).fit(x, labels)
 
-    def answer(batch: Sequence[Truth]) -> list[Answer]:
+    def answer(batch: Sequence[TruthRow]) -> list[Answer]:
         if not labels:
             return [Answer("", 0.0 if t.scorable else None) for t in batch]
         if model is None:
@@ -267,15 +267,15 @@ def _fit_text(train: Sequence[Truth]) -> Model:
     return answer
 
 
-def _fit(train: Sequence[Truth]) -> Model:
+def _fit(train: Sequence[TruthRow]) -> Model:
     """One model for every row: MCQ, and numbers and texts per (answer kind, question type)."""
     mcq = _fit_mcq(train)
-    groups: dict[tuple[str, str], list[Truth]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[TruthRow]] = defaultdict(list)
     for t in train:
         if t.kind != ANSWER_MCQ:
             groups[(t.kind, t.question_type)].append(t)
 
-    def answer(rows: Sequence[Truth]) -> list[Answer]:
+    def answer(rows: Sequence[TruthRow]) -> list[Answer]:
         by: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, t in enumerate(rows):
             by[("mcq", "") if t.kind == ANSWER_MCQ else (t.kind, t.question_type)].append(i)
@@ -297,9 +297,9 @@ class LearnedBlind:
     predictions: tuple[Prediction, ...]
     bias: Mapping[tuple[str, str, str], float]
 
-    def group_bias(self, truths: Sequence[Truth]) -> dict[tuple[str, str], float]:
+    def group_bias(self, truths: Sequence[TruthRow]) -> dict[tuple[str, str], float]:
         """(scene_id, group) -> the group's bias (module docstring), over groups with a scorable row."""
-        rows: dict[tuple[str, str], list[Truth]] = defaultdict(list)
+        rows: dict[tuple[str, str], list[TruthRow]] = defaultdict(list)
         for t in truths:
             if t.key in self.bias:
                 rows[(t.scene_id, t.group_key)].append(t)
@@ -310,7 +310,7 @@ class LearnedBlind:
         return out
 
 
-def fit_learned(truths: Sequence[Truth], folds: Folds) -> LearnedBlind:
+def fit_learned(truths: Sequence[TruthRow], folds: Folds) -> LearnedBlind:
     """Answer every row with the model fitted on the other folds (module docstring)."""
     answers: dict[tuple[str, str, str], Answer] = {}
     for train, rows in folds.split(truths):
@@ -332,7 +332,7 @@ class Pruning:
     threshold: float
     rounds: int
     removed: tuple[tuple[str, str, float, int], ...]
-    kept: tuple[Truth, ...]
+    kept: tuple[TruthRow, ...]
     n_groups: int
     before: LearnedBlind
     after: LearnedBlind
@@ -342,7 +342,7 @@ class Pruning:
                 "removed": [{"scene_id": s, "group_id": g, "bias": b, "round": r} for s, g, b, r in self.removed]}
 
 
-def prune(truths: Sequence[Truth], folds_for: Callable[[Sequence[Truth]], Folds],
+def prune(truths: Sequence[TruthRow], folds_for: Callable[[Sequence[TruthRow]], Folds],
           threshold: float = DEFAULT_PRUNE_THRESHOLD, rounds: int = DEFAULT_PRUNE_ROUNDS,
           max_fraction: float = DEFAULT_MAX_FRACTION) -> Pruning:
     """Remove the most guessable question groups (module docstring); ``folds_for`` makes the
@@ -373,10 +373,10 @@ def prune(truths: Sequence[Truth], folds_for: Callable[[Sequence[Truth]], Folds]
 # ---------------------------------------------------------------------------------------
 # vistest baseline
 # ---------------------------------------------------------------------------------------
-def pruned_questions(run_dir: str | os.PathLike, kept: Sequence[Truth]) -> str:
-    """The kept questions as question JSONL (vistest.budget.truth.question_record of each
+def pruned_questions(run_dir: str | os.PathLike, kept: Sequence[TruthRow]) -> str:
+    """The kept questions as question JSONL (vistest.budget.rows.question_record of each
     question's record at its largest budget), in run order."""
-    best: dict[tuple[str, str], Truth] = {}
+    best: dict[tuple[str, str], TruthRow] = {}
     for t in kept:
         if not t.is_dummy:
             k = (t.scene_id, t.id)
@@ -385,13 +385,8 @@ def pruned_questions(run_dir: str | os.PathLike, kept: Sequence[Truth]) -> str:
     first: dict[tuple[str, str], int] = {}
     for i, t in enumerate(kept):
         first.setdefault((t.scene_id, t.id), i)
-    raw: dict[str, dict[int, dict]] = {}
-    lines = []
-    for t in sorted(best.values(), key=lambda t: (t.scene_id, first[(t.scene_id, t.id)])):
-        if t.source not in raw:
-            raw[t.source] = dict(iter_jsonl(Path(t.source).read_text(encoding="utf-8").splitlines(), t.source))
-        lines.append(json.dumps(question_record(raw[t.source][t.line]), ensure_ascii=False) + "\n")
-    return "".join(lines)
+    return "".join(json.dumps(question_record(t.fields), ensure_ascii=False) + "\n"
+                   for t in sorted(best.values(), key=lambda t: (t.scene_id, first[(t.scene_id, t.id)])))
 
 
 @dataclass(frozen=True)
@@ -418,7 +413,7 @@ def write_baseline(run_dir: str | os.PathLike, output: str | os.PathLike, model:
         raise InputError(f"--prune: pruning ranks questions by the learned model's bias; use --model {LEARNED}")
     truths = load_run_dir(run_dir).truths
 
-    def folds_for(ts: Sequence[Truth]) -> Folds:
+    def folds_for(ts: Sequence[TruthRow]) -> Folds:
         return holdout_folds(ts, holdout, folds, seed)
 
     fs = folds_for(truths)

@@ -5,7 +5,7 @@ Conventions:
 * Rows are parsed and scored by lmms-eval's rules (vistest.answers) under one
   :class:`~vistest.answers.Protocol`; :func:`resolve_protocol` picks it from the question
   types. Scores are floats in [0, 1].
-* Only answerable real rows (:attr:`vistest.eval.records.Truth.scorable`) are scored for
+* Only answerable real rows (:attr:`vistest.budget.rows.TruthRow.scorable`) are scored for
   accuracy (MCQ) / MRA (numbers) / text match (open reformulations): exporters leave
   unanswerable rows out, so this is what lmms-eval scores. Every response gets a class
   (:func:`vistest.answers.response_class`: abstained, none_of_these, zero, confident,
@@ -55,7 +55,8 @@ from ..answers import (
     type_means,
 )
 from ..budgets import budget_json, budget_sort_key
-from .records import REAL_VARIANT, Prediction, ScoreError, Truth, check_unique
+from ..budget.rows import REAL_VARIANT, TruthRow
+from .records import Prediction, ScoreError, check_unique
 
 PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
 
@@ -101,7 +102,7 @@ class RowResult:
     rows (None otherwise). ``response``: the response's class
     (vistest.answers.RESPONSE_CLASSES)."""
 
-    truth: Truth
+    truth: TruthRow
     prediction: Prediction
     parsed: str | float | None
     score: float | None
@@ -127,7 +128,7 @@ class RowResult:
                 "response": self.response, "evidence": not t.evidence_removed}
 
 
-def evaluate_row(protocol: Protocol, truth: Truth, pred: Prediction) -> RowResult:
+def evaluate_row(protocol: Protocol, truth: TruthRow, pred: Prediction) -> RowResult:
     """Parse and score one prediction against its truth (module conventions)."""
     parsed = parse_answer(protocol, truth.kind, pred.prediction, truth.offers_abstention)
     response = response_class(truth.kind, pred.prediction, parsed, truth.is_counting, truth.options)
@@ -142,11 +143,11 @@ class Matching:
     prediction, ``unmatched`` predictions without a truth."""
 
     rows: tuple[RowResult, ...]
-    missing: tuple[Truth, ...]
+    missing: tuple[TruthRow, ...]
     unmatched: tuple[Prediction, ...]
 
 
-def match_predictions(protocol: Protocol, truths: Sequence[Truth], predictions: Sequence[Prediction]) -> Matching:
+def match_predictions(protocol: Protocol, truths: Sequence[TruthRow], predictions: Sequence[Prediction]) -> Matching:
     """Join on (id, variant, budget) and evaluate every matched row; duplicate prediction
     keys raise (naming both places)."""
     check_unique(predictions, "prediction")
@@ -183,7 +184,7 @@ def metric_name(kind: str) -> str:
     return "accuracy" if kind == ANSWER_MCQ else "match" if kind == ANSWER_TEXT else "MRA"
 
 
-def score_cells(model: str, rows: Sequence[RowResult], truths: Sequence[Truth]) -> tuple[ScoreCell, ...]:
+def score_cells(model: str, rows: Sequence[RowResult], truths: Sequence[TruthRow]) -> tuple[ScoreCell, ...]:
     """Per (budget, question type, reformulation) mean of ``row.score`` over scored rows, with
     the count of scorable truths (so coverage shows); sorted by budget, type, reformulation.
     A cell's metric is its rows' answer kind's (an open cell of a numeric-option MCQ: MRA)."""
@@ -312,7 +313,7 @@ class Coverage:
     n_missing: int
 
 
-def coverage_cells(truths: Sequence[Truth], m: Matching) -> tuple[Coverage, ...]:
+def coverage_cells(truths: Sequence[TruthRow], m: Matching) -> tuple[Coverage, ...]:
     """How much of each (variant, budget) the predictions cover."""
     total = Counter((t.variant, t.budget) for t in truths)
     scorable = Counter((t.variant, t.budget) for t in truths if t.scorable)

@@ -73,12 +73,10 @@ from .metrics import (
     stress_cells,
     summary_cells,
 )
+from ..budget.rows import REAL_VARIANT, TruthRow, is_size_type
 from .records import (
-    REAL_VARIANT,
     Prediction,
     RunTruth,
-    Truth,
-    is_size_type,
     load_predictions,
     load_run_dir,
     prediction_files,
@@ -188,7 +186,7 @@ def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: s
     m = match_predictions(proto, truths, predictions)
     cells = list(score_cells(PREDICTIONS_MODEL, m.rows, truths))
 
-    def folds_for(ts: Sequence[Truth]) -> Folds:
+    def folds_for(ts: Sequence[TruthRow]) -> Folds:
         return holdout_folds(ts, holdout, folds, seed)
 
     fs = folds_for(truths)
@@ -212,25 +210,25 @@ def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: s
                   skipped_variants(truths))
 
 
-def skipped_variants(truths: Sequence[Truth]) -> tuple[tuple[str, str, str, str], ...]:
+def skipped_variants(truths: Sequence[TruthRow]) -> tuple[tuple[str, str, str, str], ...]:
     """(group id, question type, variant, why) of every variant vistest reformulate did not write,
     from the base rows' ``skipped_variants`` (each question once)."""
-    seen: dict[str, Truth] = {}
+    seen: dict[str, TruthRow] = {}
     for t in truths:
         if t.reformulation == BASE and t.skipped_variants:
             seen.setdefault(t.group_id, t)
     return tuple((g, t.question_type, v, why) for g, t in seen.items() for v, why in t.skipped_variants)
 
 
-def _base_overall(proto: Protocol, model: str, truths: Sequence[Truth], preds: Sequence[Prediction]
+def _base_overall(proto: Protocol, model: str, truths: Sequence[TruthRow], preds: Sequence[Prediction]
                   ) -> dict[str, float]:
     """budget -> lmms-eval overall of ``preds`` over the base questions of ``truths``."""
     cells = score_cells(model, match_predictions(proto, truths, preds).rows, truths)
     return {s.budget: s.values[proto.overall] for s in summary_cells(cells, proto) if s.reformulation == BASE}
 
 
-def blind_pruning(truths: Sequence[Truth], pruning: Pruning, summaries: Sequence[SummaryCell], proto: Protocol,
-                  folds_for: Callable[[Sequence[Truth]], Folds]) -> BlindPruning:
+def blind_pruning(truths: Sequence[TruthRow], pruning: Pruning, summaries: Sequence[SummaryCell], proto: Protocol,
+                  folds_for: Callable[[Sequence[TruthRow]], Folds]) -> BlindPruning:
     """Before/after numbers of the pruning (:class:`BlindPruning`)."""
     kept = list(pruning.kept)
     before = {model: {s.budget: s.values[proto.overall] for s in summaries

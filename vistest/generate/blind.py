@@ -2,13 +2,12 @@
 ``vistest baseline`` uses too), held out by scene, against chance.
 
 This is the one module of vistest.generate that calls the scoring stage; it uses only public
-names of ``vistest.eval``: ``answers.PROTOCOLS``, ``records.truth_from_record`` / ``Truth``,
-``baselines.holdout_folds`` and ``attacks`` (``blind_attacks``, ``score_rows``, ``attack_cells``,
-``chance_scores``).
+names of ``vistest.eval``: ``answers.PROTOCOLS``, ``baselines.holdout_folds`` and ``attacks``
+(``blind_attacks``, ``score_rows``, ``attack_cells``, ``chance_scores``).
 
-* The generated questions become ``Truth`` rows of budget ``all``, status ``kept`` (what the
-  budget stage gives them when the frames are all there), scored with lmms-eval's ``revsi``
-  rules (accuracy for multiple choice, MRA for numbers).
+* The generated questions become ground-truth rows (vistest.budget.rows.TruthRow) of budget
+  ``all``, status ``kept`` (what the budget stage gives them when the frames are all there),
+  scored with lmms-eval's ``revsi`` rules (accuracy for multiple choice, MRA for numbers).
 * Held out as ``vistest baseline`` and ``vistest score`` hold out by default: leave-one-scene-out
   up to 10 scenes, 5 folds by scene beyond (seeded), by question with one scene.
 """
@@ -28,7 +27,7 @@ from ..eval.attacks import (
     score_rows,
 )
 from ..eval.baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, holdout_folds
-from ..eval.records import Truth, truth_from_record
+from ..budget.rows import REAL_VARIANT, TruthRow
 
 PROTOCOL = PROTOCOLS["revsi"]
 SOURCE = "<generated>"
@@ -37,13 +36,13 @@ __all__ = ["ATTACKS", "AttackReport", "attack_cells", "attack_report", "chance_s
            "truths"]
 
 
-def truths(records: Sequence[Mapping]) -> list[Truth]:
-    """One ``Truth`` per generated question (real variant, budget ``all``, status ``kept``)."""
-    return [truth_from_record({**r, "num_frames": "all", "status": "kept"}, SOURCE, i, variant="budget")
+def truths(records: Sequence[Mapping]) -> list[TruthRow]:
+    """One row per generated question (real variant, budget ``all``, status ``kept``)."""
+    return [TruthRow.from_json({**r, "num_frames": "all", "status": "kept"}, SOURCE, i, REAL_VARIANT)
             for i, r in enumerate(records, start=1)]
 
 
-def folds_of(rows: Sequence[Truth], seed: int = 0) -> Folds:
+def folds_of(rows: Sequence[TruthRow], seed: int = 0) -> Folds:
     """The folds the attacks are held out with (module docstring)."""
     return holdout_folds(rows, HOLDOUT_AUTO, DEFAULT_FOLDS, seed)
 

@@ -88,7 +88,7 @@ class Timeline:
     evidence_threshold: float
     selections: tuple[FrameSelection, ...]
     removals: tuple[Removal, ...]
-    seen: np.ndarray | None = None  # (O, N) bool: seen by ``seen_rule`` (None: coverage > seen_threshold)
+    seen: np.ndarray  # (O, N) bool: seen by ``seen_rule`` (vistest.visibility.table.Visibility.seen)
     seen_rule: SeenRule = SeenRule()
 
     @property
@@ -98,10 +98,7 @@ class Timeline:
 
     def seen_mask(self) -> np.ndarray:
         """(O, N) bool: object seen in frame."""
-        if self.seen is not None:
-            return self.seen
-        with np.errstate(invalid="ignore"):
-            return self.coverage > self.seen_threshold
+        return self.seen
 
 
 def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (),
@@ -120,12 +117,12 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
     coverage = np.ascontiguousarray(table.visible[:, cols].T)
     rule = seen_rule(seen_threshold, where="seen_threshold")
     seen = np.zeros(coverage.shape, dtype=bool)
-    by_row = rule.seen(vis, scene.image_size)[:, cols]
+    by_row = vis.seen(rule, scene.image_size)[:, cols]
     for r, f in enumerate(np.asarray(vis.frame_index, dtype=np.int64).tolist()):
         if 0 <= f < n:
             seen[:, f] = by_row[r]
     truth = budget_truth(scene, vis, list(questions), budgets=list(budgets), profile=profile,
-                         seen_threshold=seen_threshold, profile_options=profile_options)
+                         seen_threshold=rule, profile_options=profile_options)
     removals = []
     for q in questions:
         objs = evidence_objects(q, scene)

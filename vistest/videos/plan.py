@@ -72,11 +72,11 @@ import numpy as np
 from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
 from ..budget.sampling import PROFILES, select_frames
 from ..budgets import ALL, BudgetValue, budget_json, budget_label, parse_budget
-from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
+from ..budget.dummy import DummyTruth, DummyVideo, dummy_ground_truth, dummy_jsonl
+from ..budget.truth import FrameSelection
 from ..errors import InputError
-from ..answers import none_letter
 from ..layout import budget_video_path, dummy_video_path, evaluator_file
-from ..questions import RULE_COUNTING, Question
+from ..questions import Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
 from .ffmpeg import X264_PRESETS, VideoInfo, frame_rate
@@ -100,12 +100,6 @@ DEFAULT_DUMMY_LENGTH = LENGTH_BUDGET
 # when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
 # from the scene's frame pool (n-frame videos).
 STREAM_COPY, X264, X264_INTRA = "stream-copy", "x264", "x264-intra"
-
-REASON_EVIDENCE_REMOVED = "evidence_removed"
-REASON_ALL_BLACK = "all_black"
-EXPECT_ZERO = "zero"        # the answer must be 0 (counting)
-EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-driven guess
-EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
 
 Rect = tuple[int, int, int, int]
 
@@ -252,87 +246,6 @@ class Variant:
     @property
     def masked_frames(self) -> tuple[int, ...]:
         return tuple(f for f, _ in self.masks)
-
-
-@dataclass(frozen=True)
-class DummyVideo:
-    """The dummy video the rows of one (question, mode, budget) are asked on.
-
-    ``path``/``key``: the video (None when not written: ``error`` says why, e.g. nothing is
-    left, or the profile fails on the dummy's timeline as its evaluator would). ``frames``:
-    the source frame of each of its frames; ``black``/``masked``: those shown black / with
-    rectangles filled (sorted, unique); ``fps``: its rate; ``length``: ``budget`` or ``full``.
-    """
-
-    budget: BudgetValue
-    path: str | None
-    key: str | None
-    frames: tuple[int, ...]
-    black: tuple[int, ...]
-    masked: tuple[int, ...]
-    fps: float
-    length: str
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class DummyTruth:
-    """The ground truth a question's dummies of one mode imply, per budget.
-
-    ``ground_truth``: 0 (typed like the original) for counting, the offered answer of a
-    reformulated question (module docstring), None otherwise. ``status``: ``kept``,
-    ``changed`` or ``unanswerable``; ``reason``: ``evidence_removed`` or ``all_black``;
-    ``expectation``: ``zero``, ``abstain`` or ``none_of_these``. ``timeline_frames``: frames of the full-length
-    dummy (the timeline the evaluator samples, and budget dummies are taken from).
-    ``videos``: the video of each dummy budget (:class:`DummyVideo`).
-    """
-
-    question: Question
-    mode: str
-    fill: str | None
-    ground_truth: Any
-    status: str
-    reason: str
-    expectation: str
-    objects: tuple[str, ...]
-    evidence_frames: tuple[int, ...]
-    timeline_frames: int
-    videos: tuple[DummyVideo, ...]
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def variant(self) -> str:
-        """The scoring variant name: ``dummy-{mode}`` (vistest.eval.metrics pairs it with the real row)."""
-        return f"dummy-{self.mode}"
-
-    def video(self, budget: BudgetValue) -> DummyVideo:
-        for v in self.videos:
-            if v.budget == budget:
-                return v
-        raise KeyError(f"{self.question.id}: no {self.mode} dummy for budget {budget!r}")
-
-    def to_record(self, budget: BudgetValue) -> dict:
-        """One line of ``dummy_gt.jsonl``: the question's own fields, then the dummy's for an
-        evaluator sampling ``budget`` frames. ``num_frames`` is the budget (as in the budget
-        GT files); ``video_frames`` the frames the row's video holds, ``frame_indices`` their
-        source frames; ``timeline_frames`` the full-length dummy's frames."""
-        v = self.video(budget)
-        rec = dict(self.question.record)
-        rec.update({
-            "variant": self.variant, "num_frames": budget, "dummy_mode": self.mode, "dummy_length": v.length,
-            "fill": self.fill, "video": v.path, "video_key": v.key,
-            "video_frames": len(v.frames) if v.path else 0, "fps": v.fps,
-            "frame_indices": list(v.frames) if v.path else [], "black_frames": list(v.black) if v.path else [],
-            "masked_frames": list(v.masked) if v.path else [], "timeline_frames": self.timeline_frames,
-            "fewer_frames_than_budget": budget != ALL and self.timeline_frames < int(budget),
-            "ground_truth": self.ground_truth, "original_ground_truth": self.question.ground_truth,
-            "status": self.status, "reason": self.reason, "expectation": self.expectation,
-            "removed_objects": list(self.objects), "evidence_frames": list(self.evidence_frames),
-            "warnings": list(self.warnings) + ([v.error] if v.error else []),
-        })
-        if self.ground_truth is not None and self.expectation != EXPECT_ZERO:
-            rec["unsupported"] = True  # the answer the question offers where the frames support none
-        return rec
 
 
 @dataclass(frozen=True)
@@ -586,19 +499,6 @@ def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect
 # ---------------------------------------------------------------------------------------
 # dummies
 # ---------------------------------------------------------------------------------------
-def dummy_ground_truth(q: Question, mode: str) -> tuple[Any, str, str, str]:
-    """(ground_truth, status, reason, expectation) of ``q`` on a dummy of ``mode`` (module docstring)."""
-    reason = REASON_ALL_BLACK if mode == "allblack" else REASON_EVIDENCE_REMOVED
-    if q.type.rule == RULE_COUNTING:
-        return count_like(q.ground_truth, 0), CHANGED, reason, EXPECT_ZERO
-    answer = q.unsupported_answer()
-    if answer is None:
-        return None, UNANSWERABLE, reason, EXPECT_ABSTAIN
-    same = str(answer).strip().upper() == str(q.ground_truth).strip().upper()
-    expectation = EXPECT_NONE if answer == none_letter(q.options) else EXPECT_ABSTAIN
-    return answer, KEPT if same else CHANGED, reason, expectation
-
-
 def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int, tuple[Rect, ...]],
                   unknown: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
     """(frames, black, masks) of a full-length dummy of ``mode`` over ``n`` source frames."""
@@ -887,6 +787,4 @@ def manifest_records(plan: VariantPlan, encodings: Mapping[str, tuple[str, str |
 def dummy_gt_jsonl(plan: VariantPlan) -> str:
     """``dummy_gt.jsonl``: one line per (question, mode, dummy budget), in question, mode,
     budget order (the format vistest.eval.score reads beside the budget GT files; docs/videos.md)."""
-    params = {"evidence_threshold": plan.evidence_threshold}
-    return "".join(json.dumps({**t.to_record(b), **params}, ensure_ascii=False) + "\n"
-                   for t in plan.dummies for b in plan.dummy_budgets)
+    return dummy_jsonl(plan.dummies, plan.dummy_budgets, plan.evidence_threshold)

@@ -51,6 +51,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -127,6 +128,17 @@ class Visibility:
         return cls(scene_id=str(arrays["scene_id"]), projected=arrays["projected"], visible=arrays["visible"],
                    bbox=arrays["bbox"], object_ids=arrays["object_ids"], frame_index=arrays["frame_index"],
                    valid=arrays["valid"], params=params, source=str(path), evidence=arrays.get("evidence"))
+
+    def seen(self, rule: Any, image_size: tuple[int, int], array: str | None = None) -> np.ndarray:
+        """(F, O) bool: object o counts as seen in row f: the one seen predicate of vistest.
+
+        ``rule``: a seen rule (vistest.budget.seen.SeenRule, checked when made): its ``measure``
+        of an array of this table (the image share, the silhouette share or native pixels, for
+        ``image_size`` (W, H) in pixels) must pass its threshold (``passes``). ``array``: read this
+        array instead of the rule's (``projected``: occlusion ignored). Rows whose ``valid`` is
+        False, and unknown (NaN) values, are never seen."""
+        valid = np.asarray(self.valid, dtype=bool)
+        return rule.passes(rule.measure(self, image_size, array)) & valid[:, None]
 
     def to_csv(self) -> str:
         """Long-format CSV: one row per (frame, object)."""

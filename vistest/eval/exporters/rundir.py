@@ -41,51 +41,99 @@ from typing import Any, Mapping
 
 from ...errors import InputError
 from ...layout import MANIFEST, SCENES_DIR, budget_file_name, budget_video_path, evaluator_dir
-from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
+from ...questions import ANSWER_MCQ, QUESTION_TYPES
 from ...atomic import check_file
+from ...budget.rows import TruthRow
 from ...videos.manifest import read_manifest as read_manifest_records
 from ...videos.manifest import read_scene_record
 from ...answers import is_abstain_answer
 from ...budgets import budget_json, budget_sort_key
-from ..records import REAL_VARIANT, iter_jsonl, load_budget_file, load_run_dir
+from ..records import load_budget_file, load_run_dir
 
 
 @dataclass(frozen=True)
 class ExportRow:
-    """One (question, variant, budget) of a run directory.
+    """One (question, variant, budget) of a run directory: its ground-truth row and its video.
 
-    ``variant``: ``"budget"`` (the real budget video) or ``"dummy-{mode}"``. ``ground_truth``:
-    the answer the video supports, as the run wrote it (string or number), None when
-    unanswerable; ``original_ground_truth``: the question's all-frame answer. ``options``:
-    the MCQ options (``"A. text"``), None for numeric types. ``video``: the video the row is
-    asked on, relative to the run directory (None: a dummy with no frame left to write);
-    ``video_frames``: its frame count (manifest, verified by decoding when written);
-    ``frame_indices``: the source frame of each frame of that video, in order.
-    ``record``: the run's record as read (every field); ``source``/``line``: where.
-    ``scorable``: real rows: answerable, with a ground truth lmms-eval's rules can score
-    (vistest.eval.records.Truth.scorable: an appearance order given as a list of ids is not);
-    dummy rows: always True (they are scored for hallucination).
+    ``row``: the row as the run wrote it (vistest.budget.rows.TruthRow: ``id``, ``variant``
+    ``"budget"`` or ``"dummy-{mode}"``, ``budget`` label, ``ground_truth`` None when
+    unanswerable, ``fields`` every field as read). ``scene_id``: the scene folder's name.
+    ``video``: the video the row is asked on, relative to the run directory (None: a dummy with
+    no frame left to write); ``video_frames``: its frame count (manifest, verified by decoding
+    when written); ``frame_indices``: the source frame of each frame of that video, in order.
     """
 
+    row: TruthRow
     scene_id: str
-    id: str
-    variant: str
-    budget: str
-    question_type: str
-    question: str
-    options: tuple[str, ...] | None
-    ground_truth: Any
-    original_ground_truth: Any
-    status: str
-    reason: str | None
     video: str | None
     video_frames: int | None
     frame_indices: tuple[int, ...]
-    sampler_profile: str | None
-    record: Mapping[str, Any]
-    source: str
-    line: int
-    scorable: bool
+
+    # ---- the row's fields ----------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.row.id
+
+    @property
+    def variant(self) -> str:
+        return self.row.variant
+
+    @property
+    def budget(self) -> str:
+        return self.row.budget
+
+    @property
+    def question_type(self) -> str:
+        return self.row.question_type
+
+    @property
+    def question(self) -> str:
+        return self.row.question
+
+    @property
+    def options(self) -> tuple[str, ...] | None:
+        """The MCQ options (``"A. text"``), None for numeric types and open reformulations."""
+        return self.row.options or None
+
+    @property
+    def ground_truth(self) -> Any:
+        return self.row.ground_truth
+
+    @property
+    def original_ground_truth(self) -> Any:
+        return self.row.original_ground_truth
+
+    @property
+    def status(self) -> str:
+        return self.row.status
+
+    @property
+    def reason(self) -> str | None:
+        return self.row.reason
+
+    @property
+    def sampler_profile(self) -> str | None:
+        return self.row.fields.get("sampler_profile")
+
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The run's record as read (every field)."""
+        return self.row.fields
+
+    @property
+    def source(self) -> str:
+        return self.row.source
+
+    @property
+    def line(self) -> int:
+        return self.row.line
+
+    @property
+    def scorable(self) -> bool:
+        """Real rows: answerable, with a ground truth lmms-eval's rules can score
+        (vistest.budget.rows.TruthRow.scorable: an appearance order given as a list of ids is
+        not); dummy rows: always True (they are scored for hallucination)."""
+        return self.row.scorable or self.row.is_dummy
 
     @property
     def num_frames(self) -> int | str:
@@ -94,11 +142,11 @@ class ExportRow:
 
     @property
     def is_dummy(self) -> bool:
-        return self.variant != REAL_VARIANT
+        return self.row.is_dummy
 
     @property
     def answerable(self) -> bool:
-        return self.status != "unanswerable" and self.ground_truth is not None
+        return self.row.answerable
 
     @property
     def is_mcq(self) -> bool:
@@ -106,18 +154,18 @@ class ExportRow:
 
     @property
     def is_counting(self) -> bool:
-        return QUESTION_TYPES[self.question_type].rule == RULE_COUNTING
+        return self.row.is_counting
 
     @property
     def vistest_scored(self) -> bool:
         """A reformulated row only vistest's rules score (the lmms-eval-task export): an open
         answer (``answer_kind``), or the abstention phrase as a number's answer (the revsi and
         VLMEvalKit readers would call ``float()`` on it)."""
-        return self.record.get("answer_kind") is not None or (not self.is_mcq and is_abstain_answer(self.ground_truth))
+        return self.row.answer_kind is not None or (not self.is_mcq and is_abstain_answer(self.ground_truth))
 
     @property
     def where(self) -> str:
-        return f"{self.source}:{self.line}"
+        return self.row.where
 
 
 @dataclass(frozen=True)
@@ -249,23 +297,10 @@ def _evaluator_frames(doc: Any, where: str) -> Mapping[str, Mapping[str, tuple[i
 # ---------------------------------------------------------------------------------------
 # ground truth rows
 # ---------------------------------------------------------------------------------------
-def _options(doc: Mapping[str, Any], qtype: str) -> tuple[str, ...] | None:
-    opts = doc.get("options")
-    if QUESTION_TYPES[qtype].answer != ANSWER_MCQ or not opts:
-        return None
-    return tuple(str(o) for o in opts)
-
-
-def _raw_records(paths: list[Path]) -> dict[tuple[str, int], dict]:
-    """{(file, line): record} of every JSONL file (the records vistest.eval.records validated)."""
-    return {(str(p), line): doc for p in paths
-            for line, doc in iter_jsonl(p.read_text(encoding="utf-8").splitlines(), str(p))}
-
-
-def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str, VideoEntry],
+def _video_of(truth: TruthRow, scene_id: str, videos: Mapping[str, VideoEntry],
               root: Path) -> tuple[str | None, VideoEntry | None]:
     """The video a row is asked on, checked against the manifest and the disk."""
-    where = f"{truth.source}:{truth.line}"
+    where, doc = truth.where, truth.fields
     if truth.is_dummy:
         rel = doc.get("video")
         if rel is None:
@@ -299,7 +334,7 @@ def _video_of(truth, doc: Mapping[str, Any], scene_id: str, videos: Mapping[str,
     return str(rel), entry
 
 
-def scene_truths(root: Path, scene_dir: Path, evaluator: str | None = None) -> tuple[list, list[str]]:
+def scene_truths(root: Path, scene_dir: Path, evaluator: str | None = None) -> tuple[list[TruthRow], list[str]]:
     """The truths of one scene folder and their files; with ``evaluator``, its ``all`` rows
     replace ``all_frame.jsonl``'s (an InputError when the run has none for it)."""
     truth = load_run_dir(scene_dir)
@@ -319,23 +354,14 @@ def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry],
     """The rows of one ``scenes/{scene_id}/`` folder (budget files, then dummy_gt.jsonl;
     ``evaluator``: its ``all`` rows instead of ``all_frame.jsonl``'s)."""
     scene_id = scene_dir.name
-    truths, files = scene_truths(root, scene_dir, evaluator)
-    raw = _raw_records([Path(f) for f in files])
     rows = []
-    for t in truths:
-        doc = raw[(t.source, t.line)]
-        if str(doc.get("scene_id", scene_id)) != scene_id:
-            raise InputError(f"{t.source}:{t.line}: scene_id: expected {scene_id!r} (the folder's name), got "
-                             f"{doc.get('scene_id')!r}")
-        rel, entry = _video_of(t, doc, scene_id, videos, root)
-        frames = tuple(doc.get("frame_indices") or ()) if not t.is_dummy else (entry.source_frames if entry else ())
-        rows.append(ExportRow(
-            scene_id=scene_id, id=t.id, variant=t.variant, budget=t.budget, question_type=t.question_type,
-            question=str(doc.get("question", "")), options=_options(doc, t.question_type), ground_truth=t.ground_truth,
-            original_ground_truth=doc.get("original_ground_truth", doc.get("ground_truth")), status=t.status,
-            reason=doc.get("reason"), video=rel, video_frames=entry.num_frames if entry else None,
-            frame_indices=frames, sampler_profile=doc.get("sampler_profile"), record=MappingProxyType(dict(doc)),
-            source=t.source, line=t.line, scorable=t.scorable or t.is_dummy))
+    for t in scene_truths(root, scene_dir, evaluator)[0]:
+        if str(t.fields.get("scene_id", scene_id)) != scene_id:
+            raise InputError(f"{t.where}: scene_id: expected {scene_id!r} (the folder's name), got "
+                             f"{t.fields.get('scene_id')!r}")
+        rel, entry = _video_of(t, scene_id, videos, root)
+        frames = t.frame_indices if not t.is_dummy else (entry.source_frames if entry else ())
+        rows.append(ExportRow(t, scene_id, rel, entry.num_frames if entry else None, frames))
     return rows
 
 
