@@ -12,7 +12,6 @@ scene is read from the parent (the node's raylet) of the worker process its clai
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -29,10 +28,11 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility, layout
-from vistest.batch import claims, state
+from vistest.batch import claims
 from vistest.batch.failures import ERROR, write_failed
 from vistest.batch.specs import SceneSpec, discover, read_scene_id
-from vistest.batch.task import SceneTask, TaskOptions, run_task
+from vistest.batch.task import SceneTask, run_task
+from vistest.config import RunConfig
 from vistest.datasets.demo import demo_batch, make_demo_scene
 from vistest.atomic import files_record
 from vistest.errors import InputError
@@ -151,7 +151,7 @@ def test_default_workers_fit_cpus_and_memory():
 
 
 def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp_path):
-    """The task is run_scene with run's options: `vistest run` of one scene, with the threads
+    """The task is the scene's SceneJob with run's options: `vistest run` of one scene, with the threads
     the batch gives each scene (1 CPU each), writes the same bytes and manifest lines."""
     out, _ = reference
     single = tmp_path / "single"
@@ -199,14 +199,15 @@ def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, sce
 
 
 def test_options_key_is_what_decides_outputs():
-    from vistest.pipeline import VideoOptions
-    from vistest.videos.plan import EncoderSettings
+    from vistest.budget.config import TruthConfig
+    from vistest.videos.config import EncodeConfig, EncoderSettings, ResourceConfig
 
-    base = TaskOptions().key()
-    for other in (TaskOptions(VideoOptions(settings=EncoderSettings(crf=30))), TaskOptions(occlusion="none"),
-                  TaskOptions(VideoOptions(budgets=(16,))), TaskOptions(visibility="v.npz")):
+    base = RunConfig().key()
+    for other in (RunConfig(encode=EncodeConfig(EncoderSettings(crf=30))), RunConfig(occlusion="none"),
+                  RunConfig(truth=TruthConfig(budgets=(16,))), RunConfig(budget_files=False)):
         assert other.key() != base
-    for same in (TaskOptions(VideoOptions(jobs=3, threads=2, cpus=4, max_memory_mb=900)), TaskOptions(ffmpeg="/x")):
+    for same in (RunConfig(resources=ResourceConfig(900, jobs=3, threads=2, cpus=4, ffmpeg="/x")),
+                 RunConfig(resources=ResourceConfig(500.0))):
         assert same.key() == base
 
 
@@ -468,8 +469,12 @@ def test_duplicate_scene_ids_stop_the_batch_before_anything_runs(tmp_path):
 
 
 def test_completeness_rule(tmp_path):
-    """state.complete: same paths and options, inputs with the same content (a touch is not a
-    change), every output at its size."""
+    """The record's rule (vistest.videos.manifest.check_scene, what SceneJob.status and the batch
+    read): same input paths and options, inputs with the same content (a touch is not a change),
+    every output as written, the occlusion files unchanged."""
+    from vistest.videos.manifest import check_scene, input_record, write_scene_record
+    from vistest.atomic import file_record
+
     out = tmp_path / "out"
     (out / "16_frame").mkdir(parents=True)
     video = out / "16_frame" / "s.mp4"
@@ -477,34 +482,40 @@ def test_completeness_rule(tmp_path):
     spec = SceneSpec("s", tmp_path / "scene.json", tmp_path / "q.jsonl")
     spec.scene_json.write_text('{"scene_id": "s"}')
     spec.questions.write_text("{}\n")
-    inputs = tuple(state.InputKey.of(p) for p in (spec.scene_json, spec.questions))
-    frag = state.Fragment("s", str(spec.scene_json), str(spec.questions), "opts", inputs,
-                          state.outputs_of(out, [video]), ({"scene_id": "s", "path": "16_frame/s.mp4"},))
-    state.write_fragment(out, frag)
-    assert state.complete(out, spec, "s", "opts") == frag
-    assert state.complete(out, spec, "s", "other options") is None
-    assert state.complete(out, SceneSpec("s", spec.scene_json, tmp_path / "q2.jsonl"), "s", "opts") is None
+    given = {"scene": spec.scene_json, "questions": spec.questions}
+
+    def write(**extra):
+        inputs = {"scene": input_record(spec.scene_json), "questions": input_record(spec.questions), **extra}
+        write_scene_record(out, "s", {"16_frame/s.mp4": file_record(video)}, inputs, {"o": 1}, "run",
+                           [{"scene_id": "s", "path": "16_frame/s.mp4"}])
+
+    def current(options=None, inputs=None):
+        return check_scene(out, "s", inputs or given, options or {"o": 1}).current
+
+    write()
+    assert current() and not current({"o": 2})
+    assert not current(inputs={**given, "questions": tmp_path / "q2.jsonl"})
     os.utime(spec.questions, ns=(1, 1))  # touched: content key decides
-    assert state.complete(out, spec, "s", "opts") == frag
+    assert current()
     spec.questions.write_text("[]\n")  # same size, other bytes
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     spec.questions.write_text("{}\n")
     video.write_bytes(b"v" * 9)
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     video.write_bytes(b"v" * 10)
+    write()
     mesh = tmp_path / "mesh.ply"  # what occlusion read: one more input
     mesh.write_bytes(b"m" * 10)
-    with_mesh = dataclasses.replace(frag, evidence=files_record(tmp_path, [mesh]))
-    state.write_fragment(out, with_mesh)
-    assert state.complete(out, spec, "s", "opts") == with_mesh
+    write(occlusion=files_record(tmp_path, [mesh]))
+    assert current()
     os.utime(mesh, ns=(1, 1))
-    assert state.complete(out, spec, "s", "opts") == with_mesh
+    assert current()
     mesh.write_bytes(b"n" * 10)
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     mesh.unlink()
-    assert state.complete(out, spec, "s", "opts") is None
-    state.remove_fragment(out, "s")
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
+    layout.scene_record_path(out, "s").unlink()
+    assert not current()
 
 
 def test_leftovers_of_a_scene_are_its_own(tmp_path):
@@ -546,20 +557,20 @@ def test_claims_count_attempts_and_refuse_a_live_holder(tmp_path):
 
 
 def test_a_bug_in_a_task_is_recorded_with_its_traceback_not_raised(scenes, tmp_path, monkeypatch):
-    import vistest.pipeline
+    import vistest.job
 
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # run_task sets it for its process: restored after
 
     def broken(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(vistest.pipeline, "run_scene", broken)
+    monkeypatch.setattr(vistest.job, "run_scene", broken)
     spec = discover(scenes / "demo-a")[0]
-    o = run_task(SceneTask(spec, "demo-a", tmp_path, TaskOptions(), "run"))
+    o = run_task(SceneTask(spec, "demo-a", tmp_path, RunConfig(), None, "run"))
     assert o.status == "failed" and o.failure.kind == ERROR and o.failure.stage == "video"
     assert o.failure.error == "ZeroDivisionError: a bug" and "Traceback" in o.failure.traceback
     assert not o.failure.retried and claims.read_claim(tmp_path, "demo-a") is None
-    assert state.read_fragment(tmp_path, "demo-a") is None
+    assert not layout.scene_record_path(tmp_path, "demo-a").exists()
 
 
 def test_failed_jsonl_keeps_other_scenes_and_clears_fixed_ones(tmp_path):

@@ -19,7 +19,8 @@ from vistest.look.timeline import (
     coverage_rgb,
     figure,
 )
-from vistest.videos.plan import EncoderSettings, EvidenceTable, plan_dummies
+from vistest.videos.config import DummyConfig
+from vistest.videos.plan import EvidenceTable, plan_dummies
 from vistest.visibility.table import compute_visibility
 
 N = 120
@@ -83,7 +84,7 @@ def test_timeline_question_rows_are_the_frames_the_dummy_removes(scene_vis, ques
     qs = load_questions(questions, scene=scene)
     tl = build_timeline(scene, vis, qs)
     table = EvidenceTable(vis, N, 0.0)
-    _, truths = plan_dummies(scene, table, qs, ["drop"], "key", scene.image_size, scene.fps, EncoderSettings(), [])
+    _, truths = plan_dummies(scene, table, qs, "key", scene.image_size, [], DummyConfig(modes=("drop",)))
     for r, t in zip(tl.removals, truths):
         assert r.frames == t.evidence_frames and r.objects == t.objects
     unknown = {f.index for f in scene.frames if not f.valid}

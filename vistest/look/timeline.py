@@ -18,7 +18,7 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
   that cannot witness are red);
 * one row per question: the frames its dummy removes (``drop`` removes them, ``black``
   blacks them out): frames where a referenced object is visible above the video stage's
-  ``evidence_threshold`` (:data:`vistest.videos.plan.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
+  ``evidence_threshold`` (:data:`vistest.videos.config.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
   visible part), plus unknown frames unless ``unknown_as_evidence`` is off - the same
   :class:`vistest.videos.plan.EvidenceTable` the dummies are planned with.
 
@@ -40,7 +40,8 @@ from ..budget.truth import DEFAULT_SEEN_THRESHOLD, FrameSelection, budget_truth
 from ..questions import Question
 from ..budget.sampling import DEFAULT_PROFILE, Budget
 from ..scene import Scene
-from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD, EvidenceTable, evidence_objects
+from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
+from ..videos.plan import EvidenceTable, evidence_objects
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
 BELOW = 0.15  # share of the colour scale given to (0, seen threshold]

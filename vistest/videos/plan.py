@@ -70,7 +70,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
-from ..budget.sampling import ALL, PROFILES, Budget, budget_label, parse_budget, select_frames
+from ..budget.sampling import ALL, PROFILES, Budget, budget_label, select_frames
 from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
 from ..eval.answers import none_letter
@@ -78,22 +78,12 @@ from ..layout import budget_video_path, dummy_video_path, evaluator_file
 from ..questions import RULE_COUNTING, Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
-from .ffmpeg import X264_PRESETS, VideoInfo, frame_rate
+from .config import (DEFAULT_DUMMY_LENGTH, DUMMY_MODES, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig,
+                     EncoderSettings)
+from .ffmpeg import VideoInfo, frame_rate
 from ..visibility.table import Visibility
 
 KEY_FORMAT = "vistest.variant/1"
-DUMMY_MODES = ("drop", "black", "mask", "allblack")
-FILLS = ("black", "blur", "inpaint")
-DEFAULT_DUMMY_MODES = DUMMY_MODES
-DEFAULT_BUDGET_FPS = 1.0  # frames/s: the one rate at which every fps-based profile takes every frame
-DEFAULT_EVIDENCE_THRESHOLD = 0.0  # fraction of the image area: "> 0" = any visible part
-DEFAULT_MASK_MARGIN = 2  # native pixels added around each visible box before even alignment
-
-# How long a video is: an n-frame video at budget_fps (budget videos, budget dummies), or the
-# whole recipe at the source rate (all_frame, full-length dummies).
-LENGTH_BUDGET, LENGTH_FULL = "budget", "full"
-DUMMY_LENGTHS = (LENGTH_BUDGET, LENGTH_FULL)
-DEFAULT_DUMMY_LENGTH = LENGTH_BUDGET
 
 # How a video is written (the manifest's ``encoding``): a stream copy of the source (all_frame,
 # when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
@@ -107,31 +97,6 @@ EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-dr
 EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
 
 Rect = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class EncoderSettings:
-    """libx264 settings: ``crf`` (0-51, lower = better) for every encoded video; ``preset``
-    for the long-GOP full-length videos (all_frame when it cannot be a stream copy, full-length
-    dummies); ``intra_preset`` for the all-intra n-frame videos (budget videos, budget dummies)."""
-
-    crf: int = 18
-    preset: str = "medium"
-    intra_preset: str = "veryfast"
-
-    def __post_init__(self):
-        if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
-            raise InputError(f"crf: expected an integer in 0..51 (libx264), got {self.crf!r}")
-        for name in ("preset", "intra_preset"):
-            if getattr(self, name) not in X264_PRESETS:
-                raise InputError(f"{name}: expected one of {', '.join(X264_PRESETS)}, got {getattr(self, name)!r}")
-
-    def to_json(self, intra: bool = False) -> dict:
-        """The encoder part of a content key (``intra``: the all-intra settings)."""
-        if intra:
-            return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.intra_preset,
-                    "gop": 1}
-        return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.preset}
 
 
 @dataclass(frozen=True)
@@ -638,13 +603,15 @@ def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Se
 
 
 def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
-                 settings: EncoderSettings, recipe: tuple, budget: Budget, full: bool, fps: float, budget_fps: float,
-                 profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
+                 encode: EncodeConfig, recipe: tuple, budget: Budget, full: bool, fps: float, profile: str,
+                 opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
     """The dummy video of one budget for a full-length ``recipe`` (frames, black, masks): the
-    full-length dummy itself (``full``), or the budget dummy the profile takes from it; with
-    the fields of its Variant (None when nothing is written)."""
+    full-length dummy itself (``full``, at the source's ``fps``), or the budget dummy the profile
+    takes from it (at ``encode.budget_fps``); with the fields of its Variant (None when nothing
+    is written)."""
     frames, black, masks = recipe
     length = LENGTH_FULL if full else LENGTH_BUDGET
+    settings, budget_fps = encode.settings, encode.budget_fps
     if not frames:
         return DummyVideo(budget, None, None, (), (), (), float(fps if full else budget_fps), length), None
     if full:
@@ -667,39 +634,31 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
                    "full": full, "budget": None if full else budget, "timeline": timeline}
 
 
-def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
-                 source_key: str, size: tuple[int, int], fps: float, settings: EncoderSettings,
-                 budgets: Sequence[Budget], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
-                 unknown_as_evidence: bool = True, length: str = DEFAULT_DUMMY_LENGTH, profile: str = "uniform",
-                 profile_options: Mapping[str, Any] | None = None, budget_fps: float = DEFAULT_BUDGET_FPS,
-                 evaluators: Sequence[Evaluator] = ()) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
+def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], source_key: str,
+                 size: tuple[int, int], budgets: Sequence[Budget], dummy: DummyConfig = DummyConfig(),
+                 encode: EncodeConfig = EncodeConfig(), profile: str = "uniform",
+                 profile_options: Mapping[str, Any] | None = None, evaluators: Sequence[Evaluator] = ()
+                 ) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
     """Dummy videos (shared by questions with identical recipes) and one DummyTruth per
     (question, mode) with its video per dummy budget. ``budgets``: the dummy budgets;
-    ``length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
-    ``profile_options`` at budget n on the full-length dummy's timeline, at ``fps``, written
-    at ``budget_fps``) or ``full`` (every budget uses the full-length dummy). The ``all``
-    budget always uses the full-length dummy. Questions about no object (room size, route
+    ``dummy.length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
+    ``profile_options`` at budget n on the full-length dummy's timeline, at the scene's fps,
+    written at ``encode.budget_fps``) or ``full`` (every budget uses the full-length dummy). The
+    ``all`` budget always uses the full-length dummy. Questions about no object (room size, route
     planning) get only the allblack dummy. ``evaluators``: the configurations whose takes
-    each dummy records (:func:`evaluator_takes`)."""
-    for m in modes:
-        if m not in DUMMY_MODES:
-            raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
-    if fill not in FILLS:
-        raise InputError(f"fill: expected one of {', '.join(FILLS)}, got {fill!r}")
-    if length not in DUMMY_LENGTHS:
-        raise InputError(f"dummy_length: expected one of {', '.join(DUMMY_LENGTHS)}, got {length!r}")
+    each dummy records (:func:`evaluator_takes`). ``source_key``: what the source's frames are."""
     opts = dict(profile_options or {})
-    n = table.num_frames
-    unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if unknown_as_evidence else ()
+    n, fps, fill = table.num_frames, scene.fps, dummy.fill
+    unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
     groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
         objs = evidence_objects(q, scene)
-        evidence = table.evidence_frames(objs, unknown_as_evidence) if objs else ()
-        for mode in modes:
+        evidence = table.evidence_frames(objs, dummy.unknown_as_evidence) if objs else ()
+        for mode in dummy.modes:
             if mode != "allblack" and not objs:
                 continue
-            rects = table.mask_rects(objs, size, margin) if mode == "mask" else {}
+            rects = table.mask_rects(objs, size, dummy.mask_margin) if mode == "mask" else {}
             frames, black, masks = _dummy_recipe(mode, n, evidence, rects, unknown)
             mode_fill = fill if mode == "mask" else None
             removed = objs if mode != "allblack" else ()
@@ -712,8 +671,8 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
             src = None if mode == "allblack" else source_key
             videos = []
             for b in budgets:
-                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, settings, (frames, black, masks),
-                                         b, b == ALL or length == LENGTH_FULL, fps, budget_fps, profile, opts)
+                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, encode, (frames, black, masks),
+                                         b, b == ALL or dummy.length == LENGTH_FULL, fps, profile, opts)
                 videos.append(v)
                 if v.path is None:
                     continue
@@ -750,55 +709,31 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
-def dummy_budgets_of(budgets: Sequence[Budget], dummy_budgets: Sequence[Budget] | None) -> tuple[Budget, ...]:
-    """The budgets dummies are written for: ``dummy_budgets`` (each one of ``budgets``), or by
-    default the numeric ``budgets`` (an ``all`` dummy is a full-length encode per question and
-    mode: ask for it explicitly)."""
-    if dummy_budgets is None:
-        return tuple(b for b in budgets if b != ALL)
-    out = []
-    for b in dummy_budgets:
-        pb = parse_budget(b, "dummy_budgets")
-        if pb not in budgets:
-            raise InputError(f"dummy_budgets: {budget_label(pb)} is not one of the budgets "
-                             f"({', '.join(budget_label(x) for x in budgets)})")
-        if pb not in out:
-            out.append(pb)
-    return tuple(out)
-
-
 def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                   selections: Sequence[FrameSelection], *, source: str | os.PathLike, source_key: str,
-                  size: tuple[int, int], dummy_modes: Sequence[str] = DEFAULT_DUMMY_MODES, fill: str = "black",
-                  evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, mask_margin: int = DEFAULT_MASK_MARGIN,
-                  budget_fps: float = DEFAULT_BUDGET_FPS, settings: EncoderSettings = EncoderSettings(),
-                  profile_options: Mapping[str, Any] | None = None, unknown_as_evidence: bool = True,
-                  dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[Budget] | None = None,
-                  source_info: VideoInfo | None = None, warnings: Sequence[str] = (),
-                  evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
+                  size: tuple[int, int], dummy: DummyConfig = DummyConfig(), encode: EncodeConfig = EncodeConfig(),
+                  profile_options: Mapping[str, Any] | None = None, source_info: VideoInfo | None = None,
+                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
-    videos hold exactly the frames the ground truth was computed from; their profile is the
-    one budget dummies are taken with). ``source``: the video; ``source_key``: :func:`file_key`
-    of it; ``size``: its decoded (W, H) (odd sizes are padded to even on the right/bottom);
-    ``source_info``: its probe (codec and container decide whether all_frame is tried as a
-    stream copy; None: it is encoded). ``dummy_length``/``dummy_budgets``: see
-    :func:`plan_dummies` and :func:`dummy_budgets_of`. ``evaluators``: the evaluator
-    configurations whose takes every video records. ``scene.num_frames`` must be the
-    decoded frame count (checked by the caller against the video). Other parameters: see the
-    module docstring.
+    videos hold exactly the frames the ground truth was computed from; their profile, with
+    ``profile_options``, is the one budget dummies are taken with). ``source``: the video;
+    ``source_key``: :func:`file_key` of it; ``size``: its decoded (W, H) (odd sizes are padded
+    to even on the right/bottom); ``source_info``: its probe (codec and container decide
+    whether all_frame is tried as a stream copy; None: it is encoded). ``dummy``: what the
+    dummies remove and for which budgets (:func:`plan_dummies`,
+    vistest.videos.config.DummyConfig.budgets_of); ``encode``: encoder settings and the n-frame
+    videos' rate. ``evaluators``: the evaluator configurations whose takes every video
+    records. ``scene.num_frames`` must be the decoded frame count (checked by the caller
+    against the video). See the module docstring.
     """
     check_scene_id(scene.scene_id, scene.source)
-    if not (isinstance(budget_fps, (int, float)) and np.isfinite(budget_fps) and budget_fps > 0):
-        raise InputError(f"budget_fps: expected a positive number of frames per second, got {budget_fps!r}")
-    if isinstance(mask_margin, bool) or not isinstance(mask_margin, int) or mask_margin < 0:
-        raise InputError(f"mask_margin: expected a non-negative number of pixels, got {mask_margin!r}")
     n = scene.num_frames
     source_size = (int(size[0]), int(size[1]))
     size = (source_size[0] + source_size[0] % 2, source_size[1] + source_size[1] % 2)
     budgets = tuple(s.budget for s in selections)
-    dbudgets = dummy_budgets_of(budgets, dummy_budgets) if dummy_modes else ()
+    dbudgets = dummy.budgets_of(budgets)
     profiles = {s.profile for s in selections}
     profile = selections[0].profile if selections else "uniform"
     if len(profiles) > 1:
@@ -808,12 +743,11 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     qids = tuple(q.id for q in questions)
     full_range = bool(source_info and source_info.full_range)
     pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
-    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, budget_fps, settings, qids,
+    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, encode.budget_fps, encode.settings, qids,
                                profile_options, blocker, evaluators) for sel in selections]
-    table = EvidenceTable(visibility, n, evidence_threshold)
-    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, pixels, size, scene.fps, settings,
-                                   dbudgets, fill, mask_margin, unknown_as_evidence, dummy_length, profile,
-                                   profile_options, budget_fps, evaluators)
+    table = EvidenceTable(visibility, n, dummy.evidence_threshold)
+    dummies, truths = plan_dummies(scene, table, questions, pixels, size, dbudgets, dummy, encode, profile,
+                                   profile_options, evaluators)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
@@ -821,16 +755,16 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
         raise AssertionError(f"two variants share the path {dup[0]!r}")
     plan_warnings = list(warnings)
     unknown = int((~table.known).sum())
-    if unknown and dummy_modes:
+    if unknown and dummy.modes:
         plan_warnings.append(f"{unknown} of {n} decoded frames have no valid pose or no visibility row; "
-                             + ("dummies treat them as evidence" if unknown_as_evidence else
+                             + ("dummies treat them as evidence" if dummy.unknown_as_evidence else
                                 "dummies keep them (--keep-unknown-frames)"))
     if size != source_size:
         plan_warnings.append(f"the video is {source_size[0]}x{source_size[1]}; written videos are padded to "
                              f"{size[0]}x{size[1]} (yuv420p needs even sizes)")
     return VariantPlan(scene.scene_id, str(Path(source).resolve()), source_key, source_size, size, float(scene.fps), n,
-                       settings, float(budget_fps), float(evidence_threshold), budgets, tuple(variants), truths,
-                       tuple(plan_warnings), dbudgets, dummy_length, full_range)
+                       encode.settings, float(encode.budget_fps), float(dummy.evidence_threshold), budgets,
+                       tuple(variants), truths, tuple(plan_warnings), dbudgets, dummy.length, full_range)
 
 
 # ---------------------------------------------------------------------------------------

@@ -58,13 +58,13 @@ from ..atomic import check_file, ensure_folder, process_tag, replace_output, tem
 from ..errors import OutputError, is_environment_error, output_error
 from ..layout import SPOOL_PREFIX
 from ..progress import progress_bar
+from .config import DEFAULT_MAX_MEMORY_MB, ResourceConfig
 from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
 from .pool import BLACK, PoolPlan, concat_list, file_access_units
 from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, exit_text, ffmpeg_exe,
                      hash_command, mp4_intact, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe,
                      remux_command, stderr_tail)
 
-DEFAULT_MAX_MEMORY_MB = 500.0
 MUX_BATCH = 32         # n-frame videos muxed by one ffmpeg process
 SCAN_CHUNK = 1 << 22   # bytes of the pool read at a time when finding its access units
 KEY_TAG = "comment"     # container tag holding the content key
@@ -731,14 +731,13 @@ class _Writer:
             self.work_dir = None
 
 
-def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
-               jobs: int | None = None, threads: int | None = None, cpus: int | None = None,
+def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, resources: ResourceConfig = ResourceConfig(),
                progress: bool = True, records: Mapping[str, Mapping] | None = None, verify: bool = False,
                spool_dir: str | os.PathLike | None = None, commit: bool = True) -> WriteReport:
     """Write every variant of ``plan`` under ``outdir`` (paths ``Variant.path``), skipping
     those up to date (:func:`up_to_date`: ``records``, the scene's record of its files, and
-    ``verify``). ``max_memory_mb``/``jobs``/``threads``/``cpus``: see :func:`plan_resources`
-    (computed over the whole plan, so reruns use the same threads). ``spool_dir``: where the work
+    ``verify``). ``resources``: the memory, encoders, threads and CPUs :func:`plan_resources`
+    plans with (over the whole plan, so reruns use the same threads). ``spool_dir``: where the work
     folder goes (:func:`spool_folder`); its free space is checked before anything is encoded.
 
     Nothing is renamed into place until every output is written and verified; then, with
@@ -749,6 +748,7 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     does not hold its frames; OutputError when the disk refuses (naming the path).
     """
     t0 = time.perf_counter()
+    max_memory_mb, jobs, threads, cpus = resources.max_memory_mb, resources.jobs, resources.threads, resources.cpus
     outdir = ensure_folder(outdir)
     variants = sorted(plan.variants, key=lambda v: v.path)
     s = plan.settings
