@@ -12,6 +12,7 @@ scene is read from the parent (the node's raylet) of the worker process its clai
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -209,6 +210,60 @@ def test_options_key_is_what_decides_outputs():
     for same in (RunConfig(resources=ResourceConfig(900, jobs=3, threads=2, cpus=4, ffmpeg="/x")),
                  RunConfig(resources=ResourceConfig(500.0))):
         assert same.key() == base
+
+
+RESOURCES = ["--jobs", "2", "--threads", "1", "--max-memory", "900"]  # how fast, in how much memory: no output
+OUTPUT_OPTIONS = [["--crf", "20"], ["--budgets", "16"], ["--dummy", "drop,black"], ["--mask-margin", "3"],
+                  ["--evidence-threshold", "0.1"], ["--budget-fps", "2"], ["--occlusion", "none"],
+                  ["--seen-threshold", "0.1"], ["--profile", "internvl"], ["--keep-unknown-frames"],
+                  ["--evaluator", "every-frame"], ["--dummy-length", "full"]]
+
+
+def test_resources_never_make_a_scene_stale_and_output_options_always_do(scenes, tmp_path):
+    """One rule for `vistest run`, `vistest batch` and SceneJob.status (issue #24: run_options
+    hashed --jobs, TaskOptions.key did not, so scene_status called a scene stale when only
+    --jobs changed). Each command's own option parser builds the config; the scene's record,
+    written by a batch, decides for all three."""
+    from vistest.batch.run import current_lines
+    from vistest.batch.task import scene_job
+    from vistest.cli.batch import batch as batch_command
+    from vistest.cli.videos import run as run_command, run_config
+    from vistest.job import SceneJob
+    from vistest.videos.config import ResourceConfig
+
+    work, out = tmp_path / "scenes", tmp_path / "out"
+    shutil.copytree(scenes / "demo-a", work / "demo-a")
+    spec = discover(work)[0]
+    cli("batch", work, "-o", out, *FAST, "--quiet", check=0)
+
+    def run_job(*extra):  # what `vistest run SCENE QUESTIONS -o OUT ...` would run
+        kw = run_command.make_context("run", [str(spec.scene_json), str(spec.questions), "-o", str(out), *FAST,
+                                              *extra]).params
+        return SceneJob(spec.scene_json, spec.questions, run_config(kw))
+
+    def batch_lines(*extra):  # what `vistest batch SCENES -o OUT ...` decides (None: runs the scene)
+        kw = batch_command.make_context("batch", [str(work), "-o", str(out), *FAST, *extra]).params
+        return current_lines(scene_job(spec, run_config(kw, cpus=kw["cpus_per_scene"])), out)
+
+    base = run_job().config
+    assert run_job().status(out).current and batch_lines() == manifest(out)
+    assert run_job(*RESOURCES).status(out).current and batch_lines(*RESOURCES, "--cpus-per-scene", "2")
+    resources = ResourceConfig(max_memory_mb=900, jobs=2, threads=1, cpus=3, ffmpeg="/elsewhere/ffmpeg")
+    assert SceneJob(spec.scene_json, spec.questions, dataclasses.replace(base, resources=resources)).status(out).current
+    for option in OUTPUT_OPTIONS:
+        st = run_job(*option).status(out)
+        assert not st.current and st.complete and "the options differ" in st.reasons[-1], option
+        assert batch_lines(*option) is None, option
+    r = cli("run", spec.scene_json, spec.questions, "-o", out, *FAST, *RESOURCES, "--if-stale", "--quiet", check=0)
+    assert "demo-a: up to date in" in r.stderr
+    r = cli("batch", work, "-o", out, *FAST, *RESOURCES, check=0)
+    assert "1 scene(s): 0 done, 1 up to date, 0 failed" in r.stdout, r.stdout
+    r = cli("batch", work, "-o", out, *FAST, "--crf", "20", check=0)
+    assert "1 scene(s): 1 done, 0 up to date, 0 failed" in r.stdout, r.stdout
+    assert not run_job().status(out).current and run_job("--crf", "20").status(out).current
+    r = cli("run", spec.scene_json, spec.questions, "-o", out, *FAST, "--if-stale", check=0)
+    assert "up to date in" not in r.stderr and "videos written" in r.stderr
+    assert run_job(*RESOURCES).status(out).current
 
 
 @pytest.mark.slow  # two batches interrupted and rerun (SIGINT to the driver or its process group)
