@@ -98,6 +98,10 @@ class DummyConfig:
                           "profile takes from the full-length dummy; full: the full-length dummy for every budget")
     budgets: tuple[Budget, ...] | None = setting(None, "budgets dummies are written for (None: the numeric run "
                                                  "budgets; 'all' always uses the full-length dummy)")
+    evidence_frame_margin: int = setting(0, "frames: each evidence frame's neighbours this many frames before "
+                                         "and after also count as evidence (drop and black remove them too): "
+                                         "guards against the object showing just under the threshold, or in "
+                                         "motion blur, beside the frames that carry it")
 
     def __post_init__(self):
         for m in self.modes:
@@ -110,6 +114,10 @@ class DummyConfig:
         m = self.mask_margin
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise InputError(f"mask_margin: expected a non-negative number of pixels, got {m!r}")
+        if isinstance(self.evidence_frame_margin, bool) or not isinstance(self.evidence_frame_margin, int) \
+                or self.evidence_frame_margin < 0:
+            raise InputError(f"evidence_frame_margin: expected a non-negative number of frames, "
+                             f"got {self.evidence_frame_margin!r}")
         t = self.evidence_threshold
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < 1:
             raise InputError(f"evidence_threshold: expected a fraction of the image area in [0, 1), got {t!r}")

@@ -655,6 +655,9 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     for q in questions:
         objs = evidence_objects(q, scene)
         evidence = table.evidence_frames(objs, dummy.unknown_as_evidence) if objs else ()
+        if dummy.evidence_frame_margin:  # each evidence frame's neighbours too
+            m = dummy.evidence_frame_margin
+            evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))}))
         for mode in dummy.modes:
             if mode != "allblack" and not objs:
                 continue
