@@ -262,3 +262,21 @@ def test_score_reads_the_whole_run_folder(clean):
     whole, one = load_run_dir(out), load_run_dir(out / "scenes" / "demo-seed0")
     assert sorted(t.key for t in whole.truths) == sorted(t.key for t in one.truths)
     assert any(t.variant.startswith("dummy") for t in whole.truths)
+
+
+def test_docs_name_every_run_setting():
+    """docs/videos.md's settings table names every field of RunConfig and its stage configs, and
+    every field has a doc (with its unit) in the code, as vistest.generate.rules' parameters do."""
+    import dataclasses
+
+    from vistest.budget.config import TruthConfig
+    from vistest.config import RunConfig
+    from vistest.videos.config import DummyConfig, EncodeConfig, ResourceConfig
+
+    text = (ROOT / "docs" / "videos.md").read_text()
+    table = text[text.index("## Settings: one `RunConfig`"):text.index("## Batch: `make variants`")]
+    for cls in (RunConfig, TruthConfig, DummyConfig, EncodeConfig, ResourceConfig):
+        assert f"`{cls.__name__}`" in table
+        for f in dataclasses.fields(cls):
+            assert f"`{f.name}`" in table, (cls.__name__, f.name)
+            assert len(f.metadata.get("doc", "")) > 10, (cls.__name__, f.name)
