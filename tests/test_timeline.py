@@ -21,7 +21,8 @@ from vistest.look.timeline import (
     figure,
 )
 from vistest.videos.config import DummyConfig
-from vistest.videos.plan import EvidenceTable, plan_dummies
+from vistest.videos.evidence import EvidenceTable
+from vistest.videos.plan import plan_dummies
 from vistest.visibility.table import compute_visibility
 
 N = 120

@@ -31,7 +31,8 @@ from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
 from vistest.videos.write import (encoder_memory_mb, fill_rects, is_long, plan_passes, plan_resources, stored_key)
 from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
-from vistest.videos.plan import EvidenceTable, even_rect, plan_variants
+from vistest.videos.evidence import EvidenceTable, even_rect
+from vistest.videos.plan import plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames
 from conftest import scene_copy

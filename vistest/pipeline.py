@@ -31,7 +31,9 @@ from .budget.sampling import ALL
 from .errors import InputError
 from .scene import Scene, check_scene_id
 from .videos.write import WriteReport, commit_videos, discard_videos, spool_folder, write_plan
-from .videos.plan import STREAM_COPY, VariantPlan, dummy_gt_jsonl, file_key, manifest_records, plan_variants
+from .videos.manifest_lines import manifest_records
+from .videos.plan import VariantPlan, dummy_gt_jsonl, file_key, plan_variants
+from .videos.recipes import STREAM_COPY
 from .videos.ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
 from .videos.manifest import (SceneLock, input_record, prune_dummies, read_scene_record, remove_stale_files,
                               update_manifest, write_scene_record)

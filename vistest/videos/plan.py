@@ -4,7 +4,7 @@ Two kinds of video (docs/videos.md has the full account):
 
 * **Budget videos** ``{n}_frame/{scene_id}.mp4``: exactly the frames a sampler profile
   selects for budget n, in order (repeats kept), written at ``budget_fps`` (default
-  :data:`DEFAULT_BUDGET_FPS` = 1 frame/s, so that fps-based samplers such as
+  1 frame/s, vistest.videos.config, so that fps-based samplers such as
   qwen-vl-utils at 2 frames/s and LLaVA-Video at 1 frame/s also take every frame);
   ``all_frame/{scene_id}.mp4`` holds every decoded frame at the source frame rate (a
   stream copy of the source where that is frame-exact, see vistest.videos.write).
@@ -27,15 +27,15 @@ frame is encoded once per scene however many videos hold it (vistest.videos.writ
 
 For every video and every numeric budget it serves, the plan records which frames of the
 *written* video each known sampler profile takes when asked for that budget
-(:func:`video_takes`, :class:`ProfileTake`); one that drops or repeats a frame is a warning.
+(vistest.videos.takes.video_takes, ProfileTake); one that drops or repeats a frame is a warning.
 For every budget it serves, ``all`` included, it records what each evaluator configuration
 of the run (vistest.budget.evaluators: a profile with the settings a real client runs it
-with, e.g. qwen-vl-utils at 2 frames/s) takes from it (:func:`evaluator_takes`); on
+with, e.g. qwen-vl-utils at 2 frames/s) takes from it (vistest.videos.takes.evaluator_takes); on
 ``all_frame`` one that does not take every frame is a warning naming its ``all`` ground truth.
 
-Evidence: frame f carries evidence for a question when any referenced object (``objects``,
-or every instance of a ``category``) has ``visible[f, o] > evidence_threshold`` (default
-:data:`DEFAULT_EVIDENCE_THRESHOLD` = 0: any visible part at all). Decoded frames whose pose
+Evidence (vistest.videos.evidence): frame f carries evidence for a question when any referenced
+object (``objects``, or every instance of a ``category``) has ``visible[f, o] > evidence_threshold``
+(default 0: any visible part at all). Decoded frames whose pose
 is invalid or that have no visibility row are *unknown*: with ``unknown_as_evidence`` (the
 default) they are removed (drop), black (black) or black in full (mask), since nothing
 says the object is absent from them.
@@ -53,13 +53,12 @@ The plan checks that no frame a dummy shows (neither black nor masked there) car
 Conventions: frame numbers are 0-based decoded frames of the source video; rectangles
 are ``(x0, y0, x1, y1)`` half-open pixel bounds in the written (even) frame size, with
 even coordinates (yuv420p chroma covers 2x2 pixels); fps is frames per second.
-Every video carries a content *key* (sha256 over source content, frames, black frames,
-masks, mode, fill, size, rate and encoder settings): a rerun skips an output whose key
-matches, and a dummy's file name is its key.
+Every video carries a content *key* (vistest.videos.recipes: sha256 over source content, frames,
+black frames, masks, mode, fill, size, rate and encoder settings): a rerun skips an output whose
+key matches, and a dummy's file name is its key. Manifest lines: vistest.videos.manifest_lines.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -69,89 +68,27 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
-from ..budget.sampling import ALL, PROFILES, Budget, budget_label, select_frames
+from ..budget.evaluators import Evaluator
+from ..budget.sampling import ALL, Budget, budget_label, select_frames
 from ..budget.truth import CHANGED, KEPT, UNANSWERABLE, FrameSelection, count_like
 from ..errors import InputError
 from ..eval.answers import none_letter
-from ..layout import budget_video_path, dummy_video_path, evaluator_file
+from ..layout import budget_video_path, dummy_video_path
 from ..questions import RULE_COUNTING, Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
-from .config import (DEFAULT_DUMMY_LENGTH, DUMMY_MODES, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig,
-                     EncoderSettings)
-from .ffmpeg import VideoInfo, frame_rate
+from .config import DEFAULT_DUMMY_LENGTH, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig, EncoderSettings
+from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence
+from .ffmpeg import VideoInfo
+from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, video_recipe
+from .takes import EvaluatorTakes, Takes, all_frame_warnings, evaluator_takes, take_warnings, video_takes
 from ..visibility.table import Visibility
-
-KEY_FORMAT = "vistest.variant/1"
-
-# How a video is written (the manifest's ``encoding``): a stream copy of the source (all_frame,
-# when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
-# from the scene's frame pool (n-frame videos).
-STREAM_COPY, X264, X264_INTRA = "stream-copy", "x264", "x264-intra"
 
 REASON_EVIDENCE_REMOVED = "evidence_removed"
 REASON_ALL_BLACK = "all_black"
 EXPECT_ZERO = "zero"        # the answer must be 0 (counting)
 EXPECT_ABSTAIN = "abstain"  # the model should abstain; any answer is a prior-driven guess
 EXPECT_NONE = "none_of_these"  # the model should answer the question's "None of these" option
-
-Rect = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class ProfileTake:
-    """The frames of a written video that one sampler profile takes for one budget.
-
-    ``frames``: positions in the written video (0-based), None when the profile raises
-    (``error`` says why, as the evaluator would fail). ``num_frames``: frames in the video.
-    """
-
-    profile: str
-    num_frames: int
-    frames: tuple[int, ...] | None
-    error: str | None = None
-
-    @property
-    def missing(self) -> tuple[int, ...]:
-        return () if self.frames is None else tuple(sorted(set(range(self.num_frames)) - set(self.frames)))
-
-    @property
-    def repeated(self) -> tuple[int, ...]:
-        return () if self.frames is None else tuple(sorted(i for i, c in Counter(self.frames).items() if c > 1))
-
-    @property
-    def ok(self) -> bool:
-        """True when the profile takes every frame exactly once, in order."""
-        return self.frames == tuple(range(self.num_frames))
-
-    def warning(self) -> str | None:
-        """A one-line warning when the profile does not take every frame once, else None."""
-        if self.error is not None:
-            return f"profile {self.profile} fails on this {self.num_frames}-frame video: {self.error}"
-        if self.ok:
-            return None
-        parts = [f"misses {list(self.missing)}"] if self.missing else []
-        parts += [f"repeats {list(self.repeated)}"] if self.repeated else []
-        if not parts:
-            parts = ["reorders frames"]
-        return f"profile {self.profile} takes {len(self.frames)} frames of this {self.num_frames}-frame video: " \
-               + ", ".join(parts)
-
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"takes_every_frame": self.ok}
-        if self.error is not None:
-            out["error"] = self.error
-        else:
-            out["frames"] = list(self.frames)
-            if not self.ok:
-                out["missing"], out["repeated"] = list(self.missing), list(self.repeated)
-        return out
-
-
-Takes = tuple[tuple[Budget, tuple[ProfileTake, ...]], ...]  # per numeric budget served, every profile's take
-EvaluatorTakes = tuple[tuple[Budget, tuple[EvaluatorTake, ...]], ...]  # per budget served, every evaluator's take
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -336,90 +273,6 @@ class VariantPlan:
 
 
 # ---------------------------------------------------------------------------------------
-# keys and names
-# ---------------------------------------------------------------------------------------
-def content_key(recipe: Mapping[str, Any]) -> str:
-    """sha256 (hex) of a recipe's canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps({"format": KEY_FORMAT, **recipe}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),
-            mode=None, fill=None, intra: bool = False) -> dict:
-    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
-            "black": list(black), "masks": [[f, [list(r) for r in rs]] for f, rs in masks], "mode": mode,
-            "fill": fill, "encoder": settings.to_json(intra)}
-
-
-def _remux_recipe(source_key: str, size, fps: float, frames) -> dict:
-    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
-            "encoder": {"codec": STREAM_COPY}}
-
-
-# ---------------------------------------------------------------------------------------
-# what each profile takes from a written video
-# ---------------------------------------------------------------------------------------
-def profile_takes(num_frames: int, budget: Budget, fps: float, profile: str | None = None,
-                  options: Mapping[str, Any] | None = None) -> tuple[ProfileTake, ...]:
-    """For every known profile, the frames of a ``num_frames``-frame video at ``fps`` that it
-    takes for ``budget``. ``profile``/``options``: the run's own profile gets its options,
-    the others their defaults."""
-    out = []
-    for name in PROFILES:
-        opts = dict(options or {}) if name == profile else {}
-        try:
-            idx = select_frames(name, num_frames, budget, fps=fps, **opts)
-            out.append(ProfileTake(name, num_frames, tuple(int(i) for i in idx)))
-        except InputError as e:  # this profile cannot sample that video (e.g. too few frames)
-            out.append(ProfileTake(name, num_frames, None, str(e)))
-    return tuple(out)
-
-
-def video_takes(num_frames: int, fps: float, budgets: Sequence[Budget], profile: str | None = None,
-                options: Mapping[str, Any] | None = None) -> Takes:
-    """Per numeric budget a video serves, every profile's take of it when asked for that budget
-    (:func:`profile_takes`): the one place the manifest's ``profiles`` of every video come from.
-    The ``all`` budget asks a sampler profile for nothing (what a client takes of a full video
-    depends on its settings): :func:`evaluator_takes` states it."""
-    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets if b != ALL)
-
-
-def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[Budget],
-                    evaluators: Sequence[Evaluator]) -> EvaluatorTakes:
-    """Per budget a video serves, what each evaluator configuration takes of it (its profile's
-    function of the video's frame count and rate, with its options and frame request): the one
-    place the manifest's ``evaluators`` of every video come from."""
-    return tuple((b, tuple(evaluator_take(e, num_frames, fps, b) for e in evaluators)) for b in budgets)
-
-
-def _all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
-    """all_frame: one warning per evaluator that does not take every frame, naming the ``all``
-    ground truth computed over the frames it takes (vistest.pipeline writes it)."""
-    out = []
-    for _b, ts in takes:
-        for t in ts:
-            if t.error is not None:
-                out.append(f"evaluator {t.evaluator.name} fails on this {t.num_frames}-frame video: {t.error}")
-            elif not t.every_frame:
-                out.append(f"evaluator {t.evaluator.name} takes {len(t.frames)} of these {t.num_frames} frames "
-                           f"({len(set(t.frames))} distinct; asked {t.request}): its all ground truth is "
-                           f"{evaluator_file(scene_id, t.evaluator.name)}")
-    return tuple(out)
-
-
-def _take_warnings(takes: Takes) -> tuple[str, ...]:
-    """Warnings of every profile that does not take every frame once (prefixed by the budget
-    when a video serves several)."""
-    out = []
-    for b, ts in takes:
-        for t in ts:
-            w = t.warning()
-            if w:
-                out.append(w if len(takes) == 1 else f"budget {budget_label(b)}: {w}")
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------
 # budget videos
 # ---------------------------------------------------------------------------------------
 def remux_note(codec: str | None, container: str | None, size: tuple[int, int]) -> str | None:
@@ -451,100 +304,15 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
     fps = source_fps if full else budget_fps
     takes = video_takes(len(frames), fps, (selection.budget,), selection.profile, profile_options)
     etakes = evaluator_takes(len(frames), fps, (selection.budget,), evaluators)
-    warnings = _take_warnings(takes) + (_all_frame_warnings(scene_id, etakes) if full else ())
-    key = content_key(_recipe(source_key, size, fps, settings, frames, intra=not full))
-    remux_key = content_key(_remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
+    warnings = take_warnings(takes) + (all_frame_warnings(scene_id, etakes) if full else ())
+    key = content_key(video_recipe(source_key, size, fps, settings, frames, intra=not full))
+    remux_key = content_key(remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
     return Variant(scene_id, "budget", budget_video_path(scene_id, selection.budget), float(fps), size, frames, key,
                    budget=selection.budget, budgets=(selection.budget,),
                    length=LENGTH_FULL if full else LENGTH_BUDGET, profile=selection.profile,
                    questions=tuple(questions), remux_key=remux_key,
                    remux_note=remux_blocker if full else None, takes=takes, evaluator_takes=etakes,
                    warnings=warnings)
-
-
-# ---------------------------------------------------------------------------------------
-# evidence
-# ---------------------------------------------------------------------------------------
-def evidence_objects(q: Question, scene: Scene) -> tuple[str, ...]:
-    """Object ids whose evidence a dummy removes: ``objects``, then every instance of each
-    ``category`` label (scene order); empty for questions about no object (room size)."""
-    ids = list(q.objects)
-    for lab in q.category:
-        ids += [o.id for o in scene.objects if o.label == lab and o.id not in ids]
-    return tuple(ids)
-
-
-class EvidenceTable:
-    """Visibility indexed by decoded frame 0..N-1: ``visible`` (N, O), the table's evidence
-    region (``Visibility.evidence``: the box bound, never the instance share), NaN for unknown
-    frames (invalid pose or no row), ``bbox`` (N, O, 4), ``known`` (N,), columns by object id."""
-
-    def __init__(self, vis: Visibility, num_frames: int, threshold: float):
-        self.source = vis.source
-        if not 0.0 <= float(threshold) < 1.0:
-            raise InputError(f"evidence_threshold: expected a fraction of the image area in [0, 1), got {threshold!r}")
-        fidx = np.asarray(vis.frame_index, dtype=np.int64)
-        ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
-        self.col = {oid: c for c, oid in enumerate(ids)}
-        self.num_frames = num_frames
-        self.threshold = float(threshold)
-        self.visible = np.full((num_frames, len(ids)), np.nan)
-        self.bbox = np.full((num_frames, len(ids), 4), np.nan)
-        rows = (fidx >= 0) & (fidx < num_frames)
-        self.visible[fidx[rows]] = np.asarray(vis.evidence, dtype=np.float64)[rows]  # the evidence region (box bound)
-        self.bbox[fidx[rows]] = np.asarray(vis.bbox, dtype=np.float64)[rows]
-        valid = np.zeros(num_frames, bool)
-        valid[fidx[rows]] = np.asarray(vis.valid, bool)[rows]
-        self.known = valid & np.isfinite(self.visible).all(axis=1)
-
-    def columns(self, object_ids: Sequence[str]) -> list[int]:
-        """Column of each object id; InputError naming the ids the table lacks."""
-        missing = [o for o in object_ids if o not in self.col]
-        if missing:
-            raise InputError(f"{self.source}: object_ids: no column for object(s) {missing} (stale visibility "
-                             f"file?)")
-        return [self.col[o] for o in object_ids]
-
-    def evident(self, object_ids: Sequence[str]) -> np.ndarray:
-        """(N, k) bool: object k visible above the threshold in frame f (False where unknown)."""
-        v = self.visible[:, self.columns(object_ids)]
-        with np.errstate(invalid="ignore"):
-            return v > self.threshold
-
-    def evidence_frames(self, object_ids: Sequence[str], unknown_as_evidence: bool = True) -> tuple[int, ...]:
-        """Sorted decoded frames carrying evidence of any of ``object_ids`` (plus unknown frames)."""
-        if not object_ids:
-            return ()
-        ev = self.evident(object_ids).any(axis=1)
-        if unknown_as_evidence:
-            ev |= ~self.known
-        return tuple(int(f) for f in np.flatnonzero(ev))
-
-    def mask_rects(self, object_ids: Sequence[str], size: tuple[int, int], margin: int) -> dict[int, tuple[Rect, ...]]:
-        """{frame: rectangles} covering each evident object's visible box, grown by ``margin``
-        pixels, aligned outward to even coordinates and clipped to ``size`` (W, H)."""
-        cols = self.columns(object_ids)
-        ev = self.evident(object_ids)
-        out: dict[int, tuple[Rect, ...]] = {}
-        for f, k in zip(*np.nonzero(ev)):
-            b = self.bbox[f, cols[k]]
-            if not np.isfinite(b).all():
-                continue  # visible above the threshold but no box: cannot happen with vistest's kernel
-            out.setdefault(int(f), ())
-            out[int(f)] += (even_rect(b, margin, size),)
-        return {f: tuple(sorted(set(rs))) for f, rs in sorted(out.items())}
-
-
-def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect:
-    """``[x0, y0, x1, y1]`` half-open pixel bounds grown by ``margin`` px, with x0, y0 rounded
-    down and x1, y1 up to even numbers, clipped to the (even) frame ``size`` (W, H)."""
-    w, h = size
-    x0, y0, x1, y1 = (float(v) for v in bbox)
-    x0, y0 = max(0, int(np.floor(x0)) - margin), max(0, int(np.floor(y0)) - margin)
-    x1, y1 = min(w, int(np.ceil(x1)) + margin), min(h, int(np.ceil(y1)) + margin)
-    x0, y0 = x0 - x0 % 2, y0 - y0 % 2
-    x1, y1 = min(w, x1 + x1 % 2), min(h, y1 + y1 % 2)
-    return (x0, y0, x1, y1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -563,45 +331,6 @@ def dummy_ground_truth(q: Question, mode: str) -> tuple[Any, str, str, str]:
     return answer, KEPT if same else CHANGED, reason, expectation
 
 
-def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int, tuple[Rect, ...]],
-                  unknown: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
-    """(frames, black, masks) of a full-length dummy of ``mode`` over ``n`` source frames."""
-    everything = tuple(range(n))
-    if mode == "drop":
-        gone = set(evidence)
-        return tuple(f for f in everything if f not in gone), (), ()
-    if mode == "black":
-        return everything, tuple(evidence), ()
-    if mode == "mask":
-        black = set(unknown)
-        return everything, tuple(sorted(black)), tuple((f, rs) for f, rs in rects.items() if f not in black)
-    if mode == "allblack":
-        return everything, everything, ()
-    raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {mode!r}")
-
-
-def budget_recipe(frames: Sequence[int], black: Sequence[int], masks: Sequence[tuple[int, tuple[Rect, ...]]],
-                  positions: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
-    """(frames, black, masks) of the budget dummy holding positions ``positions`` of the
-    full-length dummy (``frames``, ``black``, ``masks``): its frames in that order (repeats
-    kept), and the black and masked frames among them."""
-    sel = tuple(int(frames[p]) for p in positions)
-    held = set(sel)
-    return sel, tuple(f for f in black if f in held), tuple((f, rs) for f, rs in masks if f in held)
-
-
-def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Sequence[int], black: Sequence[int],
-                   masks: Sequence[tuple[int, tuple[Rect, ...]]]) -> tuple[int, ...]:
-    """Frames a dummy shows (neither black nor masked there) in which an object of
-    ``object_ids`` is visible above the evidence threshold (known frames only): what the
-    dummy's ground truth must be computed over, and empty for every dummy vistest plans."""
-    if not object_ids or not len(frames):
-        return ()
-    ev = table.evident(object_ids).any(axis=1)
-    hidden = set(black) | {f for f, _ in masks}
-    return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))
-
-
 def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
                  encode: EncodeConfig, recipe: tuple, budget: Budget, full: bool, fps: float, profile: str,
                  opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
@@ -616,7 +345,7 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
         return DummyVideo(budget, None, None, (), (), (), float(fps if full else budget_fps), length), None
     if full:
         vf, vb, vm, rate, timeline = frames, black, masks, float(fps), None
-        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
+        key = content_key(video_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
         path = dummy_video_path(scene_id, mode, key)
     else:
         try:
@@ -627,7 +356,7 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
                               f"{budget_label(budget)} (as its evaluator would): {e}"), None
         vf, vb, vm = budget_recipe(frames, black, masks, positions)
         rate, timeline = float(budget_fps), (len(frames), positions)
-        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
+        key = content_key(video_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
         path = dummy_video_path(scene_id, mode, key, budget)
     video = DummyVideo(budget, path, key, vf, tuple(sorted(set(vb))), tuple(f for f, _ in vm), rate, length)
     return video, {"mode": mode, "fill": fill, "frames": vf, "black": vb, "masks": vm, "key": key, "fps": rate,
@@ -662,7 +391,7 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
             if mode != "allblack" and not objs:
                 continue
             rects = table.mask_rects(objs, size, dummy.mask_margin) if mode == "mask" else {}
-            frames, black, masks = _dummy_recipe(mode, n, evidence, rects, unknown)
+            frames, black, masks = dummy_recipe(mode, n, evidence, rects, unknown)
             mode_fill = fill if mode == "mask" else None
             removed = objs if mode != "allblack" else ()
             warnings = []
@@ -705,7 +434,7 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
                                 budgets=budgets_served, length=LENGTH_FULL if g["full"] else LENGTH_BUDGET,
                                 profile=profile, questions=tuple(g["questions"]), objects=tuple(g["objects"]),
                                 evidence_frames=tuple(sorted(g["evidence"])), timeline=g["timeline"], takes=takes,
-                                evaluator_takes=etakes, warnings=_take_warnings(takes)))
+                                evaluator_takes=etakes, warnings=take_warnings(takes)))
     return tuple(variants), tuple(truths)
 
 
@@ -768,55 +497,6 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     return VariantPlan(scene.scene_id, str(Path(source).resolve()), source_key, source_size, size, float(scene.fps), n,
                        encode.settings, float(encode.budget_fps), float(dummy.evidence_threshold), budgets,
                        tuple(variants), truths, tuple(plan_warnings), dbudgets, dummy.length, full_range)
-
-
-# ---------------------------------------------------------------------------------------
-# records
-# ---------------------------------------------------------------------------------------
-def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, note: str | None = None) -> dict:
-    """One line of ``manifest.jsonl`` for variant ``v`` (see docs/videos.md): what it holds
-    (source frames, black and masked frames), what each profile takes from it per budget it
-    serves, and how it was written (``encoding``: stream-copy, x264 or x264-intra, as the
-    writer reports it; ``note``: why all_frame is not a stream copy)."""
-    if encoding is None:
-        encoding = X264_INTRA if v.intra else X264
-    copied = encoding == STREAM_COPY
-    rec: dict[str, Any] = {
-        "scene_id": plan.scene_id, "variant": v.kind, "path": v.path,
-        "budget": v.budget if v.budget is None or v.budget == ALL else int(v.budget),
-        "budgets": [b if b == ALL else int(b) for b in v.budgets], "length": v.length,
-        "profile": v.profile, "mode": v.mode, "fill": v.fill, "source": plan.source,
-        "source_key": None if v.source_free else plan.source_key,
-        "source_frames": list(v.frames), "black_frames": list(v.black), "masked_frames": list(v.masked_frames),
-        "masks": [[f, *r] for f, rs in v.masks for r in rs],
-        "num_frames": v.num_frames, "fps": v.fps, "size": list(v.size), "questions": list(v.questions),
-        "key": v.remux_key if copied else v.key, "encoding": encoding, "encoding_note": note,
-        "crf": None if copied else plan.settings.crf,
-        "preset": None if copied else (plan.settings.intra_preset if v.intra else plan.settings.preset),
-        "profiles": {name: {budget_label(b): dict(t.to_json()) for b, ts in v.takes for t in ts if t.profile == name}
-                     for name in PROFILES if v.takes},
-        "evaluators": {e.evaluator.name: {"config": e.evaluator.to_json(),
-                                          "takes": {budget_label(b): t.to_json() for b, ts in v.evaluator_takes
-                                                    for t in ts if t.evaluator.name == e.evaluator.name}}
-                       for e in (v.evaluator_takes[0][1] if v.evaluator_takes else ())},
-    }
-    if v.timeline is not None:
-        rec["timeline"] = {"num_frames": v.timeline[0], "fps": plan.source_fps, "positions": list(v.timeline[1])}
-    if v.kind == "dummy":
-        rec["objects"] = list(v.objects)
-        rec["evidence_frames"] = list(v.evidence_frames)
-        timeline = v.timeline[0] if v.timeline is not None else v.num_frames
-        rec["short_of_budgets"] = [int(b) for b in v.budgets if b != ALL and int(b) > timeline]
-    rec["warnings"] = list(v.warnings) + ([note] if note and not copied else [])
-    return rec
-
-
-def manifest_records(plan: VariantPlan, encodings: Mapping[str, tuple[str, str | None]] | None = None) -> list[dict]:
-    """Manifest lines of every variant, sorted by path; ``encodings``: {path: (encoding,
-    note)} as the writer reports them (vistest.videos.write.WriteReport.encodings)."""
-    enc = dict(encodings or {})
-    return [manifest_record(plan, v, *enc.get(v.path, (None, None)))
-            for v in sorted(plan.variants, key=lambda v: v.path)]
 
 
 def dummy_gt_jsonl(plan: VariantPlan) -> str:

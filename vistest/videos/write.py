@@ -59,7 +59,9 @@ from ..errors import OutputError, is_environment_error, output_error
 from ..layout import SPOOL_PREFIX
 from ..progress import progress_bar
 from .config import DEFAULT_MAX_MEMORY_MB, ResourceConfig
-from .plan import STREAM_COPY, X264, X264_INTRA, Rect, Variant, VariantPlan
+from .evidence import Rect
+from .plan import Variant, VariantPlan
+from .recipes import STREAM_COPY, X264, X264_INTRA
 from .pool import BLACK, PoolPlan, concat_list, file_access_units
 from .ffmpeg import (BlackFrames, FrameHashes, FrameReader, VideoError, VideoWriter, exit_text, ffmpeg_exe,
                      hash_command, mp4_intact, mp4_sample_count, mux_h264_command, parse_frame_hashes, probe,
