@@ -115,9 +115,10 @@ demo: $(STAMP)
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
-# `vistest run` into OUT, one target per scene: `make -j4 variants` runs scenes in parallel, and a
-# rerun redoes only scenes whose inputs changed or whose outputs are missing (OUT/.vistest/*.done.d
-# lists them); OUT/index.html is written once at the end. VARIANT_OPTS: extra `vistest run` options,
+# `vistest run --if-stale` into OUT, one target per scene: `make -j4 variants` runs scenes in parallel,
+# and a rerun redoes only scenes that are not current by their record in OUT (an input's content, an
+# output-affecting option or an output changed; the rule `vistest batch` skips scenes by: docs/batch.md);
+# OUT/index.html is written once at the end. VARIANT_OPTS: extra `vistest run` options,
 # e.g. VARIANT_OPTS="--dummy drop,black". `vistest batch DIR -o OUT` does the same in one command,
 # and goes on past a failing scene, on a process pool or a Ray cluster (docs/batch.md).
 SCENES ?= scenes
@@ -125,16 +126,15 @@ OUT    ?= variants-out
 VARIANT_OPTS ?=
 override SCENES := $(patsubst %/,%,$(SCENES))
 override OUT    := $(patsubst %/,%,$(OUT))
-SCENE_DONE := $(patsubst $(SCENES)/%/scene.json,$(OUT)/.vistest/%.done,$(wildcard $(SCENES)/*/scene.json))
+SCENE_JOBS := $(patsubst $(SCENES)/%/scene.json,variant-scene/%,$(wildcard $(SCENES)/*/scene.json))
 
-variants: $(SCENE_DONE)
+variants: $(SCENE_JOBS)
 	@test ! -d $(OUT) || $(VENV)/bin/vistest index $(OUT) >/dev/null
-	@echo "variants: $(words $(SCENE_DONE)) scene(s) from $(SCENES) in $(abspath $(OUT)) (manifest: $(abspath $(OUT))/manifest.jsonl)"
+	@echo "variants: $(words $(SCENE_JOBS)) scene(s) from $(SCENES) in $(abspath $(OUT)) (manifest: $(abspath $(OUT))/manifest.jsonl)"
 
-$(OUT)/.vistest/%.done: $(SCENES)/%/scene.json $(SCENES)/%/questions.jsonl | $(STAMP)
-	VISTEST=$(abspath $(VENV))/bin/vistest bin/vistest-scene $(SCENES)/$* $(OUT) $(VARIANT_OPTS)
-
--include $(wildcard $(OUT)/.vistest/*.done.d)
+.PHONY: $(SCENE_JOBS)
+$(SCENE_JOBS): variant-scene/%: | $(STAMP)
+	@VISTEST=$(abspath $(VENV))/bin/vistest bin/vistest-scene $(SCENES)/$* $(OUT) $(VARIANT_OPTS)
 
 # `make test`: the fast tier, every test not marked slow (pytest -m "not slow"), on every core
 # (pytest-xdist, one test module per worker at a time, longest modules first: see tests/conftest.py).

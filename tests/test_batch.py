@@ -29,10 +29,11 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility, layout
-from vistest.batch import claims, state
+from vistest.batch import claims
 from vistest.batch.failures import ERROR, write_failed
 from vistest.batch.specs import SceneSpec, discover, read_scene_id
-from vistest.batch.task import SceneTask, TaskOptions, run_task
+from vistest.batch.task import SceneTask, run_task
+from vistest.config import RunConfig
 from vistest.datasets.demo import demo_batch, make_demo_scene
 from vistest.atomic import files_record
 from vistest.errors import InputError
@@ -151,7 +152,7 @@ def test_default_workers_fit_cpus_and_memory():
 
 
 def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp_path):
-    """The task is run_scene with run's options: `vistest run` of one scene, with the threads
+    """The task is the scene's SceneJob with run's options: `vistest run` of one scene, with the threads
     the batch gives each scene (1 CPU each), writes the same bytes and manifest lines."""
     out, _ = reference
     single = tmp_path / "single"
@@ -199,15 +200,70 @@ def test_rerun_skips_complete_scenes_and_redoes_only_what_changed(reference, sce
 
 
 def test_options_key_is_what_decides_outputs():
-    from vistest.pipeline import VideoOptions
-    from vistest.videos.plan import EncoderSettings
+    from vistest.budget.config import TruthConfig
+    from vistest.videos.config import EncodeConfig, EncoderSettings, ResourceConfig
 
-    base = TaskOptions().key()
-    for other in (TaskOptions(VideoOptions(settings=EncoderSettings(crf=30))), TaskOptions(occlusion="none"),
-                  TaskOptions(VideoOptions(budgets=(16,))), TaskOptions(visibility="v.npz")):
+    base = RunConfig().key()
+    for other in (RunConfig(encode=EncodeConfig(EncoderSettings(crf=30))), RunConfig(occlusion="none"),
+                  RunConfig(truth=TruthConfig(budgets=(16,))), RunConfig(budget_files=False)):
         assert other.key() != base
-    for same in (TaskOptions(VideoOptions(jobs=3, threads=2, cpus=4, max_memory_mb=900)), TaskOptions(ffmpeg="/x")):
+    for same in (RunConfig(resources=ResourceConfig(900, jobs=3, threads=2, cpus=4, ffmpeg="/x")),
+                 RunConfig(resources=ResourceConfig(500.0))):
         assert same.key() == base
+
+
+RESOURCES = ["--jobs", "2", "--threads", "1", "--max-memory", "900"]  # how fast, in how much memory: no output
+OUTPUT_OPTIONS = [["--crf", "20"], ["--budgets", "16"], ["--dummy", "drop,black"], ["--mask-margin", "3"],
+                  ["--evidence-threshold", "0.1"], ["--budget-fps", "2"], ["--occlusion", "none"],
+                  ["--seen-threshold", "0.1"], ["--profile", "internvl"], ["--keep-unknown-frames"],
+                  ["--evaluator", "every-frame"], ["--dummy-length", "full"]]
+
+
+def test_resources_never_make_a_scene_stale_and_output_options_always_do(scenes, tmp_path):
+    """One rule for `vistest run`, `vistest batch` and SceneJob.status (issue #24: run_options
+    hashed --jobs, TaskOptions.key did not, so scene_status called a scene stale when only
+    --jobs changed). Each command's own option parser builds the config; the scene's record,
+    written by a batch, decides for all three."""
+    from vistest.batch.run import current_lines
+    from vistest.batch.task import scene_job
+    from vistest.cli.batch import batch as batch_command
+    from vistest.cli.videos import run as run_command, run_config
+    from vistest.job import SceneJob
+    from vistest.videos.config import ResourceConfig
+
+    work, out = tmp_path / "scenes", tmp_path / "out"
+    shutil.copytree(scenes / "demo-a", work / "demo-a")
+    spec = discover(work)[0]
+    cli("batch", work, "-o", out, *FAST, "--quiet", check=0)
+
+    def run_job(*extra):  # what `vistest run SCENE QUESTIONS -o OUT ...` would run
+        kw = run_command.make_context("run", [str(spec.scene_json), str(spec.questions), "-o", str(out), *FAST,
+                                              *extra]).params
+        return SceneJob(spec.scene_json, spec.questions, run_config(kw))
+
+    def batch_lines(*extra):  # what `vistest batch SCENES -o OUT ...` decides (None: runs the scene)
+        kw = batch_command.make_context("batch", [str(work), "-o", str(out), *FAST, *extra]).params
+        return current_lines(scene_job(spec, run_config(kw, cpus=kw["cpus_per_scene"])), out)
+
+    base = run_job().config
+    assert run_job().status(out).current and batch_lines() == manifest(out)
+    assert run_job(*RESOURCES).status(out).current and batch_lines(*RESOURCES, "--cpus-per-scene", "2")
+    resources = ResourceConfig(max_memory_mb=900, jobs=2, threads=1, cpus=3, ffmpeg="/elsewhere/ffmpeg")
+    assert SceneJob(spec.scene_json, spec.questions, dataclasses.replace(base, resources=resources)).status(out).current
+    for option in OUTPUT_OPTIONS:
+        st = run_job(*option).status(out)
+        assert not st.current and st.complete and "the options differ" in st.reasons[-1], option
+        assert batch_lines(*option) is None, option
+    r = cli("run", spec.scene_json, spec.questions, "-o", out, *FAST, *RESOURCES, "--if-stale", "--quiet", check=0)
+    assert "demo-a: up to date in" in r.stderr
+    r = cli("batch", work, "-o", out, *FAST, *RESOURCES, check=0)
+    assert "1 scene(s): 0 done, 1 up to date, 0 failed" in r.stdout, r.stdout
+    r = cli("batch", work, "-o", out, *FAST, "--crf", "20", check=0)
+    assert "1 scene(s): 1 done, 0 up to date, 0 failed" in r.stdout, r.stdout
+    assert not run_job().status(out).current and run_job("--crf", "20").status(out).current
+    r = cli("run", spec.scene_json, spec.questions, "-o", out, *FAST, "--if-stale", check=0)
+    assert "up to date in" not in r.stderr and "videos written" in r.stderr
+    assert run_job(*RESOURCES).status(out).current
 
 
 @pytest.mark.slow  # two batches interrupted and rerun (SIGINT to the driver or its process group)
@@ -403,7 +459,7 @@ def test_batch_takes_exactly_the_options_of_run():
         return {p.name: (tuple(p.opts), p.default) for p in main.commands[name].params if p.name != "help"}
 
     run, batch = opts("run"), opts("batch")
-    own = ("stamp", "scene_json", "questions_jsonl")  # make's stamp; one scene's arguments
+    own = ("if_stale", "scene_json", "questions_jsonl")  # a batch always skips current scenes; one scene's args
     assert {k: v for k, v in batch.items() if k in run} == {k: v for k, v in run.items() if k not in own}
     assert set(run) - set(batch) == set(own)
 
@@ -468,8 +524,12 @@ def test_duplicate_scene_ids_stop_the_batch_before_anything_runs(tmp_path):
 
 
 def test_completeness_rule(tmp_path):
-    """state.complete: same paths and options, inputs with the same content (a touch is not a
-    change), every output at its size."""
+    """The record's rule (vistest.videos.manifest.check_scene, what SceneJob.status and the batch
+    read): same input paths and options, inputs with the same content (a touch is not a change),
+    every output as written, the occlusion files unchanged."""
+    from vistest.videos.manifest import check_scene, input_record, write_scene_record
+    from vistest.atomic import file_record
+
     out = tmp_path / "out"
     (out / "16_frame").mkdir(parents=True)
     video = out / "16_frame" / "s.mp4"
@@ -477,34 +537,40 @@ def test_completeness_rule(tmp_path):
     spec = SceneSpec("s", tmp_path / "scene.json", tmp_path / "q.jsonl")
     spec.scene_json.write_text('{"scene_id": "s"}')
     spec.questions.write_text("{}\n")
-    inputs = tuple(state.InputKey.of(p) for p in (spec.scene_json, spec.questions))
-    frag = state.Fragment("s", str(spec.scene_json), str(spec.questions), "opts", inputs,
-                          state.outputs_of(out, [video]), ({"scene_id": "s", "path": "16_frame/s.mp4"},))
-    state.write_fragment(out, frag)
-    assert state.complete(out, spec, "s", "opts") == frag
-    assert state.complete(out, spec, "s", "other options") is None
-    assert state.complete(out, SceneSpec("s", spec.scene_json, tmp_path / "q2.jsonl"), "s", "opts") is None
+    given = {"scene": spec.scene_json, "questions": spec.questions}
+
+    def write(**extra):
+        inputs = {"scene": input_record(spec.scene_json), "questions": input_record(spec.questions), **extra}
+        write_scene_record(out, "s", {"16_frame/s.mp4": file_record(video)}, inputs, {"o": 1}, "run",
+                           [{"scene_id": "s", "path": "16_frame/s.mp4"}])
+
+    def current(options=None, inputs=None):
+        return check_scene(out, "s", inputs or given, options or {"o": 1}).current
+
+    write()
+    assert current() and not current({"o": 2})
+    assert not current(inputs={**given, "questions": tmp_path / "q2.jsonl"})
     os.utime(spec.questions, ns=(1, 1))  # touched: content key decides
-    assert state.complete(out, spec, "s", "opts") == frag
+    assert current()
     spec.questions.write_text("[]\n")  # same size, other bytes
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     spec.questions.write_text("{}\n")
     video.write_bytes(b"v" * 9)
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     video.write_bytes(b"v" * 10)
+    write()
     mesh = tmp_path / "mesh.ply"  # what occlusion read: one more input
     mesh.write_bytes(b"m" * 10)
-    with_mesh = dataclasses.replace(frag, evidence=files_record(tmp_path, [mesh]))
-    state.write_fragment(out, with_mesh)
-    assert state.complete(out, spec, "s", "opts") == with_mesh
+    write(occlusion=files_record(tmp_path, [mesh]))
+    assert current()
     os.utime(mesh, ns=(1, 1))
-    assert state.complete(out, spec, "s", "opts") == with_mesh
+    assert current()
     mesh.write_bytes(b"n" * 10)
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
     mesh.unlink()
-    assert state.complete(out, spec, "s", "opts") is None
-    state.remove_fragment(out, "s")
-    assert state.complete(out, spec, "s", "opts") is None
+    assert not current()
+    layout.scene_record_path(out, "s").unlink()
+    assert not current()
 
 
 def test_leftovers_of_a_scene_are_its_own(tmp_path):
@@ -546,20 +612,20 @@ def test_claims_count_attempts_and_refuse_a_live_holder(tmp_path):
 
 
 def test_a_bug_in_a_task_is_recorded_with_its_traceback_not_raised(scenes, tmp_path, monkeypatch):
-    import vistest.pipeline
+    import vistest.job
 
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # run_task sets it for its process: restored after
 
     def broken(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(vistest.pipeline, "run_scene", broken)
+    monkeypatch.setattr(vistest.job, "run_scene", broken)
     spec = discover(scenes / "demo-a")[0]
-    o = run_task(SceneTask(spec, "demo-a", tmp_path, TaskOptions(), "run"))
+    o = run_task(SceneTask(spec, "demo-a", tmp_path, RunConfig(), None, "run"))
     assert o.status == "failed" and o.failure.kind == ERROR and o.failure.stage == "video"
     assert o.failure.error == "ZeroDivisionError: a bug" and "Traceback" in o.failure.traceback
     assert not o.failure.retried and claims.read_claim(tmp_path, "demo-a") is None
-    assert state.read_fragment(tmp_path, "demo-a") is None
+    assert not layout.scene_record_path(tmp_path, "demo-a").exists()
 
 
 def test_failed_jsonl_keeps_other_scenes_and_clears_fixed_ones(tmp_path):

@@ -98,10 +98,12 @@ def test_an_evaluator_failing_on_the_video_gets_no_all_ground_truth(tmp_path):
     a 24-frame video has) is a warning and has no all_frame.jsonl; a rerun where it fails removes the file an
     earlier run wrote under that name (it is not this video's ground truth); the manifest states the error."""
     from vistest.datasets.demo import make_demo_scene
-    from vistest.pipeline import VideoOptions, run_scene
+    from vistest.budget.config import TruthConfig
+    from vistest.config import RunConfig
+    from vistest.pipeline import run_scene
     from vistest.questions import load_questions
     from vistest.scene import Scene
-    from vistest.videos.plan import EncoderSettings
+    from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
 
     scene_json = make_demo_scene(tmp_path / "scene", num_frames=24, size=(160, 120), quiet=True)
     questions = load_questions(Path(__file__).resolve().parent.parent / "examples" / "demo-questions.jsonl",
@@ -110,7 +112,8 @@ def test_an_evaluator_failing_on_the_video_gets_no_all_ground_truth(tmp_path):
     fast = EncoderSettings(preset="ultrafast", intra_preset="ultrafast")
 
     def run(spec):
-        opts = VideoOptions(budgets=("all",), dummy_modes=(), settings=fast, evaluators=parse_evaluators([spec]))
+        opts = RunConfig(TruthConfig(budgets=("all",)), DummyConfig(modes=()), EncodeConfig(fast),
+                         evaluators=parse_evaluators([spec]))
         return run_scene(scene_json, questions, out, opts, progress=False)
     gt = out / "scenes" / "demo-seed0" / "evaluators" / "q" / "all_frame.jsonl"
     run("q=uniform:frames=8")

@@ -20,6 +20,7 @@ and the kill -9 loop. A 40-frame 128x96 demo keeps the module quick. How each fa
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import json
@@ -45,11 +46,14 @@ from vistest import layout
 from vistest.atomic import parse_temp_name, write_atomic
 from vistest.cli import main
 from vistest.errors import InputError, OutputError
-from vistest.pipeline import VideoOptions, run_scene, scene_status
+from vistest.budget.config import TruthConfig
+from vistest.config import RunConfig
+from vistest.job import SceneJob
+from vistest.pipeline import run_scene
 from vistest.questions import load_questions
 from vistest.scene import Scene, SceneError
 from vistest.videos.ffmpeg import count_frames
-from vistest.videos.plan import EncoderSettings
+from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
 from vistest.visibility.table import Visibility
 
 from test_adapters_scannet import write_scannet_scan
@@ -217,7 +221,8 @@ def test_concurrent_runs_of_one_scene_serialise(clean, scene_json, tmp_path, mon
         return commit(*a, **kw)
 
     monkeypatch.setattr(pipeline, "commit_scene", commit_while_another_run_starts)
-    opts = VideoOptions(budgets=(16, "all"), dummy_modes=("drop",), settings=EncoderSettings(crf=10))
+    opts = RunConfig(TruthConfig(budgets=(16, "all")), DummyConfig(modes=("drop",)),
+                     EncodeConfig(EncoderSettings(crf=10)))
     run_scene(scene_json, load_questions(QUESTIONS), out, opts, visibility=Visibility.load(vis_npz), progress=False)
     b = seen["b"]
     assert b.wait(timeout=180) == 0, b.stderr.read()
@@ -232,8 +237,9 @@ def test_concurrent_runs_of_one_scene_serialise(clean, scene_json, tmp_path, mon
     assert list(out.glob("dummy_black/16_frame/*/*.mp4")) and not list(out.glob("dummy_drop/*/*/*.mp4"))
     assert invoke("export", "jsonl", out, "-o", tmp_path / "jsonl", "--quiet").exit_code == 0
     assert leftovers(out) == []
-    assert scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16, "all"), dummy_modes=("black",),
-                                                                 settings=EncoderSettings(crf=10))).complete
+    black = RunConfig(TruthConfig(budgets=(16, "all")), DummyConfig(modes=("black",)),
+                      EncodeConfig(EncoderSettings(crf=10)), occlusion="depth")
+    assert SceneJob(scene_json, QUESTIONS, black, vis_npz).status(out).current  # the second run's, whole
 
 
 # ---- kill -9 --------------------------------------------------------------------------------------
@@ -332,7 +338,7 @@ def test_spool_space_is_checked_before_anything_is_written(clean, scene_json, tm
     out = copy_run(clean, tmp_path / "out")
     before = state(out, with_times=True)
     monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(total=10 << 20, used=9 << 20, free=1 << 20))
-    opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=12))  # new keys: every video to write
+    opts = RunConfig(TruthConfig(budgets=(16, "all")), encode=EncodeConfig(EncoderSettings(crf=12)))  # new keys
     monkeypatch.setenv("VISTEST_SPOOL", str(tmp_path / "spool"))
     with pytest.raises(OutputError, match=rf"{tmp_path / 'spool'}: the work folder of scene {SID} .* needs about "
                                           r"\d+ MB, 1 MB are free there.*--spool-dir"):
@@ -599,14 +605,18 @@ def test_commands_remove_what_killed_commands_left_in_their_output_folder(clean,
 
 def test_scene_status_is_cheap_and_trustworthy(clean, scene_json, tmp_path):
     out = copy_run(clean, tmp_path / "out")
-    opts = VideoOptions(budgets=(16, "all"), settings=EncoderSettings(crf=10))
-    st = scene_status(out, scene_json, QUESTIONS, opts, occlusion="depth")
+    opts = RunConfig(TruthConfig(budgets=(16, "all")), encode=EncodeConfig(EncoderSettings(crf=10)),
+                     occlusion="depth")
+
+    def status(config):
+        return SceneJob(Path(scene_json), QUESTIONS, config).status(out)
+    st = status(opts)
     assert st.complete and st.current and st.reasons == ()
-    assert not scene_status(out, scene_json, QUESTIONS, opts).current  # auto: the mesh, not the depth frames
-    assert not scene_status(out, scene_json, QUESTIONS, VideoOptions(budgets=(16,)), occlusion="depth").current
+    assert not status(dataclasses.replace(opts, occlusion="auto")).current  # auto: the mesh, not the depth frames
+    assert not status(dataclasses.replace(opts, truth=TruthConfig(budgets=(16,)))).current
     gt = out / "scenes" / SID / "16_frame.jsonl"
     gt.write_text(gt.read_text() + "\n")
-    st = scene_status(out, scene_json, QUESTIONS, opts, occlusion="depth")
+    st = status(opts)
     assert not st.complete and any(str(gt) in r for r in st.reasons)
     record = json.loads((out / ".vistest" / "records" / f"{SID}.json").read_text())
     assert record["files"][f"16_frame/{SID}.mp4"]["sha256"] == hashlib.sha256(

@@ -157,7 +157,10 @@ def test_auto_uses_the_mesh(room):
 
 def test_dummy_drops_every_frame_where_the_nested_table_shows(room, tmp_path):
     """Through the real pipeline: a small video of the views, occlusion chosen by default (mesh)."""
-    from vistest.pipeline import VideoOptions, run_scene
+    from vistest.budget.config import TruthConfig
+    from vistest.config import RunConfig
+    from vistest.pipeline import run_scene
+    from vistest.videos.config import DummyConfig
     from vistest.videos.ffmpeg import VideoWriter, count_frames
 
     scene, share = room
@@ -185,7 +188,7 @@ def test_dummy_drops_every_frame_where_the_nested_table_shows(room, tmp_path):
     qs = load_questions(root / "q.jsonl", scene=loaded)
     out = tmp_path / "run"
     res = run_scene(root / "scene.json", qs, out,
-                    VideoOptions(budgets=("all",), dummy_modes=("drop",), dummy_budgets=("all",)),
+                    RunConfig(TruthConfig(budgets=("all",)), DummyConfig(modes=("drop",), budgets=("all",))),
                     progress=False, scene=loaded)
     rec = next(json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()
                if json.loads(ln)["mode"] == "drop")

@@ -106,35 +106,41 @@ def test_cli_errors_name_file_and_field(scene_json, tmp_path):
 def test_a_changed_mesh_reruns_the_scene_and_recomputes_its_visibility(scene_json, tmp_path):
     """The demo's mesh (``auto`` occlusion renders it) is an input like scene.json: after it
     changes, the scene is no longer current (named), a rerun computes the table again (equal
-    to one computed from the new mesh, unlike the stale one), and make's stamp lists the mesh."""
+    to one computed from the new mesh, unlike the stale one), and its record lists the mesh."""
     import trimesh
 
-    from vistest.pipeline import VideoOptions, scene_status
+    from vistest.budget.config import TruthConfig
+    from vistest.config import RunConfig
+    from vistest.job import SceneJob
     from vistest.scene import Scene
-    from vistest.videos.plan import EncoderSettings
+    from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
     from vistest.visibility.table import compute_visibility
 
     scene = scene_copy(scene_json, tmp_path / "scene")  # files copied (mesh.ply), depth/ linked
     out, questions = tmp_path / "out", EXAMPLES / "demo-questions.jsonl"
     args = ["--budgets", "16", "--dummy", "drop", "--preset", "ultrafast", "--quiet"]
-    opts = VideoOptions(budgets=(16,), dummy_modes=("drop",), settings=EncoderSettings(preset="ultrafast"))
+    job = SceneJob(scene, questions, RunConfig(TruthConfig(budgets=(16,)), DummyConfig(modes=("drop",)),
+                                               EncodeConfig(EncoderSettings(preset="ultrafast"))))
     cli("run", scene, questions, "-o", out, *args)
-    assert scene_status(out, scene, questions, opts).current
+    assert job.status(out).current
     before = Visibility.load(out / "scenes" / "demo-seed0" / "visibility.npz")
     mesh = Scene.load(scene).path(Scene.load(scene).mesh)
     lifted = trimesh.load(mesh, process=False)
     lifted.vertices[:, 2] += 50.0  # walls and furniture out of every view: nothing hides the boxes
     lifted.export(mesh)
-    st = scene_status(out, scene, questions, opts)
+    st = job.status(out)
     assert not st.current and any(r.startswith("input occlusion") and "differs" in r for r in st.reasons), st.reasons
-    cli("run", scene, questions, "-o", out, *args, "--stamp", tmp_path / "stamp")
+    r = cli("run", scene, questions, "-o", out, *args, "--if-stale")
+    assert "up to date" not in r.stderr
     after = Visibility.load(out / "scenes" / "demo-seed0" / "visibility.npz")
     fresh = compute_visibility(Scene.load(scene))
     assert np.array_equal(after.visible, fresh.visible, equal_nan=True)
     assert not np.array_equal(after.visible, before.visible, equal_nan=True)
     assert after.params["vistest_key"] != before.params["vistest_key"]
-    assert "mesh.ply" in (tmp_path / "stamp.d").read_text()
-    assert scene_status(out, scene, questions, opts).current
+    record = json.loads((out / ".vistest" / "records" / "demo-seed0.json").read_text())
+    assert "mesh.ply" in record["inputs"]["occlusion"]["files"]
+    assert job.status(out).current
+    assert "up to date" in cli("run", scene, questions, "-o", out, *args, "--if-stale").stderr
 
 
 def test_depth_images_are_keyed_by_content(scene_json, tmp_path, monkeypatch):
@@ -231,19 +237,20 @@ def test_make_variants_builds_each_scene_once(scene_json, tmp_path):
         r = subprocess.run(["make", "-C", str(ROOT), "-o", ".venv/.installed", "-j2", "variants", f"SCENES={scenes}",
                             f"OUT={out}", opts], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
-        return [ln for ln in r.stdout.splitlines() if "bin/vistest-scene" in ln]
+        current = {ln.split(":")[0] for ln in r.stderr.splitlines() if ": up to date in " in ln}
+        return sorted({"demo-a", "demo-b"} - current)  # the scenes that ran
 
-    assert len(make()) == 2
-    assert (out / ".vistest" / "demo-a.done").is_file() and (out / ".vistest" / "demo-a.done.d").is_file()
+    assert make() == ["demo-a", "demo-b"]
     rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     assert {r["scene_id"] for r in rows} == {"demo-a", "demo-b"}
     assert make() == []  # nothing changed
     (out / "16_frame" / "demo-b.mp4").unlink()
-    rebuilt = make()  # b's output is missing: b only
-    assert len(rebuilt) == 1 and f"{scenes}/demo-b " in rebuilt[0]
+    assert make() == ["demo-b"]  # b's output is missing: b only
     os.utime(scenes / "demo-a" / "questions.jsonl")
-    rebuilt = make()  # a's input changed: a only
-    assert len(rebuilt) == 1 and f"{scenes}/demo-a " in rebuilt[0]
+    assert make() == []  # touched, same bytes: the record's content keys decide
+    q = scenes / "demo-a" / "questions.jsonl"
+    q.write_text("\n".join(q.read_text().splitlines()[:-1]) + "\n")
+    assert make() == ["demo-a"]  # a's input changed: a only
     assert make() == []
 
 
@@ -255,3 +262,21 @@ def test_score_reads_the_whole_run_folder(clean):
     whole, one = load_run_dir(out), load_run_dir(out / "scenes" / "demo-seed0")
     assert sorted(t.key for t in whole.truths) == sorted(t.key for t in one.truths)
     assert any(t.variant.startswith("dummy") for t in whole.truths)
+
+
+def test_docs_name_every_run_setting():
+    """docs/videos.md's settings table names every field of RunConfig and its stage configs, and
+    every field has a doc (with its unit) in the code, as vistest.generate.rules' parameters do."""
+    import dataclasses
+
+    from vistest.budget.config import TruthConfig
+    from vistest.config import RunConfig
+    from vistest.videos.config import DummyConfig, EncodeConfig, ResourceConfig
+
+    text = (ROOT / "docs" / "videos.md").read_text()
+    table = text[text.index("## Settings: one `RunConfig`"):text.index("## Batch: `make variants`")]
+    for cls in (RunConfig, TruthConfig, DummyConfig, EncodeConfig, ResourceConfig):
+        assert f"`{cls.__name__}`" in table
+        for f in dataclasses.fields(cls):
+            assert f"`{f.name}`" in table, (cls.__name__, f.name)
+            assert len(f.metadata.get("doc", "")) > 10, (cls.__name__, f.name)

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from matplotlib.colors import to_rgb
 
 from vistest.cli import main
+from vistest.errors import InputError
 from vistest.questions import load_questions
 from vistest.budget.sampling import select_frames
 from vistest.datasets.synthetic import random_box_scene
@@ -19,7 +20,9 @@ from vistest.look.timeline import (
     coverage_rgb,
     figure,
 )
-from vistest.videos.plan import EncoderSettings, EvidenceTable, plan_dummies
+from vistest.videos.config import DummyConfig
+from vistest.videos.evidence import EvidenceTable
+from vistest.videos.plan import plan_dummies
 from vistest.visibility.table import compute_visibility
 
 N = 120
@@ -78,12 +81,39 @@ def test_timeline_marks_the_selected_frames(scene_vis):
         assert np.allclose(img[row, col], 1.0, atol=0.02), x
 
 
+def test_evidence_frame_margin_widens_what_drop_and_black_remove(scene_vis, questions):
+    """--evidence-frame-margin K: the K frames around each evidence frame count as evidence (clipped
+    to the video); drop leaves them out, black blackens them; 0 is the plain evidence."""
+    scene, vis = scene_vis
+    qs = load_questions(questions, scene=scene)[:2]
+    table = EvidenceTable(vis, N, 0.0)
+
+    def dummies(margin):  # (truth, its full-length video's variant) per question and mode
+        variants, truths = plan_dummies(scene, table, qs, "key", scene.image_size, ["all"],
+                                        DummyConfig(modes=("drop", "black"), evidence_frame_margin=margin))
+        by_path = {v.path: v for v in variants}
+        return [(t, by_path[t.videos[0].path]) for t in truths]
+
+    plain, wide = dummies(0), dummies(2)
+    assert plain[0][0].evidence_frames and len(plain[0][0].evidence_frames) < N - 4
+    for (t, v0), (w, v) in zip(plain, wide):
+        near = {f + d for f in t.evidence_frames for d in range(-2, 3)} & set(range(N))
+        assert set(w.evidence_frames) == near and len(near) > len(t.evidence_frames)
+        if w.mode == "drop":
+            assert v.frames == tuple(f for f in range(N) if f not in near)
+            assert v0.frames == tuple(f for f in range(N) if f not in t.evidence_frames)
+        else:
+            assert set(v.black) == near and set(v0.black) == set(t.evidence_frames)
+    with pytest.raises(InputError, match="evidence_frame_margin"):
+        DummyConfig(evidence_frame_margin=-1)
+
+
 def test_timeline_question_rows_are_the_frames_the_dummy_removes(scene_vis, questions):
     scene, vis = scene_vis
     qs = load_questions(questions, scene=scene)
     tl = build_timeline(scene, vis, qs)
     table = EvidenceTable(vis, N, 0.0)
-    _, truths = plan_dummies(scene, table, qs, ["drop"], "key", scene.image_size, scene.fps, EncoderSettings(), [])
+    _, truths = plan_dummies(scene, table, qs, "key", scene.image_size, [], DummyConfig(modes=("drop",)))
     for r, t in zip(tl.removals, truths):
         assert r.frames == t.evidence_frames and r.objects == t.objects
     unknown = {f.index for f in scene.frames if not f.valid}

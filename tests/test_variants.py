@@ -25,7 +25,9 @@ from vistest import Scene, Visibility
 from vistest.budget.rows import DUMMY_FIELDS, TruthRow
 from vistest.budget.truth import budget_truth
 from vistest.datasets.demo import furniture
-from vistest.pipeline import VideoOptions, run_scene
+from vistest.budget.config import TruthConfig
+from vistest.config import RunConfig
+from vistest.pipeline import run_scene
 from vistest.videos.source import check_video, scale_scene
 from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
@@ -33,7 +35,9 @@ from vistest.videos.encode import is_long, plan_passes
 from vistest.videos.stored import stored_key
 from vistest.videos.memory import encoder_memory_mb, plan_resources
 from vistest.videos.pixels import fill_rects
-from vistest.videos.plan import EncoderSettings, EvidenceTable, even_rect, plan_variants
+from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
+from vistest.videos.evidence import EvidenceTable, even_rect
+from vistest.videos.plan import plan_variants
 from vistest.videos.ffmpeg import FrameReader, count_frames, ffmpeg_exe, probe, read_frames
 from vistest.budget.sampling import PROFILES, select_frames
 from conftest import scene_copy
@@ -76,8 +80,8 @@ def demo(tmp_path_factory, demo_full):
     qpath.write_text("\n".join(lines + [json.dumps(extra)]) + "\n")
     scene = Scene.load(scene_json)
     questions = load_questions(qpath, scene=scene)
-    opts = VideoOptions(budgets=(16, 32, "all"), dummy_length="full", dummy_budgets=(16, 32, "all"), settings=SETTINGS,
-                        evaluators=DEFAULT_EVALUATORS + EXTRA_EVALUATORS)
+    opts = RunConfig(TruthConfig(budgets=(16, 32, "all")), DummyConfig(length="full", budgets=(16, 32, "all")),
+                     EncodeConfig(SETTINGS), evaluators=DEFAULT_EVALUATORS + EXTRA_EVALUATORS)
     out = root / "out"
     res = run_scene(scene_json, questions, out, opts, progress=False)
     manifest = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
@@ -428,12 +432,12 @@ def test_plan_without_writing_is_deterministic(demo):
     scene, vis, qs = demo["scene"], demo["vis"], demo["questions"]
     truth = budget_truth(scene, vis, qs, budgets=(16, "all"))
     kw = dict(source=scene.path(scene.video), source_key="x" * 64, size=(W, H),
-              settings=EncoderSettings(crf=4, preset="ultrafast"))
+              encode=EncodeConfig(EncoderSettings(crf=4, preset="ultrafast")))
     a = plan_variants(scene, vis, qs, truth.selections, **kw)
     b = plan_variants(scene, vis, qs, truth.selections, **kw)
     assert [v.key for v in a.variants] == [v.key for v in b.variants]
     c = plan_variants(scene, vis, qs, truth.selections,
-                      **{**kw, "settings": EncoderSettings(crf=5, preset="ultrafast")})
+                      **{**kw, "encode": EncodeConfig(EncoderSettings(crf=5, preset="ultrafast"))})
     assert not {v.key for v in a.variants} & {v.key for v in c.variants}  # encoder settings are in the key
 
 
@@ -551,9 +555,9 @@ def full_length(demo):
 def budget_dummy_run(demo, out, profile, modes=("drop", "black", "mask")):
     """The default dummies (budget dummies of 16 and 32) of two questions, for ``profile``."""
     qs = [q for q in demo["questions"] if q.id in BUDGET_DUMMY_QUESTIONS]
-    opts = VideoOptions(budgets=(16, 32), profile=profile, dummy_modes=modes, settings=SETTINGS)
-    res = run_scene(demo["scene_json"], qs, out, opts, visibility=demo["vis"], with_budget_files=False,
-                    progress=False)
+    opts = RunConfig(TruthConfig(budgets=(16, 32), profile=profile), DummyConfig(modes=modes), EncodeConfig(SETTINGS),
+                     budget_files=False)
+    res = run_scene(demo["scene_json"], qs, out, opts, visibility=demo["vis"], progress=False)
     manifest = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
     return res, manifest
 
@@ -703,7 +707,7 @@ def test_all_frame_falls_back_to_encoding_and_says_why(demo, tmp_path, kind):
 @SLOW
 def test_rerun_skips_matching_outputs_and_redoes_the_rest(demo):
     out, sid = demo["out"], demo["scene"].scene_id
-    kw = dict(opts=demo["opts"], progress=False)
+    kw = dict(config=demo["opts"], progress=False)
     before = {p: (out / p).stat().st_mtime_ns for p in demo["manifest"]}
     res = run_scene(demo["scene_json"], demo["questions"], out, **kw)
     assert res.report.written == () and set(res.report.skipped) == set(demo["manifest"])

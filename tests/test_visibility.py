@@ -316,31 +316,3 @@ def test_nested_boxes_agree_with_pyrender():
     inner = [i for i, o in enumerate(scene.objects) if o.label == "inner"]
     assert (vis.visible[:, inner] > 0.005).sum() > 10  # nested boxes are seen: not vacuous
     assert ev.max() <= 0.005, f"visible: max error {ev.max():.4f} of image area"
-
-
-def test_visibility_batch_script_redoes_a_scene_whose_files_or_options_changed(demo_tiny, tmp_path):
-    """bin/vistest-visibility-batch skips a scene only while its table is newer than every file
-    in the scene's folder (a re-exported mesh makes it stale) and the options are the same."""
-    from pathlib import Path
-
-    from conftest import scene_copy
-
-    script = Path(__file__).resolve().parent.parent / "bin" / "vistest-visibility-batch"
-    scene = scene_copy(demo_tiny, tmp_path / "scenes" / "room")  # files copied (mesh.ply), depth/ linked
-    out, target = tmp_path / "out", tmp_path / "out" / "room.npz"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "VISTEST_VISIBILITY_OPTS": "--occlusion boxes"}
-
-    def batch(**extra):
-        r = subprocess.run([str(script), str(out), str(scene)], env={**env, **extra}, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        return r
-
-    assert batch().stdout.strip() == str(target)
-    assert "skip room (up to date)" in batch().stderr
-    newer = target.stat().st_mtime_ns + 1  # the mesh re-exported after the table (and before the next one)
-    os.utime(scene.parent / "mesh.ply", ns=(newer, newer))
-    assert batch().stdout.strip() == str(target)
-    assert "skip room (up to date)" in batch().stderr
-    assert batch(VISTEST_VISIBILITY_OPTS="--occlusion none").stdout.strip() == str(target)
-    assert Visibility.load(target).params["occlusion"] == "none"

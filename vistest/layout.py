@@ -18,12 +18,10 @@ score``, ``baseline``, ``export``, ``sheet``, ``index``) is named here::
       dummy_allblack/[{n}_frame/]{scene_id}.mp4
                                             dummy_video_path() of mode allblack
       failed.jsonl                          FAILED: scenes a batch could not finish (vistest batch)
-      .vistest/{scene}.done(.d)             STAMPS_DIR: make stamps (bin/vistest-scene)
       .vistest/locks/{scene_id}.lock        scene_lock_path(): held while a run writes the scene's files
       .vistest/records/{scene_id}.json      scene_record_path(): size and sha256 of every file of the scene
       .vistest-spool-{scene_id}.{tag}/      SPOOL_PREFIX: a run's work folder (the frame pool), by default
                                             here; --spool-dir / $VISTEST_SPOOL put it elsewhere
-      .vistest/scenes/{scene_id}.json       fragment_path(): a finished batch scene's record and manifest lines
       .vistest/running/{scene_id}.json      claim_path(): the batch task working on a scene (host, pid, stage)
       scenes/{scene_id}/                    scene_dir(): one scene's ground truth
         visibility.npz                      VISIBILITY: the visibility table, reused while valid
@@ -52,12 +50,11 @@ INDEX_HTML = "index.html"
 SHEETS_DIR = "sheets"
 SCENES_DIR = "scenes"
 STAMPS_DIR = ".vistest"
-STATE_DIR = STAMPS_DIR  # RUN_DIR/.vistest: make stamps, scene locks and records (not data: hidden)
+STATE_DIR = STAMPS_DIR  # RUN_DIR/.vistest: scene locks, records and batch claims (not data: hidden)
 LOCKS_DIR = "locks"
 RECORDS_DIR = "records"
 SPOOL_PREFIX = ".vistest-spool-"  # + "{scene_id}.{rand}_{pid}_{host}" (vistest.atomic.process_tag)
 FAILED = "failed.jsonl"
-FRAGMENTS_DIR = "scenes"  # under STAMPS_DIR
 CLAIMS_DIR = "running"    # under STAMPS_DIR
 VISIBILITY = "visibility.npz"
 DUMMY_GT = "dummy_gt.jsonl"
@@ -169,12 +166,6 @@ def manifest_path(run_dir: str | os.PathLike) -> Path:
 def failed_path(run_dir: str | os.PathLike) -> Path:
     """``RUN_DIR/failed.jsonl``: one line per scene a batch could not finish (vistest.batch)."""
     return Path(run_dir) / FAILED
-
-
-def fragment_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
-    """``RUN_DIR/.vistest/scenes/{scene_id}.json``: what a batch task wrote for a finished scene
-    (its inputs' keys, its outputs, its manifest lines), written last (vistest.batch.state)."""
-    return Path(run_dir) / STAMPS_DIR / FRAGMENTS_DIR / f"{scene_id}.json"
 
 
 def claim_path(run_dir: str | os.PathLike, scene_id: str) -> Path:

@@ -8,8 +8,9 @@ ground truth; the dummies' ground truth; per evaluator configuration, the ``all`
 ground truth over the frames it takes, ``evaluators/{name}/all_frame.jsonl``), ``manifest.jsonl``
 and the scene's record and lock
 (vistest.videos.manifest). :func:`run_scene` checks its inputs before it writes anything and
-replaces the scene's outputs only once all are written (its docstring); :func:`scene_status`
-says, cheaply, whether a scene is complete and up to date.
+replaces the scene's outputs only once all are written (its docstring), with the settings of a
+vistest.config.RunConfig; entry points reach it through vistest.job.SceneJob, whose ``status``
+says, cheaply, from the record (:func:`record_options`), whether a scene is complete and up to date.
 """
 from __future__ import annotations
 
@@ -17,33 +18,28 @@ import dataclasses
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import layout
 from .atomic import check_writable, file_record, files_record, write_atomic
-from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
-from .budget.truth import (DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD, BudgetTruth,
-                           budget_truth, evaluator_truth, write_budget_files)
-from .questions import Question, load_questions
-from .budget.sampling import DEFAULT_PROFILE
-from .budgets import ALL, BudgetValue
+from .budget.truth import BudgetTruth, budget_truth, evaluator_truth, write_budget_files
+from .config import RunConfig
+from .questions import Question
+from .budgets import ALL
 from .errors import InputError
-from .jsonl import parse_json, read_text
 from .scene import Scene, check_scene_id
-from .videos.memory import DEFAULT_MAX_MEMORY_MB
 from .videos.spool import spool_folder
 from .videos.staging import WriteReport, commit_videos, discard_videos
 from .videos.write import write_plan
-from .videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_DUMMY_MODES, DEFAULT_EVIDENCE_THRESHOLD,
-                          DEFAULT_MASK_MARGIN, STREAM_COPY, EncoderSettings, VariantPlan, dummy_gt_jsonl, file_key,
-                          manifest_records, plan_variants)
-from .videos.ffmpeg import VideoInfo
+from .videos.manifest_lines import manifest_records
+from .videos.plan import VariantPlan, dummy_gt_jsonl, file_key, plan_variants
+from .videos.recipes import STREAM_COPY
 from .videos.source import check_video
-from .videos.manifest import (SceneLock, SceneStatus, check_scene, input_record, prune_dummies, read_scene_record,
-                              remove_stale_files, update_manifest, write_scene_record)
-from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, choose_occlusion, occlusion_inputs
+from .videos.manifest import (SceneLock, input_record, prune_dummies, read_scene_record, remove_stale_files,
+                              update_manifest, write_scene_record)
+from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, occlusion_inputs
 from .workers import ChildLost, call_in_child, describe_exit
 
 
@@ -51,45 +47,6 @@ STAGES = ("scene", "questions", "video", "visibility", "budget", "videos")
 """A scene's stages in order, as :func:`run_scene`'s ``stage`` callback names them (scene.json
 validated; questions validated (by the caller); the source video probed; visibility; budget
 GT; videos, dummy GT and manifest lines): failure records (vistest.batch) name one."""
-
-
-@dataclass(frozen=True)
-class VideoOptions:
-    """Options of the video stage (defaults as on the command line; docs/videos.md).
-
-    ``budgets``: frame budgets (ints and/or ``"all"``); ``profile``/``profile_options``: the
-    sampler profile whose selections the budget videos hold; ``dummy_modes``: subset of
-    drop, black, mask, allblack; ``fill``: mask fill; ``evidence_threshold``: fraction of the
-    image area; ``mask_margin``: pixels; ``budget_fps``: frames/s of the n-frame videos;
-    ``unknown_as_evidence``: frames without a valid pose count as evidence; ``dummy_length``:
-    ``budget`` (numeric dummy budgets get n-frame budget dummies) or ``full``;
-    ``dummy_budgets``: the budgets dummies are written for (None: the numeric ``budgets``;
-    ``all`` always uses full-length dummies); ``seen_threshold``
-    and ``min_budget_room_route``: the budget GT's (vistest.budget.truth); ``max_memory_mb``,
-    ``jobs``, ``threads``, ``cpus`` (default: this machine's): vistest.videos.write.plan_resources.
-    ``evaluators``: the evaluator configurations (vistest.budget.evaluators) whose takes the
-    manifest states for every video and whose ``all`` ground truth is written (with the ``all`` budget).
-    """
-
-    budgets: tuple[BudgetValue, ...] = DEFAULT_BUDGETS
-    profile: str = DEFAULT_PROFILE
-    profile_options: Mapping[str, Any] = field(default_factory=dict)
-    dummy_modes: tuple[str, ...] = DEFAULT_DUMMY_MODES
-    fill: str = "black"
-    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD
-    mask_margin: int = DEFAULT_MASK_MARGIN
-    budget_fps: float = DEFAULT_BUDGET_FPS
-    unknown_as_evidence: bool = True
-    dummy_length: str = DEFAULT_DUMMY_LENGTH
-    dummy_budgets: tuple[BudgetValue, ...] | None = None
-    settings: EncoderSettings = EncoderSettings()
-    seen_threshold: float = DEFAULT_SEEN_THRESHOLD
-    min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE
-    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB
-    jobs: int | None = None
-    threads: int | None = None
-    cpus: int | None = None
-    evaluators: tuple[Evaluator, ...] = DEFAULT_EVALUATORS
 
 
 # ---------------------------------------------------------------------------------------
@@ -184,90 +141,43 @@ class SceneResult:
         return [Path(outdir) / v.path for v in self.plan.variants] + list(self.files)
 
 
-def plan_scene_videos(scene: Scene, info: VideoInfo, visibility: Visibility, questions: Sequence[Question],
-                      truth: BudgetTruth, opts: VideoOptions, source_key: str, warnings: Sequence[str] = ()
-                      ) -> VariantPlan:
-    """The scene's budget and dummy videos (vistest.videos.plan.plan_variants with ``opts``);
-    ``truth``: the budget GT whose selections the budget videos hold; ``source_key``: the
-    sha256 of the source video."""
-    return plan_variants(scene, visibility, questions, truth.selections, source=scene.path(scene.video),
-                         source_key=source_key, size=info.size, dummy_modes=opts.dummy_modes, fill=opts.fill,
-                         evidence_threshold=opts.evidence_threshold, mask_margin=opts.mask_margin,
-                         budget_fps=opts.budget_fps, settings=opts.settings, profile_options=opts.profile_options,
-                         unknown_as_evidence=opts.unknown_as_evidence, dummy_length=opts.dummy_length,
-                         dummy_budgets=opts.dummy_budgets, source_info=info, warnings=warnings,
-                         evaluators=opts.evaluators)
-
-
 def questions_key(questions: Sequence[Question]) -> str:
     """sha256 of the questions' records (canonical JSON): what the outputs depend on, whatever file held them."""
     text = json.dumps([dict(q.record) for q in questions], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_options(opts: VideoOptions, questions: Sequence[Question], occlusion: str = DEFAULT_OCCLUSION,
-                scale_intrinsics: bool = False, with_budget_files: bool = True, visibility_given: bool = False
-                ) -> dict[str, Any]:
-    """Everything besides the input files that a scene's outputs depend on, as the scene record
-    keeps it (vistest.videos.manifest.check_scene compares its key). Numbers are canonical (a
-    whole float is an int: ``--max-memory 500`` and ``max_memory_mb=500.0`` are one option)."""
-    def canonical(v: Any) -> Any:
-        if isinstance(v, Mapping):
-            return {str(k): canonical(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [canonical(x) for x in v]
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        return v
-
-    return canonical({"video": dataclasses.asdict(opts), "questions_key": questions_key(questions),
-                      "occlusion": occlusion, "scale_intrinsics": scale_intrinsics,
-                      "with_budget_files": with_budget_files,
-                      "visibility": "given" if visibility_given else "computed"})
-
-
-def scene_status(outdir: str | os.PathLike, scene_json: str | os.PathLike, questions_jsonl: str | os.PathLike,
-                 opts: VideoOptions = VideoOptions(), *, occlusion: str = DEFAULT_OCCLUSION,
-                 scale_intrinsics: bool = False, with_budget_files: bool = True, verify: bool = False
-                 ) -> SceneStatus:
-    """Whether ``vistest run`` (``with_budget_files``; ``vistest videos`` without) of this scene
-    into ``outdir`` with these options would find everything done: the scene's record
-    (vistest.videos.manifest) lists every output as written (sizes always; sha256 when a
-    modification time changed, or with ``verify``), the same scene.json, questions file and
-    video (unchanged), and the same options and questions. Cheap: reads scene.json's
-    ``scene_id`` (no validation; the whole scene only to resolve ``occlusion="auto"`` to the mode
-    a run records, vistest.visibility.table.choose_occlusion) and the questions (to key their
-    content), then one ``stat`` per file. For batch drivers that skip finished scenes."""
-    path = Path(scene_json)
-    doc = parse_json(read_text(path, InputError, "scene file"), str(path), InputError)
-    scene_id = check_scene_id(doc.get("scene_id") if isinstance(doc, dict) else None, str(path))
-    if occlusion == "auto":
-        occlusion, _ = choose_occlusion(Scene.load(path), occlusion)
-    questions = load_questions(questions_jsonl)
-    options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files)
-    return check_scene(outdir, scene_id, {"scene": path, "questions": questions_jsonl}, options, verify)
+def record_options(config: RunConfig, questions: Sequence[Question], visibility_given: bool = False
+                   ) -> dict[str, Any]:
+    """What the scene record keeps as the run's options, besides the input files: the config's
+    output settings (:meth:`RunConfig.to_json`, its :meth:`~RunConfig.key`; resources never),
+    the questions' content key and whether the visibility table was given or computed.
+    vistest.videos.manifest.check_scene compares their key; vistest.job.SceneJob computes them
+    for a run and for its status alike."""
+    return {"config": config.to_json(), "config_key": config.key(), "questions_key": questions_key(questions),
+            "visibility": "given" if visibility_given else "computed"}
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,
-              opts: VideoOptions = VideoOptions(), *, visibility: Visibility | None = None,
-              occlusion: str = DEFAULT_OCCLUSION, scale_intrinsics: bool = False, with_budget_files: bool = True,
-              progress: bool = True, scene: Scene | None = None, questions_path: str | os.PathLike | None = None,
-              spool_dir: str | os.PathLike | None = None, verify: bool = False, wait: bool = True,
-              on_wait: Callable[[str], None] | None = None, manifest: bool = True,
-              stage: Callable[[str], None] | None = None) -> SceneResult:
-    """The whole pipeline for one scene (see the module docstring for what goes where).
+              config: RunConfig = RunConfig(), *, visibility: Visibility | None = None,
+              visibility_path: str | os.PathLike | None = None, progress: bool = True, scene: Scene | None = None,
+              questions_path: str | os.PathLike | None = None, spool_dir: str | os.PathLike | None = None,
+              verify: bool = False, wait: bool = True, on_wait: Callable[[str], None] | None = None,
+              manifest: bool = True, stage: Callable[[str], None] | None = None) -> SceneResult:
+    """The whole pipeline for one scene (see the module docstring for what goes where), with
+    the settings of ``config``. Entry points go through vistest.job.SceneJob, which loads the
+    inputs; this takes them loaded.
 
-    ``visibility``: a precomputed table (else computed, or reused from
-    ``scenes/{id}/visibility.npz``) with ``occlusion`` (``auto``: the scene's mesh, else its
-    depth frames, else boxes; :func:`vistest.visibility.table.choose_occlusion`).
-    ``with_budget_files``: also write the visibility
-    cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos, ``dummy_gt.jsonl``
-    and manifest lines are written (``vistest videos``). ``questions_path``: the file the
-    questions came from (recorded as an input). ``spool_dir``: the work folder's location
+    ``visibility``: a precomputed table (else computed with ``config.occlusion``, or reused from
+    ``scenes/{id}/visibility.npz``; ``auto`` resolved by RunConfig.resolved); ``visibility_path``:
+    the file it came from (recorded as an input). ``config.budget_files``: also write the
+    visibility cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos,
+    ``dummy_gt.jsonl`` and manifest lines are written (``vistest videos``). ``questions_path``: the
+    file the questions came from (recorded as an input). ``spool_dir``: the work folder's location
     (vistest.videos.write.spool_folder). ``verify``: hash every output a rerun would keep.
     ``wait``/``on_wait``: what to do when another run holds the scene
     (vistest.videos.manifest.SceneLock). ``manifest=False``: leave ``manifest.jsonl`` alone
-    (vistest.batch merges the scene's lines, ``SceneResult.manifest``, once). ``stage``: called
+    (vistest.batch merges the scene's lines, kept in its record, once). ``stage``: called
     with each stage's name as it starts (:data:`STAGES`; "scene" only when ``scene`` is not given).
 
     In order: the inputs are checked (scene id, the video against the scene, the output folder
@@ -286,13 +196,14 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         scene = Scene.load(scene_json)
     check_scene_id(scene.scene_id, scene.source)
     stage("video")
-    scene, info, warnings = check_video(scene, scene_json, scale_intrinsics)
+    scene, info, warnings = check_video(scene, scene_json, config.scale_intrinsics)
     check_writable(outdir)
     spool = spool_folder(outdir, spool_dir)
     sid = scene.scene_id
     if visibility is None:
-        occlusion, _ = choose_occlusion(scene, occlusion)  # the record keeps the mode used, never "auto"
-    options = run_options(opts, questions, occlusion, scale_intrinsics, with_budget_files, visibility is not None)
+        config, _ = config.resolved(scene)  # the record keeps the mode used, never "auto"
+    options = record_options(config, questions, visibility is not None)
+    occlusion, with_budget_files, truth_config = config.occlusion, config.budget_files, config.truth
     with SceneLock(outdir, sid, wait=wait, on_wait=on_wait):
         remove_stale_files(outdir, sid, spool)
         previous = read_scene_record(outdir, sid) or {}
@@ -302,6 +213,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                   "video": input_record(scene.path(scene.video), known.get("video"))}
         if questions_path is not None:
             inputs["questions"] = input_record(questions_path, known.get("questions"))
+        if visibility_path is not None:
+            inputs["visibility"] = input_record(visibility_path, known.get("visibility"))
         evidence = None if visibility is not None else occlusion_evidence(scene, occlusion, known.get("occlusion"))
         if evidence is not None:
             inputs["occlusion"] = evidence
@@ -316,18 +229,21 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                 visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion, evidence),
                                                  occlusion, progress)
         stage("budget")
-        truth = budget_truth(scene, visibility, questions, budgets=opts.budgets, profile=opts.profile,
-                             seen_threshold=opts.seen_threshold, min_budget_room_route=opts.min_budget_room_route,
-                             profile_options=opts.profile_options)
+        truth = budget_truth(scene, visibility, questions, budgets=truth_config.budgets,
+                             profile=truth_config.profile, seen_threshold=truth_config.seen_threshold,
+                             min_budget_room_route=truth_config.min_budget_room_route,
+                             profile_options=truth_config.profile_options)
         evaluators, stale_evaluators = [], []
         if with_budget_files and ALL in truth.budgets:
-            evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, opts, outdir)
+            evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, config, outdir)
             warnings = list(warnings) + failed
         stage("videos")
-        plan = plan_scene_videos(scene, info, visibility, questions, truth, opts, inputs["video"]["sha256"], warnings)
-        report = write_plan(plan, outdir, max_memory_mb=opts.max_memory_mb, jobs=opts.jobs, threads=opts.threads,
-                            cpus=opts.cpus, progress=progress, records=before, verify=verify, spool_dir=spool,
-                            commit=False)
+        plan = plan_variants(scene, visibility, questions, truth.selections, source=scene.path(scene.video),
+                             source_key=inputs["video"]["sha256"], size=info.size, dummy=config.dummy,
+                             encode=config.encode, profile_options=truth_config.profile_options, source_info=info,
+                             warnings=warnings, evaluators=config.evaluators)
+        report = write_plan(plan, outdir, resources=config.resources, progress=progress, records=before,
+                            verify=verify, spool_dir=spool, commit=False)
         try:
             files, lines = commit_scene(outdir, plan, report, truth if with_budget_files else None,
                                         None if cache is None else visibility if cache else False, before, inputs,
@@ -348,8 +264,8 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
     ``visibility`` file (a Visibility: written; False: the cached file, kept; None: none), the
     budget files of ``truth`` (None: none), the ``all`` ground truth of each of ``evaluators``
     ((name, truth); ``stale_evaluators``: earlier runs' files of evaluators that now fail, removed),
-    ``dummy_gt.jsonl``, the scene record, the manifest lines (with each video's size and
-    sha256), then delete the dummies the plan no longer lists. ``before``: the previous
+    ``dummy_gt.jsonl``, the scene record (with the manifest lines), the manifest lines (with each
+    video's size and sha256), then delete the dummies the plan no longer lists. ``before``: the previous
     record's files (hashes of unchanged files are reused); ``manifest=False``: the lines are not
     written (vistest.batch merges them). Returns the files besides videos and the manifest lines."""
     sid = plan.scene_id
@@ -376,28 +292,28 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
     for f in files:
         rel = f.relative_to(outdir).as_posix()
         records[rel] = file_record(f, before.get(rel))
-    write_scene_record(outdir, sid, records, inputs, options, command)
     lines = [{**r, "bytes": records[r["path"]]["bytes"], "sha256": records[r["path"]]["sha256"]}
              for r in manifest_records(plan, report.encodings)]
+    write_scene_record(outdir, sid, records, inputs, options, command, lines)
     if manifest:
         update_manifest(outdir, sid, lines)
     prune_dummies(outdir, plan)
     return files, lines
 
 
-def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Question], opts: VideoOptions,
+def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Question], config: RunConfig,
                      outdir: str | os.PathLike) -> tuple[list[tuple[str, BudgetTruth]], list[str], list[Path]]:
-    """For each of ``opts.evaluators``, the ``all`` budget's ground truth over the frames it
+    """For each of ``config.evaluators``, the ``all`` budget's ground truth over the frames it
     takes of the full video (vistest.budget.truth.evaluator_truth), to be written to
     ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl`` (:func:`commit_scene`). Returns
     (name, truth) per evaluator, a warning per evaluator that fails on the video (as its client
     would; no file for it), and the earlier run's files of those, which are no longer this
     video's (removed at commit). Folders of evaluators no longer configured are left alone."""
     truths, failed, stale = [], [], []
-    for e in opts.evaluators:
+    for e in config.evaluators:
         try:
-            truths.append((e.name, evaluator_truth(scene, visibility, questions, e, opts.seen_threshold,
-                                                   opts.min_budget_room_route)))
+            truths.append((e.name, evaluator_truth(scene, visibility, questions, e, config.truth.seen_threshold,
+                                                   config.truth.min_budget_room_route)))
         except InputError as err:
             old = layout.evaluator_dir(outdir, scene.scene_id, e.name) / layout.budget_file_name(ALL)
             gone = f" (removed the earlier run's {old})" if old.is_file() else ""
@@ -405,27 +321,3 @@ def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Q
                 stale.append(old)
             failed.append(f"evaluator {e.name}: no all ground truth: {err}{gone}")
     return truths, failed, stale
-
-
-def _make_escape(path: str) -> str:
-    return path.replace("$", "$$").replace(" ", "\\ ").replace("#", "\\#")
-
-
-def _dep_path(path: str | os.PathLike) -> str:
-    """``path`` relative to the working directory when inside it, else absolute (as make reads it)."""
-    rel = os.path.relpath(path)
-    return os.path.abspath(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
-
-
-def write_stamp(stamp: str | os.PathLike, inputs: Sequence[str | os.PathLike], outputs: Sequence[str | os.PathLike],
-                summary: Mapping[str, Any]) -> None:
-    """For make: ``STAMP.d`` says the stamp depends on the scene's inputs and outputs, each
-    also an empty target (so a deleted output or input makes the stamp out of date instead
-    of stopping make); then ``STAMP`` itself (a JSON summary) is written, last."""
-    stamp = str(stamp)
-    rel = sorted({_dep_path(p) for p in inputs}) + sorted({_dep_path(p) for p in outputs})
-    text = f"{_make_escape(stamp)}: " + " \\\n  ".join(_make_escape(p) for p in rel) + "\n"
-    text += "".join(f"{_make_escape(p)}:\n" for p in rel)
-    Path(stamp).parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(stamp + ".d", text)
-    write_atomic(stamp, json.dumps(summary, sort_keys=True) + "\n", keep_same=False)  # make reads its time

@@ -1,11 +1,11 @@
 """One writer for the run folder's shared files: the batch's driver, once, at the end.
 
-Tasks write only their own scene's files and fragment (vistest.batch.state); the files every
+Tasks write only their own scene's files and record (vistest.job.SceneJob); the files every
 scene shares are written here, by one process, after the tasks (and, before them, the
 manifest lines of the scenes about to run are removed, so that a batch killed in between
 leaves no line describing a video that may have changed):
 
-* ``manifest.jsonl``: each finished scene's lines from its fragment; scenes of the batch that
+* ``manifest.jsonl``: each finished scene's lines from its record; scenes of the batch that
   did not finish have none; lines of scenes outside the batch are kept byte for byte
   (vistest.videos.manifest.replace_scenes); the scene folder of a scene that did not finish
   (``scenes/{id}/``: visibility, budget and dummy GT; export and score take every scene folder
@@ -22,13 +22,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from .. import layout
 from ..look.index import write_index
 from ..videos.manifest import replace_scenes
 from .failures import write_failed
-from .state import Fragment
 
 
 @dataclass(frozen=True)
@@ -60,16 +59,16 @@ def retract(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
     return gone
 
 
-def merge(run_dir: str | os.PathLike, finished: Mapping[str, Fragment], unfinished: Iterable[str],
+def merge(run_dir: str | os.PathLike, finished: Mapping[str, Sequence[Mapping[str, Any]]], unfinished: Iterable[str],
           failed: Mapping[str, dict | None]) -> Merged:
-    """Write the shared files. ``finished``: scene id -> fragment (run now or skipped as
-    complete); ``unfinished``: ids of the batch's other scenes (failed, interrupted);
+    """Write the shared files. ``finished``: scene id -> its manifest lines, from its record
+    (run now or skipped as current); ``unfinished``: ids of the batch's other scenes (failed, interrupted);
     ``failed``: ``scene_json`` -> failed.jsonl record, or None to clear the scene's line (and
     the stale lines of other paths of the batch's scenes, vistest.batch.failures)."""
     unfinished = list(unfinished)
     lines = {sid: [] for sid in unfinished}
     for sid in lines:
         retract(run_dir, sid)
-    lines.update({sid: list(f.manifest) for sid, f in finished.items()})
+    lines.update({sid: list(m) for sid, m in finished.items()})
     manifest = replace_scenes(run_dir, lines)
     return Merged(manifest, write_failed(run_dir, failed, [*finished, *unfinished]), write_index(run_dir))

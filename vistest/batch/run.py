@@ -4,7 +4,9 @@
 
 1. read each scene's id (vistest.batch.specs.read_scene_id); a scene.json without a usable
    one fails at once (``input``, stage ``scene``); two scenes with one id stop the batch;
-2. skip every scene that vistest.batch.state.complete says is done (and nothing else);
+2. skip every scene whose record says it is current (vistest.job.SceneJob.status: outputs as
+   written, inputs and options unchanged; the rule of ``vistest run --if-stale`` too), and
+   nothing else;
 3. remove the manifest lines of the scenes about to run (vistest.batch.merge.forget);
 4. run them on the engine (``local`` or ``ray``), one progress bar over scenes on stderr;
 5. merge (vistest.batch.merge.merge): manifest.jsonl, failed.jsonl, index.html; also after
@@ -23,14 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from .. import layout
 from ..errors import InputError
+from ..layout import scene_record_path
 from ..progress import progress_bar
 from .failures import INFRASTRUCTURE, INPUT, KINDS, Failure, failure_record
 from .merge import Merged, forget, merge
 from .specs import SceneSpec, read_scene_id
-from .state import Fragment, complete, read_fragment
-from .task import Outcome, SceneTask, TaskOptions
+from ..config import RunConfig
+from ..job import SceneJob
+from .task import Outcome, SceneTask, scene_job
 
 DONE, UP_TO_DATE, FAILED, INTERRUPTED = "done", "up to date", "failed", "interrupted"
 
@@ -103,23 +106,37 @@ def scene_ids(specs: Sequence[SceneSpec]) -> tuple[dict[SceneSpec, str], dict[Sc
     return ids, bad
 
 
-def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, options: TaskOptions, engine: Engine,
-              progress: bool = True) -> BatchReport:
-    """Run the scenes' pipelines into ``run_dir`` on ``engine`` (see the module docstring)."""
+def current_lines(job: SceneJob, run_dir: Path) -> list[dict] | None:
+    """The manifest lines the scene's record keeps when the record says the scene is current
+    (vistest.job.SceneJob.status), else None. Unreadable inputs count as not current (the
+    task then fails on them with its error)."""
+    try:
+        status = job.status(run_dir)
+    except InputError:
+        return None
+    if not status.current or not isinstance(status.record.get("manifest"), list):
+        return None
+    return list(status.record["manifest"])
+
+
+def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: RunConfig, engine: Engine,
+              visibility: str | None = None, progress: bool = True) -> BatchReport:
+    """Run the scenes' jobs (``config``; ``visibility``: a precomputed table per scene,
+    vistest.batch.task.scene_job) into ``run_dir`` on ``engine`` (see the module docstring)."""
     t0 = time.perf_counter()
     run_dir = Path(os.path.abspath(run_dir))
     run_dir.mkdir(parents=True, exist_ok=True)
     ids, reports = scene_ids(specs)
-    key, run_id = options.key(), uuid.uuid4().hex
-    finished: dict[str, Fragment] = {}
+    run_id = uuid.uuid4().hex
+    finished: dict[str, list[dict]] = {}  # scene id -> its manifest lines, from its record
     todo: list[SceneTask] = []
     for spec, sid in ids.items():
-        frag = complete(run_dir, spec, sid, key)
-        if frag is not None:
-            finished[sid] = frag
+        lines = current_lines(scene_job(spec, config, visibility), run_dir)
+        if lines is not None:
+            finished[sid] = lines
             reports[spec] = SceneReport(spec, sid, UP_TO_DATE)
         else:
-            todo.append(SceneTask(spec, sid, run_dir, options, run_id))
+            todo.append(SceneTask(spec, sid, run_dir, config, visibility, run_id))
     spec_of = {t.scene_id: t.spec for t in todo}
     forget(run_dir, spec_of)
     interrupted = False
@@ -129,14 +146,15 @@ def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, options: T
         def done(outcome: Outcome) -> None:
             spec = spec_of[outcome.scene_id]
             if outcome.status == "done":
-                frag = read_fragment(run_dir, outcome.scene_id)
-                if frag is None:
-                    path = layout.fragment_path(run_dir, outcome.scene_id)
+                lines = current_lines(scene_job(spec, config, visibility), run_dir)
+                if lines is None:
+                    path = scene_record_path(run_dir, outcome.scene_id)
                     outcome = dataclasses.replace(outcome, status="failed", failure=Failure(
-                        INFRASTRUCTURE, None, f"finished on {outcome.host}, but {path} is not there: the run folder "
-                                              f"must be on a filesystem every node shares, at the same path"))
+                        INFRASTRUCTURE, None, f"finished on {outcome.host}, but its record {path} does not show it "
+                                              f"complete and current here: the run folder must be on a filesystem "
+                                              f"every node shares, at the same path"))
                 else:
-                    finished[outcome.scene_id] = frag
+                    finished[outcome.scene_id] = lines
             reports[spec] = _from_outcome(spec, outcome)
             bar.update(1)
 

@@ -1,15 +1,15 @@
 """One scene of a batch as one task: :func:`run_task`, the function every engine runs.
 
-The task is :func:`vistest.pipeline.run_scene` (visibility -> budget GT -> videos -> manifest
-lines) with the options of ``vistest run`` (:class:`TaskOptions`), wrapped so that it can run
-on any worker of any machine that sees ``RUN_DIR``:
+The task is the scene's vistest.job.SceneJob (``vistest run``'s pipeline with the batch's
+RunConfig: :func:`scene_job`), wrapped so that it can run on any worker of any machine that
+sees ``RUN_DIR``:
 
 1. claim the scene (vistest.batch.claims: counts attempts, clears a lost attempt's leftovers);
-2. forget the scene's fragment (vistest.batch.state): from here on nothing of it is trusted;
-3. key the inputs (content keys), load and validate scene and questions, run the pipeline
-   without touching the shared ``manifest.jsonl`` (``manifest=False``);
-4. write the fragment (the scene's inputs, outputs and manifest lines), last;
-5. release the claim.
+2. load and validate scene and questions, run the job without touching the shared
+   ``manifest.jsonl`` (``manifest=False``); the job writes the scene's record last
+   (vistest.videos.manifest: its outputs, inputs, options key and manifest lines), which is
+   all the batch trusts (vistest.batch.run: SceneJob.status);
+3. release the claim.
 
 It returns an :class:`Outcome` in every case but an interruption and a lost child process:
 bad input (InputError) and bugs (any other exception, traceback kept) are *returned* as
@@ -23,8 +23,6 @@ that it is a lost process too. Arguments and outcome are plain frozen dataclasse
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import socket
 import sys
@@ -33,18 +31,15 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import RunConfig
 from ..errors import InputError
-from ..pipeline import VideoOptions
+from ..job import SceneJob
+from ..videos.config import ResourceConfig
 from ..workers import ChildLost
-from ..visibility.table import DEFAULT_OCCLUSION
 from . import claims
 from .failures import ERROR, INFRASTRUCTURE, INPUT, Failure
 from .specs import SceneSpec
-from .state import Fragment, InputKey, outputs_of, remove_fragment, write_fragment
 
-# VideoOptions fields that set resources only (how fast, in how much memory): not in the options
-# key, as they are not in the videos' content keys (vistest.videos.plan).
-RESOURCE_FIELDS = ("max_memory_mb", "jobs", "threads", "cpus")
 # Peak RSS (MB) of the visibility child process (vistest.pipeline.isolated_visibility) with the
 # task's own process beside it: measured 166 MB (child) + 40 MB on the 640x480, 300-frame demo
 # with occlusion boxes; rounded up for longer scenes and the mesh/depth modes.
@@ -53,51 +48,36 @@ VISIBILITY_MB = 300.0
 EXIT_LOST = 75
 
 
-def scene_memory_mb(video: VideoOptions) -> float:
+def scene_memory_mb(resources: ResourceConfig) -> float:
     """What one scene's task may use at its peak (MB): the video writer's budget
     (``--max-memory``, the writer's whole process tree) or, before it, the visibility stage."""
-    return max(video.max_memory_mb, VISIBILITY_MB)
+    return max(resources.max_memory_mb, VISIBILITY_MB)
 
 
-@dataclass(frozen=True)
-class TaskOptions:
-    """``vistest run``'s options for every scene of a batch. ``video``: the video stage's
-    (``video.cpus``: the CPUs each task declares; libx264 threads follow from it, so outputs do
-    not depend on the machine); ``occlusion``, ``scale_intrinsics`` as in ``vistest run``;
-    ``visibility``: a precomputed table, relative paths resolved in each scene's folder;
-    ``ffmpeg``: the ffmpeg binary workers use (else theirs)."""
-
-    video: VideoOptions = VideoOptions()
-    occlusion: str = DEFAULT_OCCLUSION
-    scale_intrinsics: bool = False
-    visibility: str | None = None
-    ffmpeg: str | None = None
-
-    def key(self) -> str:
-        """sha256 of the options that decide a scene's outputs (not resources, not ffmpeg's path)."""
-        video = {k: v for k, v in dataclasses.asdict(self.video).items() if k not in RESOURCE_FIELDS}
-        doc = {"video": video, "occlusion": self.occlusion, "scale_intrinsics": self.scale_intrinsics,
-               "visibility": self.visibility}
-        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def visibility_path(self, spec: SceneSpec) -> Path | None:
-        """The visibility table for ``spec``'s scene: ``visibility`` in its folder when relative."""
-        if self.visibility is None:
-            return None
-        return spec.scene_json.parent / self.visibility
+def scene_job(spec: SceneSpec, config: RunConfig, visibility: str | None = None) -> SceneJob:
+    """The job of ``spec``'s scene: ``config`` (``resources.cpus``: the CPUs each task declares;
+    libx264 threads follow from it, so outputs do not depend on the machine) and ``visibility``,
+    a precomputed table in the scene's folder when relative (None: computed)."""
+    vis = None if visibility is None else spec.scene_json.parent / visibility
+    return SceneJob(spec.scene_json, spec.questions, config, vis)
 
 
 @dataclass(frozen=True)
 class SceneTask:
     """What a worker needs: the scene, its id (read by the driver), the absolute run folder,
-    the options and the batch run's id (for the claim)."""
+    the run's config, the visibility table option (:func:`scene_job`) and the batch run's id
+    (for the claim)."""
 
     spec: SceneSpec
     scene_id: str
     run_dir: Path
-    options: TaskOptions
+    config: RunConfig
+    visibility: str | None
     run_id: str
+
+    def job(self) -> SceneJob:
+        """The scene's job (:func:`scene_job`)."""
+        return scene_job(self.spec, self.config, self.visibility)
 
 
 @dataclass(frozen=True)
@@ -117,23 +97,15 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
 
-def _input_keys(paths) -> tuple[InputKey, ...]:
-    return tuple(InputKey.of(p) for p in paths if p is not None and Path(p).is_file())
-
-
 def run_task(task: SceneTask) -> Outcome:
     """Run one scene (see the module docstring); returns its outcome."""
-    from ..pipeline import run_scene
-    from ..questions import load_questions
     from ..scene import Scene
-    from ..visibility.table import Visibility
 
     t0 = time.perf_counter()
-    spec, out, opts, sid = task.spec, Path(task.run_dir), task.options, task.scene_id
-    cpus = opts.video.cpus or 1
-    os.environ["NUMBA_NUM_THREADS"] = str(cpus)  # the visibility child's threads: the task's CPUs
-    if opts.ffmpeg:
-        os.environ["VISTEST_FFMPEG"] = opts.ffmpeg
+    spec, out, sid = task.spec, Path(task.run_dir), task.scene_id
+    job = task.job()
+    if not job.config.resources.cpus:  # the visibility child's threads: the task's CPUs
+        os.environ["NUMBA_NUM_THREADS"] = "1"
     host = socket.gethostname()
     try:
         claim, lost = claims.take(out, sid, task.run_id)
@@ -154,24 +126,13 @@ def run_task(task: SceneTask) -> Outcome:
                        notes=notes)
 
     try:
-        remove_fragment(out, sid)
-        inputs = _input_keys([spec.scene_json, spec.questions])
         scene = Scene.load(spec.scene_json)
         if scene.scene_id != sid:
             raise InputError(f"{spec.scene_json}: scene_id: changed to {scene.scene_id!r} while the batch ran "
                              f"(was {sid!r})")
-        stage("questions")
-        questions = load_questions(spec.questions, scene=scene)
+        loaded = job.load(scene, stage)
         stage("video")
-        vis_path = opts.visibility_path(spec)
-        inputs += _input_keys([scene.path(scene.video) if scene.video else None, vis_path])
-        vis = Visibility.load(vis_path) if vis_path is not None else None
-        res = run_scene(spec.scene_json, questions, out, opts.video, visibility=vis, occlusion=opts.occlusion,
-                        scale_intrinsics=opts.scale_intrinsics, progress=False, scene=scene, manifest=False,
-                        stage=stage, questions_path=spec.questions)
-        frag = Fragment(sid, str(spec.scene_json), str(spec.questions), opts.key(), inputs,
-                        outputs_of(out, res.outputs(out)), res.manifest, res.evidence)
-        write_fragment(out, frag)
+        res = job.run(out, loaded=loaded, progress=False, manifest=False, stage=stage)
         return Outcome(sid, "done", claim.attempt, round(time.perf_counter() - t0, 3), host,
                        written=len(res.report.written), up_to_date=len(res.report.skipped),
                        notes=notes + tuple(res.warnings))

@@ -6,13 +6,12 @@ import contextlib
 import os
 import signal
 import threading
-from pathlib import Path
 
 import click
 
 from ..errors import InputError
 from .options import compose
-from .videos import video_options, video_options_from
+from .videos import run_config, video_options
 
 ENGINES = ("local", "ray")
 DEFAULT_RETRIES = 2
@@ -78,23 +77,23 @@ def batch(ctx: click.Context, scenes: str, engine: str, workers: int | None, ret
     from ..batch.ray_engine import RayEngine
     from ..batch.run import run_batch, summary_table
     from ..batch.specs import discover
-    from ..batch.task import TaskOptions, scene_memory_mb
+    from ..batch.task import scene_memory_mb
 
     specs = discover(scenes)
     if kw["visibility_npz"] and os.path.isabs(kw["visibility_npz"]) and len(specs) > 1:
         raise InputError(f"--visibility: {kw['visibility_npz']} is one table for {len(specs)} scenes; give a path "
                          f"relative to each scene's folder (e.g. visibility.npz)")
-    ffmpeg = str(Path(kw["ffmpeg_path"]).resolve()) if kw["ffmpeg_path"] else os.environ.get("VISTEST_FFMPEG")
-    video = video_options_from(kw, cpus=cpus_per_scene)
-    options = TaskOptions(video, kw["occlusion"], kw["scale_intrinsics"], kw["visibility_npz"], ffmpeg)
-    memory = memory_per_scene or scene_memory_mb(video)
+    if not kw["ffmpeg_path"] and os.environ.get("VISTEST_FFMPEG"):  # the workers' ffmpeg: this one's
+        kw = {**kw, "ffmpeg_path": os.environ["VISTEST_FFMPEG"]}
+    config = run_config(kw, cpus=cpus_per_scene)
+    memory = memory_per_scene or scene_memory_mb(config.resources)
     if engine == "ray":
         runner = RayEngine(address, retries, cpus_per_scene, memory, in_flight=workers, local_cpus=workers)
     else:
         runner = LocalEngine(workers or default_workers(cpus_per_scene, memory), retries)
     quiet = kw["quiet"]
     with _sigterm_as_interrupt():
-        report = run_batch(specs, kw["output"], options, runner, progress=not quiet)
+        report = run_batch(specs, kw["output"], config, runner, kw["visibility_npz"], progress=not quiet)
     if not quiet:
         click.echo(summary_table(report), nl=False)
     if report.interrupted:

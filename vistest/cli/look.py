@@ -9,7 +9,7 @@ import click
 from ..layout import sheets_dir
 from ..look import (OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH, SHEET_COLUMNS, SHEET_MAX_FRAMES,
                     SHEET_TILE_WIDTH)
-from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD
+from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
 from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, occlusion_option, output_option,
                       profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
 

@@ -2,16 +2,16 @@
 pipeline of a scene; vistest.pipeline, vistest.videos, docs/videos.md)."""
 from __future__ import annotations
 
-import os
+import dataclasses
 from pathlib import Path
 
 import click
 
 from ..errors import InputError
 from ..videos.ffmpeg import X264_PRESETS
-from ..videos.plan import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD, DEFAULT_MASK_MARGIN,
-                           DUMMY_LENGTHS, DUMMY_MODES, FILLS, EncoderSettings)
-from ..videos.memory import DEFAULT_MAX_MEMORY_MB
+from ..videos.config import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_EVIDENCE_THRESHOLD,
+                             DEFAULT_MASK_MARGIN, DEFAULT_MAX_MEMORY_MB, DUMMY_LENGTHS, DUMMY_MODES, FILLS,
+                             DummyConfig, EncodeConfig, EncoderSettings, ResourceConfig)
 from ..videos.spool import SPOOL_ENV
 from ..budgets import parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
@@ -19,6 +19,7 @@ from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, m
                       visibility_option, warn)
 
 _DEFAULT_SETTINGS = EncoderSettings()
+DUMMY_PREFIX = "dummy_"  # an option whose value is named dummy_FIELD sets DummyConfig.FIELD (dummy_config)
 
 
 def _dummy_budgets(ctx, param, text: str | None) -> tuple | None:
@@ -39,28 +40,32 @@ video_options = compose(
     budgets_option(),
     profile_options("Its selections are what the budget videos hold."),
     evaluator_option(),
-    click.option("--dummy", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
+    click.option("--dummy", "dummy_modes", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
                  help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
-    click.option("--dummy-length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
+    click.option("--dummy-length", "dummy_length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
                  show_default=True,
                  help="budget: each numeric budget's dummy holds the frames the profile takes from the full-length "
                       "dummy (n frames at --budget-fps); full: one full-length dummy for every budget. The all "
                       "budget always uses the full-length dummy."),
-    click.option("--dummy-budgets", default=None, callback=_dummy_budgets,
+    click.option("--dummy-budgets", "dummy_budgets", default=None, callback=_dummy_budgets,
                  help="Budgets to write dummies for (default: the numeric --budgets; add 'all' for full-length "
                       "dummies, one long encode per question and mode)."),
-    click.option("--fill", type=click.Choice(list(FILLS)), default=FILLS[0], show_default=True,
+    click.option("--fill", "dummy_fill", type=click.Choice(list(FILLS)), default=FILLS[0], show_default=True,
                  help="How mask dummies fill the evidence objects' boxes."),
-    click.option("--evidence-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
+    click.option("--evidence-threshold", "dummy_evidence_threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
                  default=DEFAULT_EVIDENCE_THRESHOLD, show_default=True,
                  help="A frame carries evidence when a referenced object's visible fraction of the image exceeds this "
                       "(0: any visible part)."),
-    click.option("--mask-margin", type=click.IntRange(0), default=DEFAULT_MASK_MARGIN, show_default=True,
+    click.option("--mask-margin", "dummy_mask_margin", type=click.IntRange(0), default=DEFAULT_MASK_MARGIN,
+                 show_default=True,
                  help="Pixels added around each masked box."),
     click.option("--budget-fps", type=click.FloatRange(0.0, min_open=True), default=DEFAULT_BUDGET_FPS,
                  show_default=True,
                  help="Frame rate of the n-frame budget videos (1: fps-based samplers take every frame)."),
-    click.option("--keep-unknown-frames", is_flag=True,
+    click.option("--evidence-frame-margin", "dummy_evidence_frame_margin", type=click.IntRange(0), default=0,
+                 show_default=True,
+                 help="Frames before and after each evidence frame that drop and black dummies remove too."),
+    click.option("--keep-unknown-frames", "dummy_unknown_as_evidence", flag_value=False, default=True,
                  help="Dummies keep frames without a valid pose (default: treated as evidence)."),
     click.option("--crf", type=click.IntRange(0, 51), default=_DEFAULT_SETTINGS.crf, show_default=True,
                  help="libx264 quality."),
@@ -95,49 +100,52 @@ video_options = compose(
 )
 
 
-def video_options_from(kw: dict, cpus: int | None = None):
-    """The VideoOptions that :data:`video_options`' parsed values ``kw`` say (``cpus``: see VideoOptions)."""
-    from ..pipeline import VideoOptions
-
-    return VideoOptions(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
-                        dummy_modes=kw["dummy"], fill=kw["fill"], evidence_threshold=kw["evidence_threshold"],
-                        mask_margin=kw["mask_margin"], budget_fps=kw["budget_fps"],
-                        unknown_as_evidence=not kw["keep_unknown_frames"], dummy_length=kw["dummy_length"],
-                        dummy_budgets=kw["dummy_budgets"],
-                        settings=EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]),
-                        seen_threshold=kw["seen_threshold"],
-                        min_budget_room_route=kw["min_budget_room_route"], max_memory_mb=kw["max_memory"],
-                        jobs=kw["jobs"], threads=kw["threads"], cpus=cpus, evaluators=kw["evaluators"])
+def dummy_config(kw: dict) -> DummyConfig:
+    """The DummyConfig of :data:`video_options`' values: each field from the value named
+    ``dummy_FIELD`` (so a new dummy setting is a DummyConfig field and one click option)."""
+    return DummyConfig(**{f.name: kw[DUMMY_PREFIX + f.name] for f in dataclasses.fields(DummyConfig)})
 
 
-def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stamp: str | None = None) -> None:
-    """Shared body of `videos` (full=False) and `run` (full=True)."""
-    from ..pipeline import run_scene, write_stamp
-    from ..questions import load_questions
-    from ..scene import Scene
+def run_config(kw: dict, budget_files: bool = True, cpus: int | None = None):
+    """The RunConfig that :data:`video_options`' parsed values ``kw`` say (``budget_files``:
+    ``vistest run``, not ``videos``; ``cpus``: ResourceConfig.cpus)."""
+    from ..budget.config import TruthConfig
+    from ..config import RunConfig
+
+    ffmpeg = str(Path(kw["ffmpeg_path"]).resolve()) if kw["ffmpeg_path"] else None
+    return RunConfig(
+        truth=TruthConfig(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
+                          seen_threshold=kw["seen_threshold"], min_budget_room_route=kw["min_budget_room_route"]),
+        dummy=dummy_config(kw),
+        encode=EncodeConfig(EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]), kw["budget_fps"]),
+        resources=ResourceConfig(kw["max_memory"], kw["jobs"], kw["threads"], cpus, ffmpeg),
+        occlusion=kw["occlusion"], scale_intrinsics=kw["scale_intrinsics"], evaluators=kw["evaluators"],
+        budget_files=budget_files)
+
+
+def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, if_stale: bool = False) -> None:
+    """Shared body of `videos` (full=False) and `run` (full=True): one SceneJob."""
+    from ..job import SceneJob
     from ..videos.processes import signals_as_exit
-    from ..visibility.table import Visibility, choose_occlusion
 
-    if kw["ffmpeg_path"]:
-        os.environ["VISTEST_FFMPEG"] = str(Path(kw["ffmpeg_path"]).resolve())
     quiet, outdir = kw["quiet"], kw["output"]
-    opts = video_options_from(kw)
-    scene = Scene.load(scene_json)
-    questions = load_questions(questions_jsonl, scene=scene)
-    if not questions:
+    vis = Path(kw["visibility_npz"]) if kw["visibility_npz"] else None
+    job = SceneJob(Path(scene_json), Path(questions_jsonl), run_config(kw, full), vis)
+    if if_stale:
+        status = job.status(outdir, kw["verify"])
+        if status.current:  # said even with --quiet: make's log shows which scenes ran
+            click.echo(f"{status.scene_id}: up to date in {outdir} (its record: every output, input and "
+                       f"option unchanged)", err=True)
+            return
+    loaded = job.load()
+    if not loaded.questions:
         warn(f"{questions_jsonl}: no questions (the file holds no question line): only the budget videos are "
              f"written, no ground truth and no dummies")
-    vis = Visibility.load(kw["visibility_npz"]) if kw["visibility_npz"] else None
-    occlusion = kw["occlusion"]
-    if vis is None:
-        occlusion, why = choose_occlusion(scene, occlusion)
-        if not quiet:
-            click.echo(f"occlusion: {occlusion} ({why})", err=True)
+    if loaded.occlusion_reason is not None and not quiet:
+        click.echo(f"occlusion: {loaded.config.occlusion} ({loaded.occlusion_reason})", err=True)
     with signals_as_exit():
-        res = run_scene(scene_json, questions, outdir, opts, visibility=vis, occlusion=occlusion,
-                        scale_intrinsics=kw["scale_intrinsics"], with_budget_files=full, progress=not quiet,
-                        scene=scene, questions_path=questions_jsonl, spool_dir=kw["spool_dir"], verify=kw["verify"],
-                        wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
+        res = job.run(outdir, loaded=loaded, progress=not quiet, spool_dir=kw["spool_dir"], verify=kw["verify"],
+                      wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
     if full:
         from ..look.index import write_index
         from ..videos.manifest import shared_lock
@@ -146,11 +154,6 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, stam
         # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
         with shared_lock(outdir):
             write_index(outdir)
-    if stamp:
-        inputs = [scene_json, questions_jsonl, str(scene.path(scene.video))]
-        if res.evidence is not None:  # the mesh or depth images occlusion read
-            inputs += [str(Path(res.evidence["root"]) / f) for f in res.evidence["files"]]
-        write_stamp(stamp, inputs, res.outputs(outdir), {"scene_id": scene.scene_id, "videos": len(res.plan.variants)})
     if not quiet:
         _video_summary(res, outdir)
 
@@ -201,9 +204,11 @@ def videos(scene_json: str, questions_jsonl: str, **kw) -> None:
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.argument("questions_jsonl", type=click.Path(dir_okay=False))
 @video_options
-@click.option("--stamp", type=click.Path(dir_okay=False), default=None,
-              help="For make: on success write STAMP and STAMP.d (its inputs and outputs as dependencies).")
-def run(scene_json: str, questions_jsonl: str, stamp: str | None, **kw) -> None:
+@click.option("--if-stale", is_flag=True,
+              help="Do nothing when the scene is up to date in OUTPUT: its record lists every output as written, "
+                   "and the inputs and the output options (not --jobs, --threads, --max-memory) are unchanged; "
+                   "the rule vistest batch skips scenes by (make variants uses it).")
+def run(scene_json: str, questions_jsonl: str, if_stale: bool, **kw) -> None:
     """The whole pipeline of one scene: visibility -> frame-budget GT -> budget videos ->
     dummy videos -> manifest, into OUTPUT, a run folder (see docs/videos.md for the layout)."""
-    _video_run(scene_json, questions_jsonl, kw, full=True, stamp=stamp)
+    _video_run(scene_json, questions_jsonl, kw, full=True, if_stale=if_stale)

@@ -4,7 +4,7 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
 
 * a heat map, frames x objects, of **visible coverage** (fraction of the image area after
   occlusion: the visibility table's ``evidence``, the box bound that the dummies below remove,
-  through vistest.videos.plan.EvidenceTable; with an instance mesh the seen rule reads
+  through vistest.videos.evidence.EvidenceTable; with an instance mesh the seen rule reads
   ``visible``, the object's own pixels, so a cell may be coloured seen at a coverage shown from
   the looser bound). The colour scale breaks at the *seen*
   threshold (default 5%, ReVSI's, the budget stage's ``seen_threshold``): pale blue-grey
@@ -18,9 +18,9 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
   that cannot witness are red);
 * one row per question: the frames its dummy removes (``drop`` removes them, ``black``
   blacks them out): frames where a referenced object is visible above the video stage's
-  ``evidence_threshold`` (:data:`vistest.videos.plan.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
+  ``evidence_threshold`` (:data:`vistest.videos.config.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
   visible part), plus unknown frames unless ``unknown_as_evidence`` is off - the same
-  :class:`vistest.videos.plan.EvidenceTable` the dummies are planned with.
+  :class:`vistest.videos.evidence.EvidenceTable` the dummies are planned with.
 
 Drawn with matplotlib (Figure API, Agg backend; no pyplot state): axes, tick labels and a
 colour bar are what it is for, and the PNG is a chart, not a video frame.
@@ -41,7 +41,8 @@ from ..questions import Question
 from ..budget.sampling import DEFAULT_PROFILE
 from ..budgets import BudgetValue
 from ..scene import Scene
-from ..videos.plan import DEFAULT_EVIDENCE_THRESHOLD, EvidenceTable, evidence_objects
+from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
+from ..videos.evidence import EvidenceTable, evidence_objects
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
 BELOW = 0.15  # share of the colour scale given to (0, seen threshold]

@@ -20,7 +20,8 @@ import numpy as np
 from .ffmpeg import BlackFrames, FrameReader, VideoError, VideoWriter
 from .intra import PoolFeed, finish_pool, start_pool
 from .pixels import fill_rects
-from .plan import X264, Variant
+from .plan import Variant
+from .recipes import X264
 from .pool import PoolPlan
 from .session import WriteSession
 from .stored import key_metadata

@@ -14,7 +14,8 @@ from typing import Sequence
 
 from .ffmpeg import VideoError, VideoWriter, mp4_sample_count, mux_h264_command
 from .pixels import fill_rects
-from .plan import X264_INTRA, Variant
+from .plan import Variant
+from .recipes import X264_INTRA
 from .pool import PoolPlan, concat_list, file_access_units
 from .session import WriteSession
 from .stored import key_metadata

@@ -13,8 +13,8 @@
 * **The scene record** (``RUN_DIR/.vistest/records/{scene_id}.json``, :func:`write_scene_record`)
   says what the scene's last completed run wrote: every file (videos, visibility, ground truth)
   with its size, sha256 and modification time, the inputs (scene.json, the video, the questions,
-  and as one record the mesh or depth images occlusion read: vistest.atomic.files_record) and the
-  options. :func:`check_scene` tells from it, cheaply (sizes and times; hashes only
+  and as one record the mesh or depth images occlusion read: vistest.atomic.files_record), the
+  options and the scene's manifest lines. :func:`check_scene` tells from it, cheaply (sizes and times; hashes only
   when a time changed, or when asked), whether the scene is complete and up to date.
 * **Stale files** (:func:`remove_stale_files`): temporary files and work folders left by a run
   that was killed (``kill -9``) are recognised by the process and host in their names
@@ -232,16 +232,18 @@ def read_scene_record(outdir: str | os.PathLike, scene_id: str) -> dict | None:
 
 
 def write_scene_record(outdir: str | os.PathLike, scene_id: str, files: Mapping[str, Mapping],
-                       inputs: Mapping[str, Mapping], options: Mapping[str, Any], command: str) -> Path:
+                       inputs: Mapping[str, Mapping], options: Mapping[str, Any], command: str,
+                       manifest: Sequence[Mapping[str, Any]] = ()) -> Path:
     """Write the scene's record atomically: ``files`` ({path relative to RUN_DIR: {bytes,
     sha256, mtime_ns[, key]}}), ``inputs`` ({name: {path, bytes, sha256, mtime_ns}}; ``occlusion``:
     a vistest.atomic.files_record),
-    ``options`` (and their key), ``command`` (``run`` or ``videos``)."""
+    ``options`` (and their key), ``command`` (``run`` or ``videos``), ``manifest``: the scene's
+    manifest lines (what vistest.batch merges into ``manifest.jsonl``)."""
     from .. import __version__
 
     doc = {"format": RECORD_FORMAT, "scene_id": scene_id, "command": command, "vistest_version": __version__,
            "inputs": dict(inputs), "options": dict(options), "options_key": options_key(options),
-           "files": {p: dict(files[p]) for p in sorted(files)}}
+           "files": {p: dict(files[p]) for p in sorted(files)}, "manifest": [dict(r) for r in manifest]}
     path = layout.scene_record_path(outdir, scene_id)
     ensure_folder(path.parent, "record folder")
     write_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")

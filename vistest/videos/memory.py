@@ -19,7 +19,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-DEFAULT_MAX_MEMORY_MB = 500.0
+from .config import DEFAULT_MAX_MEMORY_MB
+
 PROCESS_MB = 30.0
 PYTHON_MB = 80.0
 X264_FRAMES = {"ultrafast": 18, "superfast": 40, "veryfast": 56, "faster": 76, "fast": 96, "medium": 116,

@@ -10,7 +10,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .plan import Rect
+from .evidence import Rect
 
 
 def black_frame(size: tuple[int, int]) -> bytes:

@@ -4,7 +4,7 @@ Two kinds of video (docs/videos.md has the full account):
 
 * **Budget videos** ``{n}_frame/{scene_id}.mp4``: exactly the frames a sampler profile
   selects for budget n, in order (repeats kept), written at ``budget_fps`` (default
-  :data:`DEFAULT_BUDGET_FPS` = 1 frame/s, so that fps-based samplers such as
+  1 frame/s, vistest.videos.config, so that fps-based samplers such as
   qwen-vl-utils at 2 frames/s and LLaVA-Video at 1 frame/s also take every frame);
   ``all_frame/{scene_id}.mp4`` holds every decoded frame at the source frame rate (a
   stream copy of the source where that is frame-exact, see vistest.videos.write).
@@ -27,15 +27,15 @@ frame is encoded once per scene however many videos hold it (vistest.videos.writ
 
 For every video and every numeric budget it serves, the plan records which frames of the
 *written* video each known sampler profile takes when asked for that budget
-(:func:`video_takes`, :class:`ProfileTake`); one that drops or repeats a frame is a warning.
+(vistest.videos.takes.video_takes, ProfileTake); one that drops or repeats a frame is a warning.
 For every budget it serves, ``all`` included, it records what each evaluator configuration
 of the run (vistest.budget.evaluators: a profile with the settings a real client runs it
-with, e.g. qwen-vl-utils at 2 frames/s) takes from it (:func:`evaluator_takes`); on
+with, e.g. qwen-vl-utils at 2 frames/s) takes from it (vistest.videos.takes.evaluator_takes); on
 ``all_frame`` one that does not take every frame is a warning naming its ``all`` ground truth.
 
-Evidence: frame f carries evidence for a question when any referenced object (``objects``,
-or every instance of a ``category``) has ``visible[f, o] > evidence_threshold`` (default
-:data:`DEFAULT_EVIDENCE_THRESHOLD` = 0: any visible part at all). Decoded frames whose pose
+Evidence (vistest.videos.evidence): frame f carries evidence for a question when any referenced
+object (``objects``, or every instance of a ``category``) has ``visible[f, o] > evidence_threshold``
+(default 0: any visible part at all). Decoded frames whose pose
 is invalid or that have no visibility row are *unknown*: with ``unknown_as_evidence`` (the
 default) they are removed (drop), black (black) or black in full (mask), since nothing
 says the object is absent from them.
@@ -53,14 +53,12 @@ The plan checks that no frame a dummy shows (neither black nor masked there) car
 Conventions: frame numbers are 0-based decoded frames of the source video; rectangles
 are ``(x0, y0, x1, y1)`` half-open pixel bounds in the written (even) frame size, with
 even coordinates (yuv420p chroma covers 2x2 pixels); fps is frames per second.
-Every video carries a content *key* (sha256 over source content, frames, black frames,
-masks, mode, fill, size, rate and encoder settings): a rerun skips an output whose key
-matches, and a dummy's file name is its key.
+Every video carries a content *key* (vistest.videos.recipes: sha256 over source content, frames,
+black frames, masks, mode, fill, size, rate and encoder settings): a rerun skips an output whose
+key matches, and a dummy's file name is its key. Manifest lines: vistest.videos.manifest_lines.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -69,118 +67,22 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..budget.evaluators import Evaluator, EvaluatorTake, evaluator_take
-from ..budget.sampling import PROFILES, select_frames
-from ..budgets import ALL, BudgetValue, budget_json, budget_label, parse_budget
+from ..budget.evaluators import Evaluator
+from ..budget.sampling import select_frames
+from ..budgets import ALL, BudgetValue, budget_label
 from ..budget.dummy import DummyTruth, DummyVideo, dummy_ground_truth, dummy_jsonl
 from ..budget.truth import FrameSelection
 from ..errors import InputError
-from ..layout import budget_video_path, dummy_video_path, evaluator_file
+from ..layout import budget_video_path, dummy_video_path
 from ..questions import Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
-from .ffmpeg import X264_PRESETS, VideoInfo, frame_rate
+from .config import DEFAULT_DUMMY_LENGTH, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig, EncoderSettings
+from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence
+from .ffmpeg import VideoInfo
+from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, video_recipe
+from .takes import EvaluatorTakes, Takes, all_frame_warnings, evaluator_takes, take_warnings, video_takes
 from ..visibility.table import Visibility
-
-KEY_FORMAT = "vistest.variant/1"
-DUMMY_MODES = ("drop", "black", "mask", "allblack")
-FILLS = ("black", "blur", "inpaint")
-DEFAULT_DUMMY_MODES = DUMMY_MODES
-DEFAULT_BUDGET_FPS = 1.0  # frames/s: the one rate at which every fps-based profile takes every frame
-DEFAULT_EVIDENCE_THRESHOLD = 0.0  # fraction of the image area: "> 0" = any visible part
-DEFAULT_MASK_MARGIN = 2  # native pixels added around each visible box before even alignment
-
-# How long a video is: an n-frame video at budget_fps (budget videos, budget dummies), or the
-# whole recipe at the source rate (all_frame, full-length dummies).
-LENGTH_BUDGET, LENGTH_FULL = "budget", "full"
-DUMMY_LENGTHS = (LENGTH_BUDGET, LENGTH_FULL)
-DEFAULT_DUMMY_LENGTH = LENGTH_BUDGET
-
-# How a video is written (the manifest's ``encoding``): a stream copy of the source (all_frame,
-# when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
-# from the scene's frame pool (n-frame videos).
-STREAM_COPY, X264, X264_INTRA = "stream-copy", "x264", "x264-intra"
-
-Rect = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class EncoderSettings:
-    """libx264 settings: ``crf`` (0-51, lower = better) for every encoded video; ``preset``
-    for the long-GOP full-length videos (all_frame when it cannot be a stream copy, full-length
-    dummies); ``intra_preset`` for the all-intra n-frame videos (budget videos, budget dummies)."""
-
-    crf: int = 18
-    preset: str = "medium"
-    intra_preset: str = "veryfast"
-
-    def __post_init__(self):
-        if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
-            raise InputError(f"crf: expected an integer in 0..51 (libx264), got {self.crf!r}")
-        for name in ("preset", "intra_preset"):
-            if getattr(self, name) not in X264_PRESETS:
-                raise InputError(f"{name}: expected one of {', '.join(X264_PRESETS)}, got {getattr(self, name)!r}")
-
-    def to_json(self, intra: bool = False) -> dict:
-        """The encoder part of a content key (``intra``: the all-intra settings)."""
-        if intra:
-            return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.intra_preset,
-                    "gop": 1}
-        return {"codec": "libx264", "pix_fmt": "yuv420p", "crf": self.crf, "preset": self.preset}
-
-
-@dataclass(frozen=True)
-class ProfileTake:
-    """The frames of a written video that one sampler profile takes for one budget.
-
-    ``frames``: positions in the written video (0-based), None when the profile raises
-    (``error`` says why, as the evaluator would fail). ``num_frames``: frames in the video.
-    """
-
-    profile: str
-    num_frames: int
-    frames: tuple[int, ...] | None
-    error: str | None = None
-
-    @property
-    def missing(self) -> tuple[int, ...]:
-        return () if self.frames is None else tuple(sorted(set(range(self.num_frames)) - set(self.frames)))
-
-    @property
-    def repeated(self) -> tuple[int, ...]:
-        return () if self.frames is None else tuple(sorted(i for i, c in Counter(self.frames).items() if c > 1))
-
-    @property
-    def ok(self) -> bool:
-        """True when the profile takes every frame exactly once, in order."""
-        return self.frames == tuple(range(self.num_frames))
-
-    def warning(self) -> str | None:
-        """A one-line warning when the profile does not take every frame once, else None."""
-        if self.error is not None:
-            return f"profile {self.profile} fails on this {self.num_frames}-frame video: {self.error}"
-        if self.ok:
-            return None
-        parts = [f"misses {list(self.missing)}"] if self.missing else []
-        parts += [f"repeats {list(self.repeated)}"] if self.repeated else []
-        if not parts:
-            parts = ["reorders frames"]
-        return f"profile {self.profile} takes {len(self.frames)} frames of this {self.num_frames}-frame video: " \
-               + ", ".join(parts)
-
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"takes_every_frame": self.ok}
-        if self.error is not None:
-            out["error"] = self.error
-        else:
-            out["frames"] = list(self.frames)
-            if not self.ok:
-                out["missing"], out["repeated"] = list(self.missing), list(self.repeated)
-        return out
-
-
-Takes = tuple[tuple[BudgetValue, tuple[ProfileTake, ...]], ...]  # per numeric budget served, every profile's take
-EvaluatorTakes = tuple[tuple[BudgetValue, tuple[EvaluatorTake, ...]], ...]  # per budget served, every evaluator's take
 
 
 @dataclass(frozen=True)
@@ -285,90 +187,6 @@ class VariantPlan:
 
 
 # ---------------------------------------------------------------------------------------
-# keys and names
-# ---------------------------------------------------------------------------------------
-def content_key(recipe: Mapping[str, Any]) -> str:
-    """sha256 (hex) of a recipe's canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps({"format": KEY_FORMAT, **recipe}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _recipe(source_key: str | None, size, fps: float, settings: EncoderSettings, frames, black=(), masks=(),
-            mode=None, fill=None, intra: bool = False) -> dict:
-    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
-            "black": list(black), "masks": [[f, [list(r) for r in rs]] for f, rs in masks], "mode": mode,
-            "fill": fill, "encoder": settings.to_json(intra)}
-
-
-def _remux_recipe(source_key: str, size, fps: float, frames) -> dict:
-    return {"source": source_key, "size": list(size), "rate": frame_rate(fps), "frames": list(frames),
-            "encoder": {"codec": STREAM_COPY}}
-
-
-# ---------------------------------------------------------------------------------------
-# what each profile takes from a written video
-# ---------------------------------------------------------------------------------------
-def profile_takes(num_frames: int, budget: BudgetValue, fps: float, profile: str | None = None,
-                  options: Mapping[str, Any] | None = None) -> tuple[ProfileTake, ...]:
-    """For every known profile, the frames of a ``num_frames``-frame video at ``fps`` that it
-    takes for ``budget``. ``profile``/``options``: the run's own profile gets its options,
-    the others their defaults."""
-    out = []
-    for name in PROFILES:
-        opts = dict(options or {}) if name == profile else {}
-        try:
-            idx = select_frames(name, num_frames, budget, fps=fps, **opts)
-            out.append(ProfileTake(name, num_frames, tuple(int(i) for i in idx)))
-        except InputError as e:  # this profile cannot sample that video (e.g. too few frames)
-            out.append(ProfileTake(name, num_frames, None, str(e)))
-    return tuple(out)
-
-
-def video_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue], profile: str | None = None,
-                options: Mapping[str, Any] | None = None) -> Takes:
-    """Per numeric budget a video serves, every profile's take of it when asked for that budget
-    (:func:`profile_takes`): the one place the manifest's ``profiles`` of every video come from.
-    The ``all`` budget asks a sampler profile for nothing (what a client takes of a full video
-    depends on its settings): :func:`evaluator_takes` states it."""
-    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets if b != ALL)
-
-
-def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue],
-                    evaluators: Sequence[Evaluator]) -> EvaluatorTakes:
-    """Per budget a video serves, what each evaluator configuration takes of it (its profile's
-    function of the video's frame count and rate, with its options and frame request): the one
-    place the manifest's ``evaluators`` of every video come from."""
-    return tuple((b, tuple(evaluator_take(e, num_frames, fps, b) for e in evaluators)) for b in budgets)
-
-
-def _all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
-    """all_frame: one warning per evaluator that does not take every frame, naming the ``all``
-    ground truth computed over the frames it takes (vistest.pipeline writes it)."""
-    out = []
-    for _b, ts in takes:
-        for t in ts:
-            if t.error is not None:
-                out.append(f"evaluator {t.evaluator.name} fails on this {t.num_frames}-frame video: {t.error}")
-            elif not t.every_frame:
-                out.append(f"evaluator {t.evaluator.name} takes {len(t.frames)} of these {t.num_frames} frames "
-                           f"({len(set(t.frames))} distinct; asked {t.request}): its all ground truth is "
-                           f"{evaluator_file(scene_id, t.evaluator.name)}")
-    return tuple(out)
-
-
-def _take_warnings(takes: Takes) -> tuple[str, ...]:
-    """Warnings of every profile that does not take every frame once (prefixed by the budget
-    when a video serves several)."""
-    out = []
-    for b, ts in takes:
-        for t in ts:
-            w = t.warning()
-            if w:
-                out.append(w if len(takes) == 1 else f"budget {budget_label(b)}: {w}")
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------
 # budget videos
 # ---------------------------------------------------------------------------------------
 def remux_note(codec: str | None, container: str | None, size: tuple[int, int]) -> str | None:
@@ -400,9 +218,9 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
     fps = source_fps if full else budget_fps
     takes = video_takes(len(frames), fps, (selection.budget,), selection.profile, profile_options)
     etakes = evaluator_takes(len(frames), fps, (selection.budget,), evaluators)
-    warnings = _take_warnings(takes) + (_all_frame_warnings(scene_id, etakes) if full else ())
-    key = content_key(_recipe(source_key, size, fps, settings, frames, intra=not full))
-    remux_key = content_key(_remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
+    warnings = take_warnings(takes) + (all_frame_warnings(scene_id, etakes) if full else ())
+    key = content_key(video_recipe(source_key, size, fps, settings, frames, intra=not full))
+    remux_key = content_key(remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
     return Variant(scene_id, "budget", budget_video_path(scene_id, selection.budget), float(fps), size, frames, key,
                    budget=selection.budget, budgets=(selection.budget,),
                    length=LENGTH_FULL if full else LENGTH_BUDGET, profile=selection.profile,
@@ -412,145 +230,23 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
 
 
 # ---------------------------------------------------------------------------------------
-# evidence
-# ---------------------------------------------------------------------------------------
-def evidence_objects(q: Question, scene: Scene) -> tuple[str, ...]:
-    """Object ids whose evidence a dummy removes: ``objects``, then every instance of each
-    ``category`` label (scene order); empty for questions about no object (room size)."""
-    ids = list(q.objects)
-    for lab in q.category:
-        ids += [o.id for o in scene.objects if o.label == lab and o.id not in ids]
-    return tuple(ids)
-
-
-class EvidenceTable:
-    """Visibility indexed by decoded frame 0..N-1: ``visible`` (N, O), the table's evidence
-    region (``Visibility.evidence``: the box bound, never the instance share), NaN for unknown
-    frames (invalid pose or no row), ``bbox`` (N, O, 4), ``known`` (N,), columns by object id."""
-
-    def __init__(self, vis: Visibility, num_frames: int, threshold: float):
-        self.source = vis.source
-        if not 0.0 <= float(threshold) < 1.0:
-            raise InputError(f"evidence_threshold: expected a fraction of the image area in [0, 1), got {threshold!r}")
-        fidx = np.asarray(vis.frame_index, dtype=np.int64)
-        ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
-        self.col = {oid: c for c, oid in enumerate(ids)}
-        self.num_frames = num_frames
-        self.threshold = float(threshold)
-        self.visible = np.full((num_frames, len(ids)), np.nan)
-        self.bbox = np.full((num_frames, len(ids), 4), np.nan)
-        rows = (fidx >= 0) & (fidx < num_frames)
-        self.visible[fidx[rows]] = np.asarray(vis.evidence, dtype=np.float64)[rows]  # the evidence region (box bound)
-        self.bbox[fidx[rows]] = np.asarray(vis.bbox, dtype=np.float64)[rows]
-        valid = np.zeros(num_frames, bool)
-        valid[fidx[rows]] = np.asarray(vis.valid, bool)[rows]
-        self.known = valid & np.isfinite(self.visible).all(axis=1)
-
-    def columns(self, object_ids: Sequence[str]) -> list[int]:
-        """Column of each object id; InputError naming the ids the table lacks."""
-        missing = [o for o in object_ids if o not in self.col]
-        if missing:
-            raise InputError(f"{self.source}: object_ids: no column for object(s) {missing} (stale visibility "
-                             f"file?)")
-        return [self.col[o] for o in object_ids]
-
-    def evident(self, object_ids: Sequence[str]) -> np.ndarray:
-        """(N, k) bool: object k visible above the threshold in frame f (False where unknown)."""
-        v = self.visible[:, self.columns(object_ids)]
-        with np.errstate(invalid="ignore"):
-            return v > self.threshold
-
-    def evidence_frames(self, object_ids: Sequence[str], unknown_as_evidence: bool = True) -> tuple[int, ...]:
-        """Sorted decoded frames carrying evidence of any of ``object_ids`` (plus unknown frames)."""
-        if not object_ids:
-            return ()
-        ev = self.evident(object_ids).any(axis=1)
-        if unknown_as_evidence:
-            ev |= ~self.known
-        return tuple(int(f) for f in np.flatnonzero(ev))
-
-    def mask_rects(self, object_ids: Sequence[str], size: tuple[int, int], margin: int) -> dict[int, tuple[Rect, ...]]:
-        """{frame: rectangles} covering each evident object's visible box, grown by ``margin``
-        pixels, aligned outward to even coordinates and clipped to ``size`` (W, H)."""
-        cols = self.columns(object_ids)
-        ev = self.evident(object_ids)
-        out: dict[int, tuple[Rect, ...]] = {}
-        for f, k in zip(*np.nonzero(ev)):
-            b = self.bbox[f, cols[k]]
-            if not np.isfinite(b).all():
-                continue  # visible above the threshold but no box: cannot happen with vistest's kernel
-            out.setdefault(int(f), ())
-            out[int(f)] += (even_rect(b, margin, size),)
-        return {f: tuple(sorted(set(rs))) for f, rs in sorted(out.items())}
-
-
-def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect:
-    """``[x0, y0, x1, y1]`` half-open pixel bounds grown by ``margin`` px, with x0, y0 rounded
-    down and x1, y1 up to even numbers, clipped to the (even) frame ``size`` (W, H)."""
-    w, h = size
-    x0, y0, x1, y1 = (float(v) for v in bbox)
-    x0, y0 = max(0, int(np.floor(x0)) - margin), max(0, int(np.floor(y0)) - margin)
-    x1, y1 = min(w, int(np.ceil(x1)) + margin), min(h, int(np.ceil(y1)) + margin)
-    x0, y0 = x0 - x0 % 2, y0 - y0 % 2
-    x1, y1 = min(w, x1 + x1 % 2), min(h, y1 + y1 % 2)
-    return (x0, y0, x1, y1)
-
-
-# ---------------------------------------------------------------------------------------
 # dummies
 # ---------------------------------------------------------------------------------------
-def _dummy_recipe(mode: str, n: int, evidence: Sequence[int], rects: Mapping[int, tuple[Rect, ...]],
-                  unknown: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
-    """(frames, black, masks) of a full-length dummy of ``mode`` over ``n`` source frames."""
-    everything = tuple(range(n))
-    if mode == "drop":
-        gone = set(evidence)
-        return tuple(f for f in everything if f not in gone), (), ()
-    if mode == "black":
-        return everything, tuple(evidence), ()
-    if mode == "mask":
-        black = set(unknown)
-        return everything, tuple(sorted(black)), tuple((f, rs) for f, rs in rects.items() if f not in black)
-    if mode == "allblack":
-        return everything, everything, ()
-    raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {mode!r}")
-
-
-def budget_recipe(frames: Sequence[int], black: Sequence[int], masks: Sequence[tuple[int, tuple[Rect, ...]]],
-                  positions: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
-    """(frames, black, masks) of the budget dummy holding positions ``positions`` of the
-    full-length dummy (``frames``, ``black``, ``masks``): its frames in that order (repeats
-    kept), and the black and masked frames among them."""
-    sel = tuple(int(frames[p]) for p in positions)
-    held = set(sel)
-    return sel, tuple(f for f in black if f in held), tuple((f, rs) for f, rs in masks if f in held)
-
-
-def shown_evidence(table: "EvidenceTable", object_ids: Sequence[str], frames: Sequence[int], black: Sequence[int],
-                   masks: Sequence[tuple[int, tuple[Rect, ...]]]) -> tuple[int, ...]:
-    """Frames a dummy shows (neither black nor masked there) in which an object of
-    ``object_ids`` is visible above the evidence threshold (known frames only): what the
-    dummy's ground truth must be computed over, and empty for every dummy vistest plans."""
-    if not object_ids or not len(frames):
-        return ()
-    ev = table.evident(object_ids).any(axis=1)
-    hidden = set(black) | {f for f, _ in masks}
-    return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))
-
-
 def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, size: tuple[int, int],
-                 settings: EncoderSettings, recipe: tuple, budget: BudgetValue, full: bool, fps: float,
-                 budget_fps: float, profile: str, opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
+                 encode: EncodeConfig, recipe: tuple, budget: BudgetValue, full: bool, fps: float, profile: str,
+                 opts: Mapping[str, Any]) -> tuple[DummyVideo, dict | None]:
     """The dummy video of one budget for a full-length ``recipe`` (frames, black, masks): the
-    full-length dummy itself (``full``), or the budget dummy the profile takes from it; with
-    the fields of its Variant (None when nothing is written)."""
+    full-length dummy itself (``full``, at the source's ``fps``), or the budget dummy the profile
+    takes from it (at ``encode.budget_fps``); with the fields of its Variant (None when nothing
+    is written)."""
     frames, black, masks = recipe
     length = LENGTH_FULL if full else LENGTH_BUDGET
+    settings, budget_fps = encode.settings, encode.budget_fps
     if not frames:
         return DummyVideo(budget, None, None, (), (), (), float(fps if full else budget_fps), length), None
     if full:
         vf, vb, vm, rate, timeline = frames, black, masks, float(fps), None
-        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
+        key = content_key(video_recipe(src, size, rate, settings, vf, vb, vm, mode, fill))
         path = dummy_video_path(scene_id, mode, key)
     else:
         try:
@@ -561,47 +257,42 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
                               f"{budget_label(budget)} (as its evaluator would): {e}"), None
         vf, vb, vm = budget_recipe(frames, black, masks, positions)
         rate, timeline = float(budget_fps), (len(frames), positions)
-        key = content_key(_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
+        key = content_key(video_recipe(src, size, rate, settings, vf, vb, vm, mode, fill, intra=True))
         path = dummy_video_path(scene_id, mode, key, budget)
     video = DummyVideo(budget, path, key, vf, tuple(sorted(set(vb))), tuple(f for f, _ in vm), rate, length)
     return video, {"mode": mode, "fill": fill, "frames": vf, "black": vb, "masks": vm, "key": key, "fps": rate,
                    "full": full, "budget": None if full else budget, "timeline": timeline}
 
 
-def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], modes: Sequence[str],
-                 source_key: str, size: tuple[int, int], fps: float, settings: EncoderSettings,
-                 budgets: Sequence[BudgetValue], fill: str = "black", margin: int = DEFAULT_MASK_MARGIN,
-                 unknown_as_evidence: bool = True, length: str = DEFAULT_DUMMY_LENGTH, profile: str = "uniform",
-                 profile_options: Mapping[str, Any] | None = None, budget_fps: float = DEFAULT_BUDGET_FPS,
-                 evaluators: Sequence[Evaluator] = ()) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
+def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], source_key: str,
+                 size: tuple[int, int], budgets: Sequence[BudgetValue], dummy: DummyConfig = DummyConfig(),
+                 encode: EncodeConfig = EncodeConfig(), profile: str = "uniform",
+                 profile_options: Mapping[str, Any] | None = None, evaluators: Sequence[Evaluator] = ()
+                 ) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
     """Dummy videos (shared by questions with identical recipes) and one DummyTruth per
     (question, mode) with its video per dummy budget. ``budgets``: the dummy budgets;
-    ``length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
-    ``profile_options`` at budget n on the full-length dummy's timeline, at ``fps``, written
-    at ``budget_fps``) or ``full`` (every budget uses the full-length dummy). The ``all``
-    budget always uses the full-length dummy. Questions about no object (room size, route
+    ``dummy.length``: ``budget`` (numeric budgets get budget dummies: ``profile`` with
+    ``profile_options`` at budget n on the full-length dummy's timeline, at the scene's fps,
+    written at ``encode.budget_fps``) or ``full`` (every budget uses the full-length dummy). The
+    ``all`` budget always uses the full-length dummy. Questions about no object (room size, route
     planning) get only the allblack dummy. ``evaluators``: the configurations whose takes
-    each dummy records (:func:`evaluator_takes`)."""
-    for m in modes:
-        if m not in DUMMY_MODES:
-            raise InputError(f"dummy mode: expected one of {', '.join(DUMMY_MODES)}, got {m!r}")
-    if fill not in FILLS:
-        raise InputError(f"fill: expected one of {', '.join(FILLS)}, got {fill!r}")
-    if length not in DUMMY_LENGTHS:
-        raise InputError(f"dummy_length: expected one of {', '.join(DUMMY_LENGTHS)}, got {length!r}")
+    each dummy records (:func:`evaluator_takes`). ``source_key``: what the source's frames are."""
     opts = dict(profile_options or {})
-    n = table.num_frames
-    unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if unknown_as_evidence else ()
+    n, fps, fill = table.num_frames, scene.fps, dummy.fill
+    unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
     groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
         objs = evidence_objects(q, scene)
-        evidence = table.evidence_frames(objs, unknown_as_evidence) if objs else ()
-        for mode in modes:
+        evidence = table.evidence_frames(objs, dummy.unknown_as_evidence) if objs else ()
+        if dummy.evidence_frame_margin:  # each evidence frame's neighbours too
+            m = dummy.evidence_frame_margin
+            evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))}))
+        for mode in dummy.modes:
             if mode != "allblack" and not objs:
                 continue
-            rects = table.mask_rects(objs, size, margin) if mode == "mask" else {}
-            frames, black, masks = _dummy_recipe(mode, n, evidence, rects, unknown)
+            rects = table.mask_rects(objs, size, dummy.mask_margin) if mode == "mask" else {}
+            frames, black, masks = dummy_recipe(mode, n, evidence, rects, unknown)
             mode_fill = fill if mode == "mask" else None
             removed = objs if mode != "allblack" else ()
             warnings = []
@@ -613,8 +304,8 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
             src = None if mode == "allblack" else source_key
             videos = []
             for b in budgets:
-                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, settings, (frames, black, masks),
-                                         b, b == ALL or length == LENGTH_FULL, fps, budget_fps, profile, opts)
+                v, fields = _dummy_video(scene.scene_id, mode, mode_fill, src, size, encode, (frames, black, masks),
+                                         b, b == ALL or dummy.length == LENGTH_FULL, fps, profile, opts)
                 videos.append(v)
                 if v.path is None:
                     continue
@@ -644,63 +335,38 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
                                 budgets=budgets_served, length=LENGTH_FULL if g["full"] else LENGTH_BUDGET,
                                 profile=profile, questions=tuple(g["questions"]), objects=tuple(g["objects"]),
                                 evidence_frames=tuple(sorted(g["evidence"])), timeline=g["timeline"], takes=takes,
-                                evaluator_takes=etakes, warnings=_take_warnings(takes)))
+                                evaluator_takes=etakes, warnings=take_warnings(takes)))
     return tuple(variants), tuple(truths)
 
 
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
-def dummy_budgets_of(budgets: Sequence[BudgetValue],
-                     dummy_budgets: Sequence[BudgetValue] | None) -> tuple[BudgetValue, ...]:
-    """The budgets dummies are written for: ``dummy_budgets`` (each one of ``budgets``), or by
-    default the numeric ``budgets`` (an ``all`` dummy is a full-length encode per question and
-    mode: ask for it explicitly)."""
-    if dummy_budgets is None:
-        return tuple(b for b in budgets if b != ALL)
-    out = []
-    for b in dummy_budgets:
-        pb = parse_budget(b, "dummy_budgets")
-        if pb not in budgets:
-            raise InputError(f"dummy_budgets: {budget_label(pb)} is not one of the budgets "
-                             f"({', '.join(budget_label(x) for x in budgets)})")
-        if pb not in out:
-            out.append(pb)
-    return tuple(out)
-
-
 def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                   selections: Sequence[FrameSelection], *, source: str | os.PathLike, source_key: str,
-                  size: tuple[int, int], dummy_modes: Sequence[str] = DEFAULT_DUMMY_MODES, fill: str = "black",
-                  evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, mask_margin: int = DEFAULT_MASK_MARGIN,
-                  budget_fps: float = DEFAULT_BUDGET_FPS, settings: EncoderSettings = EncoderSettings(),
-                  profile_options: Mapping[str, Any] | None = None, unknown_as_evidence: bool = True,
-                  dummy_length: str = DEFAULT_DUMMY_LENGTH, dummy_budgets: Sequence[BudgetValue] | None = None,
-                  source_info: VideoInfo | None = None, warnings: Sequence[str] = (),
-                  evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
+                  size: tuple[int, int], dummy: DummyConfig = DummyConfig(), encode: EncodeConfig = EncodeConfig(),
+                  profile_options: Mapping[str, Any] | None = None, source_info: VideoInfo | None = None,
+                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
-    videos hold exactly the frames the ground truth was computed from; their profile is the
-    one budget dummies are taken with). ``source``: the video; ``source_key``: :func:`file_key`
-    of it; ``size``: its decoded (W, H) (odd sizes are padded to even on the right/bottom);
-    ``source_info``: its probe (codec and container decide whether all_frame is tried as a
-    stream copy; None: it is encoded). ``dummy_length``/``dummy_budgets``: see
-    :func:`plan_dummies` and :func:`dummy_budgets_of`. ``evaluators``: the evaluator
-    configurations whose takes every video records. ``scene.num_frames`` must be the
-    decoded frame count (checked by the caller against the video). Other parameters: see the
-    module docstring.
+    videos hold exactly the frames the ground truth was computed from; their profile, with
+    ``profile_options``, is the one budget dummies are taken with). ``source``: the video;
+    ``source_key``: :func:`file_key` of it; ``size``: its decoded (W, H) (odd sizes are padded
+    to even on the right/bottom); ``source_info``: its probe (codec and container decide
+    whether all_frame is tried as a stream copy; None: it is encoded). ``dummy``: what the
+    dummies remove and for which budgets (:func:`plan_dummies`,
+    vistest.videos.config.DummyConfig.budgets_of); ``encode``: encoder settings and the n-frame
+    videos' rate. ``evaluators``: the evaluator configurations whose takes every video
+    records. ``scene.num_frames`` must be the decoded frame count (checked by the caller
+    against the video). See the module docstring.
     """
     check_scene_id(scene.scene_id, scene.source)
-    if not (isinstance(budget_fps, (int, float)) and np.isfinite(budget_fps) and budget_fps > 0):
-        raise InputError(f"budget_fps: expected a positive number of frames per second, got {budget_fps!r}")
-    if isinstance(mask_margin, bool) or not isinstance(mask_margin, int) or mask_margin < 0:
-        raise InputError(f"mask_margin: expected a non-negative number of pixels, got {mask_margin!r}")
     n = scene.num_frames
     source_size = (int(size[0]), int(size[1]))
     size = (source_size[0] + source_size[0] % 2, source_size[1] + source_size[1] % 2)
     budgets = tuple(s.budget for s in selections)
-    dbudgets = dummy_budgets_of(budgets, dummy_budgets) if dummy_modes else ()
+    dbudgets = dummy.budgets_of(budgets)
     profiles = {s.profile for s in selections}
     profile = selections[0].profile if selections else "uniform"
     if len(profiles) > 1:
@@ -710,12 +376,11 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     qids = tuple(q.id for q in questions)
     full_range = bool(source_info and source_info.full_range)
     pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
-    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, budget_fps, settings, qids,
+    variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, encode.budget_fps, encode.settings, qids,
                                profile_options, blocker, evaluators) for sel in selections]
-    table = EvidenceTable(visibility, n, evidence_threshold)
-    dummies, truths = plan_dummies(scene, table, questions, dummy_modes, pixels, size, scene.fps, settings,
-                                   dbudgets, fill, mask_margin, unknown_as_evidence, dummy_length, profile,
-                                   profile_options, budget_fps, evaluators)
+    table = EvidenceTable(visibility, n, dummy.evidence_threshold)
+    dummies, truths = plan_dummies(scene, table, questions, pixels, size, dbudgets, dummy, encode, profile,
+                                   profile_options, evaluators)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
@@ -723,65 +388,16 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
         raise AssertionError(f"two variants share the path {dup[0]!r}")
     plan_warnings = list(warnings)
     unknown = int((~table.known).sum())
-    if unknown and dummy_modes:
+    if unknown and dummy.modes:
         plan_warnings.append(f"{unknown} of {n} decoded frames have no valid pose or no visibility row; "
-                             + ("dummies treat them as evidence" if unknown_as_evidence else
+                             + ("dummies treat them as evidence" if dummy.unknown_as_evidence else
                                 "dummies keep them (--keep-unknown-frames)"))
     if size != source_size:
         plan_warnings.append(f"the video is {source_size[0]}x{source_size[1]}; written videos are padded to "
                              f"{size[0]}x{size[1]} (yuv420p needs even sizes)")
     return VariantPlan(scene.scene_id, str(Path(source).resolve()), source_key, source_size, size, float(scene.fps), n,
-                       settings, float(budget_fps), float(evidence_threshold), budgets, tuple(variants), truths,
-                       tuple(plan_warnings), dbudgets, dummy_length, full_range)
-
-
-# ---------------------------------------------------------------------------------------
-# records
-# ---------------------------------------------------------------------------------------
-def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, note: str | None = None) -> dict:
-    """One line of ``manifest.jsonl`` for variant ``v`` (see docs/videos.md): what it holds
-    (source frames, black and masked frames), what each profile takes from it per budget it
-    serves, and how it was written (``encoding``: stream-copy, x264 or x264-intra, as the
-    writer reports it; ``note``: why all_frame is not a stream copy)."""
-    if encoding is None:
-        encoding = X264_INTRA if v.intra else X264
-    copied = encoding == STREAM_COPY
-    rec: dict[str, Any] = {
-        "scene_id": plan.scene_id, "variant": v.kind, "path": v.path,
-        "budget": None if v.budget is None else budget_json(v.budget),
-        "budgets": [budget_json(b) for b in v.budgets], "length": v.length,
-        "profile": v.profile, "mode": v.mode, "fill": v.fill, "source": plan.source,
-        "source_key": None if v.source_free else plan.source_key,
-        "source_frames": list(v.frames), "black_frames": list(v.black), "masked_frames": list(v.masked_frames),
-        "masks": [[f, *r] for f, rs in v.masks for r in rs],
-        "num_frames": v.num_frames, "fps": v.fps, "size": list(v.size), "questions": list(v.questions),
-        "key": v.remux_key if copied else v.key, "encoding": encoding, "encoding_note": note,
-        "crf": None if copied else plan.settings.crf,
-        "preset": None if copied else (plan.settings.intra_preset if v.intra else plan.settings.preset),
-        "profiles": {name: {budget_label(b): dict(t.to_json()) for b, ts in v.takes for t in ts if t.profile == name}
-                     for name in PROFILES if v.takes},
-        "evaluators": {e.evaluator.name: {"config": e.evaluator.to_json(),
-                                          "takes": {budget_label(b): t.to_json() for b, ts in v.evaluator_takes
-                                                    for t in ts if t.evaluator.name == e.evaluator.name}}
-                       for e in (v.evaluator_takes[0][1] if v.evaluator_takes else ())},
-    }
-    if v.timeline is not None:
-        rec["timeline"] = {"num_frames": v.timeline[0], "fps": plan.source_fps, "positions": list(v.timeline[1])}
-    if v.kind == "dummy":
-        rec["objects"] = list(v.objects)
-        rec["evidence_frames"] = list(v.evidence_frames)
-        timeline = v.timeline[0] if v.timeline is not None else v.num_frames
-        rec["short_of_budgets"] = [int(b) for b in v.budgets if b != ALL and int(b) > timeline]
-    rec["warnings"] = list(v.warnings) + ([note] if note and not copied else [])
-    return rec
-
-
-def manifest_records(plan: VariantPlan, encodings: Mapping[str, tuple[str, str | None]] | None = None) -> list[dict]:
-    """Manifest lines of every variant, sorted by path; ``encodings``: {path: (encoding,
-    note)} as the writer reports them (vistest.videos.write.WriteReport.encodings)."""
-    enc = dict(encodings or {})
-    return [manifest_record(plan, v, *enc.get(v.path, (None, None)))
-            for v in sorted(plan.variants, key=lambda v: v.path)]
+                       encode.settings, float(encode.budget_fps), float(dummy.evidence_threshold), budgets,
+                       tuple(variants), truths, tuple(plan_warnings), dbudgets, dummy.length, full_range)
 
 
 def dummy_gt_jsonl(plan: VariantPlan) -> str:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import FrameHashes, VideoError, hash_command, mp4_sample_count, parse_frame_hashes, remux_command
-from .plan import STREAM_COPY, Variant
+from .plan import Variant
+from .recipes import STREAM_COPY
 from .session import WriteSession
 from .stored import key_metadata
 

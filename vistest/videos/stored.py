@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 
 from ..atomic import check_file
 from .ffmpeg import VideoError, mp4_intact, mp4_sample_count, probe
-from .plan import STREAM_COPY, X264, X264_INTRA, Variant
+from .plan import Variant
+from .recipes import STREAM_COPY, X264, X264_INTRA
 
 KEY_TAG = "comment"     # container tag holding the content key
 KEY_PREFIX = "vistest:"

@@ -35,8 +35,10 @@ from ..atomic import ensure_folder
 from ..progress import progress_bar
 from .encode import decode_pass, encode_sourceless, is_long, plan_passes
 from .intra import write_pool
-from .memory import DEFAULT_MAX_MEMORY_MB, plan_resources, with_stream_check
-from .plan import X264, Variant, VariantPlan
+from .config import ResourceConfig
+from .memory import plan_resources, with_stream_check
+from .plan import Variant, VariantPlan
+from .recipes import X264
 from .pool import BLACK, PoolPlan
 from .remux import finish_remuxes, start_remux
 from .session import WriteSession
@@ -115,14 +117,13 @@ def _kept_encodings(variants: Sequence[Variant], done: Mapping[str, str]) -> dic
     return encodings
 
 
-def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB,
-               jobs: int | None = None, threads: int | None = None, cpus: int | None = None,
+def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, resources: ResourceConfig = ResourceConfig(),
                progress: bool = True, records: Mapping[str, Mapping] | None = None, verify: bool = False,
                spool_dir: str | os.PathLike | None = None, commit: bool = True) -> WriteReport:
     """Write every variant of ``plan`` under ``outdir`` (paths ``Variant.path``), skipping
     those up to date (vistest.videos.stored.up_to_date: ``records``, the scene's record of its
-    files, and ``verify``). ``max_memory_mb`` (MB)/``jobs``/``threads``/``cpus``: see
-    vistest.videos.memory.plan_resources (computed over the whole plan, so reruns use the same
+    files, and ``verify``). ``resources``: the memory (MB), encoders, threads and CPUs
+    vistest.videos.memory.plan_resources plans with (over the whole plan, so reruns use the same
     threads). ``spool_dir``: where the work folder goes (vistest.videos.spool.spool_folder); its
     free space is checked before anything is encoded.
 
@@ -134,6 +135,7 @@ def write_plan(plan: VariantPlan, outdir: str | os.PathLike, *, max_memory_mb: f
     does not hold its frames; OutputError when the disk refuses (naming the path).
     """
     t0 = time.perf_counter()
+    max_memory_mb, jobs, threads, cpus = resources.max_memory_mb, resources.jobs, resources.threads, resources.cpus
     outdir = ensure_folder(outdir)
     variants = sorted(plan.variants, key=lambda v: v.path)
     s = plan.settings

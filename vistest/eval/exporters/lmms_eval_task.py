@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...questions import ANSWER_MCQ, QUESTION_TYPES, RULE_COUNTING
-from ...videos.plan import DUMMY_MODES
+from ...videos.config import DUMMY_MODES
 from ... import answers
 from ...answers import Protocol
 from ..metrics import resolve_protocol
@@ -199,7 +199,7 @@ def task_record(run: RunData, row: ExportRow, metrics: list[str]) -> dict:
 
 
 def _variant_order(variant: str) -> tuple[int, str]:
-    """dummy-drop, -black, -mask, -allblack (vistest.videos.plan.DUMMY_MODES), then others by name."""
+    """dummy-drop, -black, -mask, -allblack (vistest.videos.config.DUMMY_MODES), then others by name."""
     mode = variant.split("-", 1)[-1]
     return (DUMMY_MODES.index(mode) if mode in DUMMY_MODES else len(DUMMY_MODES), variant)
 
