@@ -7,8 +7,7 @@
   :class:`StagedFiles`): the file keeps its modification time, so the records that carry it
   (a scene record's ``mtime_ns``) do not change either, and a rerun that computes the same
   outputs leaves every file byte for byte and time for time as it was. A file's time is then
-  when its present content was first written. Make stamps, whose time is what make reads, are written
-  with ``keep_same=False``.
+  when its present content was first written.
 * **Temporary names say who made them**: ``.{stem}.{rand}_{pid}_{host}.tmp{suffix}`` (the
   suffix is kept so tools that pick a format from it, such as ffmpeg or numpy, still do), and
   work folders ``{prefix}{rand}_{pid}_{host}``. A later run recognises a stale one
@@ -278,12 +277,11 @@ def atomic_path(path: str | os.PathLike, keep_same: bool = True):
             tmp.unlink()
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, keep_same: bool = True) -> bool:
-    """Write text (UTF-8) or bytes to ``path`` atomically. ``keep_same`` (default): when ``path``
-    already holds these bytes (:func:`holds`), write nothing and leave it untouched, its
-    modification time included (module docstring); ``False``: always replace it (a make stamp,
-    whose time is its meaning). Returns whether ``path`` was written."""
-    if keep_same and holds(path, data.encode("utf-8") if isinstance(data, str) else data):
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> bool:
+    """Write text (UTF-8) or bytes to ``path`` atomically; when ``path`` already holds these
+    bytes (:func:`holds`), write nothing and leave it untouched, its modification time included
+    (module docstring). Returns whether ``path`` was written."""
+    if holds(path, data.encode("utf-8") if isinstance(data, str) else data):
         return False
     with atomic_path(path, keep_same=False) as tmp:
         if isinstance(data, str):

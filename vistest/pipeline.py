@@ -174,7 +174,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     visibility cache and ``{n}_frame.jsonl`` (``vistest run``); without it only videos,
     ``dummy_gt.jsonl`` and manifest lines are written (``vistest videos``). ``questions_path``: the
     file the questions came from (recorded as an input). ``spool_dir``: the work folder's location
-    (vistest.videos.write.spool_folder). ``verify``: hash every output a rerun would keep.
+    (vistest.videos.spool.spool_folder). ``verify``: hash every output a rerun would keep.
     ``wait``/``on_wait``: what to do when another run holds the scene
     (vistest.videos.manifest.SceneLock). ``manifest=False``: leave ``manifest.jsonl`` alone
     (vistest.batch merges the scene's lines, kept in its record, once). ``stage``: called

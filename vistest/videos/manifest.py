@@ -190,7 +190,7 @@ def remove_stale_files(outdir: str | os.PathLike, scene_id: str, spool: str | os
     every temporary file of the scene's own files (its videos, its ``scenes/{scene_id}/``
     files and those of ``scenes/{scene_id}/evaluators/*/``, its record) and its work folders
     in ``outdir``, whoever made them; in ``outdir``'s shared places (``manifest.jsonl``,
-    ``index.html``, make stamps) and in ``spool`` (another work folder location), those of
+    ``index.html``) and in ``spool`` (another work folder location), those of
     processes of this host that have ended."""
     outdir = Path(outdir)
     gone = remove_stale(outdir, work_prefix=layout.SPOOL_PREFIX)

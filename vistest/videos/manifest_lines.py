@@ -51,7 +51,7 @@ def manifest_record(plan: VariantPlan, v: Variant, encoding: str | None = None, 
 
 def manifest_records(plan: VariantPlan, encodings: Mapping[str, tuple[str, str | None]] | None = None) -> list[dict]:
     """Manifest lines of every variant, sorted by path; ``encodings``: {path: (encoding,
-    note)} as the writer reports them (vistest.videos.write.WriteReport.encodings)."""
+    note)} as the writer reports them (vistest.videos.staging.WriteReport.encodings)."""
     enc = dict(encodings or {})
     return [manifest_record(plan, v, *enc.get(v.path, (None, None)))
             for v in sorted(plan.variants, key=lambda v: v.path)]
