@@ -318,9 +318,8 @@ def test_balancing_never_scores_on_the_report_folds(rooms, monkeypatch):
         return real(records, *args, **kwargs)
 
     monkeypatch.setattr(blind, "attack_report", spy)
-    gen = generate(rooms[:12], ("object_rel_distance_closest", "object_rel_distance_farthest"),
-                   RULES.with_overrides(["balance.min_judged=10", "balance.min_questions=10"]), seed=0)
-    assert len(seen) >= 6  # two rounds or more, three fold seeds each (12 scenes: 5 seeded folds)
+    gen = generate(rooms, ("object_rel_distance_closest", "object_rel_distance_farthest"), RULES, seed=0)
+    assert len(seen) >= 3 and all(len(f) > 10 for f in seen)  # 5 seeded folds (leave-one-out up to 10 scenes)
     judge = fold_seeds(0, RULES.balance)[0]
     for fold_of in seen:
         assert all(fold_of != dict(scene_folds(fold_of, DEFAULT_FOLDS, s).fold_of) for s in judge)
@@ -335,12 +334,12 @@ def test_30_random_rooms_meet_the_upper_side_target(rooms):
     more = [SceneInput(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100)
                                                            for seed in range(N_ROOMS, 30))]
     rep = generate(rooms + more, GENERATED_TYPES, Rules(), seed=0).report
-    judged = [c for c in rep.attacks.cells if c.judged]
-    assert judged and not [c for c in judged if c.gap > Rules().balance.blind_margin + 1e-9]
+    judged = [c for c in rep.seed_cells if c.judged]  # on the mean over the report's fold seeds 0, 1, 2
+    assert judged and not [c for c in judged if c.mean > Rules().balance.blind_margin + 1e-9]
     assert rep.ok, [c for c in rep.checks if not c.ok]
     assert {c.target for c in rep.checks} >= {"max count share", "letter share - 1/k"}
     dropped = [n for n in rep.notes if ": dropped (" in n]
-    assert len(dropped) <= 8 and rep.n_questions > 300  # 413 questions, 5 drop notes (docs/generate.md)
+    assert len(dropped) <= 10 and rep.n_questions > 200  # 244 questions (docs/generate.md)
 
 
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):
