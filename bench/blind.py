@@ -9,7 +9,7 @@ held out on each set (``vistest.generate.blind.attack_report``: 5 folds by scene
 type against chance, with the counting answers' largest share and the letters' largest deviation
 from 1/k. The attacks are judged on the report's fold seeds (0, 1, 2: the generator's
 ``balance.judge_fold_seeds``, which its balancing never scores on) and on ``--fresh`` fold seeds
-no run of the generator uses (100 ...): per group, the cells more than 3 points above chance on
+no seed-0 balancing round uses (100 ...): per group, the cells more than 3 points above chance on
 each seed, on the mean over the group and on its worst. ``--questions DIR`` scores an existing
 folder of generated ``*.jsonl`` instead (how the "before" column of docs/generate.md was
 measured: the questions of the generator before issue #23, scored with this script).
