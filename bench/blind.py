@@ -7,12 +7,15 @@ alone (the demo's `make demo` rule: ``abs_distance.skip_probability=[]``; one sc
 attacks are held out by question there). Every attack of ``vistest.eval.attacks`` is scored
 held out on each set (``vistest.generate.blind.attack_report``: 5 folds by scene) and printed per
 type against chance, with the counting answers' largest share and the letters' largest deviation
-from 1/k. ``--questions DIR`` scores an existing folder of generated ``*.jsonl`` instead (how the
-"before" column of docs/generate.md was measured: the questions of the generator before issue #23,
-scored with this script).
+from 1/k. The attacks are judged on the report's fold seeds (0, 1, 2: the generator's
+``balance.judge_fold_seeds``, which its balancing never scores on) and on ``--fresh`` fold seeds
+no seed-0 balancing round uses (100 ...): per group, the cells more than 3 points above chance on
+each seed, on the mean over the group and on its worst. ``--questions DIR`` scores an existing
+folder of generated ``*.jsonl`` instead (how the "before" column of docs/generate.md was
+measured: the questions of the generator before issue #23, scored with this script).
 
     python bench/blind.py [--rooms 30] [--demo out/demo/scene.json] [--cache DIR] [--questions DIR]
-                          [--markdown]
+                          [--markdown] [--fresh 5]
 
 Visibility tables are cached in ``--cache`` (box occlusion for the rooms, ``auto`` for the demo).
 """
@@ -28,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from vistest.eval.attacks import across_seeds, seeds_table  # noqa: E402
 from vistest.eval.tables import markdown_table, text_table  # noqa: E402
 from vistest.generate import Rules, SceneInput, generate, parse_types  # noqa: E402
 from vistest.generate.blind import attack_report  # noqa: E402
@@ -84,7 +88,12 @@ def set_stats(records: list[dict]) -> list[str]:
     return lines
 
 
-def report(name: str, records: list[dict], markdown: bool) -> None:
+def seed_groups(fresh: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The fold seeds judged: the report's and ``fresh`` ones no generation run uses."""
+    return [("the report's fold seeds", (0, 1, 2)), ("fresh fold seeds", tuple(range(100, 100 + fresh)))]
+
+
+def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> None:
     t0 = time.time()
     rep = attack_report(records)
     judged = [c for c in rep.cells if c.judged]
@@ -95,12 +104,16 @@ def report(name: str, records: list[dict], markdown: bool) -> None:
           f"{time.time() - t0:.1f} s; {len(judged)} judged cells: {len(above)} above chance + 3 points "
           f"({len(resolved)} with chance + 3 below their 95% interval), {len(below)} below chance - 3 points; "
           f"chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} of {len(judged)}")
-    others = []
-    for seed in (1, 2):  # folds the balancing never saw: what its pruning fitted to seed 0's folds
-        cells = [c for c in attack_report(records, seed).cells if c.judged]
-        others.append(f"fold seed {seed}: {sum(c.above for c in cells)} above, {sum(c.below for c in cells)} below "
-                      f"of {len(cells)}")
-    print("  re-judged on other folds: " + "; ".join(others))
+    for label, seeds in seed_groups(fresh):  # folds the balancing never saw (vistest.generate.balance.fold_seeds)
+        cells = [c for c in across_seeds([attack_report(records, s) for s in seeds], seeds) if c.judged]
+        per_seed = [sum(s in c.seeds_above for c in cells) for s in seeds]
+        print(f"  {label} {', '.join(map(str, seeds))}: of {len(cells)} judged cells, above chance + 3 per seed "
+              f"{per_seed}; mean over the seeds above: {sum(c.above for c in cells)} (largest mean "
+              f"{100 * max(c.mean for c in cells):+.1f}); worst seed above: "
+              f"{sum(c.worst > c.margin + 1e-9 for c in cells)}")
+        if label.startswith("the report"):
+            table = seeds_table(cells, rep.folds.scheme)
+            print(markdown_table(table) if markdown else text_table(table))
     print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
     print("\n".join(set_stats(records)))
 
@@ -119,9 +132,10 @@ def main() -> None:
     ap.add_argument("--cache", default="/tmp/vistest-bench-blind")
     ap.add_argument("--questions", default=None, help="score this folder of generated questions instead")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--fresh", type=int, default=5, help="fresh fold seeds judged (100, 101 ...)")
     args = ap.parse_args()
     if args.questions:
-        report(args.questions, load_questions(args.questions), args.markdown)
+        report(args.questions, load_questions(args.questions), args.markdown, args.fresh)
         return
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -140,7 +154,7 @@ def main() -> None:
             print(f"  note: {n}")
         print("  questions per type, answerable before balancing -> kept: " + ", ".join(
             f"{f.question_type} {f.answerable} -> {f.final}" for f in gen.report.funnel))
-        report(name, records, args.markdown)
+        report(name, records, args.markdown, args.fresh)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,8 @@ def turn_to_boundary(x, y, hard):
 # ---- every answer, recomputed ----------------------------------------------------------------
 def test_every_answer_recomputed_independently(rooms, generated_every_type):
     generated = generated_every_type
+    # one balancing round: the last round prunes nothing (the set returned is the one it scored)
+    assert not [f for f in generated.report.funnel if any(s == "blind_attack" for s, _ in f.removed)]
     scenes = {i.scene.scene_id: i.scene for i in rooms}
     docs = {sid: s.to_dict() for sid, s in scenes.items()}
     refs = {sid: Ref(s) for sid, s in scenes.items()}
@@ -243,9 +245,11 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     dropped = {t for n in rep.notes if ": dropped (" in n for t in n.split(": dropped (")[0].split(", ")}
     assert set(GENERATED_TYPES) == set(by_type) | dropped and not set(by_type) & dropped, (set(by_type), dropped)
     assert all("held out" in n and "points from chance" in n for n in rep.notes if ": dropped (" in n)
-    # the upper side of every judged attack: at most chance + 3 points (issue #23), what the report checks
-    judged = [c for c in rep.attacks.cells if c.judged]
-    assert all(c.gap <= Rules().balance.blind_margin + 1e-9 for c in judged), [c for c in judged if c.above]
+    # the upper side of every judged attack: at most chance + 3 points (issue #23) on the mean over the
+    # report's fold seeds, what the report checks
+    judged = [c for c in rep.seed_cells if c.judged]
+    assert judged and all(c.mean <= Rules().balance.blind_margin + 1e-9 for c in judged), [c for c in judged
+                                                                                          if c.above]
     assert rep.ok == all(c.ok for c in rep.checks)
     for t in ("object_counting_single", "object_counting_multiple"):
         if t not in by_type:
@@ -268,12 +272,59 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     assert rooms == {r["scene_id"] for r in by_type.get("room_size_estimation_mcq", [])}
     # every attack of vistest.eval.attacks is in the report, held out by scene
     assert rep.attacks is not None and rep.attacks.folds.by == "scene"
-    assert {c.attack for c in rep.attacks.cells} >= {"constant", "option-label", "option-rank", "numeric-prior",
-                                                       "learned", "answer-length"}
+    numeric_options = any(t.endswith("_mcq") for t in by_type)  # all dropped on 20 rooms (docs/generate.md)
+    expected = {"constant", "option-label", "numeric-prior", "learned", "answer-length"}
+    assert {c.attack for c in rep.attacks.cells} >= expected | ({"option-rank"} if numeric_options else set())
     judged = [c for c in rep.attacks.cells if c.judged]
-    # 20 rooms: 247 questions, 8 types dropped as leaky (docs/generate.md, "Held-out attacks before and after")
-    assert len({c.question_type for c in judged}) >= 5
-    assert sum(len(rs) for rs in by_type.values()) > 200
+    # 20 rooms: 153 questions, 3 types judged alone (docs/generate.md, "Held-out attacks before and after")
+    assert len({c.question_type for c in judged if not c.pooled}) >= 3
+    assert sum(len(rs) for rs in by_type.values()) > 120
+
+
+def test_balanced_set_meets_the_target_on_fold_seeds_it_never_saw(generated):
+    """Cross-fitted balancing (vistest.generate.balance.fold_seeds): the set the generator kept,
+    judged on fold seeds that neither its balancing rounds nor its report use, has every judged
+    attack within chance + 3 points on the mean over those seeds (the report's target)."""
+    from vistest.eval.attacks import across_seeds
+    from vistest.generate.balance import fold_seeds
+    from vistest.generate.blind import attack_report
+
+    b = RULES.balance
+    used = set(fold_seeds(0, b)[0]) | {s for r in range(b.max_rounds) for s in fold_seeds(0, b, r)[1]}
+    fresh = (200, 201, 202)
+    assert not used & set(fresh)
+    records = [r for _, r in records_of(generated)]
+    cells = [c for c in across_seeds([attack_report(records, s) for s in fresh], fresh) if c.judged]
+    print("\n".join(f"{c.question_type} {c.attack} {c.gaps}" for c in cells))
+    assert len(cells) >= 10 and all(c.ok for c in cells), [c for c in cells if not c.ok]
+    rep = generated.report
+    assert rep.fold_seeds == fold_seeds(0, b)[0] == (0, 1, 2)
+    assert rep.ok and all(c.ok for c in rep.seed_cells if c.judged), [c for c in rep.checks if not c.ok]
+
+
+def test_balancing_never_scores_on_the_report_folds(rooms, monkeypatch):
+    """Every scoring of the balancing loop holds out with folds of its own round's fold seeds:
+    never the folds a report fold seed gives the same scenes, and new folds every round."""
+    from vistest.eval.baselines import DEFAULT_FOLDS, scene_folds
+    from vistest.generate import blind
+    from vistest.generate.balance import fold_seeds
+
+    seen = []
+    real = blind.attack_report
+
+    def spy(records, *args, **kwargs):
+        folds = kwargs.get("folds", args[4] if len(args) > 4 else None)
+        seen.append(dict(folds.fold_of))
+        return real(records, *args, **kwargs)
+
+    monkeypatch.setattr(blind, "attack_report", spy)
+    gen = generate(rooms, ("object_rel_distance_closest", "object_rel_distance_farthest"), RULES, seed=0)
+    assert len(seen) >= 3 and all(len(f) > 10 for f in seen)  # 5 seeded folds (leave-one-out up to 10 scenes)
+    judge = fold_seeds(0, RULES.balance)[0]
+    for fold_of in seen:
+        assert all(fold_of != dict(scene_folds(fold_of, DEFAULT_FOLDS, s).fold_of) for s in judge)
+    assert len({tuple(sorted(f.items())) for f in seen}) == len(seen)  # new fold seeds every round
+    assert gen.report.fold_seeds == judge and len(gen.report.attack_seeds) == 3
 
 
 @pytest.mark.slow  # 30 rooms: ten more visibility tables and a generation (about a minute)
@@ -283,12 +334,12 @@ def test_30_random_rooms_meet_the_upper_side_target(rooms):
     more = [SceneInput(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100)
                                                            for seed in range(N_ROOMS, 30))]
     rep = generate(rooms + more, GENERATED_TYPES, Rules(), seed=0).report
-    judged = [c for c in rep.attacks.cells if c.judged]
-    assert judged and not [c for c in judged if c.gap > Rules().balance.blind_margin + 1e-9]
+    judged = [c for c in rep.seed_cells if c.judged]  # on the mean over the report's fold seeds 0, 1, 2
+    assert judged and not [c for c in judged if c.mean > Rules().balance.blind_margin + 1e-9]
     assert rep.ok, [c for c in rep.checks if not c.ok]
     assert {c.target for c in rep.checks} >= {"max count share", "letter share - 1/k"}
     dropped = [n for n in rep.notes if ": dropped (" in n]
-    assert len(dropped) <= 8 and rep.n_questions > 300  # 413 questions, 5 drop notes (docs/generate.md)
+    assert len(dropped) <= 10 and rep.n_questions > 200  # 244 questions (docs/generate.md)
 
 
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):

@@ -49,6 +49,7 @@ the margin is not resolved at this size). Types with fewer than
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -61,7 +62,7 @@ import numpy as np
 
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from ..answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
-from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds
+from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds, option_order
 from .learned import fit_learned, words
 from ..budgets import budget_sort_key
 from ..budget.rows import TruthRow
@@ -118,12 +119,33 @@ def chance_scores(rows: Sequence[TruthRow]) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(options: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...] | None,
+                                               int | None]:
+    """(letters, texts, values, the last special option's index) of one option list, parsed once
+    (every attack reads them on every fold: the balancing scores a set many times)."""
+    letters = tuple(option_letter(o)[0] or o for o in options)
+    texts = tuple(option_letter(o)[1] for o in options)
+    special = [is_special_option(o) for o in options]
+    values: list[float] | None = []
+    for sp, text in zip(special, texts):
+        v = math.inf if sp else option_number(text)
+        if v is None:
+            values = None
+            break
+        values.append(v)
+    if values is not None and not (values and any(math.isfinite(v) for v in values)):
+        values = None
+    idx = [i for i, sp in enumerate(special) if sp]
+    return letters, texts, None if values is None else tuple(values), idx[-1] if idx else None
+
+
 def option_texts(t: TruthRow) -> list[str]:
-    return [option_letter(o)[1] for o in t.options or ()]
+    return list(_parsed(tuple(t.options or ()))[1])
 
 
 def option_letters_of(t: TruthRow) -> list[str]:
-    return [option_letter(o)[0] or o for o in t.options or ()]
+    return list(_parsed(tuple(t.options or ()))[0])
 
 
 def keyed_index(t: TruthRow) -> int | None:
@@ -134,20 +156,10 @@ def keyed_index(t: TruthRow) -> int | None:
 
 
 def option_values(t: TruthRow) -> list[float] | None:
-    """Every option's number, None unless every option (other than a special one) is a number."""
-    out = []
-    for o, text in zip(t.options or (), option_texts(t)):
-        v = math.inf if is_special_option(o) else option_number(text)
-        if v is None:
-            return None
-        out.append(v)
-    return out if out and any(math.isfinite(v) for v in out) else None
-
-
-def value_order(t: TruthRow) -> list[int] | None:
-    """Option indices sorted by value (smallest first, ties in option order; special options last)."""
-    v = option_values(t)
-    return None if v is None else sorted(range(len(v)), key=lambda i: (v[i], i))
+    """Every option's number (special options: inf), None unless every option other than a
+    special one is a number."""
+    v = _parsed(tuple(t.options or ()))[2]
+    return None if v is None else list(v)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -221,13 +233,13 @@ def fit_option_label(train: Sequence[TruthRow]) -> Answerer:
 def fit_option_rank(train: Sequence[TruthRow]) -> Answerer:
     ranks = Counter()
     for t in train:
-        order, key = value_order(t), keyed_index(t)
+        order, key = option_order(t.options), keyed_index(t)
         if t.kind == ANSWER_MCQ and order is not None and key is not None:
             ranks[order.index(key)] += 1
     best = _argmax_key(ranks)
 
     def answer(t: TruthRow) -> str | None:
-        order = value_order(t) if t.kind == ANSWER_MCQ else None
+        order = option_order(t.options) if t.kind == ANSWER_MCQ else None
         if order is None or best is None:
             return None
         return _letter(t, order[min(best, len(order) - 1)])
@@ -269,8 +281,7 @@ def fit_numeric_prior(train: Sequence[TruthRow]) -> Answerer:
 
 
 def _special_index(t: TruthRow) -> int | None:
-    idx = [i for i, o in enumerate(t.options or ()) if is_special_option(o)]
-    return idx[-1] if idx else None
+    return _parsed(tuple(t.options or ()))[3]
 
 
 def fit_nota_position(train: Sequence[TruthRow]) -> Answerer:
@@ -518,11 +529,117 @@ class AttackReport:
                       f"{100 * c.gap:+.1f}", f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]",
                       "yes" if c.margin_in_ci else "no",
                       ("NO" if c.above else "ok, below" if c.below else "ok") if c.judged else "not judged")
-                     for c in sorted(self.cells, key=lambda c: (c.pooled != (), c.question_type,
-                                                                ATTACKS.index(c.attack))))
+                     for c in sorted(self.cells, key=_cell_order))
         return Table("Blind attacks vs chance (held out)", note,
                      ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "margin in CI", "within"),
                      rows, 1)
+
+
+def _cell_order(c) -> tuple:
+    return (c.pooled != (), c.question_type, ATTACKS.index(c.attack))
+
+
+def worst_of(reports: Sequence[AttackReport]) -> AttackReport:
+    """Reports of the same rows held out with different folds (fold seeds) as one: per (type,
+    attack) the cell with the largest gap (the failed target if any report fails it); per row
+    and attack the mean score over the reports (NaN where the attack answers it in none); the
+    first report's folds and budget. What the generator's balancing prunes from
+    (vistest.generate.balance: cross-fitted on fold seeds the report never judges on)."""
+    first = reports[0]
+    if any(len(r.row_scores.rows) != len(first.row_scores.rows) for r in reports):
+        raise ValueError("worst_of: the reports must score the same rows")
+    worst: dict[tuple[str, str], AttackCell] = {}
+    for r in reports:
+        for c in r.cells:
+            k = (c.question_type, c.attack)
+            if k not in worst or (c.judged, c.gap) > (worst[k].judged, worst[k].gap):
+                worst[k] = c
+    scores = {}
+    for a in first.row_scores.scores:
+        stack = np.vstack([r.row_scores.scores[a] for r in reports])
+        with np.errstate(invalid="ignore"):
+            n = (~np.isnan(stack)).sum(axis=0)
+            scores[a] = np.where(n > 0, np.nansum(stack, axis=0) / np.maximum(n, 1), np.nan)
+    rs = RowScores(first.row_scores.rows, first.row_scores.chance, scores)
+    return AttackReport(first.folds, first.budget, tuple(sorted(worst.values(), key=_cell_order)), rs)
+
+
+@dataclass(frozen=True)
+class SeedCell:
+    """One (attack, type) judged on several fold seeds: its ``gaps`` (score - chance, one per
+    seed, in ``seeds`` order; NaN where that seed gave no cell), the largest ``n``, ``judged``
+    on some seed, ``pooled`` types. Judged on the mean gap (repeated cross-validation: one fold
+    split's gap at 20-50 rows moves by +-5 points from split to split); the worst seed and the
+    seeds above the margin are reported."""
+
+    attack: str
+    question_type: str
+    n: int
+    seeds: tuple[int, ...]
+    gaps: tuple[float, ...]
+    judged: bool
+    margin: float
+    pooled: tuple[str, ...] = ()
+
+    @property
+    def mean(self) -> float:
+        return float(np.nanmean(self.gaps))
+
+    @property
+    def worst(self) -> float:
+        """The largest gap over the seeds (the upper side the target judges)."""
+        return float(np.nanmax(self.gaps))
+
+    @property
+    def seeds_above(self) -> tuple[int, ...]:
+        """The fold seeds on which the judged cell is more than ``margin`` above chance."""
+        return tuple(s for s, g in zip(self.seeds, self.gaps) if self.judged and g > self.margin + 1e-9)
+
+    @property
+    def above(self) -> bool:
+        """Judged and its mean gap over the seeds more than ``margin`` above chance (the failed target)."""
+        return self.judged and self.mean > self.margin + 1e-9
+
+    @property
+    def ok(self) -> bool:
+        """Not judged, or its mean gap over the seeds at most ``margin`` (module docstring)."""
+        return not self.above
+
+    def to_dict(self) -> dict:
+        return {"attack": self.attack, "question_type": self.question_type, "n": self.n,
+                "fold_seeds": list(self.seeds), "gaps": [None if math.isnan(g) else g for g in self.gaps],
+                "mean_gap": self.mean, "worst_gap": self.worst, "judged": self.judged, "ok": self.ok,
+                "above": self.above,
+                "seeds_above": list(self.seeds_above), "pooled": list(self.pooled)}
+
+
+def across_seeds(reports: Sequence[AttackReport], seeds: Sequence[int]) -> tuple[SeedCell, ...]:
+    """Per (attack, type): its gap on each report (one per fold seed in ``seeds``), worst and mean."""
+    keys: dict[tuple[str, str], AttackCell] = {}
+    for r in reports:
+        for c in r.cells:
+            keys.setdefault((c.question_type, c.attack), c)
+    out = []
+    for (qtype, attack), c0 in keys.items():
+        cells = [{(c.question_type, c.attack): c for c in r.cells}.get((qtype, attack)) for r in reports]
+        gaps = tuple(math.nan if c is None else c.gap for c in cells)
+        out.append(SeedCell(attack, qtype, max(c.n for c in cells if c is not None), tuple(seeds), gaps,
+                            any(c is not None and c.judged for c in cells), c0.margin, c0.pooled))
+    return tuple(sorted(out, key=_cell_order))
+
+
+def seeds_table(cells: Sequence[SeedCell], scheme: str) -> Table:
+    """The judged cells of :func:`across_seeds` as a table: the gap per fold seed, mean, worst."""
+    seeds = cells[0].seeds if cells else ()
+    note = (f"Held out ({scheme}) on fold seeds {', '.join(map(str, seeds))}; gap = score - chance in points per "
+            f"fold seed; judged on the mean over the seeds: within target when at most the margin (NO: a blind "
+            f"pass); 'seeds above': the fold seeds on which the gap alone is above the margin")
+    rows = tuple((c.question_type, c.attack, str(c.n), " ".join(f"{100 * g:+.1f}" for g in c.gaps),
+                  f"{100 * c.mean:+.1f}", f"{100 * c.worst:+.1f}", " ".join(map(str, c.seeds_above)) or "-",
+                  "NO" if c.above else "ok")
+                 for c in cells if c.judged)
+    return Table("Blind attacks over fold seeds (held out)", note,
+                 ("type", "attack", "n", "gap per seed", "mean", "worst", "seeds above", "within"), rows, 1)
 
 
 def blind_attacks(truths: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],

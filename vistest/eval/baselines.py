@@ -287,12 +287,12 @@ def predictions_jsonl(predictions: Sequence[Prediction], model: str,
 # =======================================================================================
 # option-rank attack
 # =======================================================================================
-def option_rank(options: Sequence[str] | None, ground_truth: object) -> tuple[int, int] | None:
-    """(rank, k): the keyed option's 0-based rank among the ``k`` options sorted by value,
-    smallest first (equal values keep option order; "None of these" and "Cannot be determined
-    from the video" after every number). None unless every other option is lettered and starts
-    with a number, and the ground truth is one of the letters."""
-    if not options or not isinstance(ground_truth, str):
+def option_order(options: Sequence[str] | None) -> list[int] | None:
+    """Option indices sorted by value, smallest first (equal values keep option order; "None of
+    these" and "Cannot be determined from the video" after every number). None unless every
+    option is lettered and starts with a number (or is such a special option), one at least a
+    number."""
+    if not options:
         return None
     values = []
     for o in options:
@@ -300,12 +300,21 @@ def option_rank(options: Sequence[str] | None, ground_truth: object) -> tuple[in
         value = math.inf if is_special_option(o) else option_number(text)
         if letter is None or value is None:
             return None
-        values.append((value, letter))
-    if all(v == math.inf for v, _ in values):
+        values.append(value)
+    if all(v == math.inf for v in values):
         return None
-    order = [letter for _, letter in sorted(values, key=lambda v: v[0])]
+    return sorted(range(len(values)), key=lambda i: values[i])
+
+
+def option_rank(options: Sequence[str] | None, ground_truth: object) -> tuple[int, int] | None:
+    """(rank, k): the keyed option's 0-based rank among the ``k`` options in :func:`option_order`.
+    None when that order is None or the ground truth is none of the letters."""
+    order = option_order(options) if isinstance(ground_truth, str) else None
+    if order is None:
+        return None
+    letters = [option_letter(options[i])[0] for i in order]
     key = ground_truth.strip().upper()
-    return (order.index(key), len(order)) if key in order else None
+    return (letters.index(key), len(order)) if key in letters else None
 
 
 def binomial_tail(hits: int, n: int, p: float) -> float:

@@ -10,7 +10,7 @@ In order (vistest.generate.rules.BalanceRules):
    tied at the cap keeps its last place: every answer is capped alike). With fewer distinct
    answers than the cap allows (3 counts under a 20% cap), the cap is raised to an equal share
    (1/distinct) and the report says so. Direction words are capped again within each fold of
-   scenes (the folds the attacks are held out with; a fold lacking a word keeps what the share
+   scenes (the folds of the balancing's first fold seed; a fold lacking a word keeps what the share
    allows): capped only over the whole set, the word a held-out fold lacks is the most frequent
    one in training, and the held-out "most frequent word" attack lands up to 15 points below
    chance (measured on 30 rooms). Counting is capped over the whole set only (a fold holds too few
@@ -20,8 +20,15 @@ In order (vistest.generate.rules.BalanceRules):
 3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
    object(s), vistest.generate.candidates.twin_key) are one unit: the twin keeps exactly the
    questions whose numeric partner the caps kept, and every later removal takes both.
-4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene, as the report
-   judges them): the options are placed (step 5), every attack is scored, and while a judged
+4. **Blind attacks** (every attack of vistest.eval.attacks, held out by scene as the report
+   holds them out), **cross-fitted**: the report judges on fold seeds ``seed`` .. ``seed +
+   judge_fold_seeds - 1``; the balancing never scores on those. Each round scores every attack
+   on ``fit_fold_seeds`` fold seeds of its own, new every round (:func:`fold_seeds`: the pruning
+   of one round is checked on folds it was not chosen with; scored on fixed folds, the loop
+   stops where those folds' noise happens to favour the set, and fresh folds find 3-7 cells
+   above chance + 3 on 30 rooms). A cell's gap is its worst over the round's seeds (the
+   largest), a question's score per attack its mean over them. The options are placed (step
+   5), every attack is scored, and while a judged
    (type, attack) cell is more than ``blind_margin`` above chance (the failed target; cells
    below chance are reported, not pruned: removing what an attack gets wrong chases noise) the
    questions (units) it answers best relative to their chance are removed, at least one and
@@ -38,10 +45,11 @@ In order (vistest.generate.rules.BalanceRules):
    the attack answers most above chance) and the report's notes say which attack, by how much,
    on how many questions. Attacks that only see where the options are (the letter as a constant,
    the rank of a numeric option, the offset from "None of these") are answered by the new draw
-   alone, not by pruning (the option draws are chosen on every attack, the learned model
-   included: at 20 questions one answer is 5 points, and the draw decides it). What the last
-   round could not bring within the margin stays in the report as a failed target.
-5. **Options**: per type and fold of scenes (the folds the attacks are held out with), the
+   of the next round alone, not by pruning (with ``option_draws`` above 1, the draw of the most
+   within the margin on the round's seeds is kept: a choice fitted to those seeds). What the
+   last round could not bring within the margin stays in the report as a failed target (the
+   last round prunes nothing: the set returned is the one it scored).
+5. **Options**: per type and fold of scenes (the folds of the balancing's first fold seed), the
    correct option's position (letter) follows a balanced sequence (each letter ``floor`` or
    ``ceil`` of the fold's n/k times, the extra places to the letters used least in the folds
    before) shuffled at random, the wrong options fill the other positions in random order;
@@ -64,6 +72,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..eval.attacks import worst_of
 from ..eval.baselines import DEFAULT_FOLDS, scene_folds
 from . import blind
 from .candidates import NUMERIC_MCQ_TYPES, TWIN_FAMILY, Candidate, significant, to_record, twin_key
@@ -346,10 +355,20 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
     return drop, log, stuck
 
 
+def fold_seeds(seed: int, b: BalanceRules, round_: int = 0) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the report's fold seeds, the balancing round's): ``seed`` .. ``seed + judge_fold_seeds - 1``
+    judge; round ``round_`` scores on the ``fit_fold_seeds`` after those of the rounds before
+    (module docstring, cross-fitting: each round's seeds are new, none is the report's)."""
+    judge = tuple(range(seed, seed + b.judge_fold_seeds))
+    start = judge[-1] + 1 + round_ * b.fit_fold_seeds
+    return judge, tuple(range(start, start + b.fit_fold_seeds))
+
+
 def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, seed: int = 0
             ) -> tuple[list[Placed], list[Removal], list[str]]:
     """The balanced set (module docstring): (placed questions in key order, removals, notes).
-    ``seed``: the folds of the held-out attacks (the report's)."""
+    ``seed``: the generation's; the attacks are held out with the folds of :func:`fold_seeds`'s
+    balancing seeds, never the report's."""
     b = rules.balance
     removals: list[Removal] = []
     notes: list[str] = []
@@ -361,7 +380,8 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
 
     groups = _groups(cands)
     scenes = sorted({c.scene_id for c in cands})
-    unit_of = dict(scene_folds(scenes, DEFAULT_FOLDS, seed).fold_of) if len(scenes) >= 2 else {}
+    fit = fold_seeds(seed, b)[1]
+    unit_of = dict(scene_folds(scenes, DEFAULT_FOLDS, fit[0]).fold_of) if len(scenes) >= 2 else {}
     kept: dict[str, list[Candidate]] = {}
     for qtype, group in groups.items():  # numeric and other types first, then the twins
         if qtype not in TWIN_BASE:
@@ -403,10 +423,11 @@ def _fold_units(folds) -> dict[str, int]:
     return dict(folds.fold_of) if folds.by == "scene" else {}
 
 
-def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, folds, attacks
+def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, folds: Sequence, attacks
               ) -> list[Placed]:
     """Per multiple-choice type with at least ``min_judged`` questions: the draw of the options,
-    among ``option_draws``, whose attacks are nearest chance (the largest |gap| smallest)."""
+    among ``option_draws``, whose attacks are nearest chance (the largest |gap| over the
+    balancing's ``folds`` smallest); letters balanced in the first folds."""
     b = rules.balance
     placed: list[Placed] = []
     for qtype in sorted(kept):
@@ -414,37 +435,45 @@ def _resample(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Gen
         best, best_worst = None, (np.inf, np.inf)
         draws = b.option_draws if group and group[0].is_mcq and len(group) >= b.min_judged else 1
         for _ in range(draws):
-            cand = place_options(group, rules.numeric_mcq, rng, _fold_units(folds))
+            cand = place_options(group, rules.numeric_mcq, rng, _fold_units(folds[0]))
             if draws == 1:
                 best = cand
                 break
-            rep = blind.attack_report(_records(cand), attacks=attacks, min_judged=b.min_judged,
-                                      margin=b.blind_margin, folds=folds)
-            judged = [c for c in rep.cells if c.judged]
+            records = _records(cand)
+            judged = [c for f in folds for c in blind.attack_report(records, attacks=attacks, min_judged=b.min_judged,
+                                                                    margin=b.blind_margin, folds=f).cells
+                      if c.judged]
             # the largest excess above chance + margin first, then the largest distance from chance
             worst = (max((max(0.0, c.gap - b.blind_margin) for c in judged), default=0.0),
                      max((abs(c.gap) for c in judged), default=0.0))
             if best is None or worst < best_worst:
                 best, best_worst = cand, worst
-            if worst[1] <= b.blind_margin:
+            if worst[0] <= 0.0:  # no judged cell above the margin on any balancing seed
                 break
         placed.extend(best)
     return sorted(placed, key=lambda p: p.candidate.key)
 
 
-def _round_folds(kept: dict[str, list[Candidate]], first: Sequence[Placed], seed: int):
-    """The folds the report will hold the attacks out with (vistest.generate.blind.folds_of): by
-    the scenes that still have questions (a scene the pruning empties changes every fold), by
-    question group with one scene."""
+def _round_folds(kept: dict[str, list[Candidate]], first: Sequence[Placed], seeds: Sequence[int]) -> list:
+    """The folds of each balancing fold seed, held out as the report holds out
+    (vistest.generate.blind.folds_of): by the scenes that still have questions (a scene the
+    pruning empties changes every fold), by question group with one scene. Folds equal to
+    another seed's (leave-one-scene-out up to 10 scenes) are listed once."""
     scenes = sorted({c.scene_id for g in kept.values() for c in g})
-    if len(scenes) >= 2:
-        return scene_folds(scenes, DEFAULT_FOLDS, seed)
-    return blind.folds_of(blind.truths(_records(first)), seed)
+    out = []
+    for seed in seeds:
+        f = (scene_folds(scenes, DEFAULT_FOLDS, seed) if len(scenes) >= 2
+             else blind.folds_of(blind.truths(_records(first)), seed))
+        if all(dict(f.fold_of) != dict(g.fold_of) for g in out):
+            out.append(f)
+    return out
 
 
-def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, seed: int, step,
-                 notes: list[str], unit_of: dict[str, int]) -> list[Placed]:
-    """Step 4: draw the options, score, prune, until every judged attack is within the margin."""
+def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator, seed: int,
+                 step, notes: list[str], unit_of: dict[str, int]) -> list[Placed]:
+    """Step 4: draw the options, score on the folds of the round's fold seeds (:func:`fold_seeds`:
+    new every round, never the report's), prune, until every judged attack is within the margin
+    on each (module docstring)."""
     b = rules.balance
     n0 = {t: len(g) for t, g in kept.items()}
     first = _place_all(kept, rules, rng)
@@ -452,14 +481,19 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
         return []
     placed: list[Placed] = []
     deep: set[str] = set()
-    for _ in range(b.max_rounds):
-        folds = _round_folds(kept, first, seed)
+    for round_ in range(b.max_rounds):
+        folds = _round_folds(kept, first, fold_seeds(seed, b, round_)[1])
         placed = _resample(kept, rules, rng, folds, blind.ATTACKS)
         if not placed:
             return placed
         records = _records(placed)
-        report = blind.attack_report(records, seed, blind.ATTACKS, b.min_judged, b.blind_margin, folds)
+        report = worst_of([blind.attack_report(records, 0, blind.ATTACKS, b.min_judged, b.blind_margin, f)
+                           for f in folds])
         drop, log, stuck = prune_round(placed, report, n0, b, deep)
+        if not drop and not stuck:
+            return placed
+        if round_ == b.max_rounds - 1:
+            break  # nothing of this round's is pruned: the set returned is the one scored
         deepened: set[str] = set()
         for cell in stuck:
             t = cell.question_type
@@ -469,7 +503,7 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
                 units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == t}
                 deepened |= {p.candidate.question_type for p in placed if twin_key(p.candidate) in units}
                 deep |= deepened  # past max_prune_fraction, down to the judging floor (module docstring)
-            elif b.drop_leaky_types and folds.by == "scene":  # held out by question (one scene): never
+            elif b.drop_leaky_types and folds[0].by == "scene":  # held out by question (one scene): never
                 gone = _leaky_type(cell, placed, report)
                 units = {twin_key(p.candidate) for p in placed if p.candidate.question_type == gone}
                 if units - drop:
@@ -508,5 +542,6 @@ def _drop_note(qtype: str, cell, placed: Sequence[Placed], units: set) -> str:
     """The report's line for a type dropped as leaky."""
     with_twin = sorted({p.candidate.question_type for p in placed if twin_key(p.candidate) in units})
     return (f"{', '.join(with_twin)}: dropped ({len(units)} question(s) or twin pairs): attack {cell.attack} "
-            f"held out {100 * cell.gap:+.1f} points from chance on {cell.question_type} (n={cell.n}) with no "
+            f"held out {100 * cell.gap:+.1f} points from chance (the worst of a balancing round's fold seeds) on "
+            f"{cell.question_type} (n={cell.n}) with no "
             f"question left to prune (at the judging floor of the type, or a pool of types below it)")

@@ -9,12 +9,16 @@ multiple-choice type; numeric options within ``[min_ratio, max_ratio]`` times th
 ``step_ratio`` apart, the answer's rank uniform; every blind attack of vistest.eval.attacks, held
 out by scene, at most ``balance.blind_margin`` above chance (per type from ``balance.min_judged``
 questions on; smaller types pooled, and the pool judged from that size on; cells more than the
-margin below chance are reported in the attack table, not failed: vistest.eval.attacks).
+margin below chance are reported in the attack table, not failed: vistest.eval.attacks) on each
+of ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...), which the balancing never
+scores on (vistest.generate.balance.fold_seeds): a cell is judged on its worst seed, and the
+table of fold seeds gives its gap on each, the mean and the worst.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -24,7 +28,8 @@ import numpy as np
 from ..budgets import budget_label, parse_budget
 from ..budget.truth import STATUSES, budget_truth
 from ..questions import option_letter, parse_questions
-from ..eval.attacks import AttackReport
+from ..eval.attacks import AttackReport, SeedCell, across_seeds, seeds_table
+from .balance import fold_seeds
 from .blind import attack_report
 from .candidates import NUMERIC_MCQ_TYPES
 from .rules import Rules, rule_table
@@ -94,6 +99,13 @@ class GenerateReport:
     attacks: AttackReport | None
     answerability: tuple[Answerability, ...]
     notes: tuple[str, ...] = ()
+    attack_seeds: tuple[AttackReport, ...] = ()
+    fold_seeds: tuple[int, ...] = ()
+
+    @property
+    def seed_cells(self) -> tuple[SeedCell, ...]:
+        """Every (attack, type) on each of the report's fold seeds (``attack_seeds``): gaps, mean, worst."""
+        return across_seeds(self.attack_seeds, self.fold_seeds) if self.attack_seeds else ()
 
     @property
     def n_questions(self) -> int:
@@ -113,6 +125,8 @@ class GenerateReport:
                 "distributions": [dataclasses.asdict(d) for d in self.distributions],
                 "checks": [dataclasses.asdict(c) for c in self.checks],
                 "blind_attacks": None if self.attacks is None else self.attacks.to_dict(),
+                "blind_attacks_over_fold_seeds": {"fold_seeds": list(self.fold_seeds),
+                                                  "cells": [c.to_dict() for c in self.seed_cells]},
                 "answerability": [dataclasses.asdict(a) for a in self.answerability],
                 "notes": list(self.notes)}
 
@@ -130,7 +144,10 @@ class GenerateReport:
                    for c in self.checks]))
         if self.attacks is not None:
             a = self.attacks.table()
-            t.append((f"{a.title} (revsi scoring; numbers: MRA; {a.note})", list(a.headers), [list(r) for r in a.rows]))
+            t.append((f"{a.title}, fold seed {self.seed} (revsi scoring; numbers: MRA; {a.note})", list(a.headers),
+                      [list(r) for r in a.rows]))
+            a = seeds_table(self.seed_cells, self.attacks.folds.scheme)
+            t.append((f"{a.title} ({a.note})", list(a.headers), [list(r) for r in a.rows]))
         t.append(("Answers that hold per frame budget (budget stage)",
                   ["budget", "type", "kept", "changed", "unanswerable", "kept %"],
                   [[a.budget, a.question_type, str(a.kept), str(a.changed), str(a.unanswerable),
@@ -221,7 +238,7 @@ def distributions(records: Sequence[dict], placed_ranks: Mapping[str, int]) -> l
     return out
 
 
-def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: AttackReport | None,
+def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequence[SeedCell],
            rules: Rules) -> list[Check]:
     """The debiasing targets (module docstring)."""
     b, m = rules.balance, rules.numeric_mcq
@@ -236,8 +253,8 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Atta
         if d.letters:
             k = len(rs[0]["options"])
             dev = max(abs(dict(d.letters).get(letter, 0) / d.n - 1 / k) for letter in "ABCDEFGHIJ"[:k])
-            out.append(Check("letter share - 1/k", d.question_type, dev, f"<= {b.letter_tolerance:g}",
-                             dev <= b.letter_tolerance + 1e-9))
+            tol = max(b.letter_tolerance, _granularity(d.n, k))
+            out.append(Check("letter share - 1/k", d.question_type, dev, f"<= {tol:.3g}", dev <= tol + 1e-9))
         if d.question_type.startswith("object_rel_direction_"):
             k = len(rs[0]["options"])
             share = max(n for _, n in d.answers) / d.n
@@ -252,12 +269,23 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Atta
                              step >= m.step_ratio * (1 - tol)))
             k = m.num_options
             dev = max(abs(dict(d.ranks).get(r, 0) / d.n - 1 / k) for r in range(k))
-            out.append(Check("answer rank share - 1/k", d.question_type, dev, f"<= {b.letter_tolerance:g}",
-                             dev <= b.letter_tolerance + 1e-9))
-    for c in attacks.cells if attacks is not None else ():
+            tol = max(b.letter_tolerance, _granularity(d.n, k))
+            out.append(Check("answer rank share - 1/k", d.question_type, dev, f"<= {tol:.3g}", dev <= tol + 1e-9))
+    for c in attacks:
         if c.judged:  # too few questions: the gap is within sampling error (BalanceRules.min_judged)
-            out.append(Check(f"attack {c.attack} - chance", c.question_type, c.gap, f"<= {c.margin:g}", c.ok))
+            seeds = ", ".join(map(str, c.seeds))
+            out.append(Check(f"attack {c.attack} - chance (mean over fold seeds {seeds})", c.question_type, c.mean,
+                             f"<= {c.margin:g}", c.ok))
     return out
+
+
+def _granularity(n: int, k: int) -> float:
+    """The least largest deviation of ``k`` shares of ``n`` questions from 1/k (``n`` not a
+    multiple of ``k``: some letter holds ``ceil(n / k)``, some ``floor(n / k)``); the letter
+    tolerance is at least this."""
+    if not n or n % k == 0:
+        return 0.0
+    return max(math.ceil(n / k) / n - 1 / k, 1 / k - math.floor(n / k) / n)
 
 
 def _numeric_option_extent(rs: Sequence[dict]) -> tuple[float, float, float]:
@@ -313,7 +341,17 @@ def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, in
                          f"types have too few questions to meet them (generate over many scenes, docs/generate.md)"]
     dists = distributions(records, ranks) if records else []
     b = rules.balance
-    attacks = attack_report(records, seed, min_judged=b.min_judged, margin=b.blind_margin) if records else None
-    return GenerateReport(seed, tuple(sorted(questions)), types, rules, fun, tuple(dists),
-                          tuple(checks(records, dists, attacks, rules)), attacks,
-                          tuple(answerability(questions, scenes, rules)), tuple(notes))
+    judge, fit = fold_seeds(seed, b)
+    runs = tuple(attack_report(records, s, min_judged=b.min_judged, margin=b.blind_margin) for s in judge
+                 ) if records else ()
+    if runs:
+        notes = [*notes, f"blind attacks: judged on the mean over fold seeds {', '.join(map(str, judge))}; the "
+                         f"balancing scored on {b.fit_fold_seeds} other fold seeds per round, new every round "
+                         f"({', '.join(map(str, fit))} first)"
+                 + ("" if len(runs) < 2 or len({tuple(sorted(r.folds.fold_of.items())) for r in runs}) > 1 else
+                    f" (held out {runs[0].folds.scheme}: every fold seed gives the same folds, so the balancing "
+                    f"was scored on the folds judged here)")]
+    rep = GenerateReport(seed, tuple(sorted(questions)), types, rules, fun, tuple(dists), (),
+                         runs[0] if runs else None, tuple(answerability(questions, scenes, rules)), tuple(notes),
+                         runs, judge)
+    return dataclasses.replace(rep, checks=tuple(checks(records, dists, rep.seed_cells, rules)))

@@ -286,8 +286,9 @@ class BalanceRules:
                                 "issue #23 (chance + 3 points)")
     max_rounds: int = param(20, "most rounds of drawing the options, scoring the attacks and pruning (dropping a "
                                 "leaky type takes up to three: prune, prune past max_prune_fraction, drop)", VISTEST)
-    option_draws: int = param(12, "draws of a multiple-choice type's options per round; the one whose attacks are "
-                                  "nearest chance is kept", VISTEST)
+    option_draws: int = param(1, "draws of a multiple-choice type's options per round; the one whose attacks are "
+                                  "nearest chance on the round's fold seeds is kept (a choice fitted to those folds: "
+                                  "each round draws again, checked on new folds)", VISTEST)
     max_prune_fraction: float = param(0.75, "prune at most this share of a type's questions, unless a blind attack "
                                             "stays above chance + blind_margin there (then down to min_questions)",
                                       VISTEST)
@@ -301,6 +302,12 @@ class BalanceRules:
     min_judged: int = param(20, "the report judges a type's blind baselines against chance only from this many "
                                 "questions on (the standard error of a mean MRA is about 0.3/sqrt(n): 7 points at "
                                 "20); smaller types are pooled per attack, the pool judged from this size on", VISTEST)
+    judge_fold_seeds: int = param(3, "the report judges every blind attack on this many fold seeds (seed, seed + 1 "
+                                     "...; the generation's --seed first) and a cell on its worst",
+                                  "vistest (issue #23)")
+    fit_fold_seeds: int = param(3, "each balancing round scores the attacks on this many fold seeds of its own (new "
+                                   "every round, never the report's; a cell on its worst): the pruning is judged "
+                                   "out of sample", "vistest (issue #23)")
     pool_per_scene: int = param(40, "candidates kept per scene and type before the budget check, drawn at random "
                                     "(bounds the work on scenes with thousands of object triples; 0: all)", VISTEST)
 
@@ -456,6 +463,9 @@ class Rules:
                 raise InputError(f"--rule: {name}: expected a probability in [0, 1], got {p}")
         if not 0.0 < self.balance.max_count_share <= 1.0:
             raise InputError("--rule: balance.max_count_share: expected a share in (0, 1]")
+        for name in ("judge_fold_seeds", "fit_fold_seeds"):
+            if getattr(self.balance, name) < 1:
+                raise InputError(f"--rule: balance.{name}: expected at least 1, got {getattr(self.balance, name)}")
 
 
 def _coerce(value: Any, default: Any, where: str) -> Any:
