@@ -157,6 +157,12 @@ def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, id
     i1 = min(int(math.floor(max(v0, max(v1, v2)))), hs - 1)
     if (j0 > j1) | (i0 > i1):
         return
+    _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid, iz, ids)
+
+
+@njit_cached(inline="always")
+def _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid, iz, ids):
+    """:func:`_triangle` within the samples' bounding box ``j0..j1`` x ``i0..i1`` (inclusive, on the grid)."""
     area = (u1 - u0) * (v2 - v0) - (v1 - v0) * (u2 - u0)
     if area == 0.0 or (cull_back and area > 0.0):
         return
@@ -189,7 +195,7 @@ def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, id
 
 
 @njit_cached()
-def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs, near, cull_back, iz, ids, pv):
+def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs, near, cull_back, iz, ids, pv, pb):
     """Render one frame into ``iz`` (inverse depth, 0 = empty) and ``ids``: world-to-camera
     ``m`` (3, 4), working-grid intrinsics; ``pv`` (n, 4) scratch for the (u, v, 1/z, z) of a
     block's vertices (u, v, 1/z only where z >= near), n the most vertices a block has."""
@@ -219,13 +225,22 @@ def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs,
                 pv[k - first, 0] = fxs * x * q + cxs
                 pv[k - first, 1] = fys * y * q + cys
                 pv[k - first, 2] = q
+                pb[k - first, 0] = int(math.ceil(pv[k - first, 0]))
+                pb[k - first, 1] = int(math.floor(pv[k - first, 0]))
+                pb[k - first, 2] = int(math.ceil(pv[k - first, 1]))
+                pb[k - first, 3] = int(math.floor(pv[k - first, 1]))
         for t in range(int(blocks[blk, 0]), int(blocks[blk, 1])):
             a, b, c = faces[t, 0] - first, faces[t, 1] - first, faces[t, 2] - first
             za, zb, zc = pv[a, 3], pv[b, 3], pv[c, 3]
             fa, fb, fc = za >= near, zb >= near, zc >= near
-            if fa and fb and fc:
-                _triangle(pv[a, 0], pv[a, 1], pv[a, 2], pv[b, 0], pv[b, 1], pv[b, 2], pv[c, 0], pv[c, 1], pv[c, 2],
-                          ws, hs, cull_back, face_obj[t], iz, ids)
+            if fa and fb and fc:  # the bounding box from the vertices' (ceil, floor) of u and v
+                j0 = max(min(pb[a, 0], min(pb[b, 0], pb[c, 0])), 0)
+                j1 = min(max(pb[a, 1], max(pb[b, 1], pb[c, 1])), ws - 1)
+                i0 = max(min(pb[a, 2], min(pb[b, 2], pb[c, 2])), 0)
+                i1 = min(max(pb[a, 3], max(pb[b, 3], pb[c, 3])), hs - 1)
+                if (j0 <= j1) & (i0 <= i1):
+                    _draw(j0, j1, i0, i1, pv[a, 0], pv[a, 1], pv[a, 2], pv[b, 0], pv[b, 1], pv[b, 2],
+                          pv[c, 0], pv[c, 1], pv[c, 2], ws, cull_back, face_obj[t], iz, ids)
                 continue
             if not (fa or fb or fc):
                 continue
@@ -292,6 +307,7 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
     nparts = max(min(nf, parts), 1)
     for part in prange(nparts):
         pv = np.empty((nv, 4))
+        pb = np.empty((nv, 4), np.int64)
         iz = np.empty(n)
         ids = np.empty(n, np.int32)
         for f in range(part * nf // nparts, (part + 1) * nf // nparts):
@@ -301,7 +317,7 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
                 fxs, fys = kin[f, 0] * sx, kin[f, 1] * sy
                 cxs, cys = (kin[f, 2] + 0.5) * sx - 0.5, (kin[f, 3] + 0.5) * sy - 0.5
                 _render_frame(verts, faces, face_obj, blocks, w2c[f], fxs, fys, cxs, cys, ws, hs, near, cull_back,
-                              iz, ids, pv)
+                              iz, ids, pv, pb)
             for o in range(num_objects):
                 out_counts[f, o] = 0
             for k in range(n):
