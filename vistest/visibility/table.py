@@ -351,7 +351,7 @@ class SceneMesh:
     (metres), ``faces`` (T, 3) int32, ``face_obj`` (T,) int32 index of the scene object each face
     belongs to (-1: none), ``labelled`` (the scene gives per-vertex object ids), ``present`` (O,)
     bool (the object has at least one vertex in the mesh). Faces are kept in the z-buffer's
-    culling order and the vertices renumbered to match (:func:`vistest.visibility.zbuffer.face_blocks`);
+    culling order and the vertices copied per block to match (:func:`vistest.visibility.zbuffer.face_blocks`);
     ``blocks`` are their runs."""
 
     verts: np.ndarray
