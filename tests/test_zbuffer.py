@@ -226,22 +226,28 @@ def test_stand_in_surface_tiles_a_sampled_plane_once():
     assert (inside.sum(0) == 1).all(), np.bincount(inside.sum(0))
 
 
-def test_face_blocks_are_a_renumbering_with_spheres_that_hold_their_faces():
+def test_face_blocks_are_self_contained_runs_with_spheres_that_hold_their_faces():
     """:func:`face_blocks` on a random soup (a face count that is not a multiple of the block
-    size): the sorted faces are the same triangles renumbered, consecutive runs cover every face
-    once, and each run's sphere holds every corner of its faces (checked corner by corner)."""
+    size): the sorted faces are the same triangles over vertex copies, consecutive runs cover every
+    face once, each run's faces use only its own contiguous vertex range (each vertex copied once
+    per run, unused vertices dropped), and each run's sphere holds every corner of its faces
+    (checked corner by corner)."""
     from vistest.visibility.zbuffer import face_blocks
 
     rng = np.random.default_rng(5)
     verts = rng.uniform(-3, 3, (700, 3))
-    faces = rng.integers(0, 650, (1000, 3))  # vertices 650.. unused: renumbered last
+    faces = rng.integers(0, 650, (1000, 3))  # vertices 650.. unused: dropped
     vorder, sorted_faces, forder, blocks = face_blocks(verts, faces, size=64)
-    assert sorted(vorder.tolist()) == list(range(len(verts))) and sorted(forder.tolist()) == list(range(len(faces)))
+    assert sorted(forder.tolist()) == list(range(len(faces)))
     np.testing.assert_array_equal(vorder[sorted_faces], faces[forder])
-    used = set(faces.ravel().tolist())
-    assert set(vorder[len(used):].tolist()) == set(range(len(verts))) - used
+    assert set(vorder.tolist()) == set(faces.ravel().tolist())
     assert blocks[0, 0] == 0 and blocks[-1, 1] == len(faces) and (blocks[1:, 0] == blocks[:-1, 1]).all()
+    assert blocks[0, 2] == 0 and blocks[-1, 3] == len(vorder) and (blocks[1:, 2] == blocks[:-1, 3]).all()
     new_verts = verts[vorder]
     for b in blocks:
-        corners = new_verts[sorted_faces[int(b[0]):int(b[1])]].reshape(-1, 3)
-        assert (np.linalg.norm(corners - b[2:5], axis=1) <= b[5]).all()
+        run = sorted_faces[int(b[0]):int(b[1])]
+        assert run.min() >= b[2] and run.max() < b[3]
+        copies = vorder[int(b[2]):int(b[3])]
+        assert len(set(copies.tolist())) == len(copies) == len(set(run.ravel().tolist()))
+        corners = new_verts[run].reshape(-1, 3)
+        assert (np.linalg.norm(corners - b[4:7], axis=1) <= b[7]).all()

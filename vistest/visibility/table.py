@@ -363,7 +363,7 @@ class SceneMesh:
     (metres), ``faces`` (T, 3) int32, ``face_obj`` (T,) int32 index of the scene object each face
     belongs to (-1: none), ``labelled`` (the scene gives per-vertex object ids), ``present`` (O,)
     bool (the object has at least one vertex in the mesh). Faces are kept in the z-buffer's
-    culling order and the vertices renumbered to match (:func:`vistest.visibility.zbuffer.face_blocks`);
+    culling order and the vertices copied per block to match (:func:`vistest.visibility.zbuffer.face_blocks`);
     ``blocks`` are their runs."""
 
     verts: np.ndarray
@@ -492,10 +492,10 @@ def load_scene_mesh(scene) -> SceneMesh:
         raise InputError(f"{scene.path(scene.mesh)}: mesh: a face names a vertex that does not exist")
     no = len(scene.objects)
     vorder, sorted_faces, forder, blocks = face_blocks(verts, faces)
-    verts = np.ascontiguousarray(verts[vorder])
+    nv, verts = len(verts), np.ascontiguousarray(verts[vorder])
     if scene.mesh_objects is None:
         return SceneMesh(verts, sorted_faces, np.full(len(faces), -1, np.int32), False, np.zeros(no, bool), blocks)
-    vobj = read_mesh_objects(scene.path(scene.mesh_objects), len(vorder), scene.object_ids)
+    vobj = read_mesh_objects(scene.path(scene.mesh_objects), nv, scene.object_ids)
     present = np.zeros(no, bool)
     present[np.unique(vobj[vobj >= 0])] = True
     return SceneMesh(verts, sorted_faces, face_objects(faces, vobj)[forder], True, present, blocks)

@@ -53,25 +53,47 @@ def face_blocks(verts: np.ndarray, faces: np.ndarray, size: int = BLOCK_FACES
     """The mesh in the z-buffer's order: ``(vertex_order, faces, face_order, blocks)``.
 
     Faces are sorted along a Morton (Z-order) curve of their centroids (10 bits per axis over
-    the mesh's bounds: ``face_order``), so that runs of ``size`` consecutive faces are spatially
-    compact, and vertices are renumbered in order of first use by the sorted faces
-    (``vertex_order``: new vertex k is old vertex ``vertex_order[k]``; unused vertices go last),
-    so that the kernel reads them nearly in sequence. ``faces`` (T, 3) int32 are the sorted faces
-    in the new numbering; ``blocks`` (B, 6) float64 holds each run's first face, end face and a
-    world sphere (centre x, y, z, radius, metres) containing its vertices, for
+    the mesh's bounds: ``face_order``) and cut into runs of ``size`` consecutive faces, which are
+    spatially compact. Each run is self-contained: it gets its own copy of the vertices its faces
+    use, in one contiguous range (``vertex_order``: new vertex k is a copy of old vertex
+    ``vertex_order[k]``; a vertex shared by several runs is copied once per run, unused vertices
+    are dropped), so that the kernel projects a run's vertices only when the run is in view and
+    reads them from a small scratch. ``faces`` (T, 3) int32 are the sorted faces in the new
+    numbering; ``blocks`` (B, 8) float64 holds each run's first face, end face, first vertex, end
+    vertex and a world sphere (centre x, y, z, radius, metres) containing its vertices, for
     :func:`zbuffer_kernel` to skip runs out of view."""
     v = np.ascontiguousarray(verts, np.float64)
     f = np.ascontiguousarray(faces, np.int64)
     face_order = np.argsort(_morton_codes(v, f))
     sorted_faces = f[face_order]
-    first = np.full(len(v), sorted_faces.size, np.int64)
-    np.minimum.at(first, sorted_faces.ravel(), np.arange(sorted_faces.size))
-    vertex_order = np.argsort(first, kind="stable")  # by first use; unused vertices last
-    new_index = np.empty(len(v), np.int64)
-    new_index[vertex_order] = np.arange(len(v))
-    blocks = np.empty(((len(f) + size - 1) // size, 6))
+    blocks = np.empty(((len(f) + size - 1) // size, 8))
+    new_faces = np.empty(sorted_faces.shape, np.int32)
+    vertex_order = np.empty(sorted_faces.size, np.int64)
+    n = _block_vertices(sorted_faces, len(v), size, new_faces, vertex_order, blocks)
     _block_spheres(v, sorted_faces, size, blocks)
-    return vertex_order, new_index[sorted_faces].astype(np.int32), face_order, blocks
+    return vertex_order[:n], new_faces, face_order, blocks
+
+
+@njit_cached()
+def _block_vertices(faces, nv, size, new_faces, vertex_order, blocks):
+    """Give each run of ``size`` faces its own vertex range, in order of first use in the run:
+    fills ``new_faces``, ``vertex_order`` and columns 2, 3 of ``blocks``; returns the vertex count."""
+    seen = np.full(nv, -1, np.int64)  # the run that last copied the vertex
+    copy = np.empty(nv, np.int64)  # its index in that run's range
+    n = 0
+    for b in range(blocks.shape[0]):
+        blocks[b, 2] = n
+        for t in range(b * size, min((b + 1) * size, faces.shape[0])):
+            for k in range(3):
+                v = faces[t, k]
+                if seen[v] != b:
+                    seen[v] = b
+                    copy[v] = n
+                    vertex_order[n] = v
+                    n += 1
+                new_faces[t, k] = copy[v]
+        blocks[b, 3] = n
+    return n
 
 
 @njit_cached()
@@ -99,8 +121,8 @@ def _morton_codes(v, f):
 
 @njit_cached()
 def _block_spheres(v, faces, size, blocks):
-    """Fill ``blocks`` (B, 6): first face, end face, centre (bounds middle) and radius of each run
-    of ``size`` faces."""
+    """Fill columns 0, 1 and 4-7 of ``blocks`` (B, 8): first face, end face, centre (bounds middle)
+    and radius of each run of ``size`` faces."""
     for b in range(blocks.shape[0]):
         t0, t1 = b * size, min((b + 1) * size, faces.shape[0])
         lo = np.full(3, np.inf)
@@ -119,8 +141,8 @@ def _block_spheres(v, faces, size, blocks):
                 r2 = max(r2, e)
         blocks[b, 0], blocks[b, 1] = t0, t1
         for d in range(3):
-            blocks[b, 2 + d] = (lo[d] + hi[d]) / 2
-        blocks[b, 5] = math.sqrt(r2) + 1e-9
+            blocks[b, 4 + d] = (lo[d] + hi[d]) / 2
+        blocks[b, 7] = math.sqrt(r2) + 1e-9
 
 
 @njit_cached(inline="always")
@@ -131,12 +153,16 @@ def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, id
     the camera, for fx, fy > 0 in OpenCV's y-down image) is not drawn."""
     j0 = max(int(math.ceil(min(u0, min(u1, u2)))), 0)
     j1 = min(int(math.floor(max(u0, max(u1, u2)))), ws - 1)
-    if j0 > j1:
-        return
     i0 = max(int(math.ceil(min(v0, min(v1, v2)))), 0)
     i1 = min(int(math.floor(max(v0, max(v1, v2)))), hs - 1)
-    if i0 > i1:
+    if (j0 > j1) | (i0 > i1):
         return
+    _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid, iz, ids)
+
+
+@njit_cached(inline="always")
+def _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid, iz, ids):
+    """:func:`_triangle` within the samples' bounding box ``j0..j1`` x ``i0..i1`` (inclusive, on the grid)."""
     area = (u1 - u0) * (v2 - v0) - (v1 - v0) * (u2 - u0)
     if area == 0.0 or (cull_back and area > 0.0):
         return
@@ -160,28 +186,19 @@ def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, id
             e0 = r0 + b0 * j
             e1 = r1 + b1 * j
             e2 = r2 + b2 * j
-            if e0 >= 0.0 and e1 >= 0.0 and e2 >= 0.0:
-                z = (e0 * q0 + e1 * q1 + e2 * q2) * inv
-                if z > iz[row + j]:
-                    iz[row + j] = z
-                    ids[row + j] = oid
+            z = (e0 * q0 + e1 * q1 + e2 * q2) * inv
+            k = row + j
+            old = iz[k]
+            win = (e0 >= 0.0) & (e1 >= 0.0) & (e2 >= 0.0) & (z > old)
+            iz[k] = z if win else old
+            ids[k] = oid if win else ids[k]
 
 
 @njit_cached()
-def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs, near, cull_back, iz, ids, pv):
+def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs, near, cull_back, iz, ids, pv, pb):
     """Render one frame into ``iz`` (inverse depth, 0 = empty) and ``ids``: world-to-camera
-    ``m`` (3, 4), working-grid intrinsics; ``pv`` (V, 4) scratch for each vertex's (u, v, 1/z, z)
-    (u, v, 1/z only where z >= near)."""
-    for k in range(verts.shape[0]):
-        x = m[0, 0] * verts[k, 0] + m[0, 1] * verts[k, 1] + m[0, 2] * verts[k, 2] + m[0, 3]
-        y = m[1, 0] * verts[k, 0] + m[1, 1] * verts[k, 1] + m[1, 2] * verts[k, 2] + m[1, 3]
-        z = m[2, 0] * verts[k, 0] + m[2, 1] * verts[k, 1] + m[2, 2] * verts[k, 2] + m[2, 3]
-        pv[k, 3] = z
-        if z >= near:
-            q = 1.0 / z
-            pv[k, 0] = fxs * x * q + cxs
-            pv[k, 1] = fys * y * q + cys
-            pv[k, 2] = q
+    ``m`` (3, 4), working-grid intrinsics; ``pv`` (n, 4) scratch for the (u, v, 1/z, z) of a
+    block's vertices (u, v, 1/z only where z >= near), n the most vertices a block has."""
     # side planes of the view through the camera centre (inside: >= 0), unit normals
     xl, xr = (-0.5 - cxs) / fxs, (ws - 0.5 - cxs) / fxs
     yt, yb = (-0.5 - cys) / fys, (hs - 0.5 - cys) / fys
@@ -190,20 +207,40 @@ def _render_frame(verts, faces, face_obj, blocks, m, fxs, fys, cxs, cys, ws, hs,
     px = np.empty((4, 3))
     pc = np.empty((3, 3))
     for blk in range(blocks.shape[0]):
-        bx, by, bz, rad = blocks[blk, 2], blocks[blk, 3], blocks[blk, 4], blocks[blk, 5]
+        bx, by, bz, rad = blocks[blk, 4], blocks[blk, 5], blocks[blk, 6], blocks[blk, 7]
         cx = m[0, 0] * bx + m[0, 1] * by + m[0, 2] * bz + m[0, 3]
         cy = m[1, 0] * bx + m[1, 1] * by + m[1, 2] * bz + m[1, 3]
         cz = m[2, 0] * bx + m[2, 1] * by + m[2, 2] * bz + m[2, 3]
         if (cz + rad < near or (cx - xl * cz) * nl < -rad or (xr * cz - cx) * nr < -rad
                 or (cy - yt * cz) * nt < -rad or (yb * cz - cy) * nb < -rad):
             continue
+        first = int(blocks[blk, 2])
+        for k in range(first, int(blocks[blk, 3])):
+            x = m[0, 0] * verts[k, 0] + m[0, 1] * verts[k, 1] + m[0, 2] * verts[k, 2] + m[0, 3]
+            y = m[1, 0] * verts[k, 0] + m[1, 1] * verts[k, 1] + m[1, 2] * verts[k, 2] + m[1, 3]
+            z = m[2, 0] * verts[k, 0] + m[2, 1] * verts[k, 1] + m[2, 2] * verts[k, 2] + m[2, 3]
+            pv[k - first, 3] = z
+            if z >= near:
+                q = 1.0 / z
+                pv[k - first, 0] = fxs * x * q + cxs
+                pv[k - first, 1] = fys * y * q + cys
+                pv[k - first, 2] = q
+                pb[k - first, 0] = int(math.ceil(pv[k - first, 0]))
+                pb[k - first, 1] = int(math.floor(pv[k - first, 0]))
+                pb[k - first, 2] = int(math.ceil(pv[k - first, 1]))
+                pb[k - first, 3] = int(math.floor(pv[k - first, 1]))
         for t in range(int(blocks[blk, 0]), int(blocks[blk, 1])):
-            a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
+            a, b, c = faces[t, 0] - first, faces[t, 1] - first, faces[t, 2] - first
             za, zb, zc = pv[a, 3], pv[b, 3], pv[c, 3]
             fa, fb, fc = za >= near, zb >= near, zc >= near
-            if fa and fb and fc:
-                _triangle(pv[a, 0], pv[a, 1], pv[a, 2], pv[b, 0], pv[b, 1], pv[b, 2], pv[c, 0], pv[c, 1], pv[c, 2],
-                          ws, hs, cull_back, face_obj[t], iz, ids)
+            if fa and fb and fc:  # the bounding box from the vertices' (ceil, floor) of u and v
+                j0 = max(min(pb[a, 0], min(pb[b, 0], pb[c, 0])), 0)
+                j1 = min(max(pb[a, 1], max(pb[b, 1], pb[c, 1])), ws - 1)
+                i0 = max(min(pb[a, 2], min(pb[b, 2], pb[c, 2])), 0)
+                i1 = min(max(pb[a, 3], max(pb[b, 3], pb[c, 3])), hs - 1)
+                if (j0 <= j1) & (i0 <= i1):
+                    _draw(j0, j1, i0, i1, pv[a, 0], pv[a, 1], pv[a, 2], pv[b, 0], pv[b, 1], pv[b, 2],
+                          pv[c, 0], pv[c, 1], pv[c, 2], ws, cull_back, face_obj[t], iz, ids)
                 continue
             if not (fa or fb or fc):
                 continue
@@ -246,8 +283,9 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
 
     verts (V, 3) world (the poses' world), metres; faces (T, 3) int vertex indices;
     face_obj (T,) int32 object index per face (-1: none), objects ``0 .. num_objects-1``;
-    blocks (B, 6) float64 rows (first face, end face, centre x, y, z, radius): consecutive runs
-    of faces and a world sphere holding their vertices (:func:`face_blocks`); a block whose
+    blocks (B, 8) float64 rows (first face, end face, first vertex, end vertex, centre x, y, z,
+    radius): consecutive runs of faces, the vertex range their faces use and a world sphere
+    holding those vertices (:func:`face_blocks`); a block whose
     sphere lies wholly behind the near plane or outside a side plane of the view is skipped;
     w2c (F, 3, 4) world-to-camera [R | t]; kin (F, 4) native fx, fy, cx, cy; valid (F,);
     (w, h) native size; (ws, hs) working grid; near: near plane (metres); cull_back: drop
@@ -260,13 +298,16 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
     scratch buffers (a few per thread: ``4 * numba.get_num_threads()``).
     """
     nf = w2c.shape[0]
-    nv = verts.shape[0]
+    nv = 1
+    for blk in range(blocks.shape[0]):
+        nv = max(nv, int(blocks[blk, 3] - blocks[blk, 2]))
     sx = ws / w
     sy = hs / h
     n = ws * hs
     nparts = max(min(nf, parts), 1)
     for part in prange(nparts):
         pv = np.empty((nv, 4))
+        pb = np.empty((nv, 4), np.int64)
         iz = np.empty(n)
         ids = np.empty(n, np.int32)
         for f in range(part * nf // nparts, (part + 1) * nf // nparts):
@@ -276,7 +317,7 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
                 fxs, fys = kin[f, 0] * sx, kin[f, 1] * sy
                 cxs, cys = (kin[f, 2] + 0.5) * sx - 0.5, (kin[f, 3] + 0.5) * sy - 0.5
                 _render_frame(verts, faces, face_obj, blocks, w2c[f], fxs, fys, cxs, cys, ws, hs, near, cull_back,
-                              iz, ids, pv)
+                              iz, ids, pv, pb)
             for o in range(num_objects):
                 out_counts[f, o] = 0
             for k in range(n):
