@@ -155,8 +155,29 @@ def is_size_type(question_type: str) -> bool:
     return question_type.startswith("object_size") and QUESTION_TYPES[question_type].answer != ANSWER_MCQ
 
 
+class Keyed:
+    """A row read from a file, matched on (id, variant, budget): a ground-truth row and the
+    prediction that answers it (vistest.eval.records.Prediction) share these."""
+
+    id: str
+    variant: str
+    budget: str
+    source: str
+    line: int
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(id, variant, budget): what a prediction is matched on."""
+        return (self.id, self.variant, self.budget)
+
+    @property
+    def where(self) -> str:
+        """``file:line`` (1-based) of the row, for error messages."""
+        return f"{self.source}:{self.line}"
+
+
 @dataclass(frozen=True)
-class TruthRow:
+class TruthRow(Keyed):
     """The ground truth of one (question ``id``, ``variant``, ``budget``), as read or written.
 
     ``budget``: the label (``"16"``, ``"all"``; vistest.budget.sampling.budget_label).
@@ -279,15 +300,6 @@ class TruthRow:
         return tuple(self.fields.get("frame_indices") or ())
 
     # ---- derived --------------------------------------------------------------------------
-    @property
-    def key(self) -> tuple[str, str, str]:
-        """(id, variant, budget): what a prediction is matched on."""
-        return (self.id, self.variant, self.budget)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
-
     @property
     def kind(self) -> str:
         """``"mcq"``, ``"number"`` (vistest.questions.QUESTION_TYPES) or, for an open

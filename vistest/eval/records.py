@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import layout
-from ..budget.rows import DUMMY_PREFIX, REAL_VARIANT, TruthRow, budget_field, ident, variant_field
+from ..budget.rows import DUMMY_PREFIX, REAL_VARIANT, Keyed, TruthRow, budget_field, ident, variant_field
 from ..budgets import FOLDER_PATTERN, budget_json, budget_sort_key
 from ..errors import InputError
 from ..jsonl import iter_jsonl as _iter_jsonl
@@ -60,7 +60,7 @@ def _fail(where: str, fld: str, msg: str) -> ScoreError:
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(Keyed):
     """A model's answer to one (question, variant, budget).
 
     ``prediction``: the response text lmms-eval would pass to ``process_results``.
@@ -77,15 +77,6 @@ class Prediction:
     line: int = 0
     logged_score: float | None = None
     logged_ground_truth: Any = None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        """(id, variant, budget): the ground-truth row it answers (vistest.budget.rows.TruthRow.key)."""
-        return (self.id, self.variant, self.budget)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
 
 
 # =======================================================================================
