@@ -84,7 +84,7 @@ class AnswerAuditConfig:
     """metres: the largest median box distance (file) or box distance (row) that counts as fitting."""
     max_gap_s: float = 0.5
     """seconds: a row whose nearest posed frame is farther from ``time`` is skipped."""
-    offsets: tuple[int, ...] = (-2, -1, 1, 2, 5, 10, 30)
+    offsets: tuple[int, ...] = (-1, 1, -2, 2, -5, 5, -10, 10, -30, 30)
     """posed-frame offsets tried as a wrong instant (k places before/after the right frame)."""
     mesh_samples: int = 200_000
     """surface samples of a mesh (plus its vertices) as observed points."""
