@@ -173,12 +173,23 @@ def demo(tmp_path_factory, demo_tiny) -> Scene:
     return replace(s, objects=objs, boxes_to_world=np.linalg.inv(A))
 
 
+def in_view(s: Scene, frame, x: np.ndarray) -> bool:
+    """Does the pose-world point ``x`` project into ``frame``'s image, in front of the camera?"""
+    p = to_camera(frame.camera_to_world, x)
+    k = s.intrinsics_for(frame)
+    u, v = k.fx * p[0] / p[2] + k.cx, k.fy * p[1] / p[2] + k.cy
+    return p[2] > 0.3 and 0 <= u < s.image_size[0] and 0 <= v < s.image_size[1]
+
+
 def demo_rows(s: Scene, how: str) -> list[dict]:
-    """A centre per object at frames 5, 15, 25 (and 30): planted with error ``how``."""
+    """A centre per object at the middle one of the frames 5..34 whose image its centre projects
+    into (a grounding question asks about an object in view), planted with error ``how``."""
     b = np.asarray(s.boxes_to_world)
     rows = []
     for i, o in enumerate(s.objects):
-        f = s.frames[(5, 15, 25, 30)[i % 4]]
+        x = b[:3, :3] @ o.center + b[:3, 3]
+        cands = [s.frames[n] for n in range(5, 35) if in_view(s, s.frames[n], x)] or [s.frames[5 + 7 * i % 30]]
+        f = cands[len(cands) // 2]
         c = SWAP @ o.center if how == "world y/z swapped" else o.center
         if how == "alignment inverse skipped":
             world = c
@@ -208,8 +219,15 @@ def test_demo_each_planted_error_is_named(demo, tmp_path, how):
 def test_demo_depth_evidence_without_a_mesh(demo, tmp_path):
     s = replace(demo, mesh=None, mesh_objects=None)
     r = audit_answers(s, write_rows(tmp_path / "q.jsonl", demo_rows(s, AS_GIVEN)))
+    print(r.markdown(per_row=False))
     assert r.passed and r.evidence == "depth"
-    assert r.summary[0].median_point_dist < 0.5
+    assert all(np.isfinite(f.point_dist) for row in r.rows for f in row.fits[:6])
+    s0 = {x.name: x for x in r.summary}
+    assert s0[AS_GIVEN].median_point_dist < 0.5  # a centre lies behind the surface its frame's depth sees
+    assert all(x.median_point_dist > s0[AS_GIVEN].median_point_dist for x in r.summary[1:6])
+    bad = audit_answers(s, write_rows(tmp_path / "b.jsonl", demo_rows(s, "alignment inverse skipped")))
+    assert bad.best == "alignment inverse skipped"
+    print(bad.markdown(per_row=False))
 
 
 def test_instant_is_the_nearest_posed_frame(demo):

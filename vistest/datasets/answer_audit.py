@@ -4,7 +4,8 @@ ReSTI's check of STI-Bench, made a tool: back-project each answer into the sourc
 measure the distance to the object it names. Audited rows are those whose answer is a 3D
 point given in the camera frame at an instant (3D video grounding: an object's centre):
 
-* ``time``: the instant, seconds from the start of the video (a JSON number);
+* ``time``: the instant, seconds from the start of the video (a JSON number); a row without
+  ``time`` whose window is one instant (``time_start`` equal to ``time_end``) uses that;
 * the centre, metres, OpenCV camera axes (x right, y down, z forward) of the camera at
   ``time``: ``answer_center`` ``[x, y, z]``, else the first ``(x, y, z)`` triple in the
   text of the keyed option (``ground_truth`` letter, ``options`` ``"A. text"``);
@@ -18,8 +19,8 @@ posed frame (valid ``camera_to_world``) whose decoded frame number is nearest to
 Frames: the answer ``p`` (camera) goes to the pose world with the frame's camera-to-world
 ``P``: ``x = P p``; to the box world with ``boxes_to_world`` ``B``: ``B^-1 x``. Distances are
 measured in the pose world against the boxes of ``Scene.world_boxes()`` and the observed
-points: the mesh's vertices and surface samples, or, without a mesh, the depth images of the
-audited rows' frames (and their neighbours) back-projected with their poses.
+points: the mesh's vertices and surface samples, or, without a mesh, the depth image of the
+frame whose pose the convention uses, back-projected with that pose.
 
 **Conventions** (each a *fix*: how the producer's point is undone to reach the box world;
 "as given" first):
@@ -60,6 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..geometry import rigid_inverse
 from ..jsonl import iter_jsonl, read_text
 from ..scene import Frame, Scene
 
@@ -152,30 +154,28 @@ def frame_at(scene: Scene, time_s: float) -> tuple[int, float]:
     """(position in the scene's posed frames, gap in seconds) of the posed frame (valid pose)
     whose decoded frame number is nearest to ``time_s * fps`` (ties: the earlier frame);
     (-1, inf) when the scene has no posed frame."""
-    posed = [f.index for f in scene.frames if f.valid]
-    if not posed:
+    posed = np.array([f.index for f in scene.frames if f.valid], float)
+    if not len(posed):
         return -1, math.inf
-    n = time_s * scene.fps
-    i = int(np.argmin([abs(k - n) for k in posed]))
-    return i, abs(posed[i] - n) / scene.fps
+    gaps = np.abs(posed - time_s * scene.fps)
+    i = int(np.argmin(gaps))
+    return i, float(gaps[i]) / scene.fps
 
 
-def back_project(scene: Scene, p_cam: np.ndarray, pos: int, conv: Convention) -> tuple[np.ndarray, np.ndarray] | None:
+def back_project(p_cam: np.ndarray, c2w: np.ndarray, boxes_to_world: np.ndarray, conv: Convention
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The answer ``p_cam`` (3,) metres, OpenCV camera frame, under convention ``conv``:
-    (box-world point, pose-world point), metres, with the pose of the posed frame ``pos +
-    conv.offset``; None when that frame does not exist."""
-    posed = [f for f in scene.frames if f.valid]
-    j = pos + conv.offset
-    if not 0 <= j < len(posed):
-        return None
-    b = np.asarray(scene.boxes_to_world, float)
-    p = conv.camera @ np.asarray(p_cam, float)
+    (box-world point, pose-world point), metres. ``c2w``: the camera-to-pose-world pose the
+    convention uses (that of the posed frame ``conv.offset`` places from the answer's);
+    ``boxes_to_world`` ``B`` (4x4, box world to pose world)."""
+    b = np.asarray(boxes_to_world, float)
+    p = (conv.camera @ np.asarray(p_cam, float))[None]
     if conv.boxes == "skipped":  # the producer left B out: P p is already the box-world centre
-        x_box = camera_to_box_world(p[None], posed[j].camera_to_world, np.eye(4))[0]
-    elif conv.boxes == "inverted":  # the producer applied B^-1: B P p
-        x_box = camera_to_box_world(p[None], posed[j].camera_to_world, np.linalg.inv(b))[0]
+        x_box = camera_to_box_world(p, c2w, np.eye(4))[0]
+    elif conv.boxes == "inverted":  # the producer applied B^-1: the centre is B P p
+        x_box = camera_to_box_world(p, c2w, rigid_inverse(b))[0]
     else:
-        x_box = camera_to_box_world(p[None], posed[j].camera_to_world, b)[0]
+        x_box = camera_to_box_world(p, c2w, b)[0]
     x_box = conv.world @ x_box
     return x_box, b[:3, :3] @ x_box + b[:3, 3]
 
@@ -207,11 +207,14 @@ def answer_row(row: dict, line: int, where: str) -> tuple[AnswerRow | None, str]
     """(the row as an :class:`AnswerRow`, "") or (None, why it is not audited). A present but
     malformed ``time`` or ``answer_center`` raises InputError naming ``where`` and the field."""
     rid = str(row.get("id", f"line {line}"))
-    if "time" not in row or row["time"] is None:
-        return None, "no time"
-    t = _number(row["time"])
+    key = "time"
+    if row.get("time") is None:
+        if row.get("time_start") is None or row.get("time_start") != row.get("time_end"):
+            return None, "no time"
+        key = "time_start"  # a window of one instant
+    t = _number(row[key])
     if t is None or t < 0:
-        raise InputError(f"{where}: time: expected a non-negative number of seconds, got {row['time']!r}")
+        raise InputError(f"{where}: {key}: expected a non-negative number of seconds, got {row[key]!r}")
     objects = row.get("objects") or ()
     objects = tuple(str(o) for o in (objects if isinstance(objects, list) else [objects]))
     if row.get("answer_center") is not None:
@@ -257,30 +260,56 @@ def read_answer_rows(path: str | os.PathLike, scene_id: str | None = None
 # ---------------------------------------------------------------------------------------
 # observed points
 # ---------------------------------------------------------------------------------------
-def observed_points(scene: Scene, frames: list[Frame], config: AnswerAuditConfig) -> tuple[np.ndarray | None, str]:
-    """Observed points (M, 3) in the pose world, metres, and their kind: the mesh's vertices
-    and surface samples (``mesh``), else the depth images of ``frames`` back-projected with
-    their poses (``depth``), else (None, ``none``)."""
-    from .audit import grid_rays, surface_points
+class ObservedPoints:
+    """Nearest observed point (pose world, metres): the mesh's vertices and surface samples
+    (``kind`` ``mesh``), else the depth image of the frame asked about, back-projected with its
+    pose on a ray grid (``depth``; per-frame point sets cached), else nothing (``none``)."""
 
-    if scene.mesh is not None:
-        return surface_points(scene.path(scene.mesh), config.mesh_samples)[0], "mesh"
-    frames = [f for f in frames if f.depth is not None and f.valid]
-    if not frames:
-        return None, "none"
+    def __init__(self, scene: Scene, config: AnswerAuditConfig):
+        from scipy.spatial import cKDTree
+
+        from .audit import surface_points
+
+        self.scene, self.config, self._trees = scene, config, {}
+        self.mesh = None
+        if scene.mesh is not None:
+            self.mesh = cKDTree(surface_points(scene.path(scene.mesh), config.mesh_samples)[0])
+        self.kind = "mesh" if self.mesh is not None else (
+            "depth" if any(f.depth is not None and f.valid for f in scene.frames) else "none")
+
+    def distance(self, x_pose: np.ndarray, frame: Frame) -> float:
+        """Metres from ``x_pose`` (3,) to the nearest observed point (of ``frame``'s depth when
+        there is no mesh); NaN without evidence."""
+        tree = self.mesh if self.mesh is not None else self._frame_tree(frame)
+        return float(tree.query(x_pose)[0]) if tree is not None else math.nan
+
+    def _frame_tree(self, frame: Frame):
+        if frame.index not in self._trees:
+            self._trees[frame.index] = None
+            pts = depth_points(self.scene, frame, self.config.grid)
+            if len(pts):
+                from scipy.spatial import cKDTree
+
+                self._trees[frame.index] = cKDTree(pts)
+        return self._trees[frame.index]
+
+
+def depth_points(scene: Scene, frame: Frame, grid: int) -> np.ndarray:
+    """(M, 3) pose-world points (metres) of ``frame``'s depth image, looked up on a ray grid of
+    ``grid`` samples on the image's longer side and back-projected with the frame's pose;
+    empty without depth or pose."""
+    if frame.depth is None or not frame.valid:
+        return np.zeros((0, 3))
     from ..visibility.table import depth_samples
+    from .audit import grid_rays
 
     w, h = scene.image_size
-    s = min(1.0, config.grid / max(w, h))
+    s = min(1.0, grid / max(w, h))
     ws, hs = max(1, round(w * s)), max(1, round(h * s))
-    depth = depth_samples(scene, tuple(frames), ws, hs)
-    parts = []
-    for f, d in zip(frames, depth):
-        ok = d > 0
-        pts = grid_rays(scene, f, ws, hs)[ok] * d[ok, None]
-        parts.append(pts @ f.camera_to_world[:3, :3].T + f.camera_to_world[:3, 3])
-    pts = np.concatenate(parts) if parts else np.zeros((0, 3))
-    return (pts, "depth") if len(pts) else (None, "none")
+    d = depth_samples(scene, (frame,), ws, hs)[0]
+    ok = d > 0
+    pts = grid_rays(scene, frame, ws, hs)[ok] * d[ok, None]
+    return pts @ frame.camera_to_world[:3, :3].T + frame.camera_to_world[:3, 3]
 
 
 # ---------------------------------------------------------------------------------------
@@ -423,13 +452,7 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
         raise InputError(f"{questions}: no row to audit: expected rows with time (seconds) and answer_center [x, y, z] "
                          f"or a keyed option holding (x, y, z), for scene {scene.scene_id} "
                          f"({len(skipped)} rows skipped: {'; '.join(sorted({w for _, w in skipped})) or '-'})")
-    need = sorted({p + c.offset for _, p, _ in located for c in convs if 0 <= p + c.offset < len(posed)})
-    points, evidence = observed_points(scene, [posed[i] for i in need], config)
-    tree = None
-    if points is not None:
-        from scipy.spatial import cKDTree
-
-        tree = cKDTree(points)
+    observed = ObservedPoints(scene, config)
     centers, sizes, rots = scene.world_boxes()
     ids = list(scene.object_ids)
     results = []
@@ -439,13 +462,13 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
         sel = [ids.index(named)] if named is not None else list(range(len(ids)))
         fits = []
         for c in convs:
-            got = back_project(scene, np.asarray(r.center), pos, c)
-            if got is None:
+            if not 0 <= pos + c.offset < len(posed):
                 fits.append(RowFit(c.name, math.nan, math.nan, None))
                 continue
-            x_box, x_pose = got
+            frame = posed[pos + c.offset]
+            x_box, x_pose = back_project(np.asarray(r.center), frame.camera_to_world, scene.boxes_to_world, c)
             bd = float(point_box_distance(x_pose[None], centers[sel], sizes[sel], rots[sel]).min())
-            pd = float(tree.query(x_pose)[0]) if tree is not None else math.nan
+            pd = observed.distance(x_pose, frame)
             fits.append(RowFit(c.name, bd, pd, tuple(float(v) for v in x_box)))
         best = name_fit({f.convention: f.box_dist for f in fits}, order, config)
         results.append(RowResult(r.id, r.line, r.time, posed[pos].index, gap, r.source, named, tuple(fits), best))
@@ -475,7 +498,7 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
         message = (f"'{best}' fits: the answers sit a median {_fmt(base.median_box_dist)} m from the boxes as given, "
                    f"{_fmt(win.median_box_dist)} m under this fix ({win.named} of {n} rows name it); likely error: "
                    f"{win.error}")
-    return AnswerAuditReport(scene.scene_id, str(questions), evidence, config, tuple(results),
+    return AnswerAuditReport(scene.scene_id, str(questions), observed.kind, config, tuple(results),
                              tuple(skipped), tuple(summary), best, passed, message)
 
 
