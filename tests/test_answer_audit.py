@@ -26,9 +26,11 @@ from vistest.cli import main
 from vistest.datasets import import_scene
 from vistest.datasets.answer_audit import (
     AS_GIVEN,
+    NONE_FITS,
     AnswerAuditConfig,
     audit_answers,
     frame_at,
+    name_fit,
     point_box_distance,
 )
 from vistest.geometry import rot_z
@@ -240,3 +242,15 @@ def test_instant_is_the_nearest_posed_frame(demo):
     rows = [{"id": "late", "time": 100.0, "answer_center": [0, 0, 1]}]
     with pytest.raises(Exception, match="no row to audit"):
         audit_answers(demo, write_rows(Path(demo.source).parent / "late.jsonl", rows), far)
+
+
+def test_naming_margin_factor_and_same_rows():
+    cfg = AnswerAuditConfig()
+    order = [AS_GIVEN, "a", "b"]
+    assert name_fit({AS_GIVEN: 0.0, "a": 0.0, "b": 0.0}, order, cfg) == AS_GIVEN
+    assert name_fit({AS_GIVEN: 0.3, "a": 0.22, "b": 0.5}, order, cfg) == NONE_FITS  # within the margin
+    assert name_fit({AS_GIVEN: 0.15, "a": 0.0, "b": 0.5}, order, cfg) == "a"
+    assert name_fit({AS_GIVEN: 2.0, "a": 0.05, "b": 0.0}, order, cfg) == "b"
+    assert name_fit({AS_GIVEN: 2.0, "a": 1.2, "b": 3.0}, order, cfg) == NONE_FITS  # not 2x lower, far
+    # "a" is defined on rows where "as given" fits too: compared over the same rows, it does not beat it
+    assert name_fit({AS_GIVEN: 0.2, "a": 0.0, "b": 1.0}, order, cfg, {"a": 0.0, "b": 0.2}) == AS_GIVEN

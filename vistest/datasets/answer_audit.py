@@ -44,8 +44,9 @@ and ``point_dist``, the distance to the nearest observed point. The fit measure 
 ``box_dist``. A convention *beats* "as given" when its distance is at least ``margin_m``
 lower and ``better_factor`` times lower (distances floored at 1 cm); the winner is the
 lowest distance among those that beat "as given" (ties: the order above). Named per row, and
-over the file from the median ``box_dist`` per convention (over the rows where it is
-defined; a convention defined for fewer than half the rows is not named). The file passes
+over the file from the median ``box_dist`` per convention over the rows where it is defined,
+compared with the median "as given" over the same rows (a convention defined for fewer than
+half the rows is not named). The file passes
 when it names "as given" and its median ``box_dist`` is at most ``fit_m``; a winner whose
 median is above ``fit_m`` is reported as "none fits" (no tested convention explains it).
 """
@@ -346,8 +347,9 @@ class RowResult:
 
 @dataclass(frozen=True)
 class ConventionSummary:
-    """A convention over the file: rows where it is defined, median distances (metres), and
-    how many rows name it."""
+    """A convention over the file: rows where it is defined, median distances (metres), how
+    many rows name it, and the median box distance as given over the same rows (what it is
+    compared with)."""
 
     name: str
     error: str
@@ -355,6 +357,7 @@ class ConventionSummary:
     median_box_dist: float
     median_point_dist: float
     named: int
+    as_given_box_dist: float
 
 
 @dataclass(frozen=True)
@@ -393,12 +396,12 @@ class AnswerAuditReport:
         lines = [f"# Answer audit: {self.questions} on {self.scene_id}", "",
                  f"**{'PASS' if self.passed else 'FAIL'}**: {self.message}", "",
                  f"{len(self.rows)} rows audited, {len(self.skipped)} skipped; observed points: {self.evidence}.", "",
-                 "| convention | rows | median box dist (m) | median observed dist (m) | rows naming it |",
-                 "|---|---:|---:|---:|---:|"]
+                 "| convention | rows | median box dist (m) | as given, same rows (m) | median observed dist (m) "
+                 "| rows naming it |", "|---|---:|---:|---:|---:|---:|"]
         for s in self.summary:
             mark = "**" if s.name == self.best else ""
             lines.append(f"| {mark}{s.name}{mark} | {s.rows} | {_fmt(s.median_box_dist)} | "
-                         f"{_fmt(s.median_point_dist)} | {s.named} |")
+                         f"{_fmt(s.as_given_box_dist)} | {_fmt(s.median_point_dist)} | {s.named} |")
         if per_row and self.rows:
             lines += ["", "| row | time s | frame | box dist as given (m) | named | its box dist (m) |",
                       "|---|---:|---:|---:|---|---:|"]
@@ -418,15 +421,19 @@ def _fmt(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{x:.3f}"
 
 
-def name_fit(dists: dict[str, float], order: list[str], config: AnswerAuditConfig) -> str:
+def name_fit(dists: dict[str, float], order: list[str], config: AnswerAuditConfig,
+             bases: dict[str, float] | None = None) -> str:
     """The convention named from distances (metres) per convention (``order``: "as given"
     first, then the tie-break order): the lowest among those that beat "as given" by
     ``margin_m`` and ``better_factor``, else "as given"; "none fits" when that one's
-    distance is above ``fit_m`` (or undefined)."""
-    base = dists.get(AS_GIVEN, math.nan)
+    distance is above ``fit_m`` (or undefined). ``bases``: per convention, the "as given"
+    distance to compare it with (file medians over the same rows), else ``dists["as given"]``."""
+    def base(n: str) -> float:
+        return (bases or {}).get(n, dists.get(AS_GIVEN, math.nan))
+
     beat = [n for n in order[1:] if math.isfinite(dists.get(n, math.nan))
-            and (not math.isfinite(base) or (base - dists[n] >= config.margin_m
-                                             and max(base, FLOOR_M) >= config.better_factor * max(dists[n], FLOOR_M)))]
+            and (not math.isfinite(base(n)) or (base(n) - dists[n] >= config.margin_m and max(base(n), FLOOR_M)
+                                                >= config.better_factor * max(dists[n], FLOOR_M)))]
     best = min(beat, key=lambda n: dists[n]) if beat else AS_GIVEN
     d = dists.get(best, math.nan)
     return best if math.isfinite(d) and d <= config.fit_m else NONE_FITS
@@ -478,11 +485,14 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
         pts = np.array([res.fits[k].point_dist for res in results])
         ok = np.isfinite(box)
         enough = ok.sum() * 2 >= len(results)
+        base_box = np.array([res.fits[0].box_dist for res in results])
         summary.append(ConventionSummary(
             c.name, c.error, int(ok.sum()), float(np.median(box[ok])) if enough else math.nan,
             float(np.nanmedian(pts[ok])) if enough and np.isfinite(pts[ok]).any() else math.nan,
-            sum(res.best == c.name for res in results)))
-    best = name_fit({s.name: s.median_box_dist for s in summary}, order, config)
+            sum(res.best == c.name for res in results),
+            float(np.median(base_box[ok])) if enough else math.nan))
+    best = name_fit({s.name: s.median_box_dist for s in summary}, order, config,
+                    {s.name: s.as_given_box_dist for s in summary})
     base = summary[0]
     passed = best == AS_GIVEN
     n = len(results)
@@ -495,9 +505,9 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
                    f"convention brings them within {config.fit_m} m")
     else:
         win = next(s for s in summary if s.name == best)
-        message = (f"'{best}' fits: the answers sit a median {_fmt(base.median_box_dist)} m from the boxes as given, "
-                   f"{_fmt(win.median_box_dist)} m under this fix ({win.named} of {n} rows name it); likely error: "
-                   f"{win.error}")
+        message = (f"'{best}' fits: the answers sit a median {_fmt(win.as_given_box_dist)} m from the boxes as given, "
+                   f"{_fmt(win.median_box_dist)} m under this fix (over the {win.rows} rows it applies to; {win.named} "
+                   f"of {n} rows name it); likely error: {win.error}")
     return AnswerAuditReport(scene.scene_id, str(questions), observed.kind, config, tuple(results),
                              tuple(skipped), tuple(summary), best, passed, message)
 
