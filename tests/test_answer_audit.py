@@ -144,6 +144,8 @@ def test_real_cli_reads_the_keyed_option_and_writes_json_and_markdown(real, tmp_
         row["ground_truth"] = key
         rows.append(row)
     rows.append({"id": "other", "scene_id": "scene0000_00", "question_type": "object_counting", "ground_truth": "2"})
+    rows.append({"id": "pose", "question_type": "camera_pose", "time": 0.0, "options": ["A. (1, 2, 3)"],
+                 "ground_truth": "A"})
     q = write_rows(tmp_path / "q.jsonl", rows)
     out = CliRunner().invoke(main, ["audit", str(Path(real.source)), "--questions", str(q), "--json",
                                     str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), "--objects"])
@@ -152,11 +154,13 @@ def test_real_cli_reads_the_keyed_option_and_writes_json_and_markdown(real, tmp_
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["format"] == "vistest.answer_audit/1" and doc["best"] == "alignment inverse skipped"
     assert len(doc["rows"]) == 9 and doc["rows"][0]["source"] == "option A"
-    assert doc["skipped"] == [{"id": "other", "reason": "no time"}]
+    assert [x["id"] for x in doc["skipped"]] == ["other", "pose"] and doc["skipped"][0]["reason"] == "no time"
     assert (tmp_path / "r.md").read_text().startswith("# Answer audit")
     bad = write_rows(tmp_path / "bad.jsonl", [{"id": 1, "time": 0.0, "answer_center": [1, "2", 3]}])
     out = CliRunner().invoke(main, ["audit", str(Path(real.source)), "--questions", str(bad)])
     assert out.exit_code == 2 and "bad.jsonl:1: answer_center" in out.output
+    out = CliRunner().invoke(main, ["audit", str(Path(real.source)), "--markdown", str(tmp_path / "x.md")])
+    assert out.exit_code == 2 and "--markdown goes with --questions" in out.output
 
 
 # ---------------------------------------------------------------------------------------

@@ -106,6 +106,10 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
     if questions is not None:
         from ..datasets.answer_audit import audit_answers, write_answer_report
 
+        if alignments:
+            raise click.UsageError("--alignment goes with the scene audit; the answer audit (--questions) uses the "
+                                   "scene's boxes_to_world")
+
         answers = audit_answers(scene, questions)
         write_answer_report(answers, json_path, markdown_path)
         if not quiet:

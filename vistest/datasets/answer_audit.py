@@ -8,7 +8,8 @@ point given in the camera frame at an instant (3D video grounding: an object's c
   ``time`` whose window is one instant (``time_start`` equal to ``time_end``) uses that;
 * the centre, metres, OpenCV camera axes (x right, y down, z forward) of the camera at
   ``time``: ``answer_center`` ``[x, y, z]``, else the first ``(x, y, z)`` triple in the
-  text of the keyed option (``ground_truth`` letter, ``options`` ``"A. text"``);
+  text of the keyed option (``ground_truth`` letter, ``options`` ``"A. text"``) of a row whose
+  ``question_type`` is absent or names grounding (a pose's translation is not a centre);
 * optional: ``id`` (else the line number), ``scene_id`` (rows of another scene are skipped),
   ``objects`` (exactly one object id of the scene: the distance is measured to that box).
 
@@ -224,6 +225,9 @@ def answer_row(row: dict, line: int, where: str) -> tuple[AnswerRow | None, str]
         if None in vals:
             raise InputError(f"{where}: answer_center: expected [x, y, z] metres (three numbers), got {c!r}")
         return AnswerRow(rid, line, t, tuple(vals), "answer_center", objects), ""
+    qtype = row.get("question_type")
+    if qtype is not None and "grounding" not in str(qtype).lower():
+        return None, "no answer_center (keyed options are read for grounding types only)"
     key, options = row.get("ground_truth"), row.get("options")
     if isinstance(key, str) and isinstance(options, list):
         from ..answers import split_option
