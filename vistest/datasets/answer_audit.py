@@ -72,8 +72,8 @@ NONE_FITS = "none fits"
 FLOOR_M = 0.01  # ratios use max(d, 1 cm)
 SWAP_YZ = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
 GL_AXES = np.diag([1.0, -1.0, -1.0])
-_TRIPLE = re.compile(r"\(\s*([-+]?[0-9.]+(?:[eE][-+]?\d+)?)\s*,\s*([-+]?[0-9.]+(?:[eE][-+]?\d+)?)\s*,"
-                     r"\s*([-+]?[0-9.]+(?:[eE][-+]?\d+)?)\s*\)")
+_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+_TRIPLE = re.compile(rf"\(\s*{_NUM}\s*,\s*{_NUM}\s*,\s*{_NUM}\s*\)")  # "(x, y, z)" in an option's text
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class AnswerAuditConfig:
     """longer side of the ray grid depth is sampled on (scenes without a mesh)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Convention:
     """A fix for one convention error: ``camera`` (3x3) applied to the given camera-frame
     point, then the pose of the posed frame ``offset`` places away, then the producer's use of
