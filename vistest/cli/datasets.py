@@ -87,15 +87,38 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, o
               help="Frames audited (evenly spaced).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the report as JSON.")
-@click.option("--objects", is_flag=True, help="Also print the per-object table.")
+@click.option("--objects", is_flag=True, help="Also print the per-object table (with --questions: the per-row table).")
+@click.option("--questions", "questions", type=click.Path(dir_okay=False), default=None,
+              help="Audit this question file's 3D answers instead (camera-frame centres at an instant: time + "
+                   "answer_center or a keyed '(x, y, z)' option; docs/audit.md, answer audit).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
+              help="With --questions: also write the report as markdown.")
 @quiet_option("No progress bar and no report: the exit status only.")
-def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_path, objects, quiet):
+def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_path, objects, questions,
+              markdown_path, quiet):
     """Check that SCENE_JSON's boxes, poses and intrinsics agree with its depth/mesh, and which
-    convention fix fits best. Exit status 0 = pass, 1 = fails the thresholds (docs/audit.md), 2 = bad input."""
+    convention fix fits best; with --questions, that a question file's 3D answers land on its objects, and
+    which convention error explains them. Exit status 0 = pass, 1 = fails (docs/audit.md), 2 = bad input."""
     from ..datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
     from ..scene import Scene
 
     scene = Scene.load(scene_json)
+    if questions is not None:
+        from ..datasets.answer_audit import audit_answers, write_answer_report
+
+        if alignments:
+            raise click.UsageError("--alignment goes with the scene audit; the answer audit (--questions) uses the "
+                                   "scene's boxes_to_world")
+
+        answers = audit_answers(scene, questions)
+        write_answer_report(answers, json_path, markdown_path)
+        if not quiet:
+            click.echo(answers.markdown(per_row=objects), nl=False)
+        if not answers.passed:
+            click.get_current_context().exit(1)
+        return
+    if markdown_path is not None:
+        raise click.UsageError("--markdown goes with --questions (the scene audit writes --json)")
     cands = [] if no_provenance else provenance_alignments(scene_json)
     for a in alignments:
         cands += load_alignments(a)

@@ -576,7 +576,7 @@ def colour_scores(scene: Scene, ev: Evidence, params: CheckParams) -> tuple[floa
     return tuple(out)
 
 
-def _rays(scene: Scene, frame: Frame, ws: int, hs: int) -> np.ndarray:
+def grid_rays(scene: Scene, frame: Frame, ws: int, hs: int) -> np.ndarray:
     """(N, 3) camera-frame ray directions with z = 1 for the working grid samples
     (sample (i, j) sits at native pixel ((j + .5) W/ws - .5, (i + .5) H/hs - .5))."""
     w, h = scene.image_size
@@ -601,7 +601,7 @@ def _observed_points(scene: Scene, ev: Evidence, params: CheckParams) -> np.ndar
             if not ok.any() or f.camera_to_world is None:
                 continue
             c2w = f.camera_to_world
-            pts = _rays(scene, f, ev.ws, ev.hs)[ok] * d[ok, None]
+            pts = grid_rays(scene, f, ev.ws, ev.hs)[ok] * d[ok, None]
             parts.append(pts @ c2w[:3, :3].T + c2w[:3, 3])
     if ev.mesh_points is not None:
         parts.append(ev.mesh_points)
@@ -689,7 +689,7 @@ def sightings(scene: Scene, frames: tuple[Frame, ...], depth: np.ndarray, ws: in
         if f.camera_to_world is None:
             continue
         rc, t = f.camera_to_world[:3, :3], f.camera_to_world[:3, 3]
-        dirs = _rays(scene, f, ws, hs) @ rc.T  # world directions, camera z-component 1
+        dirs = grid_rays(scene, f, ws, hs) @ rc.T  # world directions, camera z-component 1
         org = np.einsum("odk,od->ok", rots, t - centers)  # camera centre in each box frame (O, 3)
         # slabs, one box axis at a time ((O, N) arrays; a reduction over a length-3 axis is slow)
         tmin, tmax = np.full((no, len(dirs)), -np.inf), np.full((no, len(dirs)), np.inf)

@@ -1,0 +1,527 @@
+"""Answer audit: do a question file's 3D answers land on the scene's objects?
+
+ReSTI's check of STI-Bench, made a tool: back-project each answer into the source scene and
+measure the distance to the object it names. Audited rows are those whose answer is a 3D
+point given in the camera frame at an instant (3D video grounding: an object's centre):
+
+* ``time``: the instant, seconds from the start of the video (a JSON number); a row without
+  ``time`` whose window is one instant (``time_start`` equal to ``time_end``) uses that;
+* the centre, metres, OpenCV camera axes (x right, y down, z forward) of the camera at
+  ``time``: ``answer_center`` ``[x, y, z]``, else the first ``(x, y, z)`` triple in the
+  text of the keyed option (``ground_truth`` letter, ``options`` ``"A. text"``) of a row whose
+  ``question_type`` is absent or names grounding (a pose's translation is not a centre);
+* optional: ``id`` (else the line number), ``scene_id`` (rows of another scene are skipped),
+  ``objects`` (exactly one object id of the scene: the distance is measured to that box).
+
+Other rows are counted as skipped, with the reason. The pose of an instant is that of the
+posed frame (valid ``camera_to_world``) whose decoded frame number is nearest to
+``time * fps``; a row whose nearest posed frame is farther than ``max_gap_s`` is skipped.
+
+Frames: the answer ``p`` (camera) goes to the pose world with the frame's camera-to-world
+``P``: ``x = P p``; to the box world with ``boxes_to_world`` ``B``: ``B^-1 x``. Distances are
+measured in the pose world against the boxes of ``Scene.world_boxes()`` and the observed
+points: the mesh's vertices and surface samples, or, without a mesh, the depth image of the
+frame whose pose the convention uses, back-projected with that pose.
+
+**Conventions** (each a *fix*: how the producer's point is undone to reach the box world;
+"as given" first):
+
+* ``alignment inverse skipped``: the producer computed ``P^-1 c`` for a box-world centre
+  ``c`` (ReSTI's ScanNet grounding bug: ``P^-1 A^-1 c`` was meant), so ``c = P p``;
+* ``alignment inverted``: it computed ``P^-1 B^-1 c``, so ``c = B P p`` (both only when
+  ``B`` is not the identity);
+* ``OpenGL camera axes``: ``p`` is in OpenGL camera axes (x right, y up, z backward):
+  ``diag(1, -1, -1) p``;
+* ``camera y/z swapped``: ``p``'s y and z were swapped;
+* ``world y/z swapped``: the centre's y and z were swapped in the box world (a y-up
+  convention applied to a z-up world): ``S B^-1 P p`` with ``S`` the swap;
+* ``wrong instant (k)``: the producer used the pose of the posed frame ``k`` places before
+  (``k < 0``) or after the right one: the fix uses that frame's pose (for each ``k`` of
+  ``offsets``; only where that frame exists).
+
+Per row and convention: ``box_dist``, the distance from the point to the nearest box (to
+the named box when ``objects`` names one), 0 inside (exact point-to-oriented-box distance),
+and ``point_dist``, the distance to the nearest observed point. The fit measure is
+``box_dist``. A convention *beats* "as given" when its distance is at least ``margin_m``
+lower and ``better_factor`` times lower (distances floored at 1 cm); the winner is the
+lowest distance among those that beat "as given" (ties: the order above). Named per row, and
+over the file from the median ``box_dist`` per convention over the rows where it is defined,
+compared with the median "as given" over the same rows (a convention defined for fewer than
+half the rows is not named). The file passes
+when it names "as given" and its median ``box_dist`` is at most ``fit_m``; a winner whose
+median is above ``fit_m`` is reported as "none fits" (no tested convention explains it).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..geometry import rigid_inverse
+from ..jsonl import iter_jsonl, read_text
+from ..scene import Frame, Scene
+
+AS_GIVEN = "as given"
+NONE_FITS = "none fits"
+FLOOR_M = 0.01  # ratios use max(d, 1 cm)
+SWAP_YZ = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+GL_AXES = np.diag([1.0, -1.0, -1.0])
+_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+_TRIPLE = re.compile(rf"\(\s*{_NUM}\s*,\s*{_NUM}\s*,\s*{_NUM}\s*\)")  # "(x, y, z)" in an option's text
+
+
+@dataclass(frozen=True)
+class AnswerAuditConfig:
+    """How answers are audited (see the module docstring)."""
+
+    margin_m: float = 0.10
+    """metres: a convention beats "as given" only when its distance is this much lower ..."""
+    better_factor: float = 2.0
+    """... and this many times lower (distances floored at 1 cm)."""
+    fit_m: float = 0.25
+    """metres: the largest median box distance (file) or box distance (row) that counts as fitting."""
+    max_gap_s: float = 0.5
+    """seconds: a row whose nearest posed frame is farther from ``time`` is skipped."""
+    offsets: tuple[int, ...] = (-1, 1, -2, 2, -5, 5, -10, 10, -30, 30)
+    """posed-frame offsets tried as a wrong instant (k places before/after the right frame)."""
+    mesh_samples: int = 200_000
+    """surface samples of a mesh (plus its vertices) as observed points."""
+    grid: int = 96
+    """longer side of the ray grid depth is sampled on (scenes without a mesh)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Convention:
+    """A fix for one convention error: ``camera`` (3x3) applied to the given camera-frame
+    point, then the pose of the posed frame ``offset`` places away, then the producer's use of
+    ``boxes_to_world`` ``B`` (``"as given"``: ``B^-1``, ``"skipped"``: identity, ``"inverted"``:
+    ``B``) into the box world, then ``world`` (3x3) there."""
+
+    name: str
+    error: str
+    camera: np.ndarray = field(default_factory=lambda: np.eye(3))
+    boxes: str = "as given"
+    world: np.ndarray = field(default_factory=lambda: np.eye(3))
+    offset: int = 0
+
+
+def conventions(scene: Scene, offsets: tuple[int, ...] = AnswerAuditConfig.offsets) -> list[Convention]:
+    """"as given", then each known convention error's fix (module docstring), in tie-break order."""
+    out = [Convention(AS_GIVEN, "none")]
+    if not np.allclose(scene.boxes_to_world, np.eye(4), atol=1e-9):
+        out.append(Convention("alignment inverse skipped", "the centres were computed as P(t)^-1 c: the "
+                              "boxes_to_world (ScanNet: inverse axisAlignment) was not applied", boxes="skipped"))
+        out.append(Convention("alignment inverted", "the centres were computed as P(t)^-1 B^-1 c: boxes_to_world "
+                              "applied the wrong way", boxes="inverted"))
+    out.append(Convention("OpenGL camera axes", "the centres are in OpenGL camera axes (y up, z backward)",
+                          camera=GL_AXES))
+    out.append(Convention("camera y/z swapped", "the centres' camera y and z were swapped", camera=SWAP_YZ))
+    out.append(Convention("world y/z swapped", "the centres' world y and z were swapped (y-up vs z-up)",
+                          world=SWAP_YZ))
+    for k in sorted(offsets, key=lambda k: (abs(k), k)):
+        out.append(Convention(f"wrong instant ({k:+d})", f"the pose of the posed frame {k:+d} places from the "
+                              f"question's instant was used", offset=k))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# geometry: plain numpy, frames and units in the docstrings
+# ---------------------------------------------------------------------------------------
+def camera_to_box_world(p_cam: np.ndarray, c2w: np.ndarray, boxes_to_world: np.ndarray) -> np.ndarray:
+    """Camera-frame points ``p_cam`` (N, 3) metres, OpenCV axes, to the box world:
+    ``B^-1 (P p)`` with ``P`` = ``c2w`` (4x4 camera-to-pose-world) and ``B`` =
+    ``boxes_to_world`` (4x4 box world to pose world)."""
+    x = np.asarray(p_cam, float) @ c2w[:3, :3].T + c2w[:3, 3]
+    b = np.asarray(boxes_to_world, float)
+    return (x - b[:3, 3]) @ b[:3, :3]  # rigid: B^-1 x = R^T (x - t)
+
+
+def point_box_distance(points: np.ndarray, centers: np.ndarray, sizes: np.ndarray, rots: np.ndarray
+                       ) -> np.ndarray:
+    """(N, O) Euclidean distance in metres from each point (N, 3) to each solid oriented box
+    (centres (O, 3), full sizes (O, 3), rotations (O, 3, 3) whose columns are the box axes),
+    all in one frame; 0 inside or on the box."""
+    local = np.einsum("okd,nok->nod", rots, np.asarray(points, float)[:, None, :] - centers[None])
+    out = np.maximum(np.abs(local) - sizes[None] / 2.0, 0.0)
+    return np.sqrt((out ** 2).sum(-1))
+
+
+def frame_at(scene: Scene, time_s: float) -> tuple[int, float]:
+    """(position in the scene's posed frames, gap in seconds) of the posed frame (valid pose)
+    whose decoded frame number is nearest to ``time_s * fps`` (ties: the earlier frame);
+    (-1, inf) when the scene has no posed frame."""
+    posed = np.array([f.index for f in scene.frames if f.valid], float)
+    if not len(posed):
+        return -1, math.inf
+    gaps = np.abs(posed - time_s * scene.fps)
+    i = int(np.argmin(gaps))
+    return i, float(gaps[i]) / scene.fps
+
+
+def back_project(p_cam: np.ndarray, c2w: np.ndarray, boxes_to_world: np.ndarray, conv: Convention
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The answer ``p_cam`` (3,) metres, OpenCV camera frame, under convention ``conv``:
+    (box-world point, pose-world point), metres. ``c2w``: the camera-to-pose-world pose the
+    convention uses (that of the posed frame ``conv.offset`` places from the answer's);
+    ``boxes_to_world`` ``B`` (4x4, box world to pose world)."""
+    b = np.asarray(boxes_to_world, float)
+    p = (conv.camera @ np.asarray(p_cam, float))[None]
+    if conv.boxes == "skipped":  # the producer left B out: P p is already the box-world centre
+        x_box = camera_to_box_world(p, c2w, np.eye(4))[0]
+    elif conv.boxes == "inverted":  # the producer applied B^-1: the centre is B P p
+        x_box = camera_to_box_world(p, c2w, rigid_inverse(b))[0]
+    else:
+        x_box = camera_to_box_world(p, c2w, b)[0]
+    x_box = conv.world @ x_box
+    return x_box, b[:3, :3] @ x_box + b[:3, 3]
+
+
+# ---------------------------------------------------------------------------------------
+# question rows
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AnswerRow:
+    """One audited row: ``center`` (3,) metres, OpenCV camera frame at ``time`` seconds;
+    ``source`` says where the centre was read (``answer_center`` or ``option B``);
+    ``objects``: the object ids the row names (may be empty)."""
+
+    id: str
+    line: int
+    time: float
+    center: tuple[float, float, float]
+    source: str
+    objects: tuple[str, ...] = ()
+
+
+def _number(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def answer_row(row: dict, line: int, where: str) -> tuple[AnswerRow | None, str]:
+    """(the row as an :class:`AnswerRow`, "") or (None, why it is not audited). A present but
+    malformed ``time`` or ``answer_center`` raises InputError naming ``where`` and the field."""
+    rid = str(row.get("id", f"line {line}"))
+    key = "time"
+    if row.get("time") is None:
+        if row.get("time_start") is None or row.get("time_start") != row.get("time_end"):
+            return None, "no time"
+        key = "time_start"  # a window of one instant
+    t = _number(row[key])
+    if t is None or t < 0:
+        raise InputError(f"{where}: {key}: expected a non-negative number of seconds, got {row[key]!r}")
+    objects = row.get("objects") or ()
+    objects = tuple(str(o) for o in (objects if isinstance(objects, list) else [objects]))
+    if row.get("answer_center") is not None:
+        c = row["answer_center"]
+        vals = [_number(x) for x in c] if isinstance(c, list) and len(c) == 3 else [None]
+        if None in vals:
+            raise InputError(f"{where}: answer_center: expected [x, y, z] metres (three numbers), got {c!r}")
+        return AnswerRow(rid, line, t, tuple(vals), "answer_center", objects), ""
+    qtype = row.get("question_type")
+    if qtype is not None and "grounding" not in str(qtype).lower():
+        return None, "no answer_center (keyed options are read for grounding types only)"
+    key, options = row.get("ground_truth"), row.get("options")
+    if isinstance(key, str) and isinstance(options, list):
+        from ..answers import split_option
+
+        for opt in options:
+            letter, text = split_option(str(opt))
+            if letter is not None and letter == key.strip().upper():
+                m = _TRIPLE.search(text)
+                if m is None:
+                    return None, f"keyed option {letter} holds no (x, y, z)"
+                return AnswerRow(rid, line, t, tuple(float(x) for x in m.groups()), f"option {letter}", objects), ""
+        return None, f"no option keyed {key!r}"
+    return None, "no answer_center and no keyed option"
+
+
+def read_answer_rows(path: str | os.PathLike, scene_id: str | None = None
+                     ) -> tuple[list[AnswerRow], list[tuple[str, str]]]:
+    """The audited rows of a question file (JSONL) and the skipped ones as (id, reason);
+    rows whose ``scene_id`` differs from ``scene_id`` are skipped."""
+    path = Path(path)
+    rows, skipped = [], []
+    for line, row in iter_jsonl(read_text(path, InputError, "question file").splitlines(), str(path), InputError):
+        rid = str(row.get("id", f"line {line}"))
+        if scene_id is not None and row.get("scene_id") not in (None, scene_id):
+            skipped.append((rid, f"scene_id {row.get('scene_id')!r} is not {scene_id!r}"))
+            continue
+        got, why = answer_row(row, line, f"{path}:{line}")
+        if got is None:
+            skipped.append((rid, why))
+        else:
+            rows.append(got)
+    return rows, skipped
+
+
+# ---------------------------------------------------------------------------------------
+# observed points
+# ---------------------------------------------------------------------------------------
+class ObservedPoints:
+    """Nearest observed point (pose world, metres): the mesh's vertices and surface samples
+    (``kind`` ``mesh``), else the depth image of the frame asked about, back-projected with its
+    pose on a ray grid (``depth``; per-frame point sets cached), else nothing (``none``)."""
+
+    def __init__(self, scene: Scene, config: AnswerAuditConfig):
+        from scipy.spatial import cKDTree
+
+        from .audit import surface_points
+
+        self.scene, self.config, self._trees = scene, config, {}
+        self.mesh = None
+        if scene.mesh is not None:
+            self.mesh = cKDTree(surface_points(scene.path(scene.mesh), config.mesh_samples)[0])
+        self.kind = "mesh" if self.mesh is not None else (
+            "depth" if any(f.depth is not None and f.valid for f in scene.frames) else "none")
+
+    def distance(self, x_pose: np.ndarray, frame: Frame) -> float:
+        """Metres from ``x_pose`` (3,) to the nearest observed point (of ``frame``'s depth when
+        there is no mesh); NaN without evidence."""
+        tree = self.mesh if self.mesh is not None else self._frame_tree(frame)
+        return float(tree.query(x_pose)[0]) if tree is not None else math.nan
+
+    def _frame_tree(self, frame: Frame):
+        if frame.index not in self._trees:
+            self._trees[frame.index] = None
+            pts = depth_points(self.scene, frame, self.config.grid)
+            if len(pts):
+                from scipy.spatial import cKDTree
+
+                self._trees[frame.index] = cKDTree(pts)
+        return self._trees[frame.index]
+
+
+def depth_points(scene: Scene, frame: Frame, grid: int) -> np.ndarray:
+    """(M, 3) pose-world points (metres) of ``frame``'s depth image, looked up on a ray grid of
+    ``grid`` samples on the image's longer side and back-projected with the frame's pose;
+    empty without depth or pose."""
+    if frame.depth is None or not frame.valid:
+        return np.zeros((0, 3))
+    from ..visibility.table import depth_samples
+    from .audit import grid_rays
+
+    w, h = scene.image_size
+    s = min(1.0, grid / max(w, h))
+    ws, hs = max(1, round(w * s)), max(1, round(h * s))
+    d = depth_samples(scene, (frame,), ws, hs)[0]
+    ok = d > 0
+    pts = grid_rays(scene, frame, ws, hs)[ok] * d[ok, None]
+    return pts @ frame.camera_to_world[:3, :3].T + frame.camera_to_world[:3, 3]
+
+
+# ---------------------------------------------------------------------------------------
+# the audit
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RowFit:
+    """One row under one convention: the back-projected point (box world, metres; None
+    where the convention is undefined for the row) and its distances (metres; NaN when
+    undefined or, for ``point_dist``, without observed points)."""
+
+    convention: str
+    box_dist: float
+    point_dist: float
+    point: tuple[float, float, float] | None
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """An audited row: its instant, the posed frame used (decoded frame number) and the gap
+    to ``time`` (seconds), the box distances are measured to (``named``: the named object's
+    id, else None: the nearest box), a fit per convention, and the convention named."""
+
+    id: str
+    line: int
+    time: float
+    frame: int
+    gap_s: float
+    source: str
+    named: str | None
+    fits: tuple[RowFit, ...]
+    best: str
+
+
+@dataclass(frozen=True)
+class ConventionSummary:
+    """A convention over the file: rows where it is defined, median distances (metres), how
+    many rows name it, and the median box distance as given over the same rows (what it is
+    compared with)."""
+
+    name: str
+    error: str
+    rows: int
+    median_box_dist: float
+    median_point_dist: float
+    named: int
+    as_given_box_dist: float
+
+
+@dataclass(frozen=True)
+class AnswerAuditReport:
+    """The answer audit of one question file against one scene (``summary[0]``: as given)."""
+
+    scene_id: str
+    questions: str
+    evidence: str
+    config: AnswerAuditConfig
+    rows: tuple[RowResult, ...]
+    skipped: tuple[tuple[str, str], ...]
+    summary: tuple[ConventionSummary, ...]
+    best: str
+    passed: bool
+    message: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (NaN -> None, floats rounded to 1e-6)."""
+        def clean(x):
+            if isinstance(x, float):
+                return None if not math.isfinite(x) else round(x, 6)
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            return x
+        return clean({"format": "vistest.answer_audit/1", "scene_id": self.scene_id, "questions": self.questions,
+                      "passed": self.passed, "best": self.best, "message": self.message, "evidence": self.evidence,
+                      "config": asdict(self.config), "summary": [asdict(s) for s in self.summary],
+                      "rows": [asdict(r) for r in self.rows],
+                      "skipped": [{"id": i, "reason": why} for i, why in self.skipped]})
+
+    def markdown(self, per_row: bool = True) -> str:
+        """The report as markdown: verdict, the convention table, optionally a row table."""
+        lines = [f"# Answer audit: {self.questions} on {self.scene_id}", "",
+                 f"**{'PASS' if self.passed else 'FAIL'}**: {self.message}", "",
+                 f"{len(self.rows)} rows audited, {len(self.skipped)} skipped; observed points: {self.evidence}.", "",
+                 "| convention | rows | median box dist (m) | as given, same rows (m) | median observed dist (m) "
+                 "| rows naming it |", "|---|---:|---:|---:|---:|---:|"]
+        for s in self.summary:
+            mark = "**" if s.name == self.best else ""
+            lines.append(f"| {mark}{s.name}{mark} | {s.rows} | {_fmt(s.median_box_dist)} | "
+                         f"{_fmt(s.as_given_box_dist)} | {_fmt(s.median_point_dist)} | {s.named} |")
+        if per_row and self.rows:
+            lines += ["", "| row | time s | frame | box dist as given (m) | named | its box dist (m) |",
+                      "|---|---:|---:|---:|---|---:|"]
+            for r in self.rows:
+                d = {f.convention: f for f in r.fits}
+                lines.append(f"| {r.id} | {r.time:g} | {r.frame} | {_fmt(d[AS_GIVEN].box_dist)} | {r.best} | "
+                             f"{_fmt(d[r.best].box_dist) if r.best in d else '-'} |")
+        if self.skipped:
+            reasons: dict[str, int] = {}
+            for _, why in self.skipped:
+                reasons[why] = reasons.get(why, 0) + 1
+            lines += ["", "Skipped: " + "; ".join(f"{n} x {why}" for why, n in sorted(reasons.items()))]
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.3f}"
+
+
+def name_fit(dists: dict[str, float], order: list[str], config: AnswerAuditConfig,
+             bases: dict[str, float] | None = None) -> str:
+    """The convention named from distances (metres) per convention (``order``: "as given"
+    first, then the tie-break order): the lowest among those that beat "as given" by
+    ``margin_m`` and ``better_factor``, else "as given"; "none fits" when that one's
+    distance is above ``fit_m`` (or undefined). ``bases``: per convention, the "as given"
+    distance to compare it with (file medians over the same rows), else ``dists["as given"]``."""
+    def base(n: str) -> float:
+        return (bases or {}).get(n, dists.get(AS_GIVEN, math.nan))
+
+    beat = [n for n in order[1:] if math.isfinite(dists.get(n, math.nan))
+            and (not math.isfinite(base(n)) or (base(n) - dists[n] >= config.margin_m and max(base(n), FLOOR_M)
+                                                >= config.better_factor * max(dists[n], FLOOR_M)))]
+    best = min(beat, key=lambda n: dists[n]) if beat else AS_GIVEN
+    d = dists.get(best, math.nan)
+    return best if math.isfinite(d) and d <= config.fit_m else NONE_FITS
+
+
+def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAuditConfig = AnswerAuditConfig()
+                  ) -> AnswerAuditReport:
+    """Audit the 3D answers of ``questions`` (JSONL) against ``scene`` (module docstring).
+    Raises InputError when no row can be audited."""
+    rows, skipped = read_answer_rows(questions, scene.scene_id)
+    if not scene.objects:
+        raise InputError(f"{scene.source}: objects: expected at least one box to measure answers against, got none")
+    posed = [f for f in scene.frames if f.valid]
+    convs = conventions(scene, config.offsets)
+    located = []
+    for r in rows:
+        pos, gap = frame_at(scene, r.time)
+        if pos < 0 or gap > config.max_gap_s:
+            skipped.append((r.id, f"no posed frame within {config.max_gap_s} s of time {r.time:g} s"))
+        else:
+            located.append((r, pos, gap))
+    if not located:
+        raise InputError(f"{questions}: no row to audit: expected rows with time (seconds) and answer_center [x, y, z] "
+                         f"or a keyed option holding (x, y, z), for scene {scene.scene_id} "
+                         f"({len(skipped)} rows skipped: {'; '.join(sorted({w for _, w in skipped})) or '-'})")
+    observed = ObservedPoints(scene, config)
+    centers, sizes, rots = scene.world_boxes()
+    ids = list(scene.object_ids)
+    results = []
+    order = [c.name for c in convs]
+    for r, pos, gap in located:
+        named = r.objects[0] if len(r.objects) == 1 and r.objects[0] in ids else None
+        sel = [ids.index(named)] if named is not None else list(range(len(ids)))
+        fits = []
+        for c in convs:
+            if not 0 <= pos + c.offset < len(posed):
+                fits.append(RowFit(c.name, math.nan, math.nan, None))
+                continue
+            frame = posed[pos + c.offset]
+            x_box, x_pose = back_project(np.asarray(r.center), frame.camera_to_world, scene.boxes_to_world, c)
+            bd = float(point_box_distance(x_pose[None], centers[sel], sizes[sel], rots[sel]).min())
+            pd = observed.distance(x_pose, frame)
+            fits.append(RowFit(c.name, bd, pd, tuple(float(v) for v in x_box)))
+        best = name_fit({f.convention: f.box_dist for f in fits}, order, config)
+        results.append(RowResult(r.id, r.line, r.time, posed[pos].index, gap, r.source, named, tuple(fits), best))
+    summary = []
+    for k, c in enumerate(convs):
+        box = np.array([res.fits[k].box_dist for res in results])
+        pts = np.array([res.fits[k].point_dist for res in results])
+        ok = np.isfinite(box)
+        enough = ok.sum() * 2 >= len(results)
+        base_box = np.array([res.fits[0].box_dist for res in results])
+        summary.append(ConventionSummary(
+            c.name, c.error, int(ok.sum()), float(np.median(box[ok])) if enough else math.nan,
+            float(np.nanmedian(pts[ok])) if enough and np.isfinite(pts[ok]).any() else math.nan,
+            sum(res.best == c.name for res in results),
+            float(np.median(base_box[ok])) if enough else math.nan))
+    best = name_fit({s.name: s.median_box_dist for s in summary}, order, config,
+                    {s.name: s.as_given_box_dist for s in summary})
+    base = summary[0]
+    passed = best == AS_GIVEN
+    n = len(results)
+    if passed:
+        message = (f"the answers land on the objects as given: median distance to the "
+                   f"{'named' if any(r.named for r in results) else 'nearest'} box {_fmt(base.median_box_dist)} m "
+                   f"over {n} rows; no convention error fits better")
+    elif best == NONE_FITS:
+        message = (f"the answers sit a median {_fmt(base.median_box_dist)} m from the boxes as given and no tested "
+                   f"convention brings them within {config.fit_m} m")
+    else:
+        win = next(s for s in summary if s.name == best)
+        message = (f"'{best}' fits: the answers sit a median {_fmt(win.as_given_box_dist)} m from the boxes as given, "
+                   f"{_fmt(win.median_box_dist)} m under this fix (over the {win.rows} rows it applies to; {win.named} "
+                   f"of {n} rows name it); likely error: {win.error}")
+    return AnswerAuditReport(scene.scene_id, str(questions), observed.kind, config, tuple(results),
+                             tuple(skipped), tuple(summary), best, passed, message)
+
+
+def write_answer_report(report: AnswerAuditReport, json_path: str | os.PathLike | None = None,
+                        markdown_path: str | os.PathLike | None = None) -> None:
+    """Write the report as JSON and/or markdown, atomically."""
+    from ..atomic import write_atomic
+
+    if json_path is not None:
+        write_atomic(json_path, json.dumps(report.to_dict(), indent=1) + "\n")
+    if markdown_path is not None:
+        write_atomic(markdown_path, report.markdown())
