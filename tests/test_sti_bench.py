@@ -115,7 +115,7 @@ def test_sti_bench_client_takes_what_its_script_asks(total, fps):
     idx = e.takes(total, fps, "all")
     assert len(idx) == _sti_bench_frame_count(total, fps) and idx[0] == 0 and idx[-1] == total - 1
     assert np.all(np.diff(idx) > 0)
-    assert e.to_json()["profile"] == "sti-bench-qwen2.5-vl" and e.frames == 30
+    assert e.to_json()["profile"] == "qwen-vl-utils-fps" and e.to_json()["options"] == {"sample_frames": 30}
     assert STI_BENCH not in {d.name for d in DEFAULT_EVALUATORS}  # the demo's manifest is unchanged
 
 
