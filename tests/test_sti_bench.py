@@ -202,6 +202,9 @@ def test_resti_jsonl_import_and_refusals(tmp_path):
     with pytest.raises(QuestionSetError, match=r"resti.jsonl:1: a ReSTI exclusion record"):
         import_question_set("resti", p)
     assert set(LAYOUTS) == {"sti-bench", "resti"}
+    # resti.parquet: the same columns (Candidates a struct)
+    parquet = _write_parquet(tmp_path / "resti.parquet", [_resti_row(1), _resti_row(2)])
+    assert import_question_set("resti", parquet).questions == imported.questions
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,3 +302,20 @@ def test_window_report_counts_against_brute_force(sti_run, tmp_path):
         assert {t: [row["counts"][b] for b in ("0", "1", "2", ">=3")] for t, row in got.items()} == want, name
     md = (tmp_path / "windows.md").read_text()
     assert "## sti-bench.qwen2_5_vl" in md and "| Speed & Acceleration |" in md
+
+
+def test_window_report_reads_frame_counts_from_the_videos(sti_run, tmp_path):
+    """--videos DIR: each question's ``video`` file, its frames counted by decoding, gives the report
+    --scene gives (the demo's video is the scene's)."""
+    _, questions, run, scene = sti_run
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / f"{scene.scene_id}.mp4").symlink_to((scene.root / scene.video).resolve())
+    cli("windows", questions, "--videos", videos, "--json", tmp_path / "a.json", "--evaluator", STI_BENCH)
+    cli("windows", questions, "--scene", scene.source, "--json", tmp_path / "b.json", "--evaluator", STI_BENCH)
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert a == b and a["with_window"] == len(read_jsonl(questions))
+    from click.testing import CliRunner
+    from vistest.cli import main
+    r = CliRunner().invoke(main, ["windows", str(questions), "--evaluator", STI_BENCH])
+    assert r.exit_code == 2 and "no frame count and fps for 1 video(s) the questions name: demo-seed0" in r.output
