@@ -167,6 +167,10 @@ def test_sti_bench_parquet_import_and_the_legacy_key_collision(tmp_path):
     assert (a["time_start"], a["time_end"], a["dataset"], a["scene_id"]) == (0.2, 0.25, "Omni6DPose", "000070")
     assert g["time"] == 4.0 and g["question_type"] == "sti_3d_video_grounding"
     assert b["ground_truth"] == "D"
+    # QType and Prompt (ReSTI keeps them as "the original STI-Bench columns") are accepted and kept
+    row = {**_sti_row(1), "QType": "Single Choice", "Prompt": ""}
+    (q,) = import_question_set("sti-bench", _write_parquet(tmp_path / "qa2.parquet", [row])).questions
+    assert (q["qtype"], q["prompt"]) == ("Single Choice", "")
 
 
 @pytest.mark.parametrize("edit, msg", [

@@ -7,7 +7,8 @@ the file and the column):
   ``opensource_test.py`` reads it): columns ``Source``, ``Task``, ``Video``, ``ID``,
   ``Question``, ``Candidates`` (a mapping A..E -> text, or its JSON text), ``Answer`` (a
   letter), ``Answer Detail``, ``time_start``, ``time_end`` (seconds) and ``Scene`` (the script
-  also accepts ``scene``; so does this reader). Parquet needs pyarrow (``pip install
+  also accepts ``scene``; so does this reader); ``QType`` and ``Prompt`` are accepted too (ReSTI
+  says its schema retains the original columns, and it has them). Parquet needs pyarrow (``pip install
   'vistest[sti-bench]'``); a ``.jsonl`` file with the same columns is read too.
 * ``resti``: the ReSTI annotation JSONL (pengzhansun/ReSTI ``annotations/resti.jsonl``, its
   ``docs/data_format.md``): ``ReSTI ID``, ``Legacy Row Key``, ``Video``, ``Source``, ``Task``,
@@ -23,7 +24,7 @@ not added), ``options`` (``"A. text"`` .. ``"E. text"``), ``ground_truth`` (the 
 ``time_start``/``time_end`` (seconds, carried as given; ``time`` too when they are equal: an
 instant), and, kept for the record: ``benchmark``, ``dataset`` (``Source``: ScanNet, Waymo,
 Omni6DPose; the rank-attack cells split by it), ``video``, ``legacy_id``, ``scene_kind``,
-``answer_detail``, and for ReSTI ``legacy_row_key``, ``qtype``, ``prompt``.
+``answer_detail``, ``qtype`` and ``prompt`` where given, and for ReSTI ``legacy_row_key``.
 
 Two rows with the same id (STI-Bench: Omni6DPose ``000070.mp4`` has two rows with ID 2, a
 speed and an acceleration question) get ``{id}:row{n}`` (n the 0-based row number) and a
@@ -53,6 +54,9 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     RESTI: ("ReSTI ID", "Legacy Row Key", "Video", "Source", "Task", "QType", "Question", "Prompt", "time_start",
             "time_end", "Candidates", "Answer", "Answer Detail", "ID"),
 }
+# columns a layout accepts without requiring them: ReSTI's data_format.md says its schema "retains the original
+# STI-Bench columns", which include QType and Prompt; the STI-Bench column list vistest was given does not name them
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {STI_BENCH: ("QType", "Prompt"), RESTI: ()}
 EXCLUSION_COLUMNS = ("key", "reason_codes")  # ReSTI excluded.jsonl
 QUESTIONS_FILE = "questions.jsonl"
 REPORT_FILE = "import_report.json"
@@ -126,7 +130,7 @@ def check_columns(layout: str, where: str, row: Any) -> str:
     if missing:
         raise QuestionSetError(f"{where}: missing column(s) {', '.join(missing)} of the {layout} layout "
                                f"(expected {', '.join(want)} and Scene or scene)")
-    unknown = [c for c in row if c not in want and c not in SCENE_COLUMNS]
+    unknown = [c for c in row if c not in want and c not in SCENE_COLUMNS and c not in OPTIONAL_COLUMNS[layout]]
     if unknown or len(scene) > 1:
         raise QuestionSetError(f"{where}: unknown column(s) {', '.join(unknown or scene)} for the {layout} layout "
                                f"(expected {', '.join(want)} and Scene or scene): another layout?")
@@ -205,8 +209,10 @@ def convert_row(layout: str, where: str, row: dict) -> dict:
              dataset=_text(row["Source"], where, "Source"), video=video, legacy_id=legacy,
              scene_kind=row[scene_col], answer_detail=row["Answer Detail"])
     if layout == RESTI:
-        q.update(legacy_row_key=_text(row["Legacy Row Key"], where, "Legacy Row Key"), qtype=row["QType"],
-                 prompt=row["Prompt"])
+        q["legacy_row_key"] = _text(row["Legacy Row Key"], where, "Legacy Row Key")
+    for col, key in (("QType", "qtype"), ("Prompt", "prompt")):
+        if col in row:
+            q[key] = row[col]
     return q
 
 
