@@ -12,6 +12,13 @@ Format (docs/questions-format.md): JSONL, one JSON object per line, blank lines 
   ``object_counting_multiple`` sum of several labels; appearance order: the first
   appearance of any instance of each label);
 * ``allow_zero`` (counting only, default false): a count of 0 is a valid answer;
+* time (optional, any type; docs/questions-format.md "Time windows"): ``time_start`` and
+  ``time_end`` (seconds from the video's first frame, both or neither, 0 <= time_start <=
+  time_end) name a window, ``time`` (seconds, >= 0; inside the window when both are given) an
+  instant. Decoded frame i is at i / fps seconds; a window holds the frames with
+  time_start <= i / fps <= time_end (closed at both ends; vistest.budget.windows);
+* STI-Bench (vistest.datasets.sti_bench): the eight tasks are the ``sti_*`` types
+  (:data:`STI_TASKS`), five-way multiple choice, rule ``window``;
 * reformulated questions (vistest/reformulate.py, docs/questions-format.md): ``group_id`` (the
   base question's id), ``reformulation`` (:data:`REFORMULATIONS`), ``shift`` (circular),
   ``answer_kind`` (``"text"`` or ``"number"``: a multiple-choice type asked without options),
@@ -53,6 +60,7 @@ RULE_COUNTING = "counting"            # count instances of category seen in the 
 RULE_OBJECTS = "objects"              # every referenced object must be seen
 RULE_APPEARANCE = "appearance_order"  # order recomputed from first sightings
 RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough frames
+RULE_WINDOW = "window"                # STI-Bench: enough sampled frames in the window (or one near the instant)
 
 ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
@@ -70,6 +78,9 @@ class QuestionType:
 
     ``min_objects``: how many object ids (``objects``) the question must reference
     (0: none needed). ``subjects``: which of ``objects``/``category`` it accepts.
+    ``window_frames`` (rule ``window``): how many distinct sampled frames its time window must
+    receive (a necessary condition only: imported STI-Bench questions name no scene objects, so
+    whether the object is seen in them is not checked). ``task``: the benchmark's own task name.
     """
 
     name: str
@@ -78,6 +89,23 @@ class QuestionType:
     rule: str
     min_objects: int = 0
     subjects: tuple[str, ...] = ()
+    window_frames: int = 0
+    task: str = ""
+
+
+# STI-Bench's eight tasks (MINT-SJTU/STI-Bench qa.parquet ``Task``; ReSTI README "Coverage") -> (vistest
+# question type, sampled frames the window needs: a displacement, a speed, a heading change, a trajectory or
+# a pose relative to the initial one compares >= 2 instants; a size, a relation or a grounding needs one)
+STI_TASKS: dict[str, tuple[str, int]] = {
+    "3D Video Grounding": ("sti_3d_video_grounding", 1),
+    "Dimensional Measurement": ("sti_dimensional_measurement", 1),
+    "Displacement & Path Length": ("sti_displacement_path_length", 2),
+    "Ego-Centric Orientation": ("sti_ego_centric_orientation", 2),
+    "Pose Estimation": ("sti_pose_estimation", 2),
+    "Spatial Relation": ("sti_spatial_relation", 1),
+    "Speed & Acceleration": ("sti_speed_acceleration", 2),
+    "Trajectory Description": ("sti_trajectory_description", 2),
+}
 
 
 def _types() -> dict[str, QuestionType]:
@@ -112,6 +140,9 @@ def _types() -> dict[str, QuestionType]:
         QuestionType("object_abs_distance_mcq", gen, mcq, RULE_OBJECTS, 2, obj),
         QuestionType("room_size_estimation_mcq", gen, mcq, RULE_MIN_BUDGET),
     ]
+    # STI-Bench / ReSTI (vistest.datasets.sti_bench): five-way multiple choice over a time window
+    specs += [QuestionType(name, ("STI-Bench", "ReSTI"), mcq, RULE_WINDOW, window_frames=k, task=task)
+              for task, (name, k) in STI_TASKS.items()]
     return {t.name: t for t in specs}
 
 
@@ -150,7 +181,8 @@ class Question:
     """One validated question. ``record`` is the line's JSON object as read (read-only).
 
     ``objects``: referenced object ids (str). ``category``: referenced labels. ``source``
-    and ``line`` (1-based) locate it for error messages.
+    and ``line`` (1-based) locate it for error messages. ``window``: (``time_start``,
+    ``time_end``) in seconds, None without one; ``instant``: ``time`` in seconds, None without.
     """
 
     id: str
@@ -165,6 +197,8 @@ class Question:
     record: Mapping[str, Any]
     source: str = "<questions>"
     line: int = 0
+    window: tuple[float, float] | None = None
+    instant: float | None = None
 
     @property
     def type(self) -> QuestionType:
@@ -291,12 +325,39 @@ class _LineParser:
             raise self.fail("category", f"{qtype_name} needs at least 2 labels to order, got {list(category)}")
         self.reformulation_fields(doc, qtype, options)
         self.ground_truth(gt, qtype, options, objects, category, doc.get("answer_kind"))
+        window, instant = self.time_fields(doc)
+        if qtype.rule == RULE_WINDOW and window is None and instant is None:
+            raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end) or an instant (time)")
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
-                     record=MappingProxyType(dict(doc)), source=self.source, line=self.line)
+                     record=MappingProxyType(dict(doc)), source=self.source, line=self.line,
+                     window=window, instant=instant)
         if qtype.rule == RULE_APPEARANCE and (options is not None or q.kind == ANSWER_TEXT):
             self.appearance_options(q)
         return q
+
+    def seconds(self, doc: dict, key: str) -> float | None:
+        """A time in seconds from the video's first frame: a finite number >= 0 (not a string), or None."""
+        v = doc.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise self.fail(key, f"expected seconds from the video's first frame (a number >= 0), got {v!r}")
+        return float(v)
+
+    def time_fields(self, doc: dict) -> tuple[tuple[float, float] | None, float | None]:
+        """(window, instant): ``time_start``/``time_end`` both or neither, start <= end; ``time``
+        inside the window when both are given (module docstring)."""
+        start, end, t = self.seconds(doc, "time_start"), self.seconds(doc, "time_end"), self.seconds(doc, "time")
+        if (start is None) != (end is None):
+            missing = "time_end" if end is None else "time_start"
+            raise self.fail(missing, "a window needs both time_start and time_end (seconds)")
+        window = None if start is None else (start, end)
+        if window is not None and start > end:
+            raise self.fail("time_end", f"expected time_start <= time_end, got {start!r} > {end!r}")
+        if window is not None and t is not None and not start <= t <= end:
+            raise self.fail("time", f"expected the instant inside the window [{start!r}, {end!r}], got {t!r}")
+        return window, t
 
     def reformulation_fields(self, doc: dict, qtype: QuestionType, options: tuple[str, ...] | None) -> None:
         """``group_id``, ``reformulation``, ``shift``, ``answer_kind``, ``accepts_abstention``

@@ -20,7 +20,8 @@ The request (:meth:`Evaluator.request`) for budget b:
 Named configurations, on the command line (``vistest run --evaluator SPEC``, repeatable) and
 in :func:`parse_evaluators`:
 
-* ``NAME``: one of :data:`EVALUATORS` (``default``: all of :data:`DEFAULT_EVALUATORS`);
+* ``NAME``: one of :data:`EVALUATORS` (``default``: all of :data:`DEFAULT_EVALUATORS`, every one
+  but ``sti-bench.qwen2_5_vl``, STI-Bench's client: qwen-vl-utils at 30 / duration frames/s);
 * ``NAME@K``: that configuration asking K frames (e.g. ``lmms-eval.qwen2_5_vl@64``);
 * ``NAME=PROFILE[:KEY=VALUE,...]``: a new one; keys ``frames`` (an integer or ``budget``),
   ``all_frames`` (an integer) and the profile's options (docs/sampling.md).
@@ -39,9 +40,11 @@ import numpy as np
 
 from ..errors import InputError
 from ..budgets import ALL, BudgetValue, parse_budget
-from .sampling import check_options, get_profile, select_frames
+from .sampling import QWEN_FPS_MAX_FRAMES, check_options, get_profile, select_frames
 
 EVERY_FRAME = "every-frame"
+STI_BENCH = "sti-bench.qwen2_5_vl"  # STI-Bench's own Qwen2.5-VL client (not a default: name it)
+STI_BENCH_MAX_FRAMES = 30  # MINT-SJTU/STI-Bench opensource_test.py MAX_FRAMES ("target frames for time alignment")
 DEFAULT = "default"  # the spec naming every default configuration
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 
@@ -123,8 +126,14 @@ EVALUATORS: dict[str, Evaluator] = {e.name: e for e in (
                      "FPS_MAX_FRAMES 768)"),
     Evaluator("vlmevalkit.ReVSI", "vlmevalkit-generic", frames=None, all_frames=128,
               source="VLMEvalKit vlmeval/dataset/revsi.py ReVSI: nframe = n for {n}_frame, 128 for all_frame"),
+    Evaluator(STI_BENCH, "qwen-vl-utils-fps", _opts(sample_frames=STI_BENCH_MAX_FRAMES), frames=QWEN_FPS_MAX_FRAMES,
+              source="MINT-SJTU/STI-Bench opensource_test.py: MAX_FRAMES = 30, compute_sample_fps() = "
+                     "MAX_FRAMES / duration (the video's own fps at <= 30 frames), message {'fps': sample_fps, "
+                     "'max_pixels': 360*420} to qwen-vl-utils process_vision_info (fps mode: FPS_MIN_FRAMES 4, "
+                     "FPS_MAX_FRAMES 768); max_pixels sets the resolution, not the frames"),
 )}
-DEFAULT_EVALUATORS: tuple[Evaluator, ...] = tuple(EVALUATORS.values())
+# every configuration but STI-Bench's, which only STI-Bench questions need (``--evaluator sti-bench.qwen2_5_vl``)
+DEFAULT_EVALUATORS: tuple[Evaluator, ...] = tuple(e for e in EVALUATORS.values() if e.name != STI_BENCH)
 
 
 def _value(raw: str) -> Any:

@@ -78,6 +78,17 @@ REAL_FIELDS = _fields(
     ("evaluator", "the evaluator configuration whose frames these are (vistest.budget.evaluators)", True),
     ("evaluator_config", "with evaluator: its profile, options and frames asked", True),
     ("frames_taken", "with evaluator: frames it takes (len(frame_indices))", True),
+    ("video_fps", "with a window or an instant: frames/s the times are mapped with (decoded frame i at i / fps s)",
+     True),
+    ("window_frames", "with time_start/time_end: the selected frames (frame_indices) inside the window, sorted, "
+                      "unique; 0-based decoded frames, the window closed at both ends (vistest.budget.windows)", True),
+    ("window_frame_count", "with a window: how many distinct selected frames fall inside it (len(window_frames))",
+     True),
+    ("instant_frame", "with time: the selected frame nearest the instant (the earlier on a tie); null when none", True),
+    ("instant_offset_s", "with time: seconds between instant_frame (at i / fps) and the instant; null when none",
+     True),
+    ("instant_tolerance_s", "with time: seconds; the nearest selected frame serves the instant when "
+                            "instant_offset_s is at most this", True),
     ("seen_threshold", "the seen rule's threshold, in the rule's unit (vistest.budget.seen)"),
     ("seen_rule", "the seen rule in words, e.g. \"> 5% of the image\""),
     ("min_budget_room_route", "frames: the smallest budget at which room size and route planning are answerable"),

@@ -230,13 +230,26 @@ def qwen_vl_utils(num_frames: int, budget: int, fps: float | None = None, fma: b
 
 def qwen_vl_utils_fps(num_frames: int, budget: int, fps: float | None = None, sample_fps: float = QWEN_FPS,
                       min_frames: float = QWEN_FPS_MIN_FRAMES, max_frames: float | None = None,
-                      fma: bool = True) -> np.ndarray:
+                      fma: bool = True, sample_frames: int | None = None) -> np.ndarray:
     """qwen-vl-utils, fps mode: ``{"video": ..., "fps": sample_fps, "max_frames": n}``.
 
     Same source as :func:`qwen_vl_utils`; the budget n is passed as ``max_frames`` (the cap
     on decoded frames) unless ``max_frames`` is given explicitly. The frame count is
     ``floor_by_factor(min(max(N / fps * sample_fps, min_frames), max_frames, N), 2)``.
+
+    ``sample_frames`` (STI-Bench's client), when given, sets the rate as MINT-SJTU/STI-Bench
+    ``opensource_test.py`` ``compute_sample_fps(video_path, max_frames=MAX_FRAMES)`` does:
+    ``duration = N / fps``; ``sample_fps = fps`` when ``N <= sample_frames``, else
+    ``sample_frames / duration`` (float64; ``N / fps * sample_fps`` then falls just under
+    ``sample_frames`` for some N, and the even floor takes 2 fewer frames).
     """
+    if sample_frames is not None:
+        if isinstance(sample_frames, bool) or not isinstance(sample_frames, int) or sample_frames < 1:
+            raise InputError(f"sample_frames: expected a positive integer, got {sample_frames!r}")
+        if fps is None or not fps > 0:
+            raise InputError(f"fps: qwen-vl-utils fps mode needs the video fps (a positive number), got {fps!r}")
+        duration = num_frames / fps
+        sample_fps = fps if num_frames <= sample_frames or duration == 0 else sample_frames / duration
     cap = budget if max_frames is None else max_frames
     nf = qwen_smart_nframes(num_frames, fps, sample_fps=sample_fps, min_frames=min_frames, max_frames=cap)
     return qwen_indices(num_frames, nf, fma=fma)
@@ -330,7 +343,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             "torch.linspace(0, N-1, nf).round()", options=("fma",)),
     Profile("qwen-vl-utils-fps", qwen_vl_utils_fps, "qwen_vl_utils/vision_process.py smart_nframes (fps, "
             "max_frames=n) + torch.linspace(0, N-1, nf).round()", needs_fps=True,
-            options=("sample_fps", "min_frames", "max_frames", "fma")),
+            options=("sample_fps", "min_frames", "max_frames", "fma", "sample_frames")),
     Profile("lmms-eval-qwen2.5-vl", lmms_eval_qwen2_5_vl, "lmms-eval models/simple/qwen2_5_vl.py generate_until "
             "(qwen-vl-utils fps mode, then np.linspace over decoded frames)", needs_fps=True, options=("fma",)),
     Profile("llava-vid", llava_vid, "lmms-eval models/simple/llava_vid.py load_video; LLaVA-NeXT "

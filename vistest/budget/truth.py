@@ -28,6 +28,15 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   of the options.
 * Room size and route planning: unanswerable below ``min_budget_room_route`` frames
   (default 32: ReVSI excludes them at 16); ``"all"`` is never below.
+* Time windows (any question with ``time_start``/``time_end`` or ``time``; vistest.budget.windows):
+  the row states the selected frames inside the window (``window_frames``, ``window_frame_count``)
+  and, for an instant, the selected frame nearest it and its distance in seconds
+  (``instant_frame``, ``instant_offset_s``, against ``instant_tolerance_s``, default
+  vistest.budget.windows.DEFAULT_INSTANT_TOLERANCE_S). The STI-Bench types (rule ``window``)
+  are decided on that alone: an instant is answerable when a witnessing selected frame is
+  within the tolerance, a window when it holds at least the type's ``window_frames``
+  witnessing selected frames (QuestionType.window_frames); kept then, unanswerable otherwise.
+  This is a necessary condition only (whether the moving object is seen there needs tracks).
 * Reformulated questions (vistest/reformulate.py): an open appearance order's answer is the
   new order's labels (``"bed, plant, sofa"``); a question offering "None of these" answers
   it when the new order is none of the other options. Where a rule finds the question
@@ -61,7 +70,9 @@ from ..atomic import write_atomic
 from ..errors import InputError
 from ..answers import none_letter, normalize_text
 from ..layout import budget_file_name
-from ..questions import ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, Question
+from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, RULE_WINDOW,
+                         Question)
+from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame
 from .evaluators import Evaluator
 from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
@@ -83,6 +94,10 @@ REASON_FIRST_SIGHTING_TIE = "first_sighting_tie"      # two subjects first seen 
 REASON_ORDER_NOT_IN_OPTIONS = "order_not_in_options"  # the new order is none of the options
 REASON_BUDGET_SUFFICIENT = "budget_sufficient"        # room size / route planning at >= the minimum budget
 REASON_BUDGET_BELOW_MINIMUM = "budget_below_minimum"  # room size / route planning below the minimum budget
+REASON_WINDOW_SAMPLED = "window_sampled"              # the window holds the frames the type needs
+REASON_WINDOW_UNDERSAMPLED = "window_undersampled"    # fewer selected frames in the window than the type needs
+REASON_INSTANT_SAMPLED = "instant_sampled"            # a selected frame within the tolerance of the instant
+REASON_INSTANT_UNSAMPLED = "instant_unsampled"        # no selected frame within the tolerance of the instant
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
@@ -142,6 +157,7 @@ class QuestionTruth:
     reason_text: str = ""
     unseen_detail: tuple[Mapping[str, Any], ...] = ()
     without_occlusion: "QuestionTruth | None" = None
+    temporal: Mapping[str, Any] | None = None
 
     @property
     def occlusion_sensitive(self) -> bool:
@@ -171,6 +187,8 @@ class QuestionTruth:
         if sel.evaluator is not None:
             extra.update(evaluator=sel.evaluator, evaluator_config=dict(self.evaluator_config or {}),
                          frames_taken=len(sel.frame_indices))
+        if self.temporal is not None:
+            extra.update(self.temporal)
         return real_row(
             self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
             frame_indices=list(sel.frame_indices),
@@ -271,6 +289,8 @@ class _Table:
             self.in_view = (self.measure > 0) & valid[:, None]
             self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
         self.labels = {o.id: o.label for o in scene.objects}
+        self.fps = float(scene.fps)
+        self.instant_tolerance_s = DEFAULT_INSTANT_TOLERANCE_S
 
     def bound(self) -> "_Table":
         """This table with occlusion ignored: seen by the rule applied to ``projected``."""
@@ -417,6 +437,34 @@ def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     return QuestionTruth(q, sel, new_gt, CHANGED, REASON_ORDER_CHANGED, (), tuple(sorted(evidence)))
 
 
+def temporal_fields(q: Question, sel: FrameSelection, fps: float, tolerance_s: float) -> dict[str, Any] | None:
+    """The row fields of a question's window and instant over ``sel``'s selected frames (module
+    docstring; vistest.budget.rows.REAL_FIELDS), None for a question with neither."""
+    if q.window is None and q.instant is None:
+        return None
+    out: dict[str, Any] = {"video_fps": fps}
+    if q.window is not None:
+        inside = frames_in_window(sel.frame_indices, q.window[0], q.window[1], fps)
+        out.update(window_frames=inside, window_frame_count=len(inside))
+    if q.instant is not None:
+        m = nearest_frame(sel.frame_indices, q.instant, fps, tolerance_s)
+        out.update(instant_frame=m.frame, instant_offset_s=m.offset_s, instant_tolerance_s=tolerance_s)
+    return out
+
+
+def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule ``window`` (module docstring) over the witnessing selected frames."""
+    if q.instant is not None:
+        m = nearest_frame(sel.witnesses, q.instant, t.fps, t.instant_tolerance_s)
+        if not m.within:
+            return _unanswerable(q, sel, REASON_INSTANT_UNSAMPLED)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_SAMPLED, (), (m.frame,))
+    inside = frames_in_window(sel.witnesses, q.window[0], q.window[1], t.fps)
+    if len(inside) < q.type.window_frames:
+        return _unanswerable(q, sel, REASON_WINDOW_UNDERSAMPLED, (), inside)
+    return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_SAMPLED, (), tuple(inside))
+
+
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
     budget = sel.budget if sel.rule_budget is None else sel.rule_budget
     if budget != ALL and int(budget) < minimum:
@@ -448,6 +496,10 @@ REASON_WORDS = {
     REASON_ORDER_NOT_IN_OPTIONS: "first sightings give an order that is none of the options",
     REASON_BUDGET_SUFFICIENT: "enough frames for room size and route planning",
     REASON_BUDGET_BELOW_MINIMUM: "too few frames for room size and route planning",
+    REASON_WINDOW_SAMPLED: "the time window holds the selected frames the question needs",
+    REASON_WINDOW_UNDERSAMPLED: "too few selected frames fall inside the time window",
+    REASON_INSTANT_SAMPLED: "a selected frame is within the tolerance of the instant",
+    REASON_INSTANT_UNSAMPLED: "no selected frame is within the tolerance of the instant",
 }
 
 
@@ -473,6 +525,11 @@ def _explain(qt: QuestionTruth, t: _Table, min_budget_room_route: int) -> Questi
         words += f" ({budget_label(b)} frames; minimum {min_budget_room_route})"
     elif qt.reason == REASON_NO_VALID_FRAMES:
         words += f" ({len(set(sel.frame_indices))} frames selected)"
+    elif qt.reason in (REASON_WINDOW_SAMPLED, REASON_WINDOW_UNDERSAMPLED):
+        words += (f" ({len(qt.evidence_frames)} witnessing frames in [{qt.question.window[0]:g}, "
+                  f"{qt.question.window[1]:g}] s; needs {qt.question.type.window_frames})")
+    elif qt.reason in (REASON_INSTANT_SAMPLED, REASON_INSTANT_UNSAMPLED):
+        words += f" ({qt.question.instant:g} s; tolerance {t.instant_tolerance_s:g} s)"
     if detail:
         words += "; counts unseen: " + "; ".join(d["text"] for d in detail)
     return replace(qt, reason_text=words, unseen_detail=detail)
@@ -485,6 +542,7 @@ def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_r
     why in words (:func:`_explain`); with ``bound`` (the table with occlusion ignored,
     :meth:`_Table.bound`) it also carries the finding without occlusion (``without_occlusion``)."""
     qt = _explain(offered_answer(_rule_truth(q, sel, table, min_budget_room_route)), table, min_budget_room_route)
+    qt = replace(qt, temporal=temporal_fields(q, sel, table.fps, table.instant_tolerance_s))
     if bound is not None:
         qt = replace(qt, without_occlusion=offered_answer(_rule_truth(q, sel, bound, min_budget_room_route)))
     return qt
@@ -502,6 +560,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _appearance(q, sel, table)
     if rule == RULE_MIN_BUDGET:
         return _min_budget(q, sel, min_budget_room_route)
+    if rule == RULE_WINDOW:
+        return _window(q, sel, table)
     raise AssertionError(f"no rule for {rule!r}")
 
 
@@ -523,12 +583,16 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
 
 
 def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Question], rule: SeenRule,
-                min_budget_room_route: int) -> _Table:
+                min_budget_room_route: int, instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> _Table:
     """The visibility indexed for the rules, after checking the rule parameters and the questions."""
     if (isinstance(min_budget_room_route, bool) or not isinstance(min_budget_room_route, int)
             or min_budget_room_route < 1):
         raise InputError(f"min_budget_room_route: expected a positive integer, got {min_budget_room_route!r}")
+    if isinstance(instant_tolerance_s, bool) or not isinstance(instant_tolerance_s, (int, float)) or not (
+            instant_tolerance_s >= 0):
+        raise InputError(f"instant_tolerance_s: expected seconds >= 0, got {instant_tolerance_s!r}")
     table = _Table(scene, visibility, rule)
+    table.instant_tolerance_s = float(instant_tolerance_s)
     _check_questions(scene, table, questions)
     return table
 
@@ -537,7 +601,8 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
                  budgets: Sequence[BudgetValue] = DEFAULT_BUDGETS, profile: str = DEFAULT_PROFILE,
                  seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                  min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
-                 num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None) -> BudgetTruth:
+                 num_frames: int | None = None, profile_options: Mapping[str, Any] | None = None,
+                 instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> BudgetTruth:
     """GT(frames) for every question under every budget.
 
     ``scene``/``visibility``: the scene and its frames x objects table (frames matched by
@@ -548,8 +613,10 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     ``seen_threshold``: the seen rule (vistest.budget.seen.SeenRule), or a number: the visible
     fraction of the image area an object must exceed to be seen in a frame (ReVSI's rule, the
     default 0.05). ``min_budget_room_route``: smallest budget at which room size and
-    route planning are answerable. Raises InputError (naming the scene, visibility or
-    questions file, the field and the expectation) on inconsistent inputs.
+    route planning are answerable. ``instant_tolerance_s``: seconds between an instant (``time``)
+    and the nearest selected frame that still serve it (vistest.budget.windows). Raises InputError
+    (naming the scene, visibility or questions file, the field and the expectation) on
+    inconsistent inputs.
     """
     bs: list[BudgetValue] = []
     for b in budgets:
@@ -561,7 +628,7 @@ def budget_truth(scene: Scene, visibility: Visibility, questions: Sequence[Quest
     opts = dict(profile_options or {})
     check_options(profile, opts)
     rule = seen_rule(seen_threshold, where="seen_threshold")
-    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route)
+    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route, instant_tolerance_s)
     bound = _bound(table, visibility)
     selections = []
     for b in bs:
@@ -584,7 +651,8 @@ def _bound(table: _Table, vis: Visibility) -> _Table | None:
 def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question], evaluator: Evaluator,
                     seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
-                    num_frames: int | None = None) -> BudgetTruth:
+                    num_frames: int | None = None,
+                    instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> BudgetTruth:
     """GT(frames) of the ``all`` budget for one evaluator configuration: every question over
     the source frames ``evaluator`` takes from the full video (``num_frames`` decoded frames,
     default ``scene.num_frames``, at ``scene.fps``: what it takes of ``all_frame``, which holds
@@ -592,7 +660,7 @@ def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Qu
     frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
     names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
     rule = seen_rule(seen_threshold, where="seen_threshold")
-    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route)
+    table = _rule_table(scene, visibility, questions, rule, min_budget_room_route, instant_tolerance_s)
     bound = _bound(table, visibility)
     n = scene.num_frames if num_frames is None else num_frames
     try:

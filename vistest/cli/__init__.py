@@ -2,7 +2,7 @@
 
 * :mod:`.datasets`: ``demo-scene``, ``import``, ``audit`` (scenes in);
 * :mod:`.visibility`: ``visibility``;
-* :mod:`.budget`: ``frames``, ``budget`` (sampled frames, frame-budget ground truth);
+* :mod:`.budget`: ``frames``, ``budget``, ``windows`` (sampled frames, frame-budget ground truth, time windows);
 * :mod:`.videos`: ``videos``, ``run`` (budget and dummy videos; the whole pipeline of a scene);
 * :mod:`.batch`: ``batch`` (many scenes through ``run``'s pipeline, on a process pool or Ray);
 * :mod:`.look`: ``overlay``, ``timeline``, ``sheet``, ``index``;
@@ -25,7 +25,7 @@ import click
 
 from ..errors import InputError, is_environment_error, output_error
 from .batch import batch
-from .budget import budget, frames
+from .budget import budget, frames, windows
 from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
 from .generate import generate_cmd
@@ -67,6 +67,6 @@ def main() -> None:
 
 for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
              overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd, generate_cmd,
-             reformulate_cmd):
+             reformulate_cmd, windows):
     main.add_command(_cmd)
 

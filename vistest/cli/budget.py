@@ -1,5 +1,6 @@
-"""Commands of the budget stage: ``frames`` (vistest.budget.sampling, docs/sampling.md) and
-``budget`` (vistest.budget.truth, docs/questions-format.md)."""
+"""Commands of the budget stage: ``frames`` (vistest.budget.sampling, docs/sampling.md),
+``budget`` (vistest.budget.truth, docs/questions-format.md) and ``windows`` (the sampled frames in
+each question's time window: vistest.budget.windows)."""
 from __future__ import annotations
 
 import json
@@ -62,3 +63,84 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
     if not quiet:
         click.echo(summary_table(truth), nl=False)
         click.echo("wrote " + ", ".join(str(Path(p)) for p in paths), err=True)
+
+
+@click.command("windows")
+@click.argument("questions_jsonl", type=click.Path(dir_okay=False))
+@click.option("--scene", "scenes", multiple=True, type=click.Path(dir_okay=False),
+              help="scene.json whose frame count and fps its questions' videos have (repeatable).")
+@click.option("--video-info", type=click.Path(dir_okay=False), default=None,
+              help='JSON {scene_id or video file name: {"num_frames": N, "fps": F}}.')
+@click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of the videos (the questions' video field, else SCENE_ID.mp4): frames counted by decoding.")
+@click.option("--evaluator", "evaluator_specs", multiple=True, metavar="SPEC",
+              help="Evaluator configuration over the full video (repeatable; default: every named one, "
+                   "sti-bench.qwen2_5_vl included; docs/sampling.md).")
+@budgets_option(help="Budgets of the sampler profile (--profile) reported too.")
+@profile_options()
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the report as JSON.")
+@output_option("Markdown report to write (default: stdout).", required=False)
+def windows(questions_jsonl, scenes, video_info, videos_dir, evaluator_specs, budgets, profile, options, json_path,
+            output):
+    """Per task, the share of QUESTIONS_JSONL's questions whose time window receives 0, 1, 2, >= 3
+    sampled frames under each evaluator configuration and each budget of the profile
+    (vistest.budget.windows, docs/sampling.md "Time windows")."""
+    from ..atomic import write_atomic
+    from ..budget.evaluators import EVALUATORS, parse_evaluators
+    from ..budget.windows import evaluator_config, profile_config, report_markdown, window_report
+    from ..questions import load_questions
+
+    questions = load_questions(questions_jsonl)
+    timings = _video_timings(questions, scenes, video_info, videos_dir)
+    evaluators = parse_evaluators(evaluator_specs) if evaluator_specs else tuple(EVALUATORS.values())
+    configs = [evaluator_config(e) for e in evaluators] + [profile_config(profile, b, options) for b in budgets]
+    report = window_report(questions, timings, configs)
+    if json_path:
+        write_atomic(json_path, json.dumps(report, indent=2) + "\n")
+    text = report_markdown(report)
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+def _video_timings(questions, scenes, video_info, videos_dir) -> dict:
+    """{scene_id: VideoTiming} from scene files, a JSON table and/or a video folder (later sources
+    fill only what earlier ones left)."""
+    from ..budget.windows import VideoTiming
+    from ..errors import InputError
+    from ..jsonl import parse_json, read_text
+    from ..scene import Scene
+
+    out: dict = {}
+    for path in scenes:
+        s = Scene.load(path)
+        out[s.scene_id] = VideoTiming(s.num_frames, float(s.fps))
+    if video_info:
+        doc = parse_json(read_text(video_info, InputError, "video info"), video_info, InputError)
+        if not isinstance(doc, dict):
+            raise InputError(f"{video_info}: expected {{scene_id or video: {{num_frames, fps}}}}")
+        by_name = {}
+        for key, v in doc.items():
+            n, fps = (v.get("num_frames"), v.get("fps")) if isinstance(v, dict) else (None, None)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1 or isinstance(fps, bool) or not isinstance(
+                    fps, (int, float)) or not fps > 0:
+                raise InputError(f"{video_info}: {key}: expected {{\"num_frames\": a positive integer, \"fps\": a "
+                                 f"positive number}}, got {v!r}")
+            by_name[key] = VideoTiming(n, float(fps))
+        for q in questions:
+            for key in (q.scene_id, q.record.get("video")):
+                if q.scene_id not in out and key in by_name:
+                    out[q.scene_id] = by_name[key]
+    if videos_dir:
+        from ..videos.ffmpeg import probe
+
+        for q in questions:
+            if q.scene_id in out or q.window is None:
+                continue
+            path = Path(videos_dir) / (q.record.get("video") or f"{q.scene_id}.mp4")
+            if path.is_file():
+                info = probe(path, count=True)
+                out[q.scene_id] = VideoTiming(int(info.num_frames), float(info.fps))
+    return out

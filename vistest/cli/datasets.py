@@ -1,5 +1,5 @@
-"""Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets) and ``audit``
-(vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
+"""Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets; question sets:
+vistest.datasets.sti_bench) and ``audit`` (vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
 from __future__ import annotations
 
 import click
@@ -31,7 +31,10 @@ def _import_epilog() -> str:
 
     return "\b\nDatasets (options: -O KEY=VALUE; see docs/adapters.md):\n" + "\n".join(
         f"  {a.name}: {a.title}; PATH = {a.path_help}\n    options: {', '.join(o.name for o in a.options) or '-'}"
-        for a in ADAPTERS.values())
+        for a in ADAPTERS.values()) + (
+        "\n\b\nQuestion sets (OUTPUT/questions.jsonl, by_scene/, import_report.json):\n"
+        "  sti-bench: STI-Bench qa.parquet (MINT-SJTU/STI-Bench)\n"
+        "  resti: ReSTI annotations/resti.jsonl or resti.parquet (pengzhansun/ReSTI)")
 
 
 @click.command("import", epilog=_import_epilog())
@@ -50,12 +53,22 @@ def _import_epilog() -> str:
 @key_value_option("Adapter option KEY=VALUE (repeatable).")
 @quiet_option("No progress bar and no summary.")
 def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, options, quiet):
-    """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions."""
+    """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
+    (a question set, sti-bench or resti: OUTPUT/questions.jsonl)."""
     import json
     from pathlib import Path
 
     from ..datasets import import_scene
+    from ..datasets.sti_bench import LAYOUTS
     from ..scene import Scene
+
+    if dataset in LAYOUTS:
+        given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
+                                ("--video-from-frames", video_from_frames), ("-O", options)) if v]
+        if given:
+            raise InputError(f"{', '.join(given)}: a question set ({dataset}) takes no scene options")
+        _import_questions(dataset, path, output, quiet)
+        return
 
     scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
                               progress=not quiet, video_from_frames=video_from_frames)
@@ -73,6 +86,21 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, o
         click.echo(f"{scene.scene_id}: {len(scene.frames)} frames ({n_valid} valid), {len(scene.objects)} objects "
                    f"-> {scene_path} (check it: vistest audit {scene_path})", err=True)
     click.echo(str(scene_path))
+
+
+def _import_questions(layout: str, path: str, output: str, quiet: bool) -> None:
+    """``vistest import sti-bench|resti PATH -o OUTPUT`` (vistest.datasets.sti_bench)."""
+    from ..datasets.sti_bench import import_question_set, write_question_set
+
+    imported = import_question_set(layout, path)
+    out = write_question_set(imported, output)
+    for w in imported.warnings:
+        click.echo(f"Warning: {w}", err=True)
+    if not quiet:
+        rep = imported.report()
+        click.echo(f"{rep['questions']} questions over {rep['scenes']} videos: "
+                   + ", ".join(f"{t} {n}" for t, n in rep["per_task"].items()), err=True)
+    click.echo(str(out))
 
 
 @click.command("audit")
