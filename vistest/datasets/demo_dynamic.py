@@ -105,7 +105,7 @@ def camera_walk(num_frames: int) -> np.ndarray:
     return np.stack([look_at(e, g) for e, g in zip(eye, target)])
 
 
-class _DynamicRenderer(demo._DemoRenderer):
+class _DynamicRenderer(demo.DemoRenderer):
     """The static demo's renderer plus one node per moving object, posed per frame (hidden while
     the object is absent). Moving boxes are unit-posed meshes whose node pose is the object's
     pose at the frame."""
@@ -168,8 +168,8 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / demo.DEMO_STAMP
     params = {"dynamic": True, "seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),
-              "vistest": demo._version()}
-    if not force and demo._up_to_date(outdir, stamp, params):
+              "vistest": demo.demo_version()}
+    if not force and demo.up_to_date(outdir, stamp, params):
         return scene_path
     boxes = demo.furniture(np.random.default_rng(seed))
     moving = moving_objects(num_frames)
@@ -195,7 +195,7 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
                     raise RuntimeError(f"{depth_tmp / f'{i:06d}.png'}: OpenCV could not encode the depth PNG")
                 (depth_tmp / f"{i:06d}.png").write_bytes(png.tobytes())
                 bar.update(1)
-        demo._replace_dir(depth_tmp, outdir / "depth")
+        demo.replace_dir(depth_tmp, outdir / "depth")
     finally:
         renderer.close()
         shutil.rmtree(depth_tmp, ignore_errors=True)
