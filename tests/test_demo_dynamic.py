@@ -71,3 +71,22 @@ def test_moving_objects_are_visible_exactly_where_pyrender_shows_them(scene, tab
             shown += int(ref[o] > 0)
             out_of_view += int(present[o] and proj[o] == 0)
     assert shown > N // 2 and out_of_view > 3  # both in and out of view
+
+
+def test_overlays_draw_moving_boxes_at_their_pose_per_frame(scene, tables):
+    from vistest.look.overlay import label_images, project_boxes
+
+    ball = scene.object_ids.index("ball")
+    boxes = tables["boxes"]
+    ws, hs = boxes.params["working_size"]
+    labels = label_images(scene, scene.frames, (ws, hs), boxes.params["near"])
+    for fi, f in enumerate(scene.frames):
+        segs = project_boxes(scene, f).segments(ball)
+        if scene.objects[ball].pose_at(f.index) is None:
+            assert len(segs) == 0  # not drawn when absent
+        elif boxes.projected[fi, ball] > 0:
+            assert len(segs) > 0  # drawn at its pose in this frame
+        shown = {int(o) for o in np.unique(labels[fi]) if o >= 0}
+        assert all(boxes.visible[fi, o] > 0 for o in shown)
+        if boxes.visible[fi, ball] * ws * hs >= 2:
+            assert ball in shown
