@@ -299,3 +299,15 @@ def test_moving_boxes_against_static_mesh_and_depth_agree_with_pyrender(tmp_path
         ref.close()
     assert hidden >= 3 and (mesh.evidence[:, moving] > 0.005).sum() > 10  # occlusion happens: not vacuous
     assert max(errs) <= 0.005, f"evidence: max error {max(errs):.4f} of image area"
+
+
+def test_static_templates_leave_out_moving_objects_and_their_labels():
+    from vistest.generate.facts import SceneFacts
+
+    doc = tracked_doc([key(0, [0, 0, 0]), key(5, [1, 1, 0])])
+    doc["objects"].append({"id": "cart2", "label": "cart", "center": [1, 0, 0], "size": [1, 1, 1],
+                           "rotation": np.eye(3).tolist()})
+    scene = Scene.from_dict(doc)
+    facts = SceneFacts(scene, compute_visibility(scene, occlusion="none"), 0.0)
+    assert facts.moving_labels == {"cart"}
+    assert "cart" not in facts.by_label and set(facts.by_id) == {o.id for o in scene.objects[:2]}
