@@ -311,3 +311,20 @@ def test_static_templates_leave_out_moving_objects_and_their_labels():
     facts = SceneFacts(scene, compute_visibility(scene, occlusion="none"), 0.0)
     assert facts.moving_labels == {"cart"}
     assert "cart" not in facts.by_label and set(facts.by_id) == {o.id for o in scene.objects[:2]}
+
+
+def test_per_frame_containment_is_every_present_pair_decided_afresh():
+    """box_geometry decides static pairs once and tests only the boxes near a moving one per frame:
+    the same as deciding every present pair of every frame."""
+    from vistest.visibility.table import box_geometry
+
+    scene = random_dynamic_scene(2, num_frames=16, num_boxes=30)
+    geom, corners, axes, contains = box_geometry(scene, scene.frames, True)
+    assert contains.shape == (16, 30, 30) and contains.any()
+    for g, f in enumerate(scene.frames):
+        c, s, r, present = scene.world_boxes_at(f.index)
+        idx = np.flatnonzero(present)
+        full = np.zeros((30, 30), bool)
+        full[np.ix_(idx, idx)] = containment(c[idx], s[idx], r[idx])
+        np.testing.assert_array_equal(contains[g], full)
+        assert np.isnan(corners[g, ~present]).all() and not np.isnan(corners[g, present]).any()

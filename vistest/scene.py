@@ -33,6 +33,7 @@ import numbers
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,11 @@ class SceneObject:
         a tracked object's at its first key."""
         return box_corners(self.center[None], self.size[None], self.rotation[None])[0]
 
+    @cached_property
+    def key_frames(self) -> tuple[int, ...]:
+        """The track's key frames (empty for a static object)."""
+        return tuple(k.frame for k in self.track) if self.track is not None else ()
+
     def pose_at(self, frame: float) -> tuple[np.ndarray, np.ndarray] | None:
         """``(center, rotation)`` in the box world at decoded frame ``frame`` (a fractional frame
         is between two decoded ones); None when the object is absent then (a tracked object
@@ -167,7 +173,7 @@ class SceneObject:
         keys = self.track
         if frame < keys[0].frame or frame > keys[-1].frame:
             return None
-        k = bisect.bisect_right([key.frame for key in keys], frame) - 1
+        k = bisect.bisect_right(self.key_frames, frame) - 1
         a = keys[k]
         if a.frame == frame or k + 1 == len(keys):
             return a.center, a.rotation
@@ -258,16 +264,18 @@ class Scene:
         (O,3,3) (:meth:`SceneObject.pose_at`, ``boxes_to_world`` applied as in :meth:`world_boxes`)
         and ``present`` (O,) bool; an absent object's centre and rotation are NaN."""
         a = self.boxes_to_world
-        no = len(self.objects)
-        c, r = np.full((no, 3), np.nan), np.full((no, 3, 3), np.nan)
-        present = np.zeros(no, bool)
+        c, s, r = self.world_boxes()  # static objects: as there; the tracked ones replaced below
+        present = np.ones(len(self.objects), bool)
         for i, o in enumerate(self.objects):
+            if o.track is None:
+                continue
             pose = o.pose_at(frame)
-            if pose is not None:
-                present[i] = True
+            if pose is None:
+                present[i] = False
+                c[i], r[i] = np.nan, np.nan
+            else:
                 c[i] = a[:3, :3] @ pose[0] + a[:3, 3]
                 r[i] = a[:3, :3] @ pose[1]
-        s = np.stack([o.size for o in self.objects]) if no else np.zeros((0, 3))
         return c, s, r, present
 
     def path(self, rel: str) -> Path:

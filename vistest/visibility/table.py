@@ -380,15 +380,36 @@ def box_geometry(scene, frames, boxes_rule: bool) -> tuple[np.ndarray, np.ndarra
     corners = np.empty((len(rows), no, 8, 3))
     axes = np.empty((len(rows), no, 3, 3))
     contains = np.zeros((len(rows), no, no), bool)
+    moving = np.array([o.track is not None for o in scene.objects], bool)
+    still = None  # the static boxes' pairs: decided once (a pair's answer depends on its two boxes only)
+    if boxes_rule and frames is not None and (~moving).any():
+        c, sz, r = scene.world_boxes()
+        still = np.flatnonzero(~moving)
+        fixed = containment(c[still], sz[still], r[still])
     for g, (c, sz, r, present) in enumerate(rows):
         corners[g] = box_corners(c, sz, r)  # NaN where absent
         axes[g] = r
-        if boxes_rule and present.any():
-            idx = np.flatnonzero(present)
+        if not boxes_rule or not present.any():
+            continue
+        idx = np.flatnonzero(present)
+        if still is not None:  # only the moving boxes and the static ones whose bounds meet theirs
+            contains[g][np.ix_(still, still)] = fixed
+            idx = idx[moving[idx] | _meets(c, sz, r, idx, moving)]
+        if len(idx):
             contains[g][np.ix_(idx, idx)] = containment(c[idx], sz[idx], r[idx])
     if not contains.any():
         contains = np.zeros((0, no, no), bool)
     return geom, corners, axes, contains
+
+
+def _meets(c, sz, r, idx, moving) -> np.ndarray:
+    """(len(idx),) bool: box idx[k]'s world-axis bounds overlap those of a moving box among ``idx``."""
+    ext = (np.abs(r[idx]) @ (sz[idx, :, None] / 2.0))[..., 0]
+    lo, hi = c[idx] - ext, c[idx] + ext
+    m = moving[idx]
+    if not m.any():
+        return np.zeros(len(idx), bool)
+    return ((lo[:, None] < hi[None, m]) & (hi[:, None] > lo[None, m])).all(axis=2).any(axis=1)
 
 
 @dataclass(frozen=True, eq=False)
