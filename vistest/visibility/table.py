@@ -39,6 +39,11 @@ For every frame f and object o of a scene:
 * ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
   ``image[y0:y1, x0:x1]``) of the evidence region at native resolution; NaN when it is empty.
 
+Moving objects (tracks, docs/scene-format.md) are taken at their pose in each frame, in every mode
+(:func:`box_geometry`); an object absent at a frame has 0 in every fraction there and a NaN bbox.
+The mesh and depth frames are what was observed: moving boxes are tested against them, and a
+moving object's ``visible`` is its ``evidence`` (a static mesh holds no surface of it).
+
 Invalid frames (no pose) give NaN in every field, never zeros. ``occlusion="auto"``
 (the default) uses the scene's observed geometry when it has some: the mesh, else the
 depth frames, else the boxes (:func:`choose_occlusion`).
