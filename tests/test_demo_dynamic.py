@@ -90,3 +90,50 @@ def test_overlays_draw_moving_boxes_at_their_pose_per_frame(scene, tables):
         assert all(boxes.visible[fi, o] > 0 for o in shown)
         if boxes.visible[fi, ball] * ws * hs >= 2:
             assert ball in shown
+
+
+def test_depth_frames_see_the_moving_objects_at_their_track_pose(scene):
+    """The rendered depth agrees with scene.json: the pixels where pyrender shows the cart or the
+    ball (boxes at their track pose) back-project, through the demo's depth PNG, onto that box."""
+    import cv2
+
+    from vistest.geometry import boxes_contain
+    from vistest.visibility.render import BoxSegRenderer
+
+    w, h = scene.image_size
+    k = scene.camera
+    checked = 0
+    for f in scene.frames[::4]:
+        c, s, r, present = scene.world_boxes_at(f.index)
+        idx = np.flatnonzero(present)
+        ref = BoxSegRenderer(c[idx], s[idx], r[idx], w, h, near=1e-3)
+        try:
+            lab = ref.labels(f.camera_to_world, k)
+        finally:
+            ref.close()
+        depth = cv2.imread(str(scene.path(f.depth)), cv2.IMREAD_UNCHANGED) / 1000.0
+        for oid in ("cart", "ball"):
+            o = scene.object_ids.index(oid)
+            if not present[o]:
+                continue
+            v, u = np.nonzero(lab == int(np.flatnonzero(idx == o)[0]) + 1)
+            if len(u) < 50:
+                continue
+            z = depth[v, u]
+            cam = np.stack([(u - k.cx) / k.fx * z, (v - k.cy) / k.fy * z, z], axis=1)
+            world = cam @ f.camera_to_world[:3, :3].T + f.camera_to_world[:3, 3]
+            inside = [boxes_contain(p, c[o:o + 1], s[o:o + 1] + 0.02, r[o:o + 1])[0] for p in world]
+            assert np.mean(inside) > 0.95, (f.index, oid, np.mean(inside))
+            checked += 1
+    assert checked >= 6
+
+
+def test_a_rerun_with_the_same_parameters_keeps_the_demo(scene):
+    import os
+
+    from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+
+    video = scene.path(scene.video)
+    before = os.stat(video).st_mtime_ns
+    assert make_dynamic_demo_scene(scene.root, num_frames=N, size=(W, H), quiet=True) == scene.root / "scene.json"
+    assert os.stat(video).st_mtime_ns == before  # the same parameters: left as it is
