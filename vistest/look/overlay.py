@@ -2,7 +2,8 @@
 
 Each frame shows, for every (selected) object:
 
-* its box as a projected wireframe. The geometry is the visibility engine's own:
+* its box as a projected wireframe (a moving object's at its pose in that frame, nothing while
+  it is absent). The geometry is the visibility engine's own:
   :func:`vistest.visibility.raster.clip_project_box` clips the box at the near plane and projects
   the clipped solid's vertices, so the overlay draws exactly what ``projected`` measures.
   A box straddling the camera plane is drawn clipped (its edges run off towards the
