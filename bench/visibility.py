@@ -84,11 +84,13 @@ def observed_depth_fps(scene, working_size, repeats: int) -> float:
     nf, no = len(scene.frames), len(centers)
     depth = np.random.default_rng(0).uniform(1.0, 6.0, (nf, ws * hs))
     out = [np.empty((nf, no)), np.empty((nf, no)), np.empty((nf, no, 4))]
-    none = np.zeros((0, 0), bool)
+    none = np.zeros((0, no, no), bool)
+    geom = np.zeros(nf, np.int64)
     best = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        raster.visibility_kernel(w2c, kin, valid, corners, rots, w, h, ws, hs, 1e-3, True, depth, 0.05, none, *out)
+        raster.visibility_kernel(w2c, kin, valid, geom, corners[None], rots[None], w, h, ws, hs, 1e-3, True, depth,
+                                 0.05, none, *out)
         best = min(best, time.perf_counter() - t0)
     return nf / best
 

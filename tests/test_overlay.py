@@ -160,8 +160,9 @@ def test_label_kernel_leaves_the_engine_results_unchanged():
     w2c, kin = frame_cameras(scene, scene.frames)
     valid = np.array([f.valid for f in scene.frames])
     out = [np.empty((30, 10)), np.empty((30, 10)), np.empty((30, 10, 4))]
-    raster.visibility_kernel(w2c, kin, valid, world_corners(scene), rots, *scene.image_size, ws, hs, DEFAULT_NEAR,
-                             True, np.zeros((0, 0)), 0.0, containment(centers, sizes, rots), *out,
+    raster.visibility_kernel(w2c, kin, valid, np.zeros(30, np.int64), world_corners(scene)[None], rots[None],
+                             *scene.image_size, ws, hs, DEFAULT_NEAR, True, np.zeros((0, 0)), 0.0,
+                             containment(centers, sizes, rots)[None], *out,
                              np.full((30, ws * hs), -1, np.int64))
     for a, b in zip(out, (vis.projected, vis.visible, vis.bbox)):
         np.testing.assert_array_equal(a, b)

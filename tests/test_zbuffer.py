@@ -120,8 +120,8 @@ def test_evidence_is_the_previous_mesh_rule_on_pyrender_depth(meshed):
     w2c, kin = frame_cameras(scene, scene.frames)
     nf, no = len(scene.frames), len(scene.objects)
     out = [np.empty((nf, no)), np.empty((nf, no)), np.empty((nf, no, 4))]
-    raster.visibility_kernel(w2c, kin, vis.valid, box_corners(centers, sizes, rots), rots, w, h, WS, HS, 1e-3, True,
-                             depth, 0.05, np.zeros((0, 0), bool), *out)
+    raster.visibility_kernel(w2c, kin, vis.valid, np.zeros(nf, np.int64), box_corners(centers, sizes, rots)[None],
+                             rots[None], w, h, WS, HS, 1e-3, True, depth, 0.05, np.zeros((0, no, no), bool), *out)
     ok = vis.valid
     diff = np.abs(vis.evidence[ok] - out[1][ok]).max()
     print(f"evidence: z-buffer vs pyrender depth, max difference {diff * 100:.3f}% of the image")

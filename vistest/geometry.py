@@ -121,3 +121,50 @@ def polygon_area(points: np.ndarray) -> float:
     """Area (m^2) of a simple polygon (N, 2) in the floor plane (shoelace formula; either orientation)."""
     p = np.asarray(points, float)
     return float(abs(np.dot(p[:, 0], np.roll(p[:, 1], -1)) - np.dot(p[:, 1], np.roll(p[:, 0], -1))) / 2.0)
+
+
+def rotation_to_quaternion(r: np.ndarray) -> np.ndarray:
+    """Unit quaternion ``(w, x, y, z)``, ``w >= 0``, of a 3x3 proper rotation (Shepperd's method:
+    the largest of the four squared components is taken from the diagonal, the others from it)."""
+    r = np.asarray(r, float)
+    tr = np.trace(r)
+    diag = np.array([tr, r[0, 0], r[1, 1], r[2, 2]])
+    k = int(np.argmax(diag))
+    if k == 0:
+        w = np.sqrt(max(1.0 + tr, 0.0)) / 2.0
+        q = np.array([w, (r[2, 1] - r[1, 2]) / (4 * w), (r[0, 2] - r[2, 0]) / (4 * w), (r[1, 0] - r[0, 1]) / (4 * w)])
+    else:
+        i, j, m = k - 1, k % 3, (k + 1) % 3
+        s = np.sqrt(max(1.0 + r[i, i] - r[j, j] - r[m, m], 0.0)) * 2.0  # 4 |q_i|
+        q = np.empty(4)
+        q[0] = (r[m, j] - r[j, m]) / s
+        q[1 + i] = s / 4.0
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + m] = (r[m, i] + r[i, m]) / s
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
+
+
+def quaternion_to_rotation(q: np.ndarray) -> np.ndarray:
+    """3x3 rotation of a quaternion ``(w, x, y, z)`` (normalised first)."""
+    a, b, c, d = np.asarray(q, float) / np.linalg.norm(q)
+    return np.array([[a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
+                     [2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)],
+                     [2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d]])
+
+
+def rotation_slerp(r0: np.ndarray, r1: np.ndarray, t: float) -> np.ndarray:
+    """The rotation a fraction ``t`` in [0, 1] of the way from ``r0`` to ``r1`` along the geodesic
+    (the shorter great arc of their unit quaternions; constant angular speed): ``r0`` at 0, ``r1``
+    at 1. Two rotations half a turn apart have two geodesics; the one the quaternion signs pick
+    is taken."""
+    q0, q1 = rotation_to_quaternion(r0), rotation_to_quaternion(r1)
+    dot = float(q0 @ q1)
+    if dot < 0.0:
+        q1, dot = -q1, -dot
+    dot = min(dot, 1.0)
+    theta = np.arccos(dot)
+    if theta < 1e-9:
+        return quaternion_to_rotation(q0 + t * (q1 - q0))
+    s = np.sin(theta)
+    return quaternion_to_rotation(np.sin((1 - t) * theta) / s * q0 + np.sin(t * theta) / s * q1)

@@ -12,6 +12,12 @@ Conventions, stated once here and relied on everywhere:
   *columns* are the box axes, all in the *box world*. ``boxes_to_world`` (4x4, rigid)
   maps the box world into the pose world (ScanNet: inverse of ``axisAlignment``).
 * ``Frame.index`` is the 0-based decoded frame number in ``video``.
+* Moving objects: an object may carry a ``track`` instead of a pose: keys at decoded frame
+  numbers (strictly increasing), each a ``center`` and ``rotation`` in the box world; between
+  two keys the centre moves linearly and the rotation along the geodesic (slerp); before the
+  first key and after the last the object is absent (not in the scene). Its ``size`` is fixed.
+  ``SceneObject.center``/``rotation`` of a tracked object are its *first key's* pose (what the
+  stages that read static poses see); :meth:`SceneObject.pose_at` gives the pose at a frame.
 
 Everything is validated on load; a bad value raises :class:`SceneError` (a
 ``ValueError``) naming the file, the field and what was expected. Numeric fields take JSON
@@ -20,12 +26,14 @@ numbers only (not strings, not booleans); ``scene_id`` must be able to name file
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import numbers
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +42,7 @@ import numpy as np
 from .atomic import write_atomic
 from .budgets import MAX_BUDGET
 from .errors import InputError
-from .geometry import box_corners, polygon_area
+from .geometry import box_corners, polygon_area, rotation_slerp
 from .jsonl import parse_json, read_text
 from .layout import is_budget_folder
 
@@ -120,18 +128,58 @@ class Frame:
 
 
 @dataclass(frozen=True, eq=False)
+class TrackKey:
+    """One key of a moving object's track: its pose at decoded frame ``frame`` (box world:
+    ``center`` (3,) metres, ``rotation`` (3, 3) whose columns are the box axes)."""
+
+    frame: int
+    center: np.ndarray
+    rotation: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class SceneObject:
-    """An oriented 3D box in the box world (see module docstring for conventions)."""
+    """An oriented 3D box in the box world (see module docstring for conventions).
+
+    ``track``: None for a static object; for a moving one its keys (strictly increasing
+    ``frame``, at least one), and then ``center``/``rotation`` are the first key's pose."""
 
     id: str
     label: str
     center: np.ndarray
     size: np.ndarray
     rotation: np.ndarray
+    track: tuple[TrackKey, ...] | None = None
 
     def corners(self) -> np.ndarray:
-        """The 8 corners (8, 3) in the box world (numbering: :func:`vistest.geometry.box_corners`)."""
+        """The 8 corners (8, 3) in the box world (numbering: :func:`vistest.geometry.box_corners`);
+        a tracked object's at its first key."""
         return box_corners(self.center[None], self.size[None], self.rotation[None])[0]
+
+    @cached_property
+    def key_frames(self) -> tuple[int, ...]:
+        """The track's key frames (empty for a static object)."""
+        return tuple(k.frame for k in self.track) if self.track is not None else ()
+
+    def pose_at(self, frame: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(center, rotation)`` in the box world at decoded frame ``frame`` (a fractional frame
+        is between two decoded ones); None when the object is absent then (a tracked object
+        before its first key or after its last). A static object has its pose at every frame; a
+        tracked one its key's pose at a key (exactly), and between keys k and k+1 at fraction
+        ``s = (frame - f_k) / (f_{k+1} - f_k)``: centre ``(1 - s) c_k + s c_{k+1}``, rotation
+        :func:`vistest.geometry.rotation_slerp` ``(R_k, R_{k+1}, s)``."""
+        if self.track is None:
+            return self.center, self.rotation
+        keys = self.track
+        if frame < keys[0].frame or frame > keys[-1].frame:
+            return None
+        k = bisect.bisect_right(self.key_frames, frame) - 1
+        a = keys[k]
+        if a.frame == frame or k + 1 == len(keys):
+            return a.center, a.rotation
+        b = keys[k + 1]
+        s = (frame - a.frame) / (b.frame - a.frame)
+        return (1.0 - s) * a.center + s * b.center, rotation_slerp(a.rotation, b.rotation, s)
 
 
 @dataclass(frozen=True)
@@ -180,6 +228,11 @@ class Scene:
         return tuple(o.id for o in self.objects)
 
     @property
+    def dynamic(self) -> bool:
+        """Does any object move (carry a track)?"""
+        return any(o.track is not None for o in self.objects)
+
+    @property
     def room_area_m2(self) -> float | None:
         """Floor area of ``room`` in m^2: the area of ``room.polygon``, else ``room.size_m2``, else None."""
         if not self.room:
@@ -193,7 +246,8 @@ class Scene:
         return frame.intrinsics if frame.intrinsics is not None else self.camera
 
     def world_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Boxes in the *pose* world: centers (O,3), sizes (O,3), rotations (O,3,3).
+        """Boxes in the *pose* world: centers (O,3), sizes (O,3), rotations (O,3,3); a tracked
+        object's at its first key (:meth:`world_boxes_at` gives the boxes at a frame).
 
         Applies ``boxes_to_world`` (A): R_w = A[:3,:3] @ R, c_w = A[:3,:3] @ c + A[:3,3].
         """
@@ -204,6 +258,25 @@ class Scene:
         s = np.stack([o.size for o in self.objects])
         r = np.einsum("ij,ojk->oik", a[:3, :3], np.stack([o.rotation for o in self.objects]))
         return c, s, r
+
+    def world_boxes_at(self, frame: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Boxes in the pose world at decoded frame ``frame``: centers (O,3), sizes (O,3), rotations
+        (O,3,3) (:meth:`SceneObject.pose_at`, ``boxes_to_world`` applied as in :meth:`world_boxes`)
+        and ``present`` (O,) bool; an absent object's centre and rotation are NaN."""
+        a = self.boxes_to_world
+        c, s, r = self.world_boxes()  # static objects: as there; the tracked ones replaced below
+        present = np.ones(len(self.objects), bool)
+        for i, o in enumerate(self.objects):
+            if o.track is None:
+                continue
+            pose = o.pose_at(frame)
+            if pose is None:
+                present[i] = False
+                c[i], r[i] = np.nan, np.nan
+            else:
+                c[i] = a[:3, :3] @ pose[0] + a[:3, 3]
+                r[i] = a[:3, :3] @ pose[1]
+        return c, s, r, present
 
     def path(self, rel: str) -> Path:
         """Resolve a scene-relative path."""
@@ -257,8 +330,7 @@ class Scene:
                 fd["image"] = f.image
             frames.append(fd)
         doc["frames"] = frames
-        doc["objects"] = [{"id": o.id, "label": o.label, "center": o.center.tolist(), "size": o.size.tolist(),
-                           "rotation": o.rotation.tolist()} for o in self.objects]
+        doc["objects"] = [_object_doc(o) for o in self.objects]
         return doc
 
     def save(self, path: str | os.PathLike) -> None:
@@ -266,6 +338,16 @@ class Scene:
         naming ``path`` (nothing written) when ``scene_id`` cannot name files (:func:`check_scene_id`)."""
         check_scene_id(self.scene_id, str(path))
         write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def _object_doc(o: SceneObject) -> dict:
+    """The scene.json record of one object: a pose, or a track."""
+    if o.track is None:
+        return {"id": o.id, "label": o.label, "center": o.center.tolist(), "size": o.size.tolist(),
+                "rotation": o.rotation.tolist()}
+    return {"id": o.id, "label": o.label, "size": o.size.tolist(),
+            "track": [{"frame": k.frame, "center": k.center.tolist(), "rotation": k.rotation.tolist()}
+                      for k in o.track]}
 
 
 # ---------------------------------------------------------------------------------------
@@ -467,9 +549,14 @@ class _Parser:
             fld = f"objects[{i}]"
             if not isinstance(o, dict):
                 raise self.fail(fld, f"expected an object, got {o!r}")
-            for key in ("id", "label", "center", "size", "rotation"):
+            tracked = "track" in o
+            for key in ("id", "label", "size") + (() if tracked else ("center", "rotation")):
                 if key not in o:
                     raise self.fail(f"{fld}.{key}", "missing required field")
+            for key in ("center", "rotation") if tracked else ():
+                if key in o:
+                    raise self.fail(f"{fld}.{key}", "a tracked object has no static pose (its pose is the track's); "
+                                                    "expected either center and rotation, or track")
             oid = o["id"]
             if isinstance(oid, int) and not isinstance(oid, bool):
                 oid = str(oid)
@@ -478,11 +565,40 @@ class _Parser:
                 raise self.fail(f"{fld}.id", f"duplicate object id {oid!r} (also objects[{seen[oid]}])")
             seen[oid] = i
             label = self.string(o["label"], f"{fld}.label")
-            center = self.array(o["center"], f"{fld}.center", (3,))
             size = self.array(o["size"], f"{fld}.size", (3,))
             if (size <= 0).any():
                 raise self.fail(f"{fld}.size", f"expected positive full extents, got {size.tolist()}")
+            if tracked:
+                track = self.track(o["track"], f"{fld}.track")
+                out.append(SceneObject(oid, label, track[0].center, _readonly(size), track[0].rotation, track))
+                continue
+            center = self.array(o["center"], f"{fld}.center", (3,))
             rot = self.array(o["rotation"], f"{fld}.rotation", (3, 3))
             self.rotation(rot, f"{fld}.rotation")
             out.append(SceneObject(oid, label, _readonly(center), _readonly(size), _readonly(rot)))
         return tuple(out)
+
+    def track(self, v: Any, fld: str) -> tuple[TrackKey, ...]:
+        """A track: a non-empty list of keys ``{frame, center, rotation}``, frames strictly increasing."""
+        if not isinstance(v, list) or not v:
+            raise self.fail(fld, f"expected a non-empty list of keys {{frame, center, rotation}}, got {_short(v)}")
+        keys: list[TrackKey] = []
+        for k, key in enumerate(v):
+            kf = f"{fld}[{k}]"
+            if not isinstance(key, dict):
+                raise self.fail(kf, f"expected an object {{frame, center, rotation}}, got {_short(key)}")
+            for name in ("frame", "center", "rotation"):
+                if name not in key:
+                    raise self.fail(f"{kf}.{name}", "missing required field")
+            frame = key["frame"]
+            if isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame <= MAX_FRAME_INDEX:
+                raise self.fail(f"{kf}.frame", f"expected a decoded frame number (an integer in 0..{MAX_FRAME_INDEX})"
+                                               f", got {_short(frame)}")
+            if keys and frame <= keys[-1].frame:
+                raise self.fail(f"{kf}.frame", f"expected frames strictly increasing, got {frame} after "
+                                               f"{keys[-1].frame}")
+            center = self.array(key["center"], f"{kf}.center", (3,))
+            rot = self.array(key["rotation"], f"{kf}.rotation", (3, 3))
+            self.rotation(rot, f"{kf}.rotation")
+            keys.append(TrackKey(frame, _readonly(center), _readonly(rot)))
+        return tuple(keys)

@@ -14,16 +14,20 @@ from .options import key_value_option, output_option, quiet_option
 @click.option("--frames", "num_frames", type=int, default=300, show_default=True)
 @click.option("--size", default="640x480", show_default=True, help="WxH of the rendered video.")
 @click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
+@click.option("--dynamic", is_flag=True, help="The dynamic demo: a cart crossing the room and a ball rolling "
+                                              "(moving objects with tracks; vistest.datasets.demo_dynamic).")
 @quiet_option()
-def demo_scene(outdir, seed, num_frames, size, force, quiet):
+def demo_scene(outdir, seed, num_frames, size, force, dynamic, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
     from ..datasets.demo import make_demo_scene
+    from ..datasets.demo_dynamic import make_dynamic_demo_scene
 
     try:
         w, h = (int(x) for x in size.lower().split("x"))
     except ValueError:
         raise InputError(f"--size: expected WxH such as 640x480, got {size!r}") from None
-    click.echo(str(make_demo_scene(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)))
+    make = make_dynamic_demo_scene if dynamic else make_demo_scene
+    click.echo(str(make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)))
 
 
 def _import_epilog() -> str:

@@ -398,7 +398,7 @@ def scene_mesh_objects(boxes: list[Box]) -> str:
     return "".join(f"{x}\n" for x in lines)
 
 
-class _DemoRenderer:
+class DemoRenderer:
     """pyrender scene of the room with a movable camera; renders colour and depth.
 
     Every box has an outward and an inverted (inside-out) mesh node; per frame the
@@ -508,8 +508,8 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / DEMO_STAMP
     params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),
-              "vistest": _version()}
-    if not force and _up_to_date(outdir, stamp, params):
+              "vistest": demo_version()}
+    if not force and up_to_date(outdir, stamp, params):
         return scene_path
     rng = np.random.default_rng(seed)
     boxes = furniture(rng)
@@ -524,7 +524,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     write_atomic(outdir / "mesh_objects.txt", scene_mesh_objects(boxes))
 
     depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
-    renderer = _DemoRenderer(boxes, k, (w, h))
+    renderer = DemoRenderer(boxes, k, (w, h))
     try:
         with VideoWriter(outdir / "video.mp4", fps=fps, size=(w, h)) as video, \
                 progress_bar(num_frames, "Rendering demo scene", enabled=not quiet) as bar:
@@ -536,7 +536,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
                     raise RuntimeError(f"{depth_tmp / f'{i:06d}.png'}: OpenCV could not encode the depth PNG")
                 (depth_tmp / f"{i:06d}.png").write_bytes(png.tobytes())
                 bar.update(1)
-        _replace_dir(depth_tmp, outdir / "depth")
+        replace_dir(depth_tmp, outdir / "depth")
     finally:
         renderer.close()
         shutil.rmtree(depth_tmp, ignore_errors=True)
@@ -555,13 +555,14 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     return scene_path
 
 
-def _version() -> str:
+def demo_version() -> str:
+    """The installed vistest version (recorded in the demo stamp)."""
     from .. import __version__
 
     return __version__
 
 
-def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
+def up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
     """True when ``outdir`` holds a complete demo made with ``params`` (see make_demo_scene)."""
     try:
         if json.loads(stamp.read_text()) != params:
@@ -573,7 +574,7 @@ def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
             and scene.mesh_objects is not None)
 
 
-def _replace_dir(src: Path, dst: Path) -> None:
+def replace_dir(src: Path, dst: Path) -> None:
     """Move folder ``src`` onto ``dst``, removing an older ``dst`` (renames, no copying)."""
     if dst.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))

@@ -5,6 +5,11 @@ First appearance: the earliest valid frame in which the object is seen by the bu
 rule (vistest.budget.seen; ``seen_threshold`` a SeenRule, or a number: the visible fraction of the
 image it must exceed, ReVSI's rule), its time the frame's ``time`` in seconds. A label's first
 appearance is its earliest instance's.
+
+Moving objects (a scene's tracked objects, docs/scene-format.md) are left out, and so is every
+object whose label a moving object carries: the static templates' counts, sizes, distances and
+directions assume boxes that stay put (the dynamic rules read tracks). ``SceneFacts.moving_labels``
+names the labels left out.
 """
 from __future__ import annotations
 
@@ -56,8 +61,9 @@ class SceneFacts:
         self.scene = scene
         first = _first_sightings(scene, visibility, seen_threshold, source)
         centers, sizes, rots = scene.world_boxes()
+        self.moving_labels = frozenset(o.label for o in scene.objects if o.track is not None)
         objs = [ObjectFacts(o.id, o.label, centers[i], sizes[i], rots[i], *first[o.id])
-                for i, o in enumerate(scene.objects)]
+                for i, o in enumerate(scene.objects) if o.label not in self.moving_labels]
         self.objects: tuple[ObjectFacts, ...] = tuple(sorted(objs, key=lambda o: o.id))
         self.by_id = {o.id: o for o in self.objects}
         labels: dict[str, list[str]] = {}

@@ -2,7 +2,8 @@
 
 Each frame shows, for every (selected) object:
 
-* its box as a projected wireframe. The geometry is the visibility engine's own:
+* its box as a projected wireframe (a moving object's at its pose in that frame, nothing while
+  it is absent). The geometry is the visibility engine's own:
   :func:`vistest.visibility.raster.clip_project_box` clips the box at the near plane and projects
   the clipped solid's vertices, so the overlay draws exactly what ``projected`` measures.
   A box straddling the camera plane is drawn clipped (its edges run off towards the
@@ -117,11 +118,11 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
                   corners: np.ndarray | None = None) -> BoxProjection | None:
     """The engine's projection of every box of ``scene`` into ``frame`` (None for an invalid
     frame). ``near``: near plane (metres); ``corners``: world corners (O, 8, 3) if already
-    computed (:func:`world_corners`)."""
+    computed (:func:`world_corners`; None: computed, at this frame for moving objects)."""
     if not frame.valid:
         return None
     if corners is None:
-        corners = world_corners(scene)
+        corners = world_corners(scene, frame.index)
     k = scene.intrinsics_for(frame)
     w2c = rigid_inverse(frame.camera_to_world)
     r, t = np.ascontiguousarray(w2c[:3, :3]), w2c[:3, 3]
@@ -131,9 +132,13 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
     return BoxProjection(np.stack([cu, cv], axis=2), np.stack([eu, ev], axis=2))
 
 
-def world_corners(scene: Scene) -> np.ndarray:
-    """(O, 8, 3) box corners in the pose world (``boxes_to_world`` applied), contiguous."""
-    return np.ascontiguousarray(box_corners(*scene.world_boxes()))
+def world_corners(scene: Scene, frame: int | None = None) -> np.ndarray:
+    """(O, 8, 3) box corners in the pose world (``boxes_to_world`` applied), contiguous: the static
+    poses (a moving object's first key), or at decoded frame ``frame`` when given (an object absent
+    then has NaN corners: nothing is drawn)."""
+    if frame is None:
+        return np.ascontiguousarray(box_corners(*scene.world_boxes()))
+    return np.ascontiguousarray(box_corners(*scene.world_boxes_at(frame)[:3]))
 
 
 def clip_segment(seg: Sequence[float], x0: float, y0: float, x1: float, y1: float) -> tuple | None:
@@ -164,14 +169,12 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
     """(len(frames), hs, ws) int64: the index of the box visible at each working-grid sample
     (boxes hide each other but not the boxes they contain, as in ``boxes`` occlusion; where a
     box and its container both show, the inner box; -1 = none; all -1 for invalid frames),
-    from the engine's kernel."""
-    from ..visibility.table import containment, frame_cameras
+    from the engine's kernel. ``corners``: the static boxes' world corners (ignored for a scene with
+    moving objects: their boxes are taken at each frame)."""
+    from ..visibility.table import box_geometry, frame_cameras
 
     ws, hs = working_size
     w, h = scene.image_size
-    if corners is None:
-        corners = world_corners(scene)
-    centers, sizes, rots = scene.world_boxes()
     n, no = len(frames), len(scene.objects)
     labels = np.full((n, hs * ws), -1, np.int64)
     if n == 0 or no == 0:
@@ -179,8 +182,13 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
     w2c, kin = frame_cameras(scene, frames)
     valid = np.array([f.valid for f in frames], bool)
     proj, vis, bbox = np.empty((n, no)), np.empty((n, no)), np.empty((n, no, 4))
-    raster.visibility_kernel(w2c, kin, valid, corners, np.ascontiguousarray(rots), w, h, ws, hs, float(near), True,
-                             np.zeros((0, 0)), 0.0, containment(centers, sizes, rots), proj, vis, bbox, labels)
+    geom, boxes, axes, contains = box_geometry(scene, frames if scene.dynamic else None, True)
+    if not scene.dynamic:
+        geom = np.zeros(n, np.int64)
+        if corners is not None:
+            boxes = np.ascontiguousarray(corners, np.float64)[None]
+    raster.visibility_kernel(w2c, kin, valid, geom, boxes, axes, w, h, ws, hs, float(near), True,
+                             np.zeros((0, 0)), 0.0, contains, proj, vis, bbox, labels)
     return labels.reshape(n, hs, ws)
 
 
@@ -442,7 +450,7 @@ class SceneOverlay:
             raise InputError(f"{source}: params: working_size missing; expected a table from compute_visibility "
                              f"(vistest visibility / vistest run)")
         self.working_size = tuple(int(v) for v in vis.params["working_size"])
-        self.corners = world_corners(scene)
+        self.corners = None if scene.dynamic else world_corners(scene)  # moving boxes: per frame
         self.colours = object_colours(len(scene.objects))
         self.names = [f"{scene.objects[o].id} {scene.objects[o].label}" for o in self.objects]
         self.by_index = {f.index: f for f in scene.frames}

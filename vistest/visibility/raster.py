@@ -420,32 +420,37 @@ def _count(vis, vb, o, j, i):
 
 @njit_cached()
 def kbuffer_depth(contains):
-    """Entries per sample the k-buffer needs: 1 + the most containers any box has.
+    """Entries per sample the k-buffer needs: 1 + the most containers any box has in any geometry.
 
-    ``contains`` (O, O) bool, ``contains[a, b]``: box a does not hide box b; (0, 0) = none.
+    ``contains`` (G, O, O) bool, ``contains[g, a, b]``: box a does not hide box b in geometry g;
+    (0, O, O) = none.
     """
     kd = 1
-    for b in range(contains.shape[1]):
-        n = 1
-        for a in range(contains.shape[0]):
-            if contains[a, b] and a != b:
-                n += 1
-        kd = max(kd, n)
+    for g in range(contains.shape[0]):
+        for b in range(contains.shape[2]):
+            n = 1
+            for a in range(contains.shape[1]):
+                if contains[g, a, b] and a != b:
+                    n += 1
+            kd = max(kd, n)
     return kd
 
 
 @njit_cached(parallel=True)
-def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
+def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
                       out_proj, out_vis, out_bbox, out_labels=None):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
 
     w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
-    corners (O, 8, 3) and axes (O, 3, 3) in the pose world; (w, h) native size;
+    box geometry: G rows of corners (G, O, 8, 3) and axes (G, O, 3, 3) in the pose world,
+    frame f using row ``geom[f]`` ((F,) int64; a static scene: one row, every frame 0;
+    moving boxes: a row per frame); a box absent from a row has NaN corners (never in
+    front of the near plane: projected = visible = 0, bbox NaN); (w, h) native size;
     (ws, hs) working grid; raster: False for occlusion "none" (visible = projected).
     depth (F, hs*ws): observed z-depth in metres per sample (<= 0: missing, counts as
     visible): boxes do not hide each other, only the observed surface does (see the module
     docstring); or shape (0, 0): boxes hide each other, except that box a never hides box
-    b where ``contains[a, b]`` ((O, O) bool, or (0, 0) for no such pair).
+    b where ``contains[geom[f], a, b]`` ((G, O, O) bool, or (0, O, O) for no such pair).
     Invalid frames get NaN everywhere.
     ``out_labels``: None (the default, compiled without it), or (F, hs*ws) int64 that
     receives, for valid frames with ``raster`` and no depth, the index of the box visible
@@ -454,7 +459,7 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
     Other rows are untouched.
     """
     nf = w2c.shape[0]
-    no = corners.shape[0]
+    no = corners.shape[1]
     sx = ws / w
     sy = hs / h
     use_depth = depth.shape[0] > 0
@@ -462,14 +467,16 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
     kd = 1 if use_depth or not use_contains else kbuffer_depth(contains)
     involved = np.zeros(no, np.bool_)
     if use_contains and not use_depth:
-        for a in range(no):
-            for b in range(no):
-                if contains[a, b] and a != b:
-                    involved[a] = True
-                    involved[b] = True
+        for g in range(contains.shape[0]):
+            for a in range(no):
+                for b in range(no):
+                    if contains[g, a, b] and a != b:
+                        involved[a] = True
+                        involved[b] = True
     nbuf = ws * hs if raster and not use_depth else 0
     nkbuf = ws * hs * kd if raster and not use_depth and involved.any() else 0
     no_depth = np.zeros(0)
+    no_contains = np.zeros((0, 0), np.bool_)
     for f in prange(nf):
         if not valid[f]:
             for o in range(no):
@@ -480,6 +487,10 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
             continue
         r = w2c[f, :, :3]
         t = w2c[f, :, 3]
+        g = geom[f]
+        cf = corners[g]
+        af = axes[g]
+        cg = contains[g] if use_contains else no_contains
         fx, fy, cx, cy = kin[f, 0], kin[f, 1], kin[f, 2], kin[f, 3]
         fxs, fys = fx * sx, fy * sy
         cxs, cys = (cx + 0.5) * sx - 0.5, (cy + 0.5) * sy - 0.5
@@ -513,7 +524,7 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
         kx0, ky0, kx1, ky1 = ws, hs, -1, -1
         if nkbuf > 0:
             for o in range(no):
-                if involved[o] and _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px,
+                if involved[o] and _box_frame(cf[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px,
                                               py, hx, hy, tx, ty, bb) > 0.0:
                     kx0 = min(kx0, max(int(math.floor((bb[0] + 0.5) * sx - 0.5)) - 1, 0))
                     ky0 = min(ky0, max(int(math.floor((bb[1] + 0.5) * sy - 0.5)) - 1, 0))
@@ -532,17 +543,17 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                 drow[k] = d + depth_tol if d > 0.0 else np.inf
         area_img = float(w) * float(h)
         for o in range(no):
-            area = _box_frame(corners[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
+            area = _box_frame(cf[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
                               ty, bb)
             out_proj[f, o] = min(area / area_img, 1.0)
             if area > 0.0:
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
                 if raster and involved[o]:
-                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, kr, drow,
+                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, kr, drow,
                                          vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
                 elif raster:
-                    sil[o] = _raster_box(pc, axes[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, full, drow,
+                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, full, drow,
                                          vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
         if not raster:
             for o in range(no):
@@ -575,7 +586,7 @@ def visibility_kernel(w2c, kin, valid, corners, axes, w, h, ws, hs, near, raster
                             break  # the rest is behind the plain front box
                         shown = True
                         for q in range(e):  # every surface in front must belong to a box containing o
-                            if not contains[ik[base + q], o]:
+                            if not cg[ik[base + q], o]:
                                 shown = False
                                 break
                         if shown:

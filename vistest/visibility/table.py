@@ -39,6 +39,11 @@ For every frame f and object o of a scene:
 * ``bbox[f, o]``: ``[x0, y0, x1, y1]`` integer pixel bounds (half-open, for
   ``image[y0:y1, x0:x1]``) of the evidence region at native resolution; NaN when it is empty.
 
+Moving objects (tracks, docs/scene-format.md) are taken at their pose in each frame, in every mode
+(:func:`box_geometry`); an object absent at a frame has 0 in every fraction there and a NaN bbox.
+The mesh and depth frames are what was observed: moving boxes are tested against them, and a
+moving object's ``visible`` is its ``evidence`` (a static mesh holds no surface of it).
+
 Invalid frames (no pose) give NaN in every field, never zeros. ``occlusion="auto"``
 (the default) uses the scene's observed geometry when it has some: the mesh, else the
 depth frames, else the boxes (:func:`choose_occlusion`).
@@ -306,11 +311,8 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
 
     w, h = scene.image_size
     ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
-    centers, sizes, rots = scene.world_boxes()
-    corners = box_corners(centers, sizes, rots)
-    contains = containment(centers, sizes, rots) if occlusion == "boxes" else np.zeros((0, 0), bool)
-    if not contains.any():
-        contains = np.zeros((0, 0), bool)
+    if not scene.dynamic:  # one geometry for every frame
+        geom_all, corners, rots, contains = box_geometry(scene, None, occlusion == "boxes")
     nf, no = len(scene.frames), len(scene.objects)
     projected = np.full((nf, no), np.nan)
     evidence = np.full((nf, no), np.nan)
@@ -331,7 +333,11 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
                 depth, counts = mesh.render(w2c, kin, valid[s:s + chunk], (w, h), (ws, hs), near, cull_back)
                 if instance is not None:
                     instance[s:s + chunk] = np.where(valid[s:s + chunk, None], counts / float(ws * hs), np.nan)
-            raster.visibility_kernel(w2c, kin, valid[s:s + chunk], corners, rots, w, h, ws, hs, near,
+            if scene.dynamic:  # the boxes at each frame of the chunk
+                geom, corners, rots, contains = box_geometry(scene, frames, occlusion == "boxes")
+            else:
+                geom = geom_all[:len(frames)]
+            raster.visibility_kernel(w2c, kin, valid[s:s + chunk], geom, corners, rots, w, h, ws, hs, near,
                                      occlusion != "none", depth, depth_tol, contains,
                                      projected[s:s + chunk], evidence[s:s + chunk], bbox[s:s + chunk])
             bar.update(len(frames))
@@ -341,9 +347,12 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
         params["contain_share"] = CONTAIN_SHARE
     if occlusion == "mesh":
         params["cull_back"] = bool(cull_back)
+    tracked = np.array([o.track is not None for o in scene.objects], bool)
+    if tracked.any():
+        params["tracked"] = [o.id for o in scene.objects if o.track is not None]
     visible = evidence
     if instance is not None:
-        fallback = [scene.objects[o].id for o in range(no) if not mesh.present[o]]
+        fallback = [scene.objects[o].id for o in range(no) if not mesh.present[o] and not tracked[o]]
         visible = np.where(mesh.present[None, :], np.minimum(instance, evidence), evidence)
         params["visible"] = "instance"
         params["box_fallback"] = fallback
@@ -355,6 +364,57 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
                       object_ids=np.array(scene.object_ids, dtype=str),
                       frame_index=np.array([f.index for f in scene.frames], np.int64), valid=valid, params=params,
                       source=scene.source, evidence=evidence)
+
+
+def box_geometry(scene, frames, boxes_rule: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The box geometry :func:`vistest.visibility.raster.visibility_kernel` takes: ``(geom (F,) int64,
+    corners (G, O, 8, 3), axes (G, O, 3, 3), contains (G or 0, O, O) bool)`` in the pose world.
+
+    ``frames`` None: the static poses (``Scene.world_boxes``), one row (G = 1) for any number of
+    frames (``geom`` then has one zero per frame of the scene). Else a row per frame of ``frames``: the
+    boxes at that frame (``Scene.world_boxes_at``; an absent box has NaN corners). ``contains``:
+    the ``boxes`` rule's pairs (:func:`containment`) of each row among its present boxes when
+    ``boxes_rule``; no rows when no pair is contained anywhere."""
+    no = len(scene.objects)
+    if frames is None:
+        rows = [scene.world_boxes() + (np.ones(no, bool),)]
+        geom = np.zeros(len(scene.frames), np.int64)
+    else:
+        rows = [scene.world_boxes_at(f.index) for f in frames]
+        geom = np.arange(len(frames), dtype=np.int64)
+    corners = np.empty((len(rows), no, 8, 3))
+    axes = np.empty((len(rows), no, 3, 3))
+    contains = np.zeros((len(rows), no, no), bool)
+    moving = np.array([o.track is not None for o in scene.objects], bool)
+    still = None  # the static boxes' pairs: decided once (a pair's answer depends on its two boxes only)
+    if boxes_rule and frames is not None and (~moving).any():
+        c, sz, r = scene.world_boxes()
+        still = np.flatnonzero(~moving)
+        fixed = containment(c[still], sz[still], r[still])
+    for g, (c, sz, r, present) in enumerate(rows):
+        corners[g] = box_corners(c, sz, r)  # NaN where absent
+        axes[g] = r
+        if not boxes_rule or not present.any():
+            continue
+        idx = np.flatnonzero(present)
+        if still is not None:  # only the moving boxes and the static ones whose bounds meet theirs
+            contains[g][np.ix_(still, still)] = fixed
+            idx = idx[moving[idx] | _meets(c, sz, r, idx, moving)]
+        if len(idx):
+            contains[g][np.ix_(idx, idx)] = containment(c[idx], sz[idx], r[idx])
+    if not contains.any():
+        contains = np.zeros((0, no, no), bool)
+    return geom, corners, axes, contains
+
+
+def _meets(c, sz, r, idx, moving) -> np.ndarray:
+    """(len(idx),) bool: box idx[k]'s world-axis bounds overlap those of a moving box among ``idx``."""
+    ext = (np.abs(r[idx]) @ (sz[idx, :, None] / 2.0))[..., 0]
+    lo, hi = c[idx] - ext, c[idx] + ext
+    m = moving[idx]
+    if not m.any():
+        return np.zeros(len(idx), bool)
+    return ((lo[:, None] < hi[None, m]) & (hi[:, None] > lo[None, m])).all(axis=2).any(axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -496,6 +556,8 @@ def load_scene_mesh(scene) -> SceneMesh:
     if scene.mesh_objects is None:
         return SceneMesh(verts, sorted_faces, np.full(len(faces), -1, np.int32), False, np.zeros(no, bool), blocks)
     vobj = read_mesh_objects(scene.path(scene.mesh_objects), nv, scene.object_ids)
+    tracked = np.array([o.track is not None for o in scene.objects] + [False], bool)  # [-1]: no object
+    vobj = np.where(tracked[vobj], -1, vobj).astype(np.int32)  # the static mesh holds no moving object
     present = np.zeros(no, bool)
     present[np.unique(vobj[vobj >= 0])] = True
     return SceneMesh(verts, sorted_faces, face_objects(faces, vobj)[forder], True, present, blocks)

@@ -1,0 +1,139 @@
+"""The dynamic demo (``vistest demo-scene --dynamic``): it loads with its moving objects, its
+visibility is computed in every occlusion mode, and the moving objects are visible exactly in the
+frames where pyrender (each frame's boxes at their track poses) shows them."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import Scene
+from vistest.visibility.table import OCCLUSION_MODES, compute_visibility
+from test_tracks import frame_reference
+
+N, W, H = 48, 320, 240
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dyn")
+    r = subprocess.run([sys.executable, "-m", "vistest.cli", "demo-scene", str(out), "--dynamic", "--frames", str(N),
+                        "--size", f"{W}x{H}", "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return Scene.load(r.stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def tables(scene):
+    return {m: compute_visibility(scene, occlusion=m) for m in OCCLUSION_MODES}
+
+
+def test_scene_has_the_moving_objects_and_a_static_mesh(scene):
+    assert scene.dynamic and scene.scene_id == "demo-dynamic-seed0" and len(scene.frames) == N
+    cart, ball = (next(o for o in scene.objects if o.id == i) for i in ("cart", "ball"))
+    assert cart.track[0].frame == 0 and cart.track[-1].frame == N - 1  # the cart is there throughout
+    assert ball.track[0].frame > 0 and ball.track[-1].frame < N - 1  # the ball only while it rolls
+    moved = np.linalg.norm(cart.track[-1].center - cart.track[0].center)
+    assert moved > 1.5
+    labels = set(scene.path(scene.mesh_objects).read_text().split())
+    assert labels == {o.id for o in scene.objects if o.track is None}  # moving objects are not in the mesh
+    assert len(list(scene.path("depth").glob("*.png"))) == N
+
+
+def test_visibility_in_every_mode_and_absent_frames_are_empty(scene, tables):
+    ball = scene.object_ids.index("ball")
+    absent = np.array([scene.objects[ball].pose_at(f.index) is None for f in scene.frames])
+    assert absent.any() and not absent.all()
+    for mode, v in tables.items():
+        assert v.params["occlusion"] == mode and v.params["tracked"] == ["cart", "ball"]
+        assert (v.projected[absent, ball] == 0).all() and (v.visible[absent, ball] == 0).all()
+        assert np.isnan(v.bbox[absent, ball]).all()
+    mesh = tables["mesh"]
+    moving = [scene.object_ids.index(i) for i in ("cart", "ball")]
+    np.testing.assert_array_equal(mesh.visible[:, moving], mesh.evidence[:, moving])  # box bound: not in the mesh
+    assert mesh.params["box_fallback"] == []  # and not reported missing from it
+
+
+def test_moving_objects_are_visible_exactly_where_pyrender_shows_them(scene, tables):
+    moving = [scene.object_ids.index(i) for i in ("cart", "ball")]
+    w, h = scene.image_size
+    shown, out_of_view = 0, 0
+    for fi, f in enumerate(scene.frames):
+        ref, proj, present = frame_reference(scene, f, True)
+        for o in moving:
+            for mode in ("boxes", "depth"):  # the depth frames see the moving objects
+                got = tables[mode].visible[fi, o]
+                assert abs(got - ref[o]) <= 0.005, (mode, f.index, scene.objects[o].id, got, ref[o])
+                if ref[o] * w * h >= 10 or got * w * h >= 10:  # clear of single boundary pixels
+                    assert got > 0 and ref[o] > 0, (mode, f.index, scene.objects[o].id, got, ref[o])
+            assert abs(tables["none"].projected[fi, o] - proj[o]) <= 0.005
+            shown += int(ref[o] > 0)
+            out_of_view += int(present[o] and proj[o] == 0)
+    assert shown > N // 2 and out_of_view > 3  # both in and out of view
+
+
+def test_overlays_draw_moving_boxes_at_their_pose_per_frame(scene, tables):
+    from vistest.look.overlay import label_images, project_boxes
+
+    ball = scene.object_ids.index("ball")
+    boxes = tables["boxes"]
+    ws, hs = boxes.params["working_size"]
+    labels = label_images(scene, scene.frames, (ws, hs), boxes.params["near"])
+    for fi, f in enumerate(scene.frames):
+        segs = project_boxes(scene, f).segments(ball)
+        if scene.objects[ball].pose_at(f.index) is None:
+            assert len(segs) == 0  # not drawn when absent
+        elif boxes.projected[fi, ball] > 0:
+            assert len(segs) > 0  # drawn at its pose in this frame
+        shown = {int(o) for o in np.unique(labels[fi]) if o >= 0}
+        assert all(boxes.visible[fi, o] > 0 for o in shown)
+        if boxes.visible[fi, ball] * ws * hs >= 2:
+            assert ball in shown
+
+
+def test_depth_frames_see_the_moving_objects_at_their_track_pose(scene):
+    """The rendered depth agrees with scene.json: the pixels where pyrender shows the cart or the
+    ball (boxes at their track pose) back-project, through the demo's depth PNG, onto that box."""
+    import cv2
+
+    from vistest.geometry import boxes_contain
+    from vistest.visibility.render import BoxSegRenderer
+
+    w, h = scene.image_size
+    k = scene.camera
+    checked = 0
+    for f in scene.frames[::4]:
+        c, s, r, present = scene.world_boxes_at(f.index)
+        idx = np.flatnonzero(present)
+        ref = BoxSegRenderer(c[idx], s[idx], r[idx], w, h, near=1e-3)
+        try:
+            lab = ref.labels(f.camera_to_world, k)
+        finally:
+            ref.close()
+        depth = cv2.imread(str(scene.path(f.depth)), cv2.IMREAD_UNCHANGED) / 1000.0
+        for oid in ("cart", "ball"):
+            o = scene.object_ids.index(oid)
+            if not present[o]:
+                continue
+            v, u = np.nonzero(lab == int(np.flatnonzero(idx == o)[0]) + 1)
+            if len(u) < 50:
+                continue
+            z = depth[v, u]
+            cam = np.stack([(u - k.cx) / k.fx * z, (v - k.cy) / k.fy * z, z], axis=1)
+            world = cam @ f.camera_to_world[:3, :3].T + f.camera_to_world[:3, 3]
+            inside = [boxes_contain(p, c[o:o + 1], s[o:o + 1] + 0.02, r[o:o + 1])[0] for p in world]
+            assert np.mean(inside) > 0.95, (f.index, oid, np.mean(inside))
+            checked += 1
+    assert checked >= 6
+
+
+def test_a_rerun_with_the_same_parameters_keeps_the_demo(scene):
+    import os
+
+    from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+
+    video = scene.path(scene.video)
+    before = os.stat(video).st_mtime_ns
+    assert make_dynamic_demo_scene(scene.root, num_frames=N, size=(W, H), quiet=True) == scene.root / "scene.json"
+    assert os.stat(video).st_mtime_ns == before  # the same parameters: left as it is
