@@ -1,6 +1,7 @@
 """The dynamic demo (``vistest demo-scene --dynamic``): it loads with its moving objects, its
 visibility is computed in every occlusion mode, and the moving objects are visible exactly in the
 frames where pyrender (each frame's boxes at their track poses) shows them."""
+import dataclasses
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
-from vistest.visibility.table import OCCLUSION_MODES, compute_visibility
+from vistest.visibility.table import OCCLUSION_MODES, choose_occlusion, compute_visibility
 from test_tracks import frame_reference
 
 N, W, H = 48, 320, 240
@@ -39,6 +40,10 @@ def test_scene_has_the_moving_objects_and_a_static_mesh(scene):
     labels = set(scene.path(scene.mesh_objects).read_text().split())
     assert labels == {o.id for o in scene.objects if o.track is None}  # moving objects are not in the mesh
     assert len(list(scene.path("depth").glob("*.png"))) == N
+    mode, why = choose_occlusion(scene)  # auto: the depth frames saw the moving objects, the static mesh did not
+    assert mode == "depth" and "move" in why
+    static = dataclasses.replace(scene, objects=tuple(dataclasses.replace(o, track=None) for o in scene.objects))
+    assert choose_occlusion(static)[0] == "mesh"  # a static scene keeps its mesh
 
 
 def test_visibility_in_every_mode_and_absent_frames_are_empty(scene, tables):

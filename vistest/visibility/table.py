@@ -180,7 +180,10 @@ def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, st
     ``auto``: ``mesh`` when the scene has a mesh with faces (a point cloud cannot be
     rendered as a surface), else ``depth`` when a frame has a depth image, else
     ``boxes``. Observed geometry is preferred because real annotations are loose and
-    nested: a solid-box z-buffer lets a container's box hide what stands inside it.
+    nested: a solid-box z-buffer lets a container's box hide what stands inside it. A scene
+    with moving objects (``scene.dynamic``) prefers ``depth`` to the mesh when it has depth
+    frames: the mesh is static (moving boxes are tested against it, not against each other),
+    while each depth frame observes the moving objects where they are at that frame.
     Any other value is checked against what the scene has and returned as is.
     """
     if occlusion not in OCCLUSION_CHOICES:
@@ -199,6 +202,9 @@ def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, st
                          f"occlusion 'depth'")
     if occlusion != "auto":
         return occlusion, "asked for"
+    if has_depth and faces and scene.dynamic:
+        return "depth", (f"objects move: the scene's depth frames observe them where they are, its mesh "
+                         f"({scene.mesh}) is static")
     if faces:
         return "mesh", f"the scene's mesh ({scene.mesh}) hides what is behind it"
     if has_depth:
