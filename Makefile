@@ -11,6 +11,7 @@ DEMO_GEN := $(DEMO_OUT)/generated
 DEMO_GEN_RUN := $(DEMO_OUT)/run-generated
 DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
+DEMO_DYN := $(DEMO_OUT)/dynamic
 export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: demo test test-slow test-all test-clients lint bench bench-videos bench-batch setup clean variants
@@ -93,6 +94,12 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest index $(DEMO_STRESS) > /dev/null
 	$(call demo_step,its lmms-eval task export)
 	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_STRESS) -o $(DEMO_OUT)/export/stress-lmms-eval-task --quiet
+	$(call demo_step,the dynamic demo: a cart and a ball that move (vistest demo-scene --dynamic))
+	$(VENV)/bin/vistest demo-scene $(DEMO_DYN) --dynamic
+	$(call demo_step,its visibility with the moving boxes (vistest visibility))
+	$(VENV)/bin/vistest visibility $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/visibility.npz
+	$(call demo_step,its overlay: each moving box at its pose per frame (vistest overlay))
+	$(VENV)/bin/vistest overlay $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/overlay.mp4 --visibility $(DEMO_DYN)/visibility.npz --quiet
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -112,6 +119,7 @@ demo: $(STAMP)
 	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl;"
 	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html;"
 	@echo "                 variants not written and why: $(abspath $(DEMO_OUT))/stress-reformulate/report.md)"
+	@echo "  dynamic demo:  $(abspath $(DEMO_DYN))/scene.json (moving objects: docs/scene-format.md), overlay.mp4"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
