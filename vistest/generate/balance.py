@@ -29,8 +29,10 @@ In order (vistest.generate.rules.BalanceRules):
    above chance + 3 on 30 rooms). A cell's gap is its worst over the round's seeds (the
    largest), a question's score per attack its mean over them. The options are placed (step
    5), every attack is scored, and while a judged
-   (type, attack) cell is more than ``blind_margin`` above chance (the failed target; cells
-   below chance are reported, not pruned: removing what an attack gets wrong chases noise) the
+   (type, attack) cell is more than ``blind_margin`` above chance (the failed target; an
+   attack's complement cell ``not-X`` above the margin, i.e. the attack far below chance, is
+   judged by the report and not pruned: removing what an attack gets wrong, tried, shrank every
+   type to the floor, and putting pruned questions back cycled; docs/generate.md) the
    questions (units) it answers best relative to their chance are removed, at least one and
    about ``(gap - margin) x n``, never more than ``max_prune_fraction`` of a type nor below
    ``min_questions`` (for twins: of either type); the options are drawn again and everything
@@ -72,7 +74,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..eval.attacks import base_attack, mean_of
+from ..eval.attacks import base_attack, worst_of
 from ..eval.baselines import DEFAULT_FOLDS, scene_folds
 from . import blind
 from .candidates import NUMERIC_MCQ_TYPES, TWIN_FAMILY, Candidate, significant, to_record, twin_key
@@ -313,8 +315,7 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
                 ) -> tuple[set[tuple], list[tuple[str, str, int]], list]:
     """The units to remove after one scoring (module docstring, step 4): (twin keys, [(type,
     attack, n removed)], the failing cells nothing could be pruned from: every question they
-    answer above chance is at its type's :func:`prune_floor`, or they are pooled). Complement
-    cells ``not-X`` (an attack far below chance) are reported, never pruned (module docstring)."""
+    answer above chance is at its type's :func:`prune_floor`, or they are pooled)."""
     rs = report.row_scores
     units = [twin_key(p.candidate) for p in placed]
     types = [p.candidate.question_type for p in placed]
@@ -327,15 +328,13 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
     log: list[tuple[str, str, int]] = []
     stuck = []
     touched: set[str] = set()
-    # judged cells above chance + margin (vistest.eval.attacks.AttackCell.ok: an attack, or an attack's
-    # complement not-X when X is far below chance), the largest excess first
-    for cell in sorted(report.failing, key=lambda c: (-(c.gap - c.margin), c.question_type, c.attack)):
+    for cell in report.failing:  # judged cells above chance + margin (vistest.eval.attacks.AttackCell.ok)
+        if cell.complement:
+            continue  # not-X: the attack far below chance, reported, not pruned (module docstring)
         names = set(cell.pooled or (cell.question_type,))
         mcq = placed[[i for i, t in enumerate(types) if t in names][0]].options is not None
         if _is_placement(cell.attack, cell.question_type, mcq):
             continue  # a new draw of the options answers it (module docstring)
-        if cell.complement:  # an attack far below chance: reported, not pruned (module docstring)
-            continue
         if cell.pooled:  # its types are each below the judging floor: no question of theirs is pruned
             stuck.append(cell)
             continue
@@ -343,7 +342,7 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
         idx = [i for i, t in enumerate(types) if t in names and not np.isnan(s[i]) and units[i] not in drop]
         adv = np.array([s[i] - rs.chance[i] for i in idx])
         order = [idx[j] for j in np.argsort(-adv, kind="stable") if adv[j] > 0]
-        want = prune_count(cell.gap, cell.n, float(adv.max()) if len(adv) else 0.0, b.blind_margin)
+        want = max(1, math.ceil((abs(cell.gap) - b.blind_margin) * cell.n))
         n = 0
         for i in order:
             ts = unit_types[units[i]]
@@ -359,17 +358,6 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
         elif not names & touched:  # (a type another cell pruned this round is scored again first)
             stuck.append(cell)
     return drop, log, stuck
-
-
-def prune_count(gap: float, n: int, adv: float, margin: float) -> int:
-    """How many of a cell's ``n`` rows to remove (module docstring, step 4): the fewest that bring
-    its mean gap to ``margin`` when each removed row is ``adv`` above its chance (an attack's right
-    answer: ``1 - 1/k``; its complement's wrong one: ``1/(k - 1) - 1/k``): ``(gap - margin) x n /
-    (adv - margin)``, at least one. Removing ``(gap - margin) x n`` rows (the rule before) overshoots
-    and lands the attack below chance."""
-    if adv <= margin:
-        return max(1, math.ceil((gap - margin) * n))
-    return max(1, math.ceil((gap - margin) * n / (adv - margin) - 1e-9))
 
 
 def fold_seeds(seed: int, b: BalanceRules, round_: int = 0) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -504,8 +492,8 @@ def _attack_loop(kept: dict[str, list[Candidate]], rules: Rules, rng: np.random.
         if not placed:
             return placed
         records = _records(placed)
-        report = mean_of([blind.attack_report(records, 0, blind.ATTACKS, b.min_judged, b.blind_margin, f)
-                          for f in folds], b.min_judged, b.blind_margin)
+        report = worst_of([blind.attack_report(records, 0, blind.ATTACKS, b.min_judged, b.blind_margin, f)
+                           for f in folds])
         drop, log, stuck = prune_round(placed, report, n0, b, deep)
         if not drop and not stuck:
             return placed
@@ -559,6 +547,6 @@ def _drop_note(qtype: str, cell, placed: Sequence[Placed], units: set) -> str:
     """The report's line for a type dropped as leaky."""
     with_twin = sorted({p.candidate.question_type for p in placed if twin_key(p.candidate) in units})
     return (f"{', '.join(with_twin)}: dropped ({len(units)} question(s) or twin pairs): attack {cell.attack} "
-            f"held out {100 * cell.gap:+.1f} points from chance (the mean over a balancing round's fold seeds) on "
+            f"held out {100 * cell.gap:+.1f} points from chance (the worst of a balancing round's fold seeds) on "
             f"{cell.question_type} (n={cell.n}) with no "
             f"question left to prune (at the judging floor of the type, or a pool of types below it)")

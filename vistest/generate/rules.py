@@ -306,8 +306,8 @@ class BalanceRules:
                                      "...; the generation's --seed first) and a cell on its mean gap over them",
                                   "vistest (issue #23)")
     fit_fold_seeds: int = param(3, "each balancing round scores the attacks on this many fold seeds of its own (new "
-                                   "every round, never the report's; a cell on its mean gap over them, as the "
-                                   "report judges): the pruning is judged out of sample", "vistest (issue #23)")
+                                   "every round, never the report's; a cell on its worst): the pruning is judged "
+                                   "out of sample", "vistest (issue #23)")
     pool_per_scene: int = param(40, "candidates kept per scene and type before the budget check, drawn at random "
                                     "(bounds the work on scenes with thousands of object triples; 0: all)", VISTEST)
 
