@@ -273,6 +273,10 @@ def test_baseline_cli_prints_the_attacks(tmp_path):
     rep = json.loads((tmp_path / "attacks.json").read_text())
     assert rep["holdout"].startswith("leave-one-scene-out") and {c["attack"] for c in rep["cells"]} >= {
         "constant", "option-label", "numeric-prior", "learned"}
+    # two-sided: the complements of the multiple-choice attacks, none of the numbers (MRA: one-sided)
+    comp = [c for c in rep["cells"] if c["complement"]]
+    assert {c["attack"] for c in comp} >= {"not-constant", "not-option-label"} and "not-option-label" in out.output
+    assert all(c["question_type"].endswith(": object_rel_distance_closest") for c in comp)  # pooled (<20)
 
 
 def test_nota_position_and_answer_length_attacks():
