@@ -97,18 +97,22 @@ def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> No
     t0 = time.time()
     rep = attack_report(records)
     judged = [c for c in rep.cells if c.judged]
-    above = [c for c in judged if c.above]
-    below = [c for c in judged if c.below]
-    resolved = [c for c in above if c.ci[0] > c.margin]
+    above = [c for c in judged if c.above and not c.complement]
+    comp = [c for c in judged if c.above and c.complement]
+    below = [c for c in judged if c.below and not c.complement]
+    resolved = [c for c in above + comp if c.ci[0] > c.margin]
     print(f"\n## {name}: {len(records)} questions, {len({r['scene_id'] for r in records})} scene(s), attacks in "
-          f"{time.time() - t0:.1f} s; {len(judged)} judged cells: {len(above)} above chance + 3 points "
-          f"({len(resolved)} with chance + 3 below their 95% interval), {len(below)} below chance - 3 points; "
-          f"chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} of {len(judged)}")
+          f"{time.time() - t0:.1f} s; {len(judged)} judged cells (attacks and complements 'not-X'): {len(above)} "
+          f"attack(s) above chance + 3 points, {len(comp)} complement(s) above chance + 3 (their attack far below "
+          f"chance) ({len(resolved)} of these with chance + 3 below their 95% interval); {len(below)} attack(s) "
+          f"below chance - 3 points; chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} "
+          f"of {len(judged)}")
     for label, seeds in seed_groups(fresh):  # folds the balancing never saw (vistest.generate.balance.fold_seeds)
         cells = [c for c in across_seeds([attack_report(records, s) for s in seeds], seeds) if c.judged]
         per_seed = [sum(s in c.seeds_above for c in cells) for s in seeds]
         print(f"  {label} {', '.join(map(str, seeds))}: of {len(cells)} judged cells, above chance + 3 per seed "
-              f"{per_seed}; mean over the seeds above: {sum(c.above for c in cells)} (largest mean "
+              f"{per_seed}; mean over the seeds above: {sum(c.above and not c.complement for c in cells)} "
+              f"attack(s), {sum(c.above and c.complement for c in cells)} complement(s) (largest mean "
               f"{100 * max(c.mean for c in cells):+.1f}); worst seed above: "
               f"{sum(c.worst > c.margin + 1e-9 for c in cells)}")
         if label.startswith("the report"):
@@ -152,6 +156,9 @@ def main() -> None:
         print(f"\n# generate: {name} in {time.time() - t0:.1f} s; report targets met: {gen.report.ok}")
         for n in gen.report.notes:
             print(f"  note: {n}")
+        dropped = [f.question_type for f in gen.report.funnel if f.answerable and not f.final]
+        print(f"  kept {sum(f.final for f in gen.report.funnel)} of {sum(f.answerable for f in gen.report.funnel)} "
+              f"answerable questions; {len(dropped)} type(s) dropped: {', '.join(dropped) or '-'}")
         print("  questions per type, answerable before balancing -> kept: " + ", ".join(
             f"{f.question_type} {f.answerable} -> {f.final}" for f in gen.report.funnel))
         report(name, records, args.markdown, args.fresh)

@@ -273,6 +273,10 @@ def test_baseline_cli_prints_the_attacks(tmp_path):
     rep = json.loads((tmp_path / "attacks.json").read_text())
     assert rep["holdout"].startswith("leave-one-scene-out") and {c["attack"] for c in rep["cells"]} >= {
         "constant", "option-label", "numeric-prior", "learned"}
+    # two-sided: the complements of the multiple-choice attacks, none of the numbers (MRA: one-sided)
+    comp = [c for c in rep["cells"] if c["complement"]]
+    assert {c["attack"] for c in comp} >= {"not-constant", "not-option-label"} and "not-option-label" in out.output
+    assert all(c["question_type"].endswith(": object_rel_distance_closest") for c in comp)  # pooled (<20)
 
 
 def test_nota_position_and_answer_length_attacks():
@@ -336,3 +340,49 @@ def test_option_order_is_the_rank_attack_order():
     assert option_order(["A. 3.5", "B. 1.0", "C. 2", "D. None of these"]) == [1, 2, 0, 3]
     assert option_order(["A. left", "B. 2"]) is None and option_order(["1", "2"]) is None
     assert option_order(["A. None of these", "B. Cannot be determined from the video"]) is None
+
+
+def test_complement_of_an_attack_is_judged_two_sided():
+    """Two-sided judging (vistest.eval.attacks, issue #23): an attack far below chance leaks
+    through its complement "not-X" (uniformly one of the options X does not pick). Planted:
+    8 scenes, scene i keys letter "ABCD"[i % 4] on every 4-option question (and "ABC"[i % 3]
+    on every 3-option one), so the held-out most frequent letter (leave-one-scene-out) is
+    mostly a letter the scene never keys. The complement is recomputed here by enumerating
+    the other options of each row, the held-out constant letter by counting the other scenes."""
+    from collections import Counter
+
+    from vistest.eval.attacks import blind_attacks
+
+    rows = []
+    for s in range(8):
+        for q in range(3):
+            rows.append(truth(f"s{s}a{q}", "object_rel_distance_closest", "ABCD"[s % 4], budget="all",
+                              options=[f"{x}. o{j}" for j, x in enumerate("ABCD")], scene_id=f"s{s}"))
+            rows.append(truth(f"s{s}b{q}", "obj_appearance_order", "ABC"[s % 3], budget="all",
+                              options=[f"{x}. o{j}" for j, x in enumerate("ABC")], scene_id=f"s{s}"))
+            rows.append(truth(f"s{s}n{q}", "object_abs_distance", str(1.0 + s + q), budget="all", scene_id=f"s{s}"))
+    rep = blind_attacks(rows, holdout_folds(rows), REVSI, min_judged=20)
+    assert rep.folds.by == "scene"
+    cells = {(c.question_type, c.attack): c for c in rep.cells}
+    for qtype in ("object_rel_distance_closest", "obj_appearance_order"):
+        mine = [t for t in rows if t.question_type == qtype]
+        comp, attack = [], []
+        for t in mine:
+            train = Counter(x.ground_truth for x in mine if x.scene_id != t.scene_id)
+            pick = min(train, key=lambda a: (-train[a], a))  # held out: the other scenes' most frequent letter
+            others = [o.split(".")[0] for o in t.options if o.split(".")[0] != pick]
+            attack.append(float(pick == t.ground_truth))
+            comp.append(sum(o == t.ground_truth for o in others) / len(others))
+        k = len(mine[0].options)
+        c, nc = cells[(qtype, "constant")], cells[(qtype, "not-constant")]
+        assert c.score == pytest.approx(np.mean(attack)) and nc.score == pytest.approx(np.mean(comp))
+        assert nc.chance == pytest.approx(1 / k) and nc.n == c.n == 24 and nc.complement and not c.complement
+        assert nc.gap == pytest.approx(-c.gap / (k - 1))  # the identity the docs state
+        assert c.gap < -0.1 and c.ok and c.below  # the attack itself passes the upper side ...
+        assert nc.judged and nc.above and not nc.ok  # ... its complement fails it
+    assert not rep.ok and "not-constant" in {f.attack for f in rep.failing}
+    # numbers (MRA) are one-sided: no complement cell
+    assert ("object_abs_distance", "constant") in cells
+    assert not any(q == "object_abs_distance" and a.startswith("not-") for q, a in cells)
+    table = rep.table()
+    assert any(r[1] == "not-constant" and r[-1] == "NO" for r in table.rows) and "one-sided" in table.note

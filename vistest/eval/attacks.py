@@ -37,11 +37,18 @@ answer_i)``): what a model that knows the answer distribution but not the questi
 **Judging** (:class:`AttackCell`): per (attack, type), the mean score minus the mean chance over
 the rows the attack applies to, with a 95% confidence interval that treats each scene as one
 sample (cluster-robust standard error of the per-row gaps; per row when there is one scene).
-Reported on both sides, judged on the upper one: a judged cell is within target (``ok``) when
-``gap <= margin`` (issue #23: "within chance + 3 points"; an attack above chance is a model that
-passes without looking). A cell more than ``margin`` *below* chance is flagged (``below``) and
-reported, not failed: the opposite rule gains at most ``|gap| / (k - 1)`` over chance on ``k``
-options, within the margin for every gap the sets show. Each cell also says whether
+A judged cell is within target (``ok``) when ``gap <= margin`` (issue #23: "within chance + 3
+points"; an attack above chance is a model that passes without looking). **Two-sided**: an
+attack far *below* chance leaks too, through its complement: on a ``k``-option row, picking
+uniformly among the ``k - 1`` options the attack does not pick scores ``0`` when the attack is
+right and ``1/(k - 1)`` when it is wrong (``(1 - s) / (k - 1)`` for a score ``s``). Every
+multiple-choice attack ``X`` therefore has a complement cell ``not-X`` (:data:`COMPLEMENT`
+prefix; per-row scores from the same held-out answers, the same chance ``1/k``, interval and
+judging): ``not-X`` above chance + margin is a blind pass as well. On ``k`` options the
+complement's gap is ``-gap(X) / (k - 1)``, so the two cells bound the attack's gap to ``[-(k -
+1) x margin, +margin]`` (-9 .. +3 points on 4 options). Numbers scored with MRA have no
+complement (no "other options" to spread over): those cells are one-sided. A cell more than
+``margin`` below chance is still flagged (``below``, reported). Each cell also says whether
 ``chance + margin`` lies inside its 95% interval (``margin_in_ci``: the point estimate's side of
 the margin is not resolved at this size). Types with fewer than
 ``min_judged`` rows are not judged alone: their rows are pooled into one cell per attack
@@ -72,6 +79,7 @@ from .tables import Table
 CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
     "constant", "option-label", "option-rank", "numeric-prior", "learned", "nota-position", "answer-length")
 ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH)
+COMPLEMENT = "not-"  # the complement cell of attack X is named "not-X" (module docstring: two-sided)
 DEFAULT_MARGIN = 0.03  # issue #23: every held-out attack within chance + 3 points
 DEFAULT_MIN_JUDGED = 20  # vistest.generate.rules.BalanceRules.min_judged: SE of a mean MRA ~0.3/sqrt(n)
 Z95 = 1.959964
@@ -169,6 +177,33 @@ def _words(text: str) -> frozenset[str]:
 def _argmax_key(counts: Mapping, default=None):
     """The most frequent key (ties: the smallest); ``default`` when empty."""
     return min(counts, key=lambda k: (-counts[k], k)) if counts else default
+
+
+def complement_of(attack: str) -> str:
+    """The name of attack ``attack``'s complement cell (module docstring: two-sided)."""
+    return COMPLEMENT + attack
+
+
+def base_attack(name: str) -> str:
+    """The attack a cell name scores: ``X`` for ``X`` and for its complement ``not-X``."""
+    return name[len(COMPLEMENT):] if is_complement(name) else name
+
+
+def is_complement(name: str) -> bool:
+    """Whether a cell name is an attack's complement (``not-X``)."""
+    return name.startswith(COMPLEMENT) and name[len(COMPLEMENT):] in ATTACKS
+
+
+def complement_scores(rows: Sequence[TruthRow], scores: np.ndarray) -> np.ndarray:
+    """Per row, the complement strategy's score (module docstring): on a multiple-choice row of
+    ``k >= 2`` options the attack answered with score ``s``, ``(1 - s) / (k - 1)`` (the mean over
+    the ``k - 1`` options it did not pick); NaN elsewhere (numbers: one-sided)."""
+    out = np.full(len(rows), np.nan)
+    for i, t in enumerate(rows):
+        k = len(t.options or ())
+        if t.kind == ANSWER_MCQ and k >= 2 and not np.isnan(scores[i]):
+            out[i] = (1.0 - scores[i]) / (k - 1)
+    return out
 
 
 # =======================================================================================
@@ -357,7 +392,8 @@ def attack_rows(truths: Sequence[TruthRow], budget: str | None = None) -> list[T
 
 def score_rows(rows: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
                attacks: Sequence[str] = ATTACKS) -> RowScores:
-    """Every attack's held-out score on every row (module docstring)."""
+    """Every attack's held-out score on every row, and each attack's complement ``not-X`` on the
+    multiple-choice rows (module docstring: two-sided)."""
     rows = tuple(rows)
     index = {t.key: i for i, t in enumerate(rows)}
     cells: dict[str, list[int]] = defaultdict(list)
@@ -390,6 +426,10 @@ def score_rows(rows: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROT
     if LEARNED_ATTACK in attacks and rows:
         for t, p in zip(rows, fit_learned(rows, folds).predictions):
             put(LEARNED_ATTACK, t, p.prediction)
+    for attack in attacks:
+        comp = complement_scores(rows, scores[attack])
+        if not np.isnan(comp).all():
+            scores[complement_of(attack)] = comp
     return RowScores(rows, chance, scores)
 
 
@@ -415,8 +455,14 @@ class AttackCell:
         return self.score - self.chance
 
     @property
+    def complement(self) -> bool:
+        """Whether this is an attack's complement cell ``not-X`` (module docstring: two-sided)."""
+        return is_complement(self.attack)
+
+    @property
     def above(self) -> bool:
-        """Judged and more than ``margin`` above chance: a blind pass (the failed target)."""
+        """Judged and more than ``margin`` above chance: a blind pass (the failed target; for a
+        complement cell, its attack far below chance)."""
         return self.judged and self.gap > self.margin + 1e-9
 
     @property
@@ -438,7 +484,7 @@ class AttackCell:
         return {"attack": self.attack, "question_type": self.question_type, "n": self.n, "scenes": self.scenes,
                 "score": self.score, "chance": self.chance, "gap": self.gap, "ci95": list(self.ci),
                 "judged": self.judged, "ok": self.ok, "above": self.above, "below": self.below,
-                "margin_in_ci95": self.margin_in_ci, "pooled": list(self.pooled)}
+                "margin_in_ci95": self.margin_in_ci, "complement": self.complement, "pooled": list(self.pooled)}
 
 
 def gap_interval(gaps: np.ndarray, scenes: Sequence[str]) -> tuple[float, float]:
@@ -522,7 +568,9 @@ class AttackReport:
 
     def table(self) -> Table:
         note = (f"Held out ({self.folds.scheme}), budget {self.budget}; gap = score - chance in points with its 95% "
-                f"interval (scenes as clusters); judged on the upper side: gap <= margin (NO: a blind pass), "
+                f"interval (scenes as clusters); two-sided: 'not-X' is attack X's complement (uniformly one of the "
+                f"options X does not pick: per row 0 when X is right, 1/(k-1) when wrong), judged like X; numbers "
+                f"(MRA) have no complement (one-sided); within: gap <= margin (NO: a blind pass), "
                 f"'below': more than the margin below chance (reported); 'margin in CI': chance + margin lies "
                 f"inside the interval" + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
         rows = tuple((c.question_type, c.attack, str(c.n), str(c.scenes), f"{c.score:.3f}", f"{c.chance:.3f}",
@@ -536,7 +584,7 @@ class AttackReport:
 
 
 def _cell_order(c) -> tuple:
-    return (c.pooled != (), c.question_type, ATTACKS.index(c.attack))
+    return (c.pooled != (), c.question_type, ATTACKS.index(base_attack(c.attack)), is_complement(c.attack))
 
 
 def worst_of(reports: Sequence[AttackReport]) -> AttackReport:
@@ -586,6 +634,11 @@ class SeedCell:
         return float(np.nanmean(self.gaps))
 
     @property
+    def complement(self) -> bool:
+        """Whether this is an attack's complement cell ``not-X`` (module docstring: two-sided)."""
+        return is_complement(self.attack)
+
+    @property
     def worst(self) -> float:
         """The largest gap over the seeds (the upper side the target judges)."""
         return float(np.nanmax(self.gaps))
@@ -609,7 +662,7 @@ class SeedCell:
         return {"attack": self.attack, "question_type": self.question_type, "n": self.n,
                 "fold_seeds": list(self.seeds), "gaps": [None if math.isnan(g) else g for g in self.gaps],
                 "mean_gap": self.mean, "worst_gap": self.worst, "judged": self.judged, "ok": self.ok,
-                "above": self.above,
+                "above": self.above, "complement": self.complement,
                 "seeds_above": list(self.seeds_above), "pooled": list(self.pooled)}
 
 
@@ -632,7 +685,8 @@ def seeds_table(cells: Sequence[SeedCell], scheme: str) -> Table:
     """The judged cells of :func:`across_seeds` as a table: the gap per fold seed, mean, worst."""
     seeds = cells[0].seeds if cells else ()
     note = (f"Held out ({scheme}) on fold seeds {', '.join(map(str, seeds))}; gap = score - chance in points per "
-            f"fold seed; judged on the mean over the seeds: within target when at most the margin (NO: a blind "
+            f"fold seed; two-sided ('not-X': attack X's complement; numbers (MRA): one-sided); judged on the "
+            f"mean over the seeds: within target when at most the margin (NO: a blind "
             f"pass); 'seeds above': the fold seeds on which the gap alone is above the margin")
     rows = tuple((c.question_type, c.attack, str(c.n), " ".join(f"{100 * g:+.1f}" for g in c.gaps),
                   f"{100 * c.mean:+.1f}", f"{100 * c.worst:+.1f}", " ".join(map(str, c.seeds_above)) or "-",

@@ -29,8 +29,10 @@ In order (vistest.generate.rules.BalanceRules):
    above chance + 3 on 30 rooms). A cell's gap is its worst over the round's seeds (the
    largest), a question's score per attack its mean over them. The options are placed (step
    5), every attack is scored, and while a judged
-   (type, attack) cell is more than ``blind_margin`` above chance (the failed target; cells
-   below chance are reported, not pruned: removing what an attack gets wrong chases noise) the
+   (type, attack) cell is more than ``blind_margin`` above chance (the failed target; an
+   attack's complement cell ``not-X`` above the margin, i.e. the attack far below chance, is
+   judged by the report and not pruned: removing what an attack gets wrong, tried, shrank every
+   type to the floor, and putting pruned questions back cycled; docs/generate.md) the
    questions (units) it answers best relative to their chance are removed, at least one and
    about ``(gap - margin) x n``, never more than ``max_prune_fraction`` of a type nor below
    ``min_questions`` (for twins: of either type); the options are drawn again and everything
@@ -72,7 +74,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..eval.attacks import worst_of
+from ..eval.attacks import base_attack, worst_of
 from ..eval.baselines import DEFAULT_FOLDS, scene_folds
 from . import blind
 from .candidates import NUMERIC_MCQ_TYPES, TWIN_FAMILY, Candidate, significant, to_record, twin_key
@@ -297,6 +299,7 @@ def _place_all(groups: dict[str, list[Candidate]], rules: Rules, rng: np.random.
 
 
 def _is_placement(attack: str, qtype: str, mcq: bool) -> bool:
+    attack = base_attack(attack)  # an attack's complement too (not-X): the same draw answers both
     return attack in PLACEMENT_ATTACKS or (attack == "constant" and mcq)
 
 
@@ -326,6 +329,8 @@ def prune_round(placed: Sequence[Placed], report, n0: dict[str, int], b: Balance
     stuck = []
     touched: set[str] = set()
     for cell in report.failing:  # judged cells above chance + margin (vistest.eval.attacks.AttackCell.ok)
+        if cell.complement:
+            continue  # not-X: the attack far below chance, reported, not pruned (module docstring)
         names = set(cell.pooled or (cell.question_type,))
         mcq = placed[[i for i, t in enumerate(types) if t in names][0]].options is not None
         if _is_placement(cell.attack, cell.question_type, mcq):

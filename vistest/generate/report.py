@@ -8,11 +8,13 @@ type; correct letters uniform (each within ``balance.letter_tolerance`` of 1/k) 
 multiple-choice type; numeric options within ``[min_ratio, max_ratio]`` times the answer and
 ``step_ratio`` apart, the answer's rank uniform; every blind attack of vistest.eval.attacks, held
 out by scene, at most ``balance.blind_margin`` above chance (per type from ``balance.min_judged``
-questions on; smaller types pooled, and the pool judged from that size on; cells more than the
-margin below chance are reported in the attack table, not failed: vistest.eval.attacks) on each
-of ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...), which the balancing never
-scores on (vistest.generate.balance.fold_seeds): a cell is judged on its worst seed, and the
-table of fold seeds gives its gap on each, the mean and the worst.
+questions on; smaller types pooled, and the pool judged from that size on), **two-sided**: every
+multiple-choice attack's complement ``not-X`` (one of the options X does not pick, at random:
+X far below chance) at most the margin above chance too; numbers (MRA) one-sided
+(vistest.eval.attacks), on ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...),
+which the balancing never scores on (vistest.generate.balance.fold_seeds): a cell is judged on
+its mean gap over the seeds, and the table of fold seeds gives its gap on each, the mean and the
+worst.
 """
 from __future__ import annotations
 

@@ -281,8 +281,8 @@ class BalanceRules:
                                                     "this of its type's answers (an answer prior within the "
                                                     "3-point margin)", "vistest (issue #23)")
     blind_margin: float = param(0.03, "questions are pruned until every blind attack, held out by scene, scores "
-                                      "at most this above chance on every judged type (cells below chance are "
-                                      "reported, not pruned)",
+                                      "at most this above chance on every judged type; the report judges every "
+                                      "multiple-choice attack's complement not-X by it too (two-sided)",
                                 "issue #23 (chance + 3 points)")
     max_rounds: int = param(20, "most rounds of drawing the options, scoring the attacks and pruning (dropping a "
                                 "leaky type takes up to three: prune, prune past max_prune_fraction, drop)", VISTEST)
@@ -303,7 +303,7 @@ class BalanceRules:
                                 "questions on (the standard error of a mean MRA is about 0.3/sqrt(n): 7 points at "
                                 "20); smaller types are pooled per attack, the pool judged from this size on", VISTEST)
     judge_fold_seeds: int = param(3, "the report judges every blind attack on this many fold seeds (seed, seed + 1 "
-                                     "...; the generation's --seed first) and a cell on its worst",
+                                     "...; the generation's --seed first) and a cell on its mean gap over them",
                                   "vistest (issue #23)")
     fit_fold_seeds: int = param(3, "each balancing round scores the attacks on this many fold seeds of its own (new "
                                    "every round, never the report's; a cell on its worst): the pruning is judged "
