@@ -147,7 +147,7 @@ def frame_reference(scene, frame, boxes_rule):
     return vis / (w * h), proj / (w * h), present
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_moving_boxes_agree_with_pyrender(seed):
     scene = random_dynamic_scene(seed)
     boxes = compute_visibility(scene, occlusion="boxes")
