@@ -49,6 +49,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -474,6 +475,21 @@ def depth_to_png16(depth_m: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------
+def check_demo_params(num_frames: int, size: Sequence[int], fps: float, min_frames: int, why: str
+                      ) -> tuple[int, int]:
+    """Check a demo's ``num_frames`` (an integer >= ``min_frames``; ``why``: what needs that many),
+    ``size`` (positive even (W, H) pixels: the video is yuv420p) and ``fps`` (frames/s, positive);
+    returns (W, H). InputError naming the parameter otherwise."""
+    if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < min_frames:
+        raise InputError(f"num_frames: expected an integer >= {min_frames} ({why}), got {num_frames!r}")
+    w, h = (int(v) for v in size)
+    if w <= 0 or h <= 0 or w % 2 or h % 2:
+        raise InputError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
+    if not (np.isfinite(fps) and fps > 0):
+        raise InputError(f"fps: expected a positive number, got {fps!r}")
+    return w, h
+
+
 def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 300,
                     size: tuple[int, int] = (640, 480), fps: float = 30.0, quiet: bool = False,
                     force: bool = False) -> Path:
@@ -497,14 +513,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     import trimesh  # noqa: F401  (fail early if missing)
 
     outdir = Path(outdir)
-    if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < MIN_FRAMES:
-        raise InputError(f"num_frames: expected an integer >= {MIN_FRAMES} (the walk's planned events need it), "
-                         f"got {num_frames!r}")
-    w, h = (int(v) for v in size)
-    if w <= 0 or h <= 0 or w % 2 or h % 2:
-        raise InputError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
-    if not (np.isfinite(fps) and fps > 0):
-        raise InputError(f"fps: expected a positive number, got {fps!r}")
+    w, h = check_demo_params(num_frames, size, fps, MIN_FRAMES, "the walk's planned events need it")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / DEMO_STAMP
     params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),

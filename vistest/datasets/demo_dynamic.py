@@ -40,7 +40,6 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
-from ..errors import InputError
 from ..geometry import look_at, rot_x
 from ..progress import progress_bar
 from ..scene import DepthSpec, Frame, Scene, SceneObject, TrackKey
@@ -157,14 +156,7 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
     import cv2
 
     outdir = Path(outdir)
-    if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < MIN_FRAMES:
-        raise InputError(f"num_frames: expected an integer >= {MIN_FRAMES} (the moving objects' paths need "
-                         f"it), got {num_frames!r}")
-    w, h = (int(v) for v in size)
-    if w <= 0 or h <= 0 or w % 2 or h % 2:
-        raise InputError(f"size: expected positive even (W, H) (the video is yuv420p), got {size!r}")
-    if not (np.isfinite(fps) and fps > 0):
-        raise InputError(f"fps: expected a positive number, got {fps!r}")
+    w, h = demo.check_demo_params(num_frames, size, fps, MIN_FRAMES, "the moving objects' paths need it")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / demo.DEMO_STAMP
     params = {"dynamic": True, "seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),
