@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .budget.config import TruthConfig
+from .budget.config import TruthConfig, setting
 from .budget.evaluators import DEFAULT_EVALUATORS, Evaluator
 from .errors import InputError
 from .scene import Scene
@@ -30,11 +30,6 @@ from .videos.config import DummyConfig, EncodeConfig, ResourceConfig
 from .visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES, choose_occlusion
 
 KEY_EXCLUDED = ("resources",)  # RunConfig fields that never change a scene's outputs
-
-
-def setting(default: Any, doc: str) -> Any:
-    """A config field: its default and what it does (with its unit)."""
-    return field(default=default, metadata={"doc": doc})
 
 
 def canonical(value: Any) -> Any:

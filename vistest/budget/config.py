@@ -18,7 +18,8 @@ from .truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
 
 
 def setting(default: Any, doc: str, factory: Any = None) -> Any:
-    """A config field: its default (or ``factory``) and what it does (with its unit)."""
+    """A config field: its default (or ``factory``) and what it does (with its unit); the run's
+    configs (vistest.videos.config, vistest.config) use it too."""
     if factory is not None:
         return field(default_factory=factory, metadata={"doc": doc})
     return field(default=default, metadata={"doc": doc})

@@ -11,9 +11,9 @@ threads follow from ``cpus``, which a batch fixes per scene).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
+from ..budget.config import setting
 from ..budgets import ALL, BudgetValue, budget_label, parse_budget
 from ..errors import InputError
 from .ffmpeg import X264_PRESETS
@@ -31,11 +31,6 @@ DEFAULT_MAX_MEMORY_MB = 500.0  # MB the video writer's process tree may use
 LENGTH_BUDGET, LENGTH_FULL = "budget", "full"
 DUMMY_LENGTHS = (LENGTH_BUDGET, LENGTH_FULL)
 DEFAULT_DUMMY_LENGTH = LENGTH_BUDGET
-
-
-def setting(default: Any, doc: str) -> Any:
-    """A config field: its default and what it does (with its unit)."""
-    return field(default=default, metadata={"doc": doc})
 
 
 @dataclass(frozen=True)
