@@ -66,10 +66,10 @@ from ..errors import InputError
 from ..geometry import rigid_inverse
 from ..jsonl import iter_jsonl, read_text
 from ..scene import Frame, Scene
+from .audit import RATIO_FLOOR_M, grid_rays
 
 AS_GIVEN = "as given"
 NONE_FITS = "none fits"
-FLOOR_M = 0.01  # ratios use max(d, 1 cm)
 SWAP_YZ = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
 GL_AXES = np.diag([1.0, -1.0, -1.0])
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
@@ -306,7 +306,6 @@ def depth_points(scene: Scene, frame: Frame, grid: int) -> np.ndarray:
     if frame.depth is None or not frame.valid:
         return np.zeros((0, 3))
     from ..visibility.table import depth_samples
-    from .audit import grid_rays
 
     w, h = scene.image_size
     s = min(1.0, grid / max(w, h))
@@ -436,8 +435,8 @@ def name_fit(dists: dict[str, float], order: list[str], config: AnswerAuditConfi
         return (bases or {}).get(n, dists.get(AS_GIVEN, math.nan))
 
     beat = [n for n in order[1:] if math.isfinite(dists.get(n, math.nan))
-            and (not math.isfinite(base(n)) or (base(n) - dists[n] >= config.margin_m and max(base(n), FLOOR_M)
-                                                >= config.better_factor * max(dists[n], FLOOR_M)))]
+            and (not math.isfinite(base(n)) or (base(n) - dists[n] >= config.margin_m and max(base(n), RATIO_FLOOR_M)
+                                                >= config.better_factor * max(dists[n], RATIO_FLOOR_M)))]
     best = min(beat, key=lambda n: dists[n]) if beat else AS_GIVEN
     d = dists.get(best, math.nan)
     return best if math.isfinite(d) and d <= config.fit_m else NONE_FITS

@@ -49,7 +49,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -475,6 +475,38 @@ def depth_to_png16(depth_m: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------
+def write_video_and_depth(outdir: Path, render: Callable[[int], tuple[np.ndarray, np.ndarray]], num_frames: int,
+                          fps: float, size: tuple[int, int], label: str, quiet: bool) -> None:
+    """Render decoded frames 0 .. ``num_frames - 1`` with ``render(i) -> (rgb (H, W, 3) uint8, depth
+    (H, W) metres along the optical axis, 0 = nothing)`` into ``outdir/video.mp4`` (``fps`` frames/s,
+    ``size`` (W, H)) and ``outdir/depth/{i:06d}.png`` (16-bit millimetres, :func:`depth_to_png16`).
+    The depth folder is written aside and put in place whole (:func:`replace_dir`)."""
+    import cv2
+
+    depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
+    try:
+        with VideoWriter(outdir / "video.mp4", fps=fps, size=size) as video, \
+                progress_bar(num_frames, label, enabled=not quiet) as bar:
+            for i in range(num_frames):
+                rgb, depth = render(i)
+                video.write(rgb)
+                ok, png = cv2.imencode(".png", depth_to_png16(depth))
+                if not ok:
+                    raise RuntimeError(f"{depth_tmp / f'{i:06d}.png'}: OpenCV could not encode the depth PNG")
+                (depth_tmp / f"{i:06d}.png").write_bytes(png.tobytes())
+                bar.update(1)
+        replace_dir(depth_tmp, outdir / "depth")
+    finally:
+        shutil.rmtree(depth_tmp, ignore_errors=True)
+
+
+def demo_frames(poses: Sequence[np.ndarray], fps: float) -> tuple[Frame, ...]:
+    """The scene's frames: decoded frame i at ``i / fps`` seconds, camera-to-world ``poses[i]`` (OpenCV
+    axes), its depth image ``depth/{i:06d}.png`` (:func:`write_video_and_depth`)."""
+    return tuple(Frame(index=i, time=i / fps, camera_to_world=np.array(p, float), depth=f"depth/{i:06d}.png")
+                 for i, p in enumerate(poses))
+
+
 def check_demo_params(num_frames: int, size: Sequence[int], fps: float, min_frames: int, why: str
                       ) -> tuple[int, int]:
     """Check a demo's ``num_frames`` (an integer >= ``min_frames``; ``why``: what needs that many),
@@ -509,7 +541,6 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     video derived from the demo is keyed by the source's bytes, so re-rendering would make
     a rerun of the whole pipeline redo everything.
     """
-    import cv2
     import trimesh  # noqa: F401  (fail early if missing)
 
     outdir = Path(outdir)
@@ -532,26 +563,14 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     write_atomic(outdir / "mesh.ply", mesh_bytes)
     write_atomic(outdir / "mesh_objects.txt", scene_mesh_objects(boxes))
 
-    depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
     renderer = DemoRenderer(boxes, k, (w, h))
     try:
-        with VideoWriter(outdir / "video.mp4", fps=fps, size=(w, h)) as video, \
-                progress_bar(num_frames, "Rendering demo scene", enabled=not quiet) as bar:
-            for i in range(num_frames):
-                rgb, depth = renderer.render(poses[i])
-                video.write(rgb)
-                ok, png = cv2.imencode(".png", depth_to_png16(depth))
-                if not ok:
-                    raise RuntimeError(f"{depth_tmp / f'{i:06d}.png'}: OpenCV could not encode the depth PNG")
-                (depth_tmp / f"{i:06d}.png").write_bytes(png.tobytes())
-                bar.update(1)
-        replace_dir(depth_tmp, outdir / "depth")
+        write_video_and_depth(outdir, lambda i: renderer.render(poses[i]), num_frames, fps, (w, h),
+                              "Rendering demo scene", quiet)
     finally:
         renderer.close()
-        shutil.rmtree(depth_tmp, ignore_errors=True)
 
-    frames = tuple(Frame(index=i, time=i / fps, camera_to_world=poses[i].copy(), depth=f"depth/{i:06d}.png")
-                   for i in range(num_frames))
+    frames = demo_frames(poses, fps)
     objects = tuple(SceneObject(str(n + 1), b.label, b.center.copy(), b.size.copy(), b.rotation.copy())
                     for n, b in enumerate(boxes))
     rx, ry, rz = ROOM_SIZE

@@ -33,16 +33,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..atomic import write_atomic
 from ..geometry import look_at, rot_x
-from ..progress import progress_bar
-from ..scene import DepthSpec, Frame, Scene, SceneObject, TrackKey
+from ..scene import DepthSpec, Scene, SceneObject, TrackKey
 from . import demo
 
 MIN_FRAMES = 24
@@ -153,7 +150,6 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
     holding this demo with the same parameters left as it is unless ``force``);
     ``num_frames >= MIN_FRAMES``. Scene id ``demo-dynamic-seed{seed}``.
     """
-    import cv2
 
     outdir = Path(outdir)
     w, h = demo.check_demo_params(num_frames, size, fps, MIN_FRAMES, "the moving objects' paths need it")
@@ -174,26 +170,14 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
     write_atomic(outdir / "mesh.ply", demo.scene_mesh(boxes).export(file_type="ply"))  # the static scene only
     write_atomic(outdir / "mesh_objects.txt", demo.scene_mesh_objects(boxes))
 
-    depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
     renderer = _DynamicRenderer(boxes, moving, k, (w, h))
     try:
-        with demo.VideoWriter(outdir / "video.mp4", fps=fps, size=(w, h)) as video, \
-                progress_bar(num_frames, "Rendering dynamic demo scene", enabled=not quiet) as bar:
-            for i in range(num_frames):
-                rgb, depth = renderer.render_at(i, poses[i])
-                video.write(rgb)
-                ok, png = cv2.imencode(".png", demo.depth_to_png16(depth))
-                if not ok:
-                    raise RuntimeError(f"{depth_tmp / f'{i:06d}.png'}: OpenCV could not encode the depth PNG")
-                (depth_tmp / f"{i:06d}.png").write_bytes(png.tobytes())
-                bar.update(1)
-        demo.replace_dir(depth_tmp, outdir / "depth")
+        demo.write_video_and_depth(outdir, lambda i: renderer.render_at(i, poses[i]), num_frames, fps, (w, h),
+                                   "Rendering dynamic demo scene", quiet)
     finally:
         renderer.close()
-        shutil.rmtree(depth_tmp, ignore_errors=True)
 
-    frames = tuple(Frame(index=i, time=i / fps, camera_to_world=poses[i].copy(), depth=f"depth/{i:06d}.png")
-                   for i in range(num_frames))
+    frames = demo.demo_frames(poses, fps)
     objects = tuple(SceneObject(str(n + 1), b.label, b.center.copy(), b.size.copy(), b.rotation.copy())
                     for n, b in enumerate(boxes)) + moving
     rx, ry, rz = demo.ROOM_SIZE
