@@ -61,6 +61,7 @@ RULE_OBJECTS = "objects"              # every referenced object must be seen
 RULE_APPEARANCE = "appearance_order"  # order recomputed from first sightings
 RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough frames
 RULE_WINDOW = "window"                # STI-Bench: enough sampled frames in the window (or one near the instant)
+RULE_TRACK = "track"                  # dynamic types: the moving object seen in enough sampled frames of the window
 
 ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
@@ -80,7 +81,10 @@ class QuestionType:
     (0: none needed). ``subjects``: which of ``objects``/``category`` it accepts.
     ``window_frames`` (rule ``window``): how many distinct sampled frames its time window must
     receive (a necessary condition only: imported STI-Bench questions name no scene objects, so
-    whether the object is seen in them is not checked). ``task``: the benchmark's own task name.
+    whether the object is seen in them is not checked); rule ``track``: in how many sampled
+    frames of the window the question's object must be seen. ``task``: the benchmark's own task
+    name (the dynamic types: the STI-Bench task they stand for). ``motion`` (rule ``track``): the
+    :mod:`vistest.motion` quantity the answer is.
     """
 
     name: str
@@ -91,6 +95,7 @@ class QuestionType:
     subjects: tuple[str, ...] = ()
     window_frames: int = 0
     task: str = ""
+    motion: str = ""
 
 
 # STI-Bench's eight tasks (MINT-SJTU/STI-Bench qa.parquet ``Task``; ReSTI README "Coverage") -> (vistest
@@ -105,6 +110,16 @@ STI_TASKS: dict[str, tuple[str, int]] = {
     "Spatial Relation": ("sti_spatial_relation", 1),
     "Speed & Acceleration": ("sti_speed_acceleration", 2),
     "Trajectory Description": ("sti_trajectory_description", 2),
+}
+
+# the dynamic types generated from tracks -> (vistest.motion quantity, sampled frames seeing the object
+# that the window needs (vistest.motion.MIN_FRAMES), the STI-Bench task it stands for)
+MOTION_TYPES: dict[str, tuple[str, int, str]] = {
+    "motion_displacement": ("displacement", 2, "Displacement & Path Length"),
+    "motion_path_length": ("path_length", 2, "Displacement & Path Length"),
+    "motion_speed": ("speed", 2, "Speed & Acceleration"),
+    "motion_acceleration": ("acceleration", 3, "Speed & Acceleration"),
+    "motion_direction": ("heading", 2, "Trajectory Description"),
 }
 
 
@@ -143,6 +158,10 @@ def _types() -> dict[str, QuestionType]:
     # STI-Bench / ReSTI (vistest.datasets.sti_bench): five-way multiple choice over a time window
     specs += [QuestionType(name, ("STI-Bench", "ReSTI"), mcq, RULE_WINDOW, window_frames=k, task=task)
               for task, (name, k) in STI_TASKS.items()]
+    # vistest generate from tracks (docs/questions-format.md "Dynamic questions"): one moving object
+    # (``objects``) over a window; (sampled frames seeing it the answer needs: vistest.motion.MIN_FRAMES)
+    specs += [QuestionType(name, gen, mcq, RULE_TRACK, 1, obj, window_frames=k, task=task, motion=q)
+              for name, (q, k, task) in MOTION_TYPES.items()]
     return {t.name: t for t in specs}
 
 
@@ -328,6 +347,8 @@ class _LineParser:
         window, instant = self.time_fields(doc)
         if qtype.rule == RULE_WINDOW and window is None and instant is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end) or an instant (time)")
+        if qtype.rule == RULE_TRACK and window is None:
+            raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end)")
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
                      record=MappingProxyType(dict(doc)), source=self.source, line=self.line,

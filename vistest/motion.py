@@ -1,0 +1,164 @@
+"""What a moving object's track says over a set of observed frames: displacement, path length,
+speed, acceleration and heading (the answers of the dynamic question types).
+
+Conventions (docs/questions-format.md "Dynamic questions"):
+
+* An answer is computed from the object's centre at the *observed frames* ``frames`` (decoded
+  frame numbers, sorted, distinct): at ground truth for all frames, the frames of the question's
+  window; at a frame budget, the sampled frames of the window where the object is seen (the
+  budget stage's "changed" rule recomputes the answer over them). Frame i is at ``i / fps``
+  seconds (vistest.budget.windows). Centres are the track's interpolated pose
+  (:meth:`vistest.scene.SceneObject.pose_at`), in the box world, metres (z up, gravity -z).
+* Between two consecutive observed frames the object is taken to move on the straight chord:
+  what a viewer of those frames alone can measure. With every frame observed this is the
+  track itself (tracks are linear between keys).
+* **displacement** (m): ``|p_last - p_first|``; **path length** (m): the sum of the chords;
+  **speed** (m/s): path length / (t_last - t_first) (mean speed over the observed span);
+  **acceleration** (m/s^2, signed: < 0 slows down): the change of chord speed from the first
+  chord to the last, over the time between their midpoints,
+  ``(v_last - v_first) / (tm_last - tm_first)``: for motion along a line at constant
+  acceleration this is the acceleration exactly, whatever the frames (a chord's mean speed is
+  the speed at its midpoint). Displacement, path length and speed need 2 observed frames,
+  acceleration 3 (:data:`MIN_FRAMES`).
+* **heading** (one of :data:`HEADINGS`): the direction of the displacement on the floor, in the
+  frame of a reference camera (the camera at the window's first frame): ``"right"`` / ``"left"``
+  along the camera's x axis projected on the floor, ``"away"`` / ``"toward"`` along its viewing
+  direction projected on the floor; the sector of the angle (90 degrees each, centred on those
+  axes). Its margin is the angle to the nearest sector boundary (degrees; 45 = on an axis).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .scene import Scene, SceneObject
+
+DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION, HEADING = (
+    "displacement", "path_length", "speed", "acceleration", "heading")
+QUANTITIES = (DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION, HEADING)
+UNITS = {DISPLACEMENT: "m", PATH_LENGTH: "m", SPEED: "m/s", ACCELERATION: "m/s^2", HEADING: ""}
+MIN_FRAMES = {DISPLACEMENT: 2, PATH_LENGTH: 2, SPEED: 2, ACCELERATION: 3, HEADING: 2}
+HEADINGS = ("right", "away", "left", "toward")  # counter-clockwise from the camera's right, seen from above
+
+
+class MotionError(ValueError):
+    """The observed frames cannot give the quantity (too few, or the object absent at one)."""
+
+
+def centers_at(obj: SceneObject, frames: Sequence[int]) -> np.ndarray:
+    """(n, 3) box-world centres of ``obj`` at ``frames`` (metres); MotionError when it is absent
+    at one of them (a tracked object outside its keyed span)."""
+    out = []
+    for f in frames:
+        pose = obj.pose_at(f)
+        if pose is None:
+            raise MotionError(f"object {obj.id!r} is absent at frame {f} (outside its track's keys)")
+        out.append(pose[0])
+    return np.asarray(out, float).reshape(len(out), 3)
+
+
+def _need(points: np.ndarray, k: int, what: str) -> None:
+    if len(points) < k:
+        raise MotionError(f"{what} needs {k} observed frames, got {len(points)}")
+
+
+def _times(frames: Sequence[int], fps: float) -> np.ndarray:
+    t = np.asarray(frames, float) / float(fps)
+    if len(t) > 1 and not np.all(np.diff(t) > 0):
+        raise MotionError(f"observed frames must be strictly increasing, got {list(frames)[:8]}")
+    return t
+
+
+def chords(points: np.ndarray) -> np.ndarray:
+    """(n-1,) lengths (m) of the chords between consecutive points."""
+    return np.linalg.norm(np.diff(points, axis=0), axis=1)
+
+
+def displacement(points: np.ndarray) -> float:
+    """``|p_last - p_first|`` in metres (module docstring)."""
+    _need(points, 2, DISPLACEMENT)
+    return float(np.linalg.norm(points[-1] - points[0]))
+
+
+def path_length(points: np.ndarray) -> float:
+    """The sum of the chords in metres (module docstring)."""
+    _need(points, 2, PATH_LENGTH)
+    return float(chords(points).sum())
+
+
+def speed(points: np.ndarray, frames: Sequence[int], fps: float) -> float:
+    """Mean speed over the observed span in m/s: path length / (t_last - t_first)."""
+    _need(points, 2, SPEED)
+    t = _times(frames, fps)
+    return path_length(points) / float(t[-1] - t[0])
+
+
+def acceleration(points: np.ndarray, frames: Sequence[int], fps: float) -> float:
+    """Signed mean acceleration in m/s^2 (module docstring): first to last chord speed over the
+    time between the chords' midpoints."""
+    _need(points, 3, ACCELERATION)
+    t = _times(frames, fps)
+    d = chords(points)
+    v_first, v_last = d[0] / (t[1] - t[0]), d[-1] / (t[-1] - t[-2])
+    tm_first, tm_last = (t[0] + t[1]) / 2, (t[-2] + t[-1]) / 2
+    return float((v_last - v_first) / (tm_last - tm_first))
+
+
+def heading_angle(points: np.ndarray, cam_right: np.ndarray, cam_forward: np.ndarray,
+                  up: np.ndarray = np.array([0.0, 0.0, 1.0])) -> float:
+    """Angle (degrees, counter-clockwise seen from above, 0 = the camera's right, 90 = away from
+    the camera) of the displacement ``p_last - p_first`` on the floor. ``cam_right`` and
+    ``cam_forward``: the camera's x and z axes in the same (box-world) frame; they and the
+    displacement are projected on the plane normal to ``up``. MotionError when the displacement
+    or the camera's floor axes vanish (a still object; a camera looking straight down)."""
+    _need(points, 2, HEADING)
+    up = np.asarray(up, float) / np.linalg.norm(up)
+
+    def flat(v):
+        v = np.asarray(v, float)
+        return v - np.dot(v, up) * up
+
+    d, r = flat(points[-1] - points[0]), flat(cam_right)
+    if np.linalg.norm(d) < 1e-9 or np.linalg.norm(r) < 1e-9:
+        raise MotionError("heading: no floor displacement or no floor direction for the camera")
+    r = r / np.linalg.norm(r)
+    f = np.cross(up, r)  # the floor direction 90 degrees counter-clockwise of right
+    if np.dot(f, flat(cam_forward)) < 0:  # a left-handed camera frame would flip it
+        f = -f
+    return math.degrees(math.atan2(float(np.dot(d, f)), float(np.dot(d, r)))) % 360.0
+
+
+def camera_axes(scene: Scene, frame: int) -> tuple[np.ndarray, np.ndarray]:
+    """(right, forward): the x and z axes (OpenCV camera: x right, z forward) of decoded frame
+    ``frame``'s camera in the box world (``boxes_to_world`` undone); MotionError when the frame
+    has no pose."""
+    pose = scene.frames[frame].camera_to_world if 0 <= frame < len(scene.frames) else None
+    if pose is None:
+        raise MotionError(f"heading: frame {frame} has no camera pose")
+    r = scene.boxes_to_world[:3, :3].T @ np.asarray(pose, float)[:3, :3]
+    return r[:, 0], r[:, 2]
+
+
+def heading(angle_deg: float) -> tuple[str, float]:
+    """(sector of :data:`HEADINGS`, margin in degrees to the nearest sector boundary) of a heading
+    angle from :func:`heading_angle`."""
+    a = angle_deg % 360.0
+    k = int(((a + 45.0) % 360.0) // 90.0)
+    off = abs(((a - 90.0 * k + 180.0) % 360.0) - 180.0)  # degrees from the sector's axis, 0..45
+    return HEADINGS[k], 45.0 - off
+
+
+def quantity(name: str, points: np.ndarray, frames: Sequence[int], fps: float) -> float:
+    """The numeric quantity ``name`` (displacement, path_length, speed, acceleration) over the
+    observed frames (module docstring)."""
+    if name == DISPLACEMENT:
+        return displacement(points)
+    if name == PATH_LENGTH:
+        return path_length(points)
+    if name == SPEED:
+        return speed(points, frames, fps)
+    if name == ACCELERATION:
+        return acceleration(points, frames, fps)
+    raise ValueError(f"quantity: expected one of {QUANTITIES[:4]}, got {name!r}")
