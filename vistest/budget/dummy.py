@@ -14,6 +14,13 @@ budget) row of ``dummy_gt.jsonl`` holds (the row schema: vistest.budget.rows.DUM
   ``abstain`` or ``none_of_these``.
 
 ``reason``: ``all_black`` for the allblack mode, ``evidence_removed`` otherwise.
+
+Questions with a time window or an instant (the dynamic ``motion_*`` types, any question with
+``time_start``/``time_end`` or ``time``) follow the same rules: their dummies remove the evidence
+inside their time span only (vistest.videos.evidence.time_span), so no frame they ask about shows
+the object, the budget rule would find it unseen there, and the answer is unanswerable (or the
+offered "None of these"/abstention answer; a count over the window is 0) even though the
+object still shows outside the span.
 """
 from __future__ import annotations
 

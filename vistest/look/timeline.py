@@ -19,7 +19,8 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
 * one row per question: the frames its dummy removes (``drop`` removes them, ``black``
   blacks them out): frames where a referenced object is visible above the video stage's
   ``evidence_threshold`` (:data:`vistest.videos.config.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
-  visible part), plus unknown frames unless ``unknown_as_evidence`` is off - the same
+  visible part), plus unknown frames unless ``unknown_as_evidence`` is off, only inside a
+  timed question's time span (vistest.videos.evidence.time_span) - the same
   :class:`vistest.videos.evidence.EvidenceTable` the dummies are planned with.
 
 Drawn with matplotlib (Figure API, Agg backend; no pyplot state): axes, tick labels and a
@@ -42,7 +43,7 @@ from ..budget.sampling import DEFAULT_PROFILE
 from ..budgets import BudgetValue
 from ..scene import Scene
 from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
-from ..videos.evidence import EvidenceTable, evidence_objects
+from ..videos.evidence import EvidenceTable, evidence_objects, time_span
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
 BELOW = 0.15  # share of the colour scale given to (0, seen threshold]
@@ -127,7 +128,8 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
     removals = []
     for q in questions:
         objs = evidence_objects(q, scene)
-        frames = table.evidence_frames(objs, unknown_as_evidence) if objs else tuple(range(n))
+        frames = table.evidence_frames(objs, unknown_as_evidence, time_span(q, n, scene.fps)) if objs else \
+            tuple(range(n))
         labels = {o.id: o.label for o in scene.objects}
         subject = ", ".join(q.category) if q.category else ", ".join(f"{o} {labels[o]}" for o in q.objects)
         removals.append(Removal(q.id, q.question_type, subject, objs, frames))

@@ -4,8 +4,13 @@ Frame f carries evidence for a question when any referenced object (``objects``,
 instance of a ``category``: :func:`evidence_objects`) has ``visible[f, o] > threshold`` in the
 visibility table's evidence region (:class:`EvidenceTable`; the box bound, so that removing
 evidence errs toward "may be visible"). Frames without a valid pose or visibility row are
-*unknown*. Rectangles (:data:`Rect`) are ``(x0, y0, x1, y1)`` half-open pixel bounds in the
-written (even) frame size, with even coordinates (yuv420p chroma covers 2x2 pixels).
+*unknown*. A question with a time window or an instant (``time_start``/``time_end``, ``time``)
+asks about those times only: its evidence is restricted to its :func:`time_span`, the frames
+whose content can answer it (the window's frames, and those within the instant tolerance of
+its instant, by the budget stage's own arithmetic: vistest.budget.windows); outside it the
+object's presence answers nothing and stays. Rectangles (:data:`Rect`) are ``(x0, y0, x1, y1)``
+half-open pixel bounds in the written (even) frame size, with even coordinates (yuv420p chroma
+covers 2x2 pixels).
 """
 from __future__ import annotations
 
@@ -13,12 +18,32 @@ from typing import Sequence
 
 import numpy as np
 
+from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S, TIME_EPS_S, frame_time, frames_in_window
 from ..errors import InputError
 from ..questions import Question
 from ..scene import Scene
 from ..visibility.table import Visibility
 
 Rect = tuple[int, int, int, int]
+Span = frozenset[int] | None  # decoded frames a timed question asks about; None: every frame
+
+
+def time_span(q: Question, num_frames: int, fps: float,
+              instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> Span:
+    """The decoded frames 0..``num_frames``-1 whose content can answer ``q``: with a window, the
+    frames inside it (closed at both ends, :func:`vistest.budget.windows.frames_in_window`); with
+    an instant, the frames at most ``instant_tolerance_s`` seconds from it (those
+    :func:`vistest.budget.windows.nearest_frame` accepts); with both, the union (the instant lies
+    in the window; the tolerance may reach past its ends). None for a question with neither."""
+    if q.window is None and q.instant is None:
+        return None
+    span: set[int] = set()
+    if q.window is not None:
+        span.update(frames_in_window(range(num_frames), q.window[0], q.window[1], fps))
+    if q.instant is not None:
+        span.update(f for f in range(num_frames)
+                    if abs(frame_time(f, fps) - q.instant) <= instant_tolerance_s + TIME_EPS_S)
+    return frozenset(span)
 
 
 def evidence_objects(q: Question, scene: Scene) -> tuple[str, ...]:
@@ -61,26 +86,40 @@ class EvidenceTable:
                              f"file?)")
         return [self.col[o] for o in object_ids]
 
-    def evident(self, object_ids: Sequence[str]) -> np.ndarray:
-        """(N, k) bool: object k visible above the threshold in frame f (False where unknown)."""
+    def evident(self, object_ids: Sequence[str], span: Span = None) -> np.ndarray:
+        """(N, k) bool: object k visible above the threshold in frame f (False where unknown,
+        and outside ``span`` when one is given: :func:`time_span`)."""
         v = self.visible[:, self.columns(object_ids)]
         with np.errstate(invalid="ignore"):
-            return v > self.threshold
+            ev = v > self.threshold
+        return ev & self.in_span(span)[:, None] if span is not None else ev
 
-    def evidence_frames(self, object_ids: Sequence[str], unknown_as_evidence: bool = True) -> tuple[int, ...]:
-        """Sorted decoded frames carrying evidence of any of ``object_ids`` (plus unknown frames)."""
+    def in_span(self, span: Span) -> np.ndarray:
+        """(N,) bool: frame f is in ``span`` (every frame for None)."""
+        if span is None:
+            return np.ones(self.num_frames, bool)
+        out = np.zeros(self.num_frames, bool)
+        out[np.fromiter((f for f in span if 0 <= f < self.num_frames), np.int64)] = True
+        return out
+
+    def evidence_frames(self, object_ids: Sequence[str], unknown_as_evidence: bool = True,
+                        span: Span = None) -> tuple[int, ...]:
+        """Sorted decoded frames carrying evidence of any of ``object_ids`` (plus unknown frames),
+        within ``span`` when one is given (:func:`time_span`)."""
         if not object_ids:
             return ()
-        ev = self.evident(object_ids).any(axis=1)
+        ev = self.evident(object_ids, span).any(axis=1)
         if unknown_as_evidence:
-            ev |= ~self.known
+            ev |= ~self.known & self.in_span(span)
         return tuple(int(f) for f in np.flatnonzero(ev))
 
-    def mask_rects(self, object_ids: Sequence[str], size: tuple[int, int], margin: int) -> dict[int, tuple[Rect, ...]]:
+    def mask_rects(self, object_ids: Sequence[str], size: tuple[int, int], margin: int,
+                   span: Span = None) -> dict[int, tuple[Rect, ...]]:
         """{frame: rectangles} covering each evident object's visible box, grown by ``margin``
-        pixels, aligned outward to even coordinates and clipped to ``size`` (W, H)."""
+        pixels, aligned outward to even coordinates and clipped to ``size`` (W, H); only frames
+        in ``span`` when one is given."""
         cols = self.columns(object_ids)
-        ev = self.evident(object_ids)
+        ev = self.evident(object_ids, span)
         out: dict[int, tuple[Rect, ...]] = {}
         for f, k in zip(*np.nonzero(ev)):
             b = self.bbox[f, cols[k]]
@@ -104,12 +143,13 @@ def even_rect(bbox: Sequence[float], margin: int, size: tuple[int, int]) -> Rect
 
 
 def shown_evidence(table: EvidenceTable, object_ids: Sequence[str], frames: Sequence[int], black: Sequence[int],
-                   masks: Sequence[tuple[int, tuple[Rect, ...]]]) -> tuple[int, ...]:
+                   masks: Sequence[tuple[int, tuple[Rect, ...]]], span: Span = None) -> tuple[int, ...]:
     """Frames a dummy shows (neither black nor masked there) in which an object of
-    ``object_ids`` is visible above the evidence threshold (known frames only): what the
-    dummy's ground truth must be computed over, and empty for every dummy vistest plans."""
+    ``object_ids`` is visible above the evidence threshold (known frames only; within the
+    question's ``span`` when it has one): what the dummy's ground truth must be computed over,
+    and empty for every dummy vistest plans."""
     if not object_ids or not len(frames):
         return ()
-    ev = table.evident(object_ids).any(axis=1)
+    ev = table.evident(object_ids, span).any(axis=1)
     hidden = set(black) | {f for f, _ in masks}
     return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))

@@ -40,6 +40,16 @@ is invalid or that have no visibility row are *unknown*: with ``unknown_as_evide
 default) they are removed (drop), black (black) or black in full (mask), since nothing
 says the object is absent from them.
 
+A question with a time window or an instant (``time_start``/``time_end``, ``time``) asks about
+those times only: its evidence frames are those of its time span (vistest.videos.evidence.time_span:
+the frames inside the window, closed at both ends, and those within the instant tolerance of the
+instant, by vistest.budget.windows' arithmetic, the budget stage's), unknown frames and the
+``evidence_frame_margin`` neighbours included only there. The object's frames outside the span stay:
+they answer nothing about the window, and removing them would change other content for nothing.
+``drop`` then shifts the frames after each removed one earlier, so by the dummy's clock the
+question's times name other frames (its rows warn, :data:`TIMED_DROP_WARNING`); ``black`` and
+``mask`` keep the timing.
+
 Dummy ground truth, per (question, mode, budget), over the frames that budget's dummy holds:
 counting -> 0 (``status`` changed, ``expectation`` "zero"); every other type ->
 ``unanswerable`` with ``expectation`` "abstain" (an answer is a prior-driven guess; the
@@ -71,6 +81,7 @@ from ..budget.evaluators import Evaluator
 from ..budget.sampling import select_frames
 from ..budgets import ALL, BudgetValue, budget_label
 from ..budget.dummy import DummyTruth, DummyVideo, dummy_ground_truth, dummy_jsonl
+from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from ..budget.truth import FrameSelection
 from ..errors import InputError
 from ..layout import budget_video_path, dummy_video_path
@@ -78,11 +89,15 @@ from ..questions import Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
 from .config import DEFAULT_DUMMY_LENGTH, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig, EncoderSettings
-from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence
+from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence, time_span
 from .ffmpeg import VideoInfo
 from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, video_recipe
 from .takes import EvaluatorTakes, Takes, all_frame_warnings, evaluator_takes, take_warnings, video_takes
 from ..visibility.table import Visibility
+
+
+TIMED_DROP_WARNING = ("drop moves every frame after a removed one earlier: by this dummy's clock the question's "
+                      "times name other frames (black and mask keep the timing)")
 
 
 @dataclass(frozen=True)
@@ -267,7 +282,8 @@ def _dummy_video(scene_id: str, mode: str, fill: str | None, src: str | None, si
 def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Question], source_key: str,
                  size: tuple[int, int], budgets: Sequence[BudgetValue], dummy: DummyConfig = DummyConfig(),
                  encode: EncodeConfig = EncodeConfig(), profile: str = "uniform",
-                 profile_options: Mapping[str, Any] | None = None, evaluators: Sequence[Evaluator] = ()
+                 profile_options: Mapping[str, Any] | None = None, evaluators: Sequence[Evaluator] = (),
+                 instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S
                  ) -> tuple[tuple[Variant, ...], tuple[DummyTruth, ...]]:
     """Dummy videos (shared by questions with identical recipes) and one DummyTruth per
     (question, mode) with its video per dummy budget. ``budgets``: the dummy budgets;
@@ -275,30 +291,41 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     ``profile_options`` at budget n on the full-length dummy's timeline, at the scene's fps,
     written at ``encode.budget_fps``) or ``full`` (every budget uses the full-length dummy). The
     ``all`` budget always uses the full-length dummy. Questions about no object (room size, route
-    planning) get only the allblack dummy. ``evaluators``: the configurations whose takes
-    each dummy records (:func:`evaluator_takes`). ``source_key``: what the source's frames are."""
+    planning) get only the allblack dummy. A question with a time window or an instant removes
+    only the evidence inside its :func:`vistest.videos.evidence.time_span` (the window's frames,
+    and those within ``instant_tolerance_s`` seconds of the instant: the budget stage's
+    tolerance); unknown frames and ``evidence_frame_margin`` neighbours too. ``evaluators``: the
+    configurations whose takes each dummy records (:func:`evaluator_takes`). ``source_key``:
+    what the source's frames are."""
     opts = dict(profile_options or {})
     n, fps, fill = table.num_frames, scene.fps, dummy.fill
-    unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
+    all_unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
     groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
         objs = evidence_objects(q, scene)
-        evidence = table.evidence_frames(objs, dummy.unknown_as_evidence) if objs else ()
-        if dummy.evidence_frame_margin:  # each evidence frame's neighbours too
+        span = time_span(q, n, fps, instant_tolerance_s)  # a timed question: only the frames it asks about
+        unknown = all_unknown if span is None else tuple(f for f in all_unknown if f in span)
+        evidence = table.evidence_frames(objs, dummy.unknown_as_evidence, span) if objs else ()
+        if dummy.evidence_frame_margin:  # each evidence frame's neighbours too (within the span)
             m = dummy.evidence_frame_margin
-            evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))}))
+            evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))
+                                     if span is None or g in span}))
         for mode in dummy.modes:
             if mode != "allblack" and not objs:
                 continue
-            rects = table.mask_rects(objs, size, dummy.mask_margin) if mode == "mask" else {}
+            rects = table.mask_rects(objs, size, dummy.mask_margin, span) if mode == "mask" else {}
             frames, black, masks = dummy_recipe(mode, n, evidence, rects, unknown)
             mode_fill = fill if mode == "mask" else None
             removed = objs if mode != "allblack" else ()
             warnings = []
             if mode != "allblack" and not set(evidence) - set(unknown):
                 warnings.append("no frame shows the removed objects: apart from unknown frames the dummy "
-                                "equals the source")
+                                "equals the source" if span is None else
+                                "no frame of the question's time span shows the removed objects: apart from "
+                                "unknown frames the dummy equals the source")
+            if mode == "drop" and span is not None and len(frames) < n:
+                warnings.append(TIMED_DROP_WARNING)
             if not frames:
                 warnings.append("every frame carries evidence: nothing is left to write")
             src = None if mode == "allblack" else source_key
@@ -309,7 +336,7 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
                 videos.append(v)
                 if v.path is None:
                     continue
-                shown = shown_evidence(table, removed, fields["frames"], fields["black"], fields["masks"])
+                shown = shown_evidence(table, removed, fields["frames"], fields["black"], fields["masks"], span)
                 if shown:
                     raise AssertionError(f"{scene.scene_id}: {q.id}: {mode} dummy {v.path} shows evidence in frames "
                                          f"{list(shown)[:10]}")
@@ -346,7 +373,8 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
                   selections: Sequence[FrameSelection], *, source: str | os.PathLike, source_key: str,
                   size: tuple[int, int], dummy: DummyConfig = DummyConfig(), encode: EncodeConfig = EncodeConfig(),
                   profile_options: Mapping[str, Any] | None = None, source_info: VideoInfo | None = None,
-                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
+                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = (),
+                  instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
@@ -358,7 +386,9 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     dummies remove and for which budgets (:func:`plan_dummies`,
     vistest.videos.config.DummyConfig.budgets_of); ``encode``: encoder settings and the n-frame
     videos' rate. ``evaluators``: the evaluator configurations whose takes every video
-    records. ``scene.num_frames`` must be the decoded frame count (checked by the caller
+    records. ``instant_tolerance_s``: seconds around a question's instant whose frames its
+    dummies remove evidence from (the budget ground truth's tolerance). ``scene.num_frames``
+    must be the decoded frame count (checked by the caller
     against the video). See the module docstring.
     """
     check_scene_id(scene.scene_id, scene.source)
@@ -380,7 +410,7 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
                                profile_options, blocker, evaluators) for sel in selections]
     table = EvidenceTable(visibility, n, dummy.evidence_threshold)
     dummies, truths = plan_dummies(scene, table, questions, pixels, size, dbudgets, dummy, encode, profile,
-                                   profile_options, evaluators)
+                                   profile_options, evaluators, instant_tolerance_s)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
