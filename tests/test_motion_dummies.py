@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
-from vistest import Scene
+from vistest import Scene, Visibility
 from vistest.budget.dummy import EXPECT_ABSTAIN, EXPECT_NONE, EXPECT_ZERO
 from vistest.budget.rows import CHANGED, UNANSWERABLE
 from vistest.budget.sampling import select_frames
@@ -28,7 +28,7 @@ from vistest.budgets import ALL
 from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
 from vistest.questions import parse_questions
 from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
-from vistest.videos.evidence import time_span
+from vistest.videos.evidence import EvidenceTable, time_span
 from vistest.videos.ffmpeg import FrameReader, probe
 from vistest.videos.plan import TIMED_DROP_WARNING, dummy_gt_jsonl, file_key, plan_variants
 from vistest.videos.write import write_plan
@@ -100,7 +100,7 @@ def run(tmp_path_factory):
     for r, f in enumerate(np.asarray(vis.frame_index).tolist()):
         for o in evidence:
             evidence[o][f] = vis.evidence[r, ids.index(o)] > 0  # the default evidence threshold: any visible part
-    return {"scene": scene, "plan": plan, "out": out, "evidence": evidence, "source": decode_rgb(video),
+    return {"scene": scene, "vis": vis, "plan": plan, "out": out, "evidence": evidence, "source": decode_rgb(video),
             "questions": {q.id: q for q in questions}}
 
 
@@ -233,3 +233,32 @@ def test_time_span_bounds():
     assert sorted(time_span(q(time=1.0), 100, 10.0, 0.2)) == [8, 9, 10, 11, 12]
     assert sorted(time_span(q(time_start=1.0, time_end=2.0, time=1.0), 100, 10.0, 0.2)) == list(range(8, 21))
     assert sorted(time_span(q(time_start=9.0, time_end=12.0), 100, 10.0)) == [90, 91, 92, 93, 94, 95, 96, 97, 98, 99]
+
+
+def test_span_limits_unknown_frames_and_masks():
+    """Within a span: unknown frames count as evidence only there, masks only there."""
+    nan4 = [np.nan] * 4
+    vis = Visibility(scene_id="t", projected=np.array([[0.2], [np.nan], [0.3], [0.1]]),
+                     visible=np.array([[0.1], [np.nan], [0.2], [0.1]]),
+                     bbox=np.array([[[0, 0, 4, 4]], [nan4], [[2, 2, 8, 8]], [[4, 4, 6, 6]]], float),
+                     object_ids=np.array(["a"]), frame_index=np.array([0, 1, 2, 3]),
+                     valid=np.array([True, False, True, True]), params={})
+    t = EvidenceTable(vis, num_frames=6, threshold=0.0)  # frames 1 (invalid) and 4, 5 (no row) unknown
+    assert t.evidence_frames(["a"]) == (0, 1, 2, 3, 4, 5)
+    assert t.evidence_frames(["a"], span=frozenset({2, 3, 4})) == (2, 3, 4)
+    assert t.evidence_frames(["a"], False, frozenset({1, 2})) == (2,)
+    assert t.evidence_frames(["a"], span=frozenset()) == ()
+    assert set(t.mask_rects(["a"], (8, 8), 0, frozenset({0, 3}))) == {0, 3}
+
+
+def test_evidence_frame_margin_stays_inside_the_window(run):
+    """--evidence-frame-margin neighbours count only inside the span: a margin of 2 frames around the
+    window's evidence adds nothing outside the window (the control question gets its neighbours)."""
+    video = run["scene"].path(run["scene"].video)
+    plan = plan_variants(run["scene"], run["vis"], tuple(run["questions"].values()),
+                         [FrameSelection("uniform", ALL, tuple(range(N)), (), ())], source=video,
+                         source_key="k", size=(W, H),
+                         dummy=DummyConfig(modes=("black",), budgets=(ALL,), evidence_frame_margin=2))
+    ev = {d.question.id: d.evidence_frames for d in plan.dummies}
+    assert ev["cart-disp"] == tuple(range(12, 26)) and ev["ball-speed"] == tuple(range(30, 35))
+    assert ev["cart-static"] == tuple(range(4, N))
