@@ -330,3 +330,33 @@ def test_instant_tolerance_is_a_truth_setting_in_the_key_and_on_the_command_line
     assert rows[None]["instant_frame"] == 7 and rows[None]["instant_offset_s"] == pytest.approx(7 / 30 - 0.1333)
     assert (rows[None]["status"], rows[None]["instant_tolerance_s"]) == ("kept", DEFAULT_INSTANT_TOLERANCE_S)
     assert (rows["0.05"]["status"], rows["0.05"]["instant_tolerance_s"]) == ("unanswerable", 0.05)
+
+
+def test_open_reformulations_and_none_of_these(demo, tmp_path):
+    """An open number is kept within 5% of the recomputed value, else changed to it; an open
+    direction gets the sector's word; a heading none of the options gives "None of these"."""
+    _, scene, vis = demo
+    ts, te = 1.3, 2.1
+    speed = every_frame_value(scene, vis, "motion_speed", "cart", ts, te)
+    angle = every_frame_value(scene, vis, "motion_direction", "cart", ts, te)
+    head = sector(angle)
+    others = [h for h in HEADS if h != head]
+    base = {"scene_id": scene.scene_id, "question": "?", "objects": ["cart"], "time_start": ts, "time_end": te}
+    lines = [dict(base, id="near", question_type="motion_speed", answer_kind="number", ground_truth=speed * 1.04),
+             dict(base, id="far", question_type="motion_speed", answer_kind="number", ground_truth=speed * 1.06),
+             dict(base, id="word", question_type="motion_direction", answer_kind="text", ground_truth=head.upper()),
+             dict(base, id="nota", question_type="motion_direction", ground_truth="A",
+                  options=[f"A. {others[0]}", f"B. {others[1]}", "C. None of these"]),
+             dict(base, id="none", question_type="motion_direction", ground_truth="A",
+                  options=[f"A. {others[0]}", f"B. {others[1]}"])]
+    p = tmp_path / "q.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    truth = budget_truth(scene, vis, load_questions(p, scene), budgets=("all",), seen_threshold=THRESHOLD)
+    rows = {r["id"]: r for r in map(json.loads, budget_jsonl(truth, "all").splitlines())}
+    assert (rows["near"]["status"], rows["near"]["ground_truth"]) == ("kept", speed * 1.04)
+    assert (rows["far"]["status"], rows["far"]["ground_truth"]) == ("changed", round(speed, 4))
+    assert rows["far"]["reason"] == "track_disagrees_with_scene"
+    assert (rows["word"]["status"], rows["word"]["ground_truth"]) == ("kept", head.upper())
+    assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
+        "changed", "C", "track_disagrees_with_scene")
+    assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
