@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from conftest import IDENTITY, scene_doc
 from vistest.budget.sampling import DEFAULT_PROFILE
 from vistest.budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
+from vistest.budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from vistest.cli import main
 from vistest.cli.options import parse_key_value
 from vistest.errors import InputError
@@ -135,7 +136,7 @@ def _params(name: str) -> dict[str, click.Parameter]:
 
 def test_shared_options_have_one_spelling_and_one_default():
     seen = {"output": 0, "budgets": 0, "profile": 0, "occlusion": 0, "seen_threshold": 0,
-            "min_budget_room_route": 0, "quiet": 0, "visibility_npz": 0, "options": 0}
+            "min_budget_room_route": 0, "instant_tolerance_s": 0, "quiet": 0, "visibility_npz": 0, "options": 0}
     for name in main.commands:
         for pname, p in _params(name).items():
             if pname not in seen or not isinstance(p, click.Option):
@@ -158,6 +159,8 @@ def test_shared_options_have_one_spelling_and_one_default():
                 assert rule.default == "image" and rule.is_eager, name
             elif pname == "min_budget_room_route":
                 assert p.default == DEFAULT_MIN_BUDGET_ROOM_ROUTE, name
+            elif pname == "instant_tolerance_s":
+                assert p.opts == ["--instant-tolerance"] and p.default == DEFAULT_INSTANT_TOLERANCE_S, name
             elif pname == "visibility_npz":
                 assert p.opts == ["--visibility"], name
             elif pname == "options":

@@ -232,7 +232,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         truth = budget_truth(scene, visibility, questions, budgets=truth_config.budgets,
                              profile=truth_config.profile, seen_threshold=truth_config.seen_threshold,
                              min_budget_room_route=truth_config.min_budget_room_route,
-                             profile_options=truth_config.profile_options)
+                             profile_options=truth_config.profile_options,
+                             instant_tolerance_s=truth_config.instant_tolerance_s)
         evaluators, stale_evaluators = [], []
         if with_budget_files and ALL in truth.budgets:
             evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, config, outdir)
@@ -313,7 +314,8 @@ def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Q
     for e in config.evaluators:
         try:
             truths.append((e.name, evaluator_truth(scene, visibility, questions, e, config.truth.seen_threshold,
-                                                   config.truth.min_budget_room_route)))
+                                                   config.truth.min_budget_room_route,
+                                                   instant_tolerance_s=config.truth.instant_tolerance_s)))
         except InputError as err:
             old = layout.evaluator_dir(outdir, scene.scene_id, e.name) / layout.budget_file_name(ALL)
             gone = f" (removed the earlier run's {old})" if old.is_file() else ""

@@ -1,8 +1,10 @@
 """The budget stage's settings: :class:`TruthConfig`, what the budget ground truth is computed
-with (``vistest run --budgets --profile -O --seen-rule --seen-threshold --min-budget-room-route``).
+with (``vistest run --budgets --profile -O --seen-rule --seen-threshold --min-budget-room-route
+--instant-tolerance``).
 
 A nested frozen dataclass in the style of vistest.generate.rules: every field has a default
-(owned by the budget stage: vistest.budget.truth, vistest.budget.sampling, vistest.budget.seen)
+(owned by the budget stage: vistest.budget.truth, vistest.budget.sampling, vistest.budget.seen,
+vistest.budget.windows)
 and ``metadata["doc"]`` with its unit; vistest.job.RunConfig holds one (docs/videos.md lists the
 fields; a test checks).
 """
@@ -15,6 +17,7 @@ from ..budgets import BudgetValue
 from .sampling import DEFAULT_PROFILE
 from .seen import DEFAULT_SEEN_THRESHOLD, SeenRule
 from .truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
+from .windows import DEFAULT_INSTANT_TOLERANCE_S
 
 
 def setting(default: Any, doc: str, factory: Any = None) -> Any:
@@ -40,3 +43,7 @@ class TruthConfig:
                                                "vistest.budget.seen.SeenRule")
     min_budget_room_route: int = setting(DEFAULT_MIN_BUDGET_ROOM_ROUTE, "frames: the smallest budget at which "
                                          "room size and route planning are answerable")
+    instant_tolerance_s: float = setting(DEFAULT_INSTANT_TOLERANCE_S, "seconds: the nearest selected frame serves "
+                                         "a question's instant (time) when at most this far from it "
+                                         "(vistest.budget.windows)")
+

@@ -89,6 +89,16 @@ REAL_FIELDS = _fields(
      True),
     ("instant_tolerance_s", "with time: seconds; the nearest selected frame serves the instant when "
                             "instant_offset_s is at most this", True),
+    ("track_frames", "rule track (the motion_* types): the selected frames inside the window in which the question's "
+                     "object is seen (sorted, unique, 0-based decoded frames), the frames its answer is recomputed "
+                     "over", True),
+    ("track_value", "rule track: the quantity over track_frames (vistest.motion), in track_unit; null when they give "
+                    "none (too few frames, no floor displacement)", True),
+    ("track_unit", "rule track: the unit of track_value and track_value_all: m (displacement, path length), m/s "
+                   "(speed), m/s^2 (acceleration, signed), deg (heading: counter-clockwise from the window's first "
+                   "camera's right, seen from above)", True),
+    ("track_value_all", "rule track: the quantity over every frame of the window in which the object is seen (the "
+                        "all-frame answer's value), in track_unit; null when they give none", True),
     ("seen_threshold", "the seen rule's threshold, in the rule's unit (vistest.budget.seen)"),
     ("seen_rule", "the seen rule in words, e.g. \"> 5% of the image\""),
     ("min_budget_room_route", "frames: the smallest budget at which room size and route planning are answerable"),

@@ -37,6 +37,18 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   within the tolerance, a window when it holds at least the type's ``window_frames``
   witnessing selected frames (QuestionType.window_frames); kept then, unanswerable otherwise.
   This is a necessary condition only (whether the moving object is seen there needs tracks).
+* Tracks (the dynamic types, rule ``track``; docs/questions-format.md "Dynamic questions"): the
+  *seen window frames* are the witnessing selected frames inside the window in which the
+  question's object (``objects[0]``) is seen (``track_frames``). Fewer than the type's
+  ``window_frames`` (2; acceleration 3): unanswerable (``track_undersampled``). Otherwise the
+  quantity (vistest.motion: metres, m/s, m/s^2, or the heading angle in degrees in the frame of
+  the camera at the window's first decoded frame) is recomputed over them (``track_value``) and
+  gives an option (:func:`track_answer`: the nearest number; the heading's sector). The
+  original's option: kept (``track_supported``); another: changed to it, ``track_changed`` when
+  every frame of the window that sees the object (``track_value_all``, the all-frame answer)
+  gives the original option, else ``track_disagrees_with_scene`` (the ground truth disagrees
+  with the scene, as ``count_exceeds_original``); no value (``track_undefined``), or a heading
+  none of the options (``track_not_in_options``): unanswerable.
 * Reformulated questions (vistest/reformulate.py): an open appearance order's answer is the
   new order's labels (``"bed, plant, sofa"``); a question offering "None of these" answers
   it when the new order is none of the other options. Where a rule finds the question
@@ -68,11 +80,12 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..answers import none_letter, normalize_text
+from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
-from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, RULE_WINDOW,
-                         Question)
-from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame
+from .. import motion
+from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, RULE_TRACK,
+                         RULE_WINDOW, Question, option_letter, option_number)
+from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
 from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
@@ -98,9 +111,17 @@ REASON_WINDOW_SAMPLED = "window_sampled"              # the window holds the fra
 REASON_WINDOW_UNDERSAMPLED = "window_undersampled"    # fewer selected frames in the window than the type needs
 REASON_INSTANT_SAMPLED = "instant_sampled"            # a selected frame within the tolerance of the instant
 REASON_INSTANT_UNSAMPLED = "instant_unsampled"        # no selected frame within the tolerance of the instant
+REASON_TRACK_SUPPORTED = "track_supported"            # the seen window frames give the original answer
+REASON_TRACK_CHANGED = "track_changed"                # they give another answer (every frame gives the original)
+REASON_TRACK_DISAGREES = "track_disagrees_with_scene"  # another answer, and every frame does not give the original
+REASON_TRACK_UNDERSAMPLED = "track_undersampled"      # the object seen in too few sampled frames of the window
+REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no value (e.g. no floor displacement)
+REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
+OPEN_NUMBER_REL_TOL = 0.05  # an open (answer_kind number) dynamic answer is kept within 5% of the original
+TRACK_UNITS = {**motion.UNITS, motion.HEADING: "deg"}  # the unit of track_value per vistest.motion quantity
 
 @dataclass(frozen=True)
 class FrameSelection:
@@ -142,7 +163,8 @@ class QuestionTruth:
     ``ground_truth``: the supported answer (same JSON type as the original), None when
     unanswerable. ``reason``: a ``REASON_*`` code. ``unseen``: referenced object ids (or
     labels) seen in no selected frame. ``evidence_frames``: selected frames in which a
-    referenced object is seen (sorted).
+    referenced object is seen (sorted). ``track`` (rule ``track``): the row's ``track_*`` fields;
+    ``note``: what the rule adds to the reason in words (:func:`_explain`).
     """
 
     question: Question
@@ -158,6 +180,8 @@ class QuestionTruth:
     unseen_detail: tuple[Mapping[str, Any], ...] = ()
     without_occlusion: "QuestionTruth | None" = None
     temporal: Mapping[str, Any] | None = None
+    track: Mapping[str, Any] | None = None
+    note: str = ""
 
     @property
     def occlusion_sensitive(self) -> bool:
@@ -189,6 +213,8 @@ class QuestionTruth:
                          frames_taken=len(sel.frame_indices))
         if self.temporal is not None:
             extra.update(self.temporal)
+        if self.track is not None:
+            extra.update(self.track)
         return real_row(
             self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
             frame_indices=list(sel.frame_indices),
@@ -291,6 +317,8 @@ class _Table:
         self.labels = {o.id: o.label for o in scene.objects}
         self.fps = float(scene.fps)
         self.instant_tolerance_s = DEFAULT_INSTANT_TOLERANCE_S
+        self.scene = scene  # rule track: the objects' tracks and the cameras (vistest.motion)
+        self.every_witness = tuple(sorted(f for f, r in self.row.items() if valid[r]))  # what "all frames" see
 
     def bound(self) -> "_Table":
         """This table with occlusion ignored: seen by the rule applied to ``projected``."""
@@ -346,6 +374,10 @@ class _Table:
         block = (self.seen[np.ix_(rows, np.asarray(cols, dtype=np.int64))] if len(cols)
                  else np.zeros((len(rows), 0), bool))
         return [[frames[k] for k in np.flatnonzero(block[:, j])] for j in range(len(cols))]
+
+    def seen_in(self, frames: Sequence[int], col: int) -> list[int]:
+        """The frames of ``frames`` (witnessing frames, sorted) in which column ``col`` is seen."""
+        return [f for f in frames if self.seen[self.row[f], col]]
 
     def category_cols(self, labels: Iterable[str]) -> list[tuple[str, list[int]]]:
         """(label, columns of every object with that label), in the given label order."""
@@ -465,6 +497,104 @@ def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_SAMPLED, (), tuple(inside))
 
 
+def track_value(q: Question, frames: Sequence[int], t: _Table) -> float:
+    """The quantity of a dynamic question (``q.type.motion``, vistest.motion) over ``frames`` (the
+    observed frames, sorted): metres, m/s, m/s^2, or the heading angle in degrees in the frame of
+    the camera at the window's first decoded frame. Raises vistest.motion.MotionError where the
+    frames give none."""
+    obj = next(o for o in t.scene.objects if o.id == q.objects[0])
+    points = motion.centers_at(obj, frames)
+    if q.type.motion == motion.HEADING:
+        right, forward = motion.camera_axes(t.scene, window_range(q.window[0], q.window[1], t.fps)[0])
+        return motion.heading_angle(points, right, forward)
+    return motion.quantity(q.type.motion, points, frames, t.fps)
+
+
+def track_answer(q: Question, value: float) -> Any:
+    """The answer a dynamic question's recomputed ``value`` gives: the letter of the option whose
+    number is nearest it (the earlier option on a tie; options starting with no number, e.g. "None
+    of these", are skipped), for a heading the option worded as its sector (vistest.motion.heading;
+    "None of these" when no option is, else None); an open question (``answer_kind``): the sector's
+    word, or the value itself (a number rounded to 4 decimals; a string when the original is)."""
+    if q.kind == ANSWER_TEXT:
+        return motion.heading(value)[0]
+    if q.kind == NUMBER:
+        return round(value, 4) if not isinstance(q.ground_truth, str) else f"{value:.4f}"
+    if q.type.motion == motion.HEADING:
+        sector = motion.heading(value)[0]
+        for opt in q.options or ():
+            letter, text = option_letter(opt)
+            if normalize_text(text) == sector:
+                return letter if letter is not None else opt
+        return none_letter(q.options)
+    best: tuple[float, str] | None = None
+    for opt in q.options or ():
+        letter, text = option_letter(opt)
+        x = option_number(text)
+        if x is not None and (best is None or abs(x - value) < best[0]):
+            best = (abs(x - value), letter if letter is not None else opt)
+    return None if best is None else best[1]
+
+
+def same_answer(q: Question, answer: Any) -> bool:
+    """Is ``answer`` (:func:`track_answer`) the question's own? An option: the same letter; an
+    open text: the same words (normalised); an open number: within :data:`OPEN_NUMBER_REL_TOL` of
+    the original, relatively (the strictest MRA threshold, vistest.answers.MRA_THRESHOLDS)."""
+    if answer is None:
+        return False
+    if q.kind == NUMBER:
+        gt = float(q.ground_truth)
+        return abs(float(answer) - gt) <= OPEN_NUMBER_REL_TOL * abs(gt)
+    if q.kind == ANSWER_TEXT:
+        return normalize_text(str(answer)) == normalize_text(str(q.ground_truth))
+    return str(answer).strip().upper() == str(q.ground_truth).strip().upper()
+
+
+def _track_over(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | None, str]:
+    """(value, why none): :func:`track_value` over ``frames`` when there are enough of them
+    (``q.type.window_frames``), else None with the reason in words."""
+    need = q.type.window_frames
+    if len(frames) < need:
+        return None, f"object seen in {len(frames)} sampled frame(s) of the window, needs {need}"
+    try:
+        return track_value(q, frames, t), ""
+    except motion.MotionError as e:
+        return None, str(e)
+
+
+def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule ``track`` (module docstring): the question's object over the witnessing selected
+    frames of the window that see it, against every witnessing frame of the window that sees it."""
+    oid, (ts, te) = q.objects[0], q.window
+    col, need, unit = t.col[oid], q.type.window_frames, TRACK_UNITS[q.type.motion]
+    seen_sel = t.seen_in(sel.witnesses, col)
+    frames = frames_in_window(seen_sel, ts, te, t.fps)
+    every = frames_in_window(t.seen_in(t.every_witness, col), ts, te, t.fps)
+    value, why = _track_over(q, frames, t)
+    value_all = _track_over(q, every, t)[0]
+    fields = {"track_frames": frames, "track_value": value, "track_unit": unit, "track_value_all": value_all}
+    where = f"object {oid} seen in {len(frames)} sampled frame(s) of the window [{ts:g}, {te:g}] s, needs {need}"
+    unseen = () if seen_sel else (oid,)
+    base = QuestionTruth(q, sel, None, UNANSWERABLE, REASON_TRACK_UNDERSAMPLED, unseen, tuple(seen_sel),
+                         track=fields, note=where)
+    if len(frames) < need:
+        return base
+    if value is None:
+        return replace(base, reason=REASON_TRACK_UNDEFINED, note=f"{where}; {why}")
+    answer = track_answer(q, value)
+    note = f"{where}; {motion.heading(value)[0] + ' at ' if unit == 'deg' else ''}{value:.4g} {unit}".rstrip()
+    if answer is None:
+        return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
+    if same_answer(q, answer):
+        return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
+    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
+    if not every_agrees:
+        note += (f"; every frame: {'no value' if value_all is None else f'{value_all:.4g} {unit}'.rstrip()}, "
+                 f"answer {q.ground_truth!r} not supported")
+    return replace(base, ground_truth=answer, status=CHANGED,
+                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES, note=note)
+
+
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
     budget = sel.budget if sel.rule_budget is None else sel.rule_budget
     if budget != ALL and int(budget) < minimum:
@@ -500,6 +630,14 @@ REASON_WORDS = {
     REASON_WINDOW_UNDERSAMPLED: "too few selected frames fall inside the time window",
     REASON_INSTANT_SAMPLED: "a selected frame is within the tolerance of the instant",
     REASON_INSTANT_UNSAMPLED: "no selected frame is within the tolerance of the instant",
+    REASON_TRACK_SUPPORTED: "the sampled frames of the window that see the object give the original answer",
+    REASON_TRACK_CHANGED: "the sampled frames of the window that see the object give another answer",
+    REASON_TRACK_DISAGREES: "the sampled frames of the window that see the object give another answer, and every "
+                            "frame of the window that sees it does not give the original one either (the ground "
+                            "truth disagrees with the scene's track)",
+    REASON_TRACK_UNDERSAMPLED: "the object is seen in too few sampled frames of the time window",
+    REASON_TRACK_UNDEFINED: "the sampled frames of the window that see the object give no value",
+    REASON_TRACK_NOT_IN_OPTIONS: "the recomputed heading is none of the options",
 }
 
 
@@ -530,6 +668,8 @@ def _explain(qt: QuestionTruth, t: _Table, min_budget_room_route: int) -> Questi
                   f"{qt.question.window[1]:g}] s; needs {qt.question.type.window_frames})")
     elif qt.reason in (REASON_INSTANT_SAMPLED, REASON_INSTANT_UNSAMPLED):
         words += f" ({qt.question.instant:g} s; tolerance {t.instant_tolerance_s:g} s)"
+    if qt.note:
+        words += f" ({qt.note})"
     if detail:
         words += "; counts unseen: " + "; ".join(d["text"] for d in detail)
     return replace(qt, reason_text=words, unseen_detail=detail)
@@ -549,9 +689,10 @@ def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_r
 
 
 def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
-    if not sel.witnesses:
-        return _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
     rule = q.type.rule
+    if not sel.witnesses:
+        qt = _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
+        return replace(qt, track=_track(q, sel, table).track) if rule == RULE_TRACK else qt
     if rule == RULE_COUNTING:
         return _counting(q, sel, table)
     if rule == RULE_OBJECTS:
@@ -562,6 +703,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _min_budget(q, sel, min_budget_room_route)
     if rule == RULE_WINDOW:
         return _window(q, sel, table)
+    if rule == RULE_TRACK:
+        return _track(q, sel, table)
     raise AssertionError(f"no rule for {rule!r}")
 
 
@@ -576,10 +719,28 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
         for lab in q.category:
             if lab not in labels:
                 raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
+        if q.type.rule == RULE_TRACK:
+            _check_track_options(q)
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]
             if len(set(labs)) != len(labs):
                 raise InputError(f"{q.where}: objects: appearance order by options needs distinct labels, got {labs}")
+
+
+def _check_track_options(q: Question) -> None:
+    """A dynamic question's options (but "None of these" and "Cannot be determined from the video")
+    must each start with a number, or for a heading be one of vistest.motion.HEADINGS, so that a
+    recomputed value maps to an option (:func:`track_answer`)."""
+    for i, opt in enumerate(q.options or ()):
+        text = option_letter(opt)[1]
+        if is_special_option(opt):
+            continue
+        if q.type.motion == motion.HEADING and normalize_text(text) not in motion.HEADINGS:
+            raise InputError(f"{q.where}: options[{i}]: expected a heading ({', '.join(motion.HEADINGS)}) after the "
+                             f"letter, got {opt!r}")
+        if q.type.motion != motion.HEADING and option_number(text) is None:
+            raise InputError(f"{q.where}: options[{i}]: expected a number after the letter (\"A. 1.25 m\"), "
+                             f"got {opt!r}")
 
 
 def _rule_table(scene: Scene, visibility: Visibility, questions: Sequence[Question], rule: SeenRule,

@@ -10,8 +10,8 @@ import click
 
 from ..budget.sampling import select_frames
 from ..budgets import parse_budget
-from .options import (OUTDIR_ALIAS, budgets_option, min_budget_room_route_option, output_option, profile_options,
-                      quiet_option, seen_threshold_option, visibility_option, warn)
+from .options import (OUTDIR_ALIAS, budgets_option, instant_tolerance_option, min_budget_room_route_option,
+                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
 
 
 @click.command("frames")
@@ -34,9 +34,11 @@ def frames(profile: str, options: dict, budget: str, num_frames: int, fps: float
 @visibility_option("Visibility .npz from 'vistest visibility' (default: computed now, occlusion auto).")
 @seen_threshold_option()
 @min_budget_room_route_option()
+@instant_tolerance_option()
 @quiet_option("No progress and no summary table.")
 def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, options: dict, output: str,
-           visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, quiet: bool) -> None:
+           visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, instant_tolerance_s: float,
+           quiet: bool) -> None:
     """Frame-budget ground truth: write OUTPUT/{budget}_frame.jsonl for each budget and
     print kept / changed / unanswerable per budget and question type."""
     from ..atomic import check_writable
@@ -58,7 +60,8 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
             click.echo(f"occlusion: {occlusion} ({why})", err=True)
         vis = compute_visibility(scene, occlusion=occlusion, progress=not quiet)
     truth = budget_truth(scene, vis, questions, budgets=budgets, profile=profile, seen_threshold=seen_threshold,
-                         min_budget_room_route=min_budget_room_route, profile_options=options)
+                         min_budget_room_route=min_budget_room_route, profile_options=options,
+                         instant_tolerance_s=instant_tolerance_s)
     paths = write_budget_files(truth, output)
     if not quiet:
         click.echo(summary_table(truth), nl=False)
@@ -78,11 +81,12 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
                    "sti-bench.qwen2_5_vl included; docs/sampling.md).")
 @budgets_option(help="Budgets of the sampler profile (--profile) reported too.")
 @profile_options()
+@instant_tolerance_option()
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the report as JSON.")
 @output_option("Markdown report to write (default: stdout).", required=False)
-def windows(questions_jsonl, scenes, video_info, videos_dir, evaluator_specs, budgets, profile, options, json_path,
-            output):
+def windows(questions_jsonl, scenes, video_info, videos_dir, evaluator_specs, budgets, profile, options,
+            instant_tolerance_s, json_path, output):
     """Per task, the share of QUESTIONS_JSONL's questions whose time window receives 0, 1, 2, >= 3
     sampled frames under each evaluator configuration and each budget of the profile
     (vistest.budget.windows, docs/sampling.md "Time windows")."""
@@ -95,7 +99,7 @@ def windows(questions_jsonl, scenes, video_info, videos_dir, evaluator_specs, bu
     timings = _video_timings(questions, scenes, video_info, videos_dir)
     evaluators = parse_evaluators(evaluator_specs) if evaluator_specs else tuple(EVALUATORS.values())
     configs = [evaluator_config(e) for e in evaluators] + [profile_config(profile, b, options) for b in budgets]
-    report = window_report(questions, timings, configs)
+    report = window_report(questions, timings, configs, instant_tolerance_s)
     if json_path:
         write_atomic(json_path, json.dumps(report, indent=2) + "\n")
     text = report_markdown(report)

@@ -3,8 +3,8 @@
 Every command spells a shared option the same way: ``-o/--output`` for what it writes,
 ``--budgets`` for frame budgets, ``-p/--profile`` with ``-O/--option KEY=VALUE``,
 ``--occlusion``, ``--visibility``, ``--seen-rule`` with ``--seen-threshold``, ``--min-budget-room-route``,
-``--quiet``, ``-r/--run-dir``. Defaults come from the stage that owns them
-(vistest.budget.truth, vistest.budget.sampling, vistest.visibility.table).
+``--instant-tolerance``, ``--quiet``, ``-r/--run-dir``. Defaults come from the stage that owns them
+(vistest.budget.truth, vistest.budget.sampling, vistest.budget.windows, vistest.visibility.table).
 
 Spellings of vistest 0.1 that changed are kept for one release (until 0.2) as *hidden
 aliases*: accepted, not shown in ``--help`` (:class:`AliasOption`): :data:`OUTDIR_ALIAS`
@@ -23,6 +23,7 @@ from ..budget.sampling import DEFAULT_PROFILE, PROFILES
 from ..budgets import budget_label, parse_budgets
 from ..budget.seen import DEFAULT_SEEN_KIND, SEEN_KINDS, seen_rule
 from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
+from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from ..errors import InputError
 from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES
 
@@ -189,6 +190,15 @@ def min_budget_room_route_option(prefix: str = "") -> Decorator:
     return click.option("--min-budget-room-route", type=click.IntRange(1), default=DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                         show_default=True,
                         help=prefix + "Smallest budget at which room size and route planning are answerable.")
+
+
+def instant_tolerance_option(prefix: str = "") -> Decorator:
+    """``--instant-tolerance SECONDS`` (value ``instant_tolerance_s``; default
+    :data:`vistest.budget.windows.DEFAULT_INSTANT_TOLERANCE_S`)."""
+    return click.option("--instant-tolerance", "instant_tolerance_s", type=click.FloatRange(0.0),
+                        default=DEFAULT_INSTANT_TOLERANCE_S, show_default=True, metavar="SECONDS",
+                        help=prefix + "Seconds: the nearest sampled frame serves a question's instant (time) when "
+                                      "at most this far from it (docs/questions-format.md \"Time windows\").")
 
 
 def quiet_option(help: str = "No progress bar.") -> Decorator:

@@ -14,9 +14,9 @@ from ..videos.config import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_E
                              DummyConfig, EncodeConfig, EncoderSettings, ResourceConfig)
 from ..videos.spool import SPOOL_ENV
 from ..budgets import parse_budgets
-from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, min_budget_room_route_option,
-                      occlusion_option, output_option, profile_options, quiet_option, seen_threshold_option,
-                      visibility_option, warn)
+from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, instant_tolerance_option,
+                      min_budget_room_route_option, occlusion_option, output_option, profile_options, quiet_option,
+                      seen_threshold_option, visibility_option, warn)
 
 _DEFAULT_SETTINGS = EncoderSettings()
 DUMMY_PREFIX = "dummy_"  # an option whose value is named dummy_FIELD sets DummyConfig.FIELD (dummy_config)
@@ -86,6 +86,7 @@ video_options = compose(
     occlusion_option(),
     seen_threshold_option("Budget GT: "),
     min_budget_room_route_option("Budget GT: "),
+    instant_tolerance_option("Budget GT: "),
     click.option("--spool-dir", type=click.Path(file_okay=False), default=None, envvar=SPOOL_ENV,
                  show_envvar=True,
                  help="Folder for the run's work folder (the frame pool; default: the output folder). Its free "
@@ -115,7 +116,8 @@ def run_config(kw: dict, budget_files: bool = True, cpus: int | None = None):
     ffmpeg = str(Path(kw["ffmpeg_path"]).resolve()) if kw["ffmpeg_path"] else None
     return RunConfig(
         truth=TruthConfig(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
-                          seen_threshold=kw["seen_threshold"], min_budget_room_route=kw["min_budget_room_route"]),
+                          seen_threshold=kw["seen_threshold"], min_budget_room_route=kw["min_budget_room_route"],
+                          instant_tolerance_s=kw["instant_tolerance_s"]),
         dummy=dummy_config(kw),
         encode=EncodeConfig(EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]), kw["budget_fps"]),
         resources=ResourceConfig(kw["max_memory"], kw["jobs"], kw["threads"], cpus, ffmpeg),

@@ -1,0 +1,362 @@
+"""Rule ``track`` (the dynamic motion_* types) on the dynamic demo, against a computation written
+here: the frames from the sampler (or STI-Bench's client), seen-ness straight from the visibility
+table's ``visible`` column and the threshold, the windows by ``i / fps``, the centres by linear
+interpolation of the track keys and the quantities by this file's own numpy lines (not
+vistest.motion), the nearest option by this file."""
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+from vistest import Scene
+from vistest.budget.evaluators import EVALUATORS, STI_BENCH
+from vistest.budget.sampling import select_frames
+from vistest.budget.truth import budget_jsonl, budget_truth, evaluator_truth
+from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+from vistest.errors import InputError
+from vistest.questions import load_questions
+from vistest.visibility.table import compute_visibility
+
+N, W, H, FPS = 120, 160, 120, 30.0
+THRESHOLD = 0.015  # image share: the ball (a 0.3 m cube far off) shows about 1-2% of these small frames
+NEED = {"motion_displacement": 2, "motion_path_length": 2, "motion_speed": 2, "motion_acceleration": 3,
+        "motion_direction": 2}  # sightings each quantity needs (issue #25), written out here
+UNITS = {"motion_displacement": "m", "motion_path_length": "m", "motion_speed": "m/s",
+         "motion_acceleration": "m/s^2", "motion_direction": "deg"}
+HEADS = ("right", "away", "left", "toward")  # counter-clockwise from the camera's right
+# (object, time_start, time_end) in seconds; frame i is at i / 30 s. Cart: pushed over frames 14-65
+# (smoothstep), seen from frame 14; ball: rolls over frames 71-113, seen (> 1.5%) over part of it
+WINDOWS = [
+    ("cart", 0.2, 1.0),       # frames 6-30: the cart seen from 14 (partly)
+    ("cart", 1.3, 2.1),       # frames 39-63: bounds on frames uniform@16 takes (39, 63)
+    ("cart", 0.5, 2.2),       # frames 15-66: nearly the whole push
+    ("cart", 1.0, 1.1),       # frames 30-33: too brief for 16 and 32 frames
+    ("cart", 1.0, 1.05),      # frames 30-31: two frames at most
+    ("cart", 2.5, 3.5),       # frames 75-105: parked (no motion, no heading)
+    ("ball", 2.4, 3.8),       # frames 72-114: the ball seen over part of its roll
+    ("ball", 2.6, 2.8),       # frames 78-84: brief
+    ("ball", 0.0, 1.0),       # before the ball exists
+]
+
+
+# ---------------------------------------------------------------------------------------
+# the reference computation
+# ---------------------------------------------------------------------------------------
+def centre(obj, frame):
+    """The object's centre at ``frame``: its track keys linearly interpolated, per coordinate."""
+    keys = obj.track
+    f = np.array([k.frame for k in keys], float)
+    c = np.array([k.center for k in keys], float)
+    return np.array([np.interp(frame, f, c[:, d]) for d in range(3)])
+
+
+def in_window(frames, ts, te):
+    return [f for f in frames if ts - 1e-9 <= f / FPS <= te + 1e-9]
+
+
+def quantity(scene, qtype, obj, frames, ts):
+    """The value over ``frames`` (docstring of vistest.motion, computed independently); None when none."""
+    p = np.array([centre(obj, f) for f in frames])
+    t = np.array(frames, float) / FPS
+    d = np.linalg.norm(p[1:] - p[:-1], axis=1)
+    if qtype == "motion_displacement":
+        return float(np.linalg.norm(p[-1] - p[0]))
+    if qtype == "motion_path_length":
+        return float(d.sum())
+    if qtype == "motion_speed":
+        return float(d.sum() / (t[-1] - t[0]))
+    if qtype == "motion_acceleration":
+        v0, v1 = d[0] / (t[1] - t[0]), d[-1] / (t[-1] - t[-2])
+        return float((v1 - v0) / ((t[-1] + t[-2]) / 2 - (t[0] + t[1]) / 2))
+    first = math.ceil(ts * FPS - 1e-6)  # the window's first decoded frame: its camera is the reference
+    rot = scene.boxes_to_world[:3, :3].T @ scene.frames[first].camera_to_world[:3, :3]
+    right, forward = rot[:, 0].copy(), rot[:, 2].copy()
+    right[2] = forward[2] = 0.0
+    right /= np.linalg.norm(right)
+    left_of_right = np.array([-right[1], right[0], 0.0])  # 90 degrees counter-clockwise seen from above
+    assert left_of_right @ forward > 0  # that is the camera's forward on the floor
+    move = p[-1] - p[0]
+    move[2] = 0.0
+    if np.linalg.norm(move) < 1e-9:
+        return None
+    return math.degrees(math.atan2(move @ left_of_right, move @ right)) % 360.0
+
+
+def sector(angle):
+    return HEADS[int(((angle + 45.0) % 360.0) // 90.0)]
+
+
+def nearest_letter(options, value, qtype):
+    if qtype == "motion_direction":
+        return next(o[0] for o in options if o[3:] == sector(value))
+    nums = [float(o[3:].split()[0]) for o in options]
+    return "ABCDE"[int(np.argmin([abs(x - value) for x in nums]))]  # the first on a tie
+
+
+# ---------------------------------------------------------------------------------------
+# the scene, its visibility and the questions
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("track")
+    scene = Scene.load(make_dynamic_demo_scene(out / "scene", num_frames=N, size=(W, H), fps=FPS, quiet=True))
+    vis = compute_visibility(scene, occlusion="boxes", progress=False)  # boxes: the ball hides behind furniture
+    vis.save(out / "vis.npz")
+    return out, scene, vis
+
+
+def seen_frames(scene, vis, oid):
+    """Frames (decoded numbers) with a valid pose where ``oid``'s visible share exceeds THRESHOLD."""
+    col = [str(x) for x in vis.object_ids].index(oid)
+    return {int(f) for f, ok, x in zip(vis.frame_index, vis.valid, vis.visible[:, col]) if ok and x > THRESHOLD}
+
+
+def every_frame_value(scene, vis, qtype, oid, ts, te):
+    obj = next(o for o in scene.objects if o.id == oid)
+    frames = sorted(in_window(seen_frames(scene, vis, oid), ts, te))
+    return None if len(frames) < NEED[qtype] else quantity(scene, qtype, obj, frames, ts)
+
+
+@pytest.fixture(scope="module")
+def questions(demo):
+    """Every motion type over every window; options a ladder around the every-frame value (the
+    key at a position that moves from question to question); one question keyed wrong on purpose."""
+    out, scene, vis = demo
+    lines = []
+    for wi, (oid, ts, te) in enumerate(WINDOWS):
+        for ti, qtype in enumerate(NEED):
+            n = len(lines)
+            value = every_frame_value(scene, vis, qtype, oid, ts, te)
+            pos = n % 5
+            if qtype == "motion_direction":
+                heads = HEADS[n % 4:] + HEADS[:n % 4]
+                options = [f"{'ABCD'[k]}. {h}" for k, h in enumerate(heads)]
+                gt = "A" if value is None else nearest_letter(options, value, qtype)
+            else:
+                v = 0.0 if value is None else value
+                step = 0.04 * abs(v) + 0.01
+                options = [f"{'ABCDE'[k]}. {v + (k - pos) * step:.3f} {UNITS[qtype]}" for k in range(5)]
+                gt = "ABCDE"[pos]
+                if value is not None:
+                    assert nearest_letter(options, value, qtype) == gt
+            if (wi, qtype) == (2, "motion_speed"):
+                gt = "ABCDE"[(pos + 1) % 5]  # keyed wrong: the scene disagrees with the ground truth
+            lines.append({"id": f"m{n}", "scene_id": scene.scene_id, "question_type": qtype,
+                          "question": f"{qtype} of the {oid} from {ts} s to {te} s?", "options": options,
+                          "ground_truth": gt, "objects": [oid], "time_start": ts, "time_end": te})
+    path = out / "questions.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    return load_questions(path, scene)
+
+
+def expected(scene, vis, q, sampled):
+    """(status, ground_truth, reason, track_frames, value, value_all) by the reference computation."""
+    oid, (ts, te), qtype = q.objects[0], q.window, q.question_type
+    obj = next(o for o in scene.objects if o.id == oid)
+    track = sorted(in_window(set(sampled) & seen_frames(scene, vis, oid), ts, te))
+    value_all = every_frame_value(scene, vis, qtype, oid, ts, te)
+    if len(track) < NEED[qtype]:
+        return "unanswerable", None, "track_undersampled", track, None, value_all
+    value = quantity(scene, qtype, obj, track, ts)
+    if value is None:
+        return "unanswerable", None, "track_undefined", track, None, value_all
+    letter = nearest_letter(q.options, value, qtype)
+    if letter == q.ground_truth:
+        return "kept", letter, "track_supported", track, value, value_all
+    agrees = value_all is not None and nearest_letter(q.options, value_all, qtype) == q.ground_truth
+    return "changed", letter, "track_changed" if agrees else "track_disagrees_with_scene", track, value, value_all
+
+
+def close(a, b, qtype):
+    if a is None or b is None:
+        return a is None and b is None
+    if qtype == "motion_direction":
+        return abs((a - b + 180.0) % 360.0 - 180.0) < 1e-6
+    return a == pytest.approx(b, rel=1e-9, abs=1e-9)
+
+
+def check_rows(scene, vis, questions, rows, sampled, where):
+    for q, r in zip(questions, rows, strict=True):
+        status, gt, reason, track, value, value_all = expected(scene, vis, q, sampled)
+        got = (r["status"], r["ground_truth"], r["reason"], r["track_frames"])
+        assert got == (status, gt, reason, track), (where, q.id, q.question_type, q.window, r["reason_text"])
+        assert close(r["track_value"], value, q.question_type), (where, q.id, r["track_value"], value)
+        assert close(r["track_value_all"], value_all, q.question_type), (where, q.id)
+        assert r["track_unit"] == UNITS[q.question_type]
+        seen_sel = sorted(set(sampled) & seen_frames(scene, vis, q.objects[0]))
+        assert r["evidence_frames"] == seen_sel and r["unseen"] == ([] if seen_sel else [q.objects[0]])
+        assert f"seen in {len(track)} sampled frame(s) of the window" in r["reason_text"]
+
+
+@pytest.fixture(scope="module")
+def configs(demo, questions):
+    """[(configuration, its sampled frames, its rows)]: uniform at 16, 32, 64, all, and STI-Bench's client."""
+    _, scene, vis = demo
+    out = []
+    truth = budget_truth(scene, vis, questions, budgets=(16, 32, 64, "all"), profile="uniform",
+                         seen_threshold=THRESHOLD)
+    for b in (16, 32, 64, "all"):
+        rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
+        out.append((b, select_frames("uniform", N, b, fps=FPS).tolist(), rows))
+    sti = EVALUATORS[STI_BENCH]
+    truth = evaluator_truth(scene, vis, questions, sti, seen_threshold=THRESHOLD)
+    rows = [json.loads(ln) for ln in budget_jsonl(truth, "all").splitlines()]
+    assert all(r["evaluator"] == STI_BENCH for r in rows)
+    out.append((STI_BENCH, sti.takes(N, FPS, "all").tolist(), rows))
+    return out
+
+
+@pytest.fixture(scope="module")
+def checked(configs, questions):
+    """(configuration, question, row) of every row."""
+    return [(cfg, q, r) for cfg, _, rows in configs for q, r in zip(questions, rows, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------
+# the tests
+# ---------------------------------------------------------------------------------------
+def test_rows_match_the_reference_at_every_budget_and_under_sti_bench(demo, questions, configs, checked):
+    _, scene, vis = demo
+    for cfg, sampled, rows in configs:
+        check_rows(scene, vis, questions, rows, sampled, cfg)
+    assert len(set(configs[-1][1])) == 30  # STI-Bench's client: 30 frames of the 4 s video
+    statuses = {(cfg, r["status"]) for cfg, _, r in checked}
+    for cfg in (16, 32, 64, STI_BENCH):
+        assert {s for c, s in statuses if c == cfg} == {"kept", "changed", "unanswerable"}, cfg
+    types = {(q.question_type, r["status"]) for _, q, r in checked}
+    assert all((t, "kept") in types and (t, "unanswerable") in types for t in NEED), types
+    assert {t for t, s in types if s == "changed"} >= {"motion_path_length", "motion_speed", "motion_acceleration"}
+
+
+def test_every_frame_keeps_the_answers_it_keyed(checked):
+    """uniform@all is every frame: a question keyed from every frame is kept, unless its value is
+    undefined there; the one keyed wrong says the ground truth disagrees with the scene."""
+    for cfg, q, r in checked:
+        if cfg != "all":
+            continue
+        if q.id == "m12":  # the window (cart, 0.5, 2.2), speed: keyed wrong on purpose
+            assert (r["status"], r["reason"]) == ("changed", "track_disagrees_with_scene")
+            assert "not supported" in r["reason_text"]
+        else:
+            assert r["status"] == "kept" or r["track_value_all"] is None, (q.id, r["reason_text"])
+
+
+def test_the_rule_would_see_an_off_by_one_or_a_wrong_frame_count(checked, demo):
+    """The cases exist that a wrong rule would get wrong: acceleration with exactly 2 seen frames
+    (unanswerable, while the same window's speed is answerable), and windows whose bound frame is a
+    sampled seen frame while its outer neighbour is a sampled seen frame of another budget."""
+    two = {(cfg, q.window, q.objects) for cfg, q, r in checked
+           if q.question_type == "motion_acceleration" and len(r["track_frames"]) == 2}
+    assert two
+    for cfg, q, r in checked:
+        if (cfg, q.window, q.objects) in two and q.question_type == "motion_speed":
+            assert r["status"] != "unanswerable"
+    _, scene, vis = demo
+    bounds = 0
+    for cfg, q, r in checked:
+        ts, te = q.window
+        first, last = round(ts * FPS), round(te * FPS)
+        seen = seen_frames(scene, vis, q.objects[0])
+        if (abs(first - ts * FPS) < 1e-6 and first in r["track_frames"] and first - 1 in seen
+                and abs(last - te * FPS) < 1e-6 and last in r["track_frames"] and last + 1 in seen):
+            bounds += 1
+    assert bounds >= 5
+
+
+def test_bad_options_are_refused(demo, questions, tmp_path):
+    _, scene, vis = demo
+    q = next(q for q in questions if q.question_type == "motion_speed")
+    rec = dict(q.record, options=["A. slow", "B. 1.0 m/s"], ground_truth="B")
+    p = tmp_path / "q.jsonl"
+    p.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(InputError, match=r"q.jsonl:1: options\[0\]: expected a number after the letter"):
+        budget_truth(scene, vis, load_questions(p, scene), budgets=(16,))
+    q = next(q for q in questions if q.question_type == "motion_direction")
+    p.write_text(json.dumps(dict(q.record, options=["A. north", "B. left"], ground_truth="B")) + "\n")
+    with pytest.raises(InputError, match=r"options\[0\]: expected a heading \(right, away, left, toward\)"):
+        budget_truth(scene, vis, load_questions(p, scene), budgets=(16,))
+
+
+def test_other_rows_carry_no_track_fields(demo, questions, tmp_path):
+    _, scene, vis = demo
+    p = tmp_path / "q.jsonl"
+    p.write_text(json.dumps({"id": 1, "scene_id": scene.scene_id, "question_type": "object_size_estimation",
+                             "question": "How big is the cart?", "objects": ["cart"], "ground_truth": 90}) + "\n")
+    row = json.loads(budget_jsonl(budget_truth(scene, vis, load_questions(p, scene), budgets=(16,)), 16))
+    assert not [k for k in row if k.startswith("track_")]
+
+
+# ---------------------------------------------------------------------------------------
+# the instant tolerance: TruthConfig, RunConfig's key, the command line
+# ---------------------------------------------------------------------------------------
+def test_instant_tolerance_is_a_truth_setting_in_the_key_and_on_the_command_line(demo, tmp_path):
+    import click
+
+    from vistest.budget.config import TruthConfig
+    from vistest.budget.windows import DEFAULT_INSTANT_TOLERANCE_S
+    from vistest.cli import main
+    from vistest.cli.videos import run_config, video_options
+    from vistest.config import RunConfig
+
+    out, scene, _ = demo
+    assert TruthConfig().instant_tolerance_s == DEFAULT_INSTANT_TOLERANCE_S
+    assert RunConfig(TruthConfig(instant_tolerance_s=0.1)).key() != RunConfig().key()
+    got = []
+
+    @click.command()
+    @video_options
+    def probe(**kw):
+        got.append(run_config(kw))
+
+    r = CliRunner().invoke(probe, ["-o", str(tmp_path / "run"), "--instant-tolerance", "0.02"])
+    assert r.exit_code == 0, r.output
+    assert got[0].truth.instant_tolerance_s == 0.02
+    r = CliRunner().invoke(probe, ["-o", str(tmp_path / "run"), "--instant-tolerance", "-1"])
+    assert r.exit_code == 2 and "--instant-tolerance" in r.output
+    # `vistest budget`: an instant 0.1 s from the nearest of 16 uniform frames (0, 7, ...: frame 7 at 0.2333 s)
+    q = {"id": "g", "scene_id": scene.scene_id, "question_type": "sti_3d_video_grounding", "question": "Where?",
+         "options": ["A. here", "B. there"], "ground_truth": "A", "time": 0.1333}
+    (tmp_path / "q.jsonl").write_text(json.dumps(q) + "\n")
+    rows = {}
+    for tol in (None, "0.05"):
+        args = ["budget", str(scene.source), str(tmp_path / "q.jsonl"), "--budgets", "16", "--visibility",
+                str(out / "vis.npz"), "-o", str(tmp_path / str(tol)), "--quiet"]
+        r = CliRunner().invoke(main, args + ([] if tol is None else ["--instant-tolerance", tol]))
+        assert r.exit_code == 0, r.output
+        rows[tol] = json.loads((tmp_path / str(tol) / "16_frame.jsonl").read_text())
+    assert rows[None]["instant_frame"] == 7 and rows[None]["instant_offset_s"] == pytest.approx(7 / 30 - 0.1333)
+    assert (rows[None]["status"], rows[None]["instant_tolerance_s"]) == ("kept", DEFAULT_INSTANT_TOLERANCE_S)
+    assert (rows["0.05"]["status"], rows["0.05"]["instant_tolerance_s"]) == ("unanswerable", 0.05)
+
+
+def test_open_reformulations_and_none_of_these(demo, tmp_path):
+    """An open number is kept within 5% of the recomputed value, else changed to it; an open
+    direction gets the sector's word; a heading none of the options gives "None of these"."""
+    _, scene, vis = demo
+    ts, te = 1.3, 2.1
+    speed = every_frame_value(scene, vis, "motion_speed", "cart", ts, te)
+    angle = every_frame_value(scene, vis, "motion_direction", "cart", ts, te)
+    head = sector(angle)
+    others = [h for h in HEADS if h != head]
+    base = {"scene_id": scene.scene_id, "question": "?", "objects": ["cart"], "time_start": ts, "time_end": te}
+    lines = [dict(base, id="near", question_type="motion_speed", answer_kind="number", ground_truth=speed * 1.04),
+             dict(base, id="far", question_type="motion_speed", answer_kind="number", ground_truth=speed * 1.06),
+             dict(base, id="word", question_type="motion_direction", answer_kind="text", ground_truth=head.upper()),
+             dict(base, id="nota", question_type="motion_direction", ground_truth="A",
+                  options=[f"A. {others[0]}", f"B. {others[1]}", "C. None of these"]),
+             dict(base, id="none", question_type="motion_direction", ground_truth="A",
+                  options=[f"A. {others[0]}", f"B. {others[1]}"])]
+    p = tmp_path / "q.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    truth = budget_truth(scene, vis, load_questions(p, scene), budgets=("all",), seen_threshold=THRESHOLD)
+    rows = {r["id"]: r for r in map(json.loads, budget_jsonl(truth, "all").splitlines())}
+    assert (rows["near"]["status"], rows["near"]["ground_truth"]) == ("kept", speed * 1.04)
+    assert (rows["far"]["status"], rows["far"]["ground_truth"]) == ("changed", round(speed, 4))
+    assert rows["far"]["reason"] == "track_disagrees_with_scene"
+    assert (rows["word"]["status"], rows["word"]["ground_truth"]) == ("kept", head.upper())
+    assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
+        "changed", "C", "track_disagrees_with_scene")
+    assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
