@@ -5,8 +5,8 @@ Conventions (docs/questions-format.md "Dynamic questions"):
 
 * An answer is computed from the object's centre at the *observed frames* ``frames`` (decoded
   frame numbers, sorted, distinct): at ground truth for all frames, the frames of the question's
-  window; at a frame budget, the sampled frames of the window where the object is seen (the
-  budget stage's "changed" rule recomputes the answer over them). Frame i is at ``i / fps``
+  window where the object is seen; at a frame budget, the sampled frames of the window where the
+  object is seen (the budget stage's rule ``track`` recomputes the answer over them). Frame i is at ``i / fps``
   seconds (vistest.budget.windows). Centres are the track's interpolated pose
   (:meth:`vistest.scene.SceneObject.pose_at`), in the box world, metres (z up, gravity -z).
 * Between two consecutive observed frames the object is taken to move on the straight chord:

@@ -242,7 +242,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         plan = plan_variants(scene, visibility, questions, truth.selections, source=scene.path(scene.video),
                              source_key=inputs["video"]["sha256"], size=info.size, dummy=config.dummy,
                              encode=config.encode, profile_options=truth_config.profile_options, source_info=info,
-                             warnings=warnings, evaluators=config.evaluators)
+                             warnings=warnings, evaluators=config.evaluators,
+                             instant_tolerance_s=truth_config.instant_tolerance_s)
         report = write_plan(plan, outdir, resources=config.resources, progress=progress, records=before,
                             verify=verify, spool_dir=spool, commit=False)
         try:
