@@ -162,21 +162,29 @@ def _triangle(u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, hs, cull_back, oid, iz, id
 
 @njit_cached(inline="always")
 def _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid, iz, ids):
-    """:func:`_triangle` within the samples' bounding box ``j0..j1`` x ``i0..i1`` (inclusive, on the grid)."""
+    """:func:`_triangle` within the samples' bounding box ``j0..j1`` x ``i0..i1`` (inclusive, on the grid).
+
+    ``ids`` has one slot more than the grid (index ``len(ids) - 1``, never read): the sample loop
+    has no branch on whether a sample is covered and nearer (LLVM turns a conditional store into
+    a jump, mispredicted for most of a small triangle's samples): it writes the nearer of the
+    old and new 1/z and sends the object id to the sample when it won, to that spare slot when
+    not."""
     area = (u1 - u0) * (v2 - v0) - (v1 - v0) * (u2 - u0)
     if area == 0.0 or (cull_back and area > 0.0):
         return
-    if area < 0.0:  # orient so that the inside has every edge function >= 0
-        u1, v1, q1, u2, v2, q2 = u2, v2, q2, u1, v1, q1
-        area = -area
+    inv = 1.0 / abs(area)
+    if not (inv < math.inf):  # a sliver of subnormal area: no sample to cover, and 1/z would overflow
+        return
+    s = 1.0 if area > 0.0 else -1.0  # orient so that the inside has every edge function >= 0
     # edge k (opposite vertex k): e_k(j, i) = ak * i + bk * j + ck, >= 0 inside
-    a0, b0 = u2 - u1, v1 - v2
+    a0, b0 = (u2 - u1) * s, (v1 - v2) * s
     c0 = -a0 * v1 - b0 * u1
-    a1, b1 = u0 - u2, v2 - v0
+    a1, b1 = (u0 - u2) * s, (v2 - v0) * s
     c1 = -a1 * v2 - b1 * u2
-    a2, b2 = u1 - u0, v0 - v1
+    a2, b2 = (u1 - u0) * s, (v0 - v1) * s
     c2 = -a2 * v0 - b2 * u0
-    inv = 1.0 / area
+    q0, q1, q2 = q0 * inv, q1 * inv, q2 * inv  # 1/z = sum e_k q_k / |area|
+    spare = ids.shape[0] - 1
     for i in range(i0, i1 + 1):
         row = i * ws
         r0 = a0 * i + c0
@@ -186,12 +194,12 @@ def _draw(j0, j1, i0, i1, u0, v0, q0, u1, v1, q1, u2, v2, q2, ws, cull_back, oid
             e0 = r0 + b0 * j
             e1 = r1 + b1 * j
             e2 = r2 + b2 * j
-            z = (e0 * q0 + e1 * q1 + e2 * q2) * inv
+            z = e0 * q0 + e1 * q1 + e2 * q2
             k = row + j
             old = iz[k]
-            win = (e0 >= 0.0) & (e1 >= 0.0) & (e2 >= 0.0) & (z > old)
-            iz[k] = z if win else old
-            ids[k] = oid if win else ids[k]
+            win = np.int64(min(e0, min(e1, e2)) >= 0.0) & np.int64(z > old)  # covered and nearer: 1, else 0
+            iz[k] = max(old, z * win)  # z > old >= 0 when it wins; max(old, 0) = old when not
+            ids[spare + win * (k - spare)] = oid
 
 
 @njit_cached()
@@ -309,7 +317,7 @@ def zbuffer_kernel(verts, faces, face_obj, num_objects, blocks, w2c, kin, valid,
         pv = np.empty((nv, 4))
         pb = np.empty((nv, 4), np.int64)
         iz = np.empty(n)
-        ids = np.empty(n, np.int32)
+        ids = np.empty(n + 1, np.int32)  # + the spare slot of _draw
         for f in range(part * nf // nparts, (part + 1) * nf // nparts):
             iz[:] = 0.0
             ids[:] = -1
