@@ -11,8 +11,8 @@ In order (vistest.generate.rules.BalanceRules):
    capped alike). With fewer distinct answers than the cap allows (3 counts under a 20% cap),
    the cap is raised to an equal share (1/distinct) and the report says so. Direction words are
    capped again within each fold of scenes (the folds of the balancing's first fold seed; a fold
-   lacking a word keeps what the share allows): capped only over the whole set, the word a held-
-   out fold lacks is the most frequent one in training, and the held-out "most frequent word"
+   lacking a word keeps what the share allows): capped only over the whole set, the word a
+   held-out fold lacks is the most frequent one in training, and the held-out "most frequent word"
    attack lands up to 15 points below chance (measured on 30 rooms). Counting is capped over the
    whole set only (a fold holds too few counting questions to cap).
 2. **Per-scene caps**: at most the family's ``max_per_scene`` questions of the type per scene,

@@ -294,8 +294,8 @@ class MotionRules:
                                            "speed, acceleration); below, a still object and a moving one look alike",
                                       VISTEST)
     min_speed_mps: float = param(0.05, "speed: the mean speed at least this (m/s)", VISTEST)
-    min_acceleration_mps2: float = param(0.1, "acceleration: |mean acceleration| at least this (m/s^2): speeding "
-                                              "up and slowing down are told apart", VISTEST)
+    min_acceleration_mps2: float = param(0.1, "acceleration: the magnitude of the mean acceleration at least this "
+                                              "(m/s^2): speeding up and slowing down are told apart", VISTEST)
     min_speed_change_mps: float = param(0.1, "acceleration: the speeds at the window's two ends differ by at least "
                                              "this (m/s)", VISTEST)
     min_heading_margin_deg: float = param(
