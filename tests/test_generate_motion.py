@@ -217,10 +217,17 @@ def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
 
 
 def test_generate_end_to_end_is_deterministic_and_valid(track_rule):
+    """The whole command with the budget stage: every pooled answer is kept at ``all`` (the
+    generator's answer is what rule ``track`` recomputes over every frame), the same set from
+    either scene order."""
     scenes = [random_motion_scene(s, num_frames=60) for s in range(3)]
     a = generate([SceneInput(sc, vis) for sc, vis in scenes], MOTION_TYPES, Rules(), seed=1)
     b = generate([SceneInput(sc, vis) for sc, vis in reversed(scenes)], MOTION_TYPES, Rules(), seed=1)
     assert a.questions == b.questions and sum(map(len, a.questions.values())) > 0
+    for f in a.report.funnel:
+        assert f.answerable == f.pooled > 0, f
+    at_all = [x for x in a.report.answerability if x.budget == "all"]
+    assert at_all and all(x.changed == x.unanswerable == 0 for x in at_all), at_all
     for sc, _ in scenes:
         qs = parse_questions([json.dumps(r) for r in a.questions[sc.scene_id]], source="<t>", scene=sc)
         assert all(q.window is not None and q.type.rule == "track" for q in qs)

@@ -123,11 +123,10 @@ class Measures:
     heading: tuple[str, float, float] | None
 
 
-def measure(facts: SceneFacts, obj, frames: np.ndarray) -> Measures:
-    """The quantities of vistest.motion over ``frames`` (the observed frames); MotionError when
-    the object is absent at one of them."""
+def measure(facts: SceneFacts, frames: np.ndarray, pts: np.ndarray) -> Measures:
+    """The quantities of vistest.motion over ``frames`` (the observed frames), the object's
+    centres there ``pts`` (vistest.motion.centers_at)."""
     fps = facts.scene.fps
-    pts = mo.centers_at(obj, [int(f) for f in frames])
     acc = change = None
     if len(frames) >= 3:
         acc = mo.acceleration(pts, frames, fps)
@@ -172,11 +171,14 @@ def candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) ->
     d = time_decimals(rules.window_step_s)
     out = []
     for obj in unique_tracked(facts):
+        seen = facts.seen_frames[obj.id]
+        try:  # the centres at every frame it is seen in, once (a seen object is present: its track has a pose)
+            centres = mo.centers_at(obj, [int(f) for f in seen])
+        except mo.MotionError:
+            continue
         for w in object_windows(facts, obj.id, rules):
-            try:
-                m = measure(facts, obj, w.observed)
-            except mo.MotionError:
-                continue
+            rows = np.searchsorted(seen, w.observed)
+            m = measure(facts, w.observed, centres[rows])
             fields = (("object_name", obj.label), ("time_end", f"{w.end_s:.{d}f}"),
                       ("time_start", f"{w.start_s:.{d}f}"))
             detail = (("displacement_m", m.displacement), ("path_length_m", m.path_length), ("speed_mps", m.speed),
