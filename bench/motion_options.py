@@ -6,14 +6,14 @@
 default rules), at most ``motion.max_per_scene`` per scene and type drawn at random (the
 generator's per-scene cap), options placed once as the generator places them (ranks and letters
 balanced in the folds of a balancing fold seed, vistest.generate.balance.place_options; no
-pruning). Printed per type: n, the keyed option's rank shares (read back from the option values),
-and the held-out option-rank and answer-length attacks (5 folds by scene) on the report's fold
-seeds 0, 1, 2 (never the folds the ranks were balanced in): gap to chance per seed and the
-worst, with the complement cells (not-X). ``--naive``: the same with a "floor then upward"
+pruning). Printed per type: n, the keyed option's rank shares (read back from the option
+values), and the held-out option-rank, answer-length and numeric-prior attacks (5 folds by
+scene) on the report's fold seeds 0, 1, 2 (never the folds the ranks were balanced in): gap to
+chance per seed and the largest, with the complement cells (not-X). ``--naive``: the same with a "floor then upward"
 ladder (the lowest option at max(answer / 1.2^r, the type's floor), then upward): the ReSTI
 pattern, for contrast.
 
-    python bench/motion_options.py [--scenes 200] [--naive]
+    python bench/motion_options.py [--scenes 200] [--naive] [--rule motion.step_ratio=1.1]
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from vistest.generate.blind import attack_report  # noqa: E402
 from vistest.generate.candidates import MOTION_NUMERIC_TYPES, to_record  # noqa: E402
 from vistest.generate.facts import SceneFacts  # noqa: E402
 
-ATTACKS = ("option-rank", "answer-length")
+ATTACKS = ("option-rank", "answer-length", "numeric-prior")
 
 
 def candidates(n: int, rules: Rules) -> list:
@@ -89,8 +89,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenes", type=int, default=200)
     ap.add_argument("--naive", action="store_true")
+    ap.add_argument("--rule", action="append", default=[], metavar="FAMILY.PARAM=VALUE",
+                    help="a generator rule override (vistest generate --rule), e.g. motion.step_ratio=1.1")
     a = ap.parse_args()
-    rules = Rules()
+    rules = Rules().with_overrides(a.rule)
     t0 = time.time()
     recs = place(candidates(a.scenes, rules), rules, a.naive)
     print(f"{a.scenes} scenes, {len(recs)} questions ({time.time() - t0:.0f} s); ladder: "
