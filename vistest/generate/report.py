@@ -266,9 +266,11 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
         if d.question_type in LADDER_TYPES:
             m = ladder_rules(d.question_type, rules)
             lo, hi, step = _numeric_option_extent(rs)
-            tol = 10.0 ** (1 - m.significant_digits)  # rounding of the shown values
-            out.append(Check("options / answer", d.question_type, lo, f">= {m.min_ratio:g}", lo >= m.min_ratio - tol))
-            out.append(Check("options / answer", d.question_type, hi, f"<= {m.max_ratio:g}", hi <= m.max_ratio + tol))
+            tol = 10.0 ** (1 - m.significant_digits)  # rounding of the shown values (relative, on a ratio of two)
+            out.append(Check("options / answer", d.question_type, lo, f">= {m.min_ratio:g}",
+                             lo >= m.min_ratio * (1 - tol)))
+            out.append(Check("options / answer", d.question_type, hi, f"<= {m.max_ratio:g}",
+                             hi <= m.max_ratio * (1 + tol)))
             out.append(Check("neighbour option ratio", d.question_type, step, f">= {m.step_ratio:g}",
                              step >= m.step_ratio * (1 - tol)))
             k = m.num_options
