@@ -100,6 +100,10 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest visibility $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/visibility.npz
 	$(call demo_step,its overlay: each moving box at its pose per frame (vistest overlay))
 	$(VENV)/bin/vistest overlay $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/overlay.mp4 --visibility $(DEMO_DYN)/visibility.npz --quiet
+	$(call demo_step,its questions from the tracks (vistest generate --types motion))
+	$(VENV)/bin/vistest generate $(DEMO_DYN)/scene.json --visibility $(DEMO_DYN)/visibility.npz --types motion \
+		-o $(DEMO_DYN)/generated/questions.jsonl --report $(DEMO_DYN)/generated --quiet
+	@echo "make demo: the dynamic demo's questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl (report: report.md beside it)" >&2
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -120,6 +124,7 @@ demo: $(STAMP)
 	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html;"
 	@echo "                 variants not written and why: $(abspath $(DEMO_OUT))/stress-reformulate/report.md)"
 	@echo "  dynamic demo:  $(abspath $(DEMO_DYN))/scene.json (moving objects: docs/scene-format.md), overlay.mp4"
+	@echo "                 its questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl and report.md (docs/generate.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

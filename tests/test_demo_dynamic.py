@@ -11,6 +11,7 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
 from vistest.visibility.table import OCCLUSION_MODES, choose_occlusion, compute_visibility
+from test_generate_motion import track_rule  # noqa: F401  (a fixture)
 from test_tracks import frame_reference
 
 N, W, H = 48, 320, 240
@@ -144,3 +145,14 @@ def test_a_rerun_with_the_same_parameters_keeps_the_demo(scene):
     before = os.stat(video).st_mtime_ns
     assert make_dynamic_demo_scene(scene.root, num_frames=N, size=(W, H), quiet=True) == scene.root / "scene.json"
     assert os.stat(video).st_mtime_ns == before  # the same parameters: left as it is
+
+
+@pytest.mark.usefixtures("track_rule")
+def test_generate_asks_every_dynamic_type_on_the_demo(scene, tables):
+    """``vistest generate --types motion`` on the dynamic demo (docs/generate.md "Dynamic
+    questions"): every dynamic type, of the cart, with its window."""
+    from vistest.generate import Rules, SceneInput, generate, parse_types
+
+    recs = generate([SceneInput(scene, tables["depth"])], parse_types("motion"), Rules()).questions[scene.scene_id]
+    assert {r["question_type"] for r in recs} == set(parse_types("motion"))
+    assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs)

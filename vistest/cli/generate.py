@@ -19,8 +19,9 @@ from .options import profile_options, quiet_option, seen_threshold_option
               help="Visibility .npz of a scene from 'vistest visibility' (repeatable, matched by scene id; "
                    "default: computed now).")
 @click.option("--types", default="revsi", show_default=True,
-              help="Question types: 'revsi' (ReVSI's twelve), 'all' (also appearance order and numeric options), "
-                   "'vsibench' (the stock lmms-eval vsibench task's, VSI-Bench's wording), or a comma-separated list.")
+              help="Question types: 'revsi' (ReVSI's twelve), 'all' (also appearance order, route planning, numeric "
+                   "options and the dynamic types), 'vsibench' (the stock lmms-eval vsibench task's, VSI-Bench's "
+                   "wording), 'motion' (the dynamic types, from scenes with tracks), or a comma-separated list.")
 @click.option("--rules", "preset", default="revsi", show_default=True, type=click.Choice(["revsi", "vlm3r"]),
               help="Rule preset: the thresholds and sampling probabilities of ReVSI's released generator, or of "
                    "VLM-3R's; --rule overrides single values on top.")

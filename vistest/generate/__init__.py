@@ -9,7 +9,8 @@ Module map:
 * ``facts``: what a scene offers (boxes, first appearances from the visibility table, room area);
 * ``candidates``: the ``Candidate`` type, question records, seeded generators;
 * one module per family: ``counting``, ``size``, ``distance`` (absolute, relative),
-  ``direction``, ``appearance``, ``room``, ``route`` (route planning on a floor grid);
+  ``direction``, ``appearance``, ``room``, ``route`` (route planning on a floor grid), ``motion``
+  (the dynamic types: tracked objects over time windows);
 * ``balance``: the debiasing pass over the whole set (answer caps, blind pruning, options);
 * ``blind``: vistest's blind baselines (vistest.eval) on generated questions, against chance;
 * ``report``: distributions, targets, baselines, answerability per budget;

@@ -25,7 +25,12 @@ ROUTE_TYPE = "route_planning"
 NUMERIC_MCQ_TYPES = ("object_size_estimation_mcq", "object_abs_distance_mcq", "room_size_estimation_mcq")
 GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES
 ROUTE_TYPES = (ROUTE_TYPE,)  # both benchmarks' (VSI-Bench's rows, ReVSI's lmms-eval task)
-ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES  # ``--types all``
+# the dynamic types (vistest.generate.motion; vistest.questions.MOTION_TYPES): numeric options, then the heading
+MOTION_NUMERIC_TYPES = ("motion_displacement", "motion_path_length", "motion_speed", "motion_acceleration")
+MOTION_DIRECTION_TYPE = "motion_direction"
+MOTION_TYPES = MOTION_NUMERIC_TYPES + (MOTION_DIRECTION_TYPE,)  # ``--types motion``
+LADDER_TYPES = NUMERIC_MCQ_TYPES + MOTION_NUMERIC_TYPES  # numeric options on a geometric ladder (balance.py)
+ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES + MOTION_TYPES  # ``--types all``
 DEFAULT_TYPES = REVSI_TYPES
 # ``--types vsibench``: the types of the stock lmms-eval ``vsibench`` task (lmms_eval/tasks/vsibench/utils.py
 # MCA_QUESTION_TYPES and NA_QUESTION_TYPES), in VSI-Bench's wording (templates.VSIBENCH_*)
@@ -35,7 +40,8 @@ VSIBENCH_TYPES = (
     "room_size_estimation", APPEARANCE_TYPE, ROUTE_TYPE)
 # the types only VSI-Bench asks: a set with any of them uses VSI-Bench's wording for the shared ones
 VSIBENCH_ONLY_TYPES = tuple(t for t in VSIBENCH_TYPES if t not in GENERATED_TYPES + ROUTE_TYPES)
-WRITABLE_TYPES = GENERATED_TYPES + tuple(t for t in VSIBENCH_ONLY_TYPES if t != ROUTE_TYPE) + ROUTE_TYPES
+WRITABLE_TYPES = (GENERATED_TYPES + tuple(t for t in VSIBENCH_ONLY_TYPES if t != ROUTE_TYPE) + ROUTE_TYPES
+                  + MOTION_TYPES)
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,10 @@ class Candidate:
     Multiple choice: ``answer`` is the correct option's text, ``distractors`` the others.
     Numeric multiple choice (``*_mcq``): ``value``/``decimals`` as numeric; the options are made
     by the balancing pass. ``objects`` (ids) or ``category`` (labels) are what the answer
-    depends on. ``label``: a size question's object label. ``detail``: the measurements the
-    answer came from (name, value), for reports.
+    depends on. ``label``: a size question's object label. ``window``: a dynamic question's
+    (time_start, time_end) in seconds (written as those fields). ``detail``: the measurements the
+    answer came from (name, value), for reports. A numeric-option type's ``value`` may be
+    negative (acceleration): its options then are all negative (balance.numeric_options).
     """
 
     scene_id: str
@@ -64,18 +72,19 @@ class Candidate:
     answer: str | None = None
     distractors: tuple[str, ...] = ()
     label: str | None = None
+    window: tuple[float, float] | None = None
     detail: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
     @property
     def key(self) -> tuple:
         """A total order independent of how the candidate was found (scene, type, references, text)."""
         return (self.scene_id, WRITABLE_TYPES.index(self.question_type) if self.question_type in WRITABLE_TYPES
-                else len(WRITABLE_TYPES), self.question_type, self.objects, self.category, self.fields,
-                self.answer or "", self.distractors)
+                else len(WRITABLE_TYPES), self.question_type, self.objects, self.category, self.window or (),
+                self.fields, self.answer or "", self.distractors)
 
     @property
     def is_mcq(self) -> bool:
-        return self.answer is not None or self.question_type in NUMERIC_MCQ_TYPES
+        return self.answer is not None or self.question_type in LADDER_TYPES
 
     @property
     def answer_text(self) -> str:
@@ -137,6 +146,8 @@ def to_record(c: Candidate, qid: str, options: list[str] | None = None, ground_t
         rec["category"] = list(c.category) if c.category_list or len(c.category) > 1 else c.category[0]
     if c.label is not None:
         rec["object_label"] = c.label
+    if c.window is not None:
+        rec["time_start"], rec["time_end"] = c.window
     return rec
 
 

@@ -9,7 +9,9 @@ appearance is its earliest instance's.
 Moving objects (a scene's tracked objects, docs/scene-format.md) are left out, and so is every
 object whose label a moving object carries: the static templates' counts, sizes, distances and
 directions assume boxes that stay put (the dynamic rules read tracks). ``SceneFacts.moving_labels``
-names the labels left out.
+names the labels left out; ``SceneFacts.tracked`` holds the moving objects themselves and
+``SceneFacts.seen_frames`` the frames in which each is seen (the same seen rule), with
+``table_frames`` the frames the visibility table has (vistest.generate.motion's windows).
 """
 from __future__ import annotations
 
@@ -59,13 +61,16 @@ class SceneFacts:
                  source: str = "<visibility>"):
         self.scene_id = scene.scene_id
         self.scene = scene
-        first = _first_sightings(scene, visibility, seen_threshold, source)
+        first, seen, fidx, col = _sightings(scene, visibility, seen_threshold, source)
         centers, sizes, rots = scene.world_boxes()
         self.moving_labels = frozenset(o.label for o in scene.objects if o.track is not None)
         objs = [ObjectFacts(o.id, o.label, centers[i], sizes[i], rots[i], *first[o.id])
                 for i, o in enumerate(scene.objects) if o.label not in self.moving_labels]
         self.objects: tuple[ObjectFacts, ...] = tuple(sorted(objs, key=lambda o: o.id))
         self.by_id = {o.id: o for o in self.objects}
+        self.tracked = tuple(sorted((o for o in scene.objects if o.track is not None), key=lambda o: o.id))
+        self.table_frames: np.ndarray = fidx
+        self.seen_frames: dict[str, np.ndarray] = {o.id: fidx[seen[:, col[o.id]]] for o in self.tracked}
         labels: dict[str, list[str]] = {}
         for o in self.objects:
             labels.setdefault(o.label, []).append(o.id)
@@ -106,9 +111,11 @@ class SceneFacts:
         return self._dist2d[key]
 
 
-def _first_sightings(scene: Scene, vis: Visibility, threshold: float | SeenRule, source: str
-                     ) -> dict[str, tuple[int | None, float | None]]:
-    """``{object id: (first frame index, its time in s)}`` from the visibility table."""
+def _sightings(scene: Scene, vis: Visibility, threshold: float | SeenRule, source: str
+               ) -> tuple[dict[str, tuple[int | None, float | None]], np.ndarray, np.ndarray, dict[str, int]]:
+    """From the visibility table: ``{object id: (first frame index, its time in s)}``, the seen
+    matrix (frames x objects, rows sorted by frame), the table's frame numbers (sorted) and each
+    object's column."""
     ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]
     col = {oid: j for j, oid in enumerate(ids)}
     missing = [o.id for o in scene.objects if o.id not in col]
@@ -134,4 +141,4 @@ def _first_sightings(scene: Scene, vis: Visibility, threshold: float | SeenRule,
             out[o.id] = (f, float(times[f]))
         else:
             out[o.id] = (None, None)
-    return out
+    return out, seen, fidx, col

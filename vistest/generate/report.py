@@ -33,7 +33,8 @@ from ..questions import option_letter, parse_questions
 from ..eval.attacks import AttackReport, SeedCell, across_seeds, seeds_table
 from .balance import fold_seeds
 from .blind import attack_report
-from .candidates import NUMERIC_MCQ_TYPES
+from .balance import ladder_rules
+from .candidates import LADDER_TYPES
 from .rules import Rules, rule_table
 
 
@@ -243,7 +244,7 @@ def distributions(records: Sequence[dict], placed_ranks: Mapping[str, int]) -> l
 def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequence[SeedCell],
            rules: Rules) -> list[Check]:
     """The debiasing targets (module docstring)."""
-    b, m = rules.balance, rules.numeric_mcq
+    b = rules.balance
     out = []
     by_type = _by_type(records)
     for d in dists:
@@ -262,11 +263,14 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
             share = max(n for _, n in d.answers) / d.n
             limit = 1 / k + b.direction_answer_tolerance
             out.append(Check("max direction share", d.question_type, share, f"<= {limit:.3f}", share <= limit + 1e-9))
-        if d.question_type in NUMERIC_MCQ_TYPES:
+        if d.question_type in LADDER_TYPES:
+            m = ladder_rules(d.question_type, rules)
             lo, hi, step = _numeric_option_extent(rs)
-            tol = 10.0 ** (1 - m.significant_digits)  # rounding of the shown values
-            out.append(Check("options / answer", d.question_type, lo, f">= {m.min_ratio:g}", lo >= m.min_ratio - tol))
-            out.append(Check("options / answer", d.question_type, hi, f"<= {m.max_ratio:g}", hi <= m.max_ratio + tol))
+            tol = 10.0 ** (1 - m.significant_digits)  # rounding of the shown values (relative, on a ratio of two)
+            out.append(Check("options / answer", d.question_type, lo, f">= {m.min_ratio:g}",
+                             lo >= m.min_ratio * (1 - tol)))
+            out.append(Check("options / answer", d.question_type, hi, f"<= {m.max_ratio:g}",
+                             hi <= m.max_ratio * (1 + tol)))
             out.append(Check("neighbour option ratio", d.question_type, step, f">= {m.step_ratio:g}",
                              step >= m.step_ratio * (1 - tol)))
             k = m.num_options
@@ -291,11 +295,12 @@ def _granularity(n: int, k: int) -> float:
 
 
 def _numeric_option_extent(rs: Sequence[dict]) -> tuple[float, float, float]:
-    """(smallest option / answer, largest option / answer, smallest neighbour ratio) over questions."""
+    """(smallest option / answer, largest option / answer, smallest neighbour ratio) over questions,
+    in magnitude (a signed ladder's options share the answer's sign)."""
     lo, hi, step = np.inf, 0.0, np.inf
     for r in rs:
-        vals = np.array([float(t) for t in _option_texts(r)])
-        ans = float(_answer_text(r))
+        vals = np.abs([float(t) for t in _option_texts(r)])
+        ans = abs(float(_answer_text(r)))
         lo, hi = min(lo, vals.min() / ans), max(hi, vals.max() / ans)
         s = np.sort(vals)
         step = min(step, float((s[1:] / s[:-1]).min()))

@@ -267,6 +267,55 @@ class NumericMcqRules:
     significant_digits: int = param(3, "significant digits of the option values", VISTEST)
 
 
+_STI = "STI-Bench (MINT-SJTU/STI-Bench qa.parquet: five options per question)"
+
+
+@dataclass(frozen=True)
+class MotionRules:
+    """The dynamic types (``motion_*``, vistest.generate.motion): what a tracked object does over
+    a time window (vistest.motion: displacement, path length, mean speed, signed acceleration,
+    heading relative to the camera at the window's start). Windows start and end on a grid of
+    ``window_step_s``; the object must be seen (``frames.seen_rule``) at the first and the last
+    frame of the window and the answer is computed over the window's frames where it is seen.
+
+    Numeric types get ``num_options`` options on a geometric ladder ``answer * step_ratio ** (i -
+    r)`` with the answer's rank ``r`` drawn first (balanced over the set) and every option of the
+    answer's sign (acceleration: a ladder of magnitudes, mirrored below zero): no option is 0
+    or crosses zero, whatever the answer's size (docs/generate.md "Dynamic questions")."""
+
+    window_step_s: float = param(0.5, "windows start and end on multiples of this (seconds; the text shows them "
+                                      "with one decimal)", f"{VISTEST} (STI-Bench's windows are given to 0.1 s)")
+    min_window_s: float = param(1.0, "shortest window (seconds)", VISTEST)
+    max_window_s: float = param(8.0, "longest window (seconds; 0: the whole video)", VISTEST)
+    min_seen_share: float = param(0.5, "the object seen in at least this share of the window's frames (what the "
+                                       "answer is computed from must be mostly in view)", VISTEST)
+    min_displacement_m: float = param(0.3, "the object moves at least this far in the window (metres): its "
+                                           "displacement (displacement, direction), its path length (path length, "
+                                           "speed, acceleration); below, a still object and a moving one look alike",
+                                      VISTEST)
+    min_speed_mps: float = param(0.05, "speed: the mean speed at least this (m/s)", VISTEST)
+    min_acceleration_mps2: float = param(0.1, "acceleration: the magnitude of the mean acceleration at least this "
+                                              "(m/s^2): speeding up and slowing down are told apart", VISTEST)
+    min_speed_change_mps: float = param(0.1, "acceleration: the speeds at the window's two ends differ by at least "
+                                             "this (m/s)", VISTEST)
+    min_heading_margin_deg: float = param(
+        20.0, "direction: the displacement at least this far (degrees) from the boundary of its 90-degree sector "
+              "(45: on the camera's axis); ReVSI's 35 (for quadrants) would leave only +-10 degrees about each axis",
+        f"{VISTEST} (VLM-3R's direction margin is 10, ReVSI's 35)")
+    num_options: int = param(5, "options of a numeric type (the direction type offers the four headings)", _STI)
+    step_ratio: float = param(1.2, "each numeric option is this times the next smaller one in magnitude",
+                              f"{_MC}: margin=0.20, as numeric_mcq.step_ratio")
+    significant_digits: int = param(3, "significant digits of the smallest option (in magnitude); every option of "
+                                       "a question has its decimals (equal lengths: the answer-length attack)",
+                                    VISTEST)
+    max_per_scene: int = param(4, "cap per scene and type (0: no cap)", f"{VISTEST} (as relative direction)")
+
+    def ladder(self) -> NumericMcqRules:
+        """The numeric-option rules of the numeric motion types (vistest.generate.balance.numeric_options)."""
+        span = self.step_ratio ** (self.num_options - 1)
+        return NumericMcqRules(self.num_options, self.step_ratio, 1.0 / span, span, self.significant_digits)
+
+
 @dataclass(frozen=True)
 class BalanceRules:
     """Debiasing over the whole set of generated questions (all scenes together)."""
@@ -389,6 +438,7 @@ class Rules:
     route: RouteRules = RouteRules()
     room_size: RoomSizeRules = RoomSizeRules()
     numeric_mcq: NumericMcqRules = NumericMcqRules()
+    motion: MotionRules = MotionRules()
     balance: BalanceRules = BalanceRules()
     frames: FrameRules = FrameRules()
     preset: str = "revsi"
@@ -441,6 +491,12 @@ class Rules:
         if span > m.max_ratio + 1e-9 or 1.0 / span < m.min_ratio - 1e-9:
             raise InputError(f"--rule: numeric_mcq: step_ratio {m.step_ratio} over {m.num_options} options spans "
                              f"{span:.3f}x, outside [{m.min_ratio}, {m.max_ratio}] times the answer")
+        mo = self.motion
+        if mo.num_options < 2 or mo.step_ratio <= 1.0 or mo.window_step_s <= 0 or mo.min_window_s < 0:
+            raise InputError("--rule: motion: expected num_options >= 2, step_ratio > 1, window_step_s > 0 and "
+                             f"min_window_s >= 0, got {mo}")
+        if not 0.0 <= mo.min_seen_share <= 1.0 or not 0.0 <= mo.min_heading_margin_deg < 45.0:
+            raise InputError("--rule: motion: expected min_seen_share in [0, 1] and min_heading_margin_deg in [0, 45)")
         for name, v in (("appearance.num_categories", self.appearance.num_categories),
                         ("appearance.num_options", self.appearance.num_options),
                         ("rel_distance.num_options", self.rel_distance.num_options)):

@@ -29,13 +29,14 @@ from ..errors import InputError
 from ..questions import parse_questions
 from ..scene import Scene
 from ..visibility.table import Visibility
-from . import appearance, counting, direction, distance, room, route, size
+from . import appearance, counting, direction, distance, motion, room, route, size
 from . import templates as tpl
 from .balance import Placed, balance
 from .candidates import (
     ALL_TYPES,
     DEFAULT_TYPES,
-    NUMERIC_MCQ_TYPES,
+    LADDER_TYPES,
+    MOTION_TYPES,
     REVSI_TYPES,
     TWIN_FAMILY,
     VSIBENCH_ONLY_TYPES,
@@ -50,7 +51,7 @@ from .facts import SceneFacts
 from .report import GenerateReport, build_report
 from .rules import Rules
 
-TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": ALL_TYPES, "vsibench": VSIBENCH_TYPES}
+TYPE_SETS = {"revsi": DEFAULT_TYPES, "all": ALL_TYPES, "vsibench": VSIBENCH_TYPES, "motion": MOTION_TYPES}
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,9 +72,10 @@ class Generated:
 
 
 def parse_types(text: str) -> tuple[str, ...]:
-    """``revsi`` (ReVSI's types, the default), ``all`` (ReVSI's, appearance order and the numeric
-    options), ``vsibench`` (the stock lmms-eval ``vsibench`` task's), or comma-separated type
-    names; in the generator's order. A list may not mix ReVSI-only and VSI-Bench-only types (the
+    """``revsi`` (ReVSI's types, the default), ``all`` (ReVSI's, appearance order, route planning,
+    the numeric options and the dynamic types), ``vsibench`` (the stock lmms-eval ``vsibench``
+    task's), ``motion`` (the dynamic types: questions only from scenes with tracks), or
+    comma-separated type names; in the generator's order. A list may not mix ReVSI-only and VSI-Bench-only types (the
     types both ask are worded differently). Raises InputError."""
     text = text.strip()
     if text in TYPE_SETS:
@@ -121,6 +123,7 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
     out += room.candidates(facts, rules.room_size, types)
     if route.TYPE in types:
         out += route.candidates(facts, rules.route, rng)
+    out += motion.candidates(facts, rules.motion, types)
     return sorted(out, key=lambda c: c.key)
 
 
@@ -147,7 +150,7 @@ def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator) 
 def provisional_record(c: Candidate, qid: str) -> dict:
     """The candidate as a question with its answer as option A (for the budget stage, which does
     not look at option order)."""
-    if c.question_type in NUMERIC_MCQ_TYPES:
+    if c.question_type in LADDER_TYPES:
         return to_record(c, qid, [c.answer_text], "A")
     if c.answer is not None:
         return to_record(c, qid, [c.answer, *c.distractors], "A")

@@ -1,0 +1,202 @@
+"""The dynamic types: what a tracked object does over a time window (vistest.generate.rules.MotionRules).
+
+For each tracked object (``SceneFacts.tracked``) whose label no other object of the scene
+carries (the question names it by its label):
+
+* **Windows**: ``[t0, t1]`` with both ends on multiples of ``window_step_s`` seconds, ``t1 - t0``
+  in ``[min_window_s, max_window_s]``, inside the video (frame i at ``i / fps``,
+  vistest.budget.windows). The window's frames are the visibility table's frames inside it; the
+  object must be seen (``frames.seen_rule``, the budget stage's) at the first and the last of
+  them and in at least ``min_seen_share`` of them. Its *observed frames* are the window's frames
+  where it is seen: the answer is vistest.motion's quantity over them (what the budget stage's
+  rule ``track`` recomputes at the ``all`` budget, where every frame is sampled).
+* **Well defined** (else not asked): displacement and direction need the displacement, path
+  length, speed and acceleration the path length, at least ``min_displacement_m``; speed at
+  least ``min_speed_mps``; acceleration at least ``min_acceleration_mps2`` in magnitude, with the
+  speeds of the first and the last chord ``min_speed_change_mps`` apart (the sign is clear);
+  direction the displacement's angle at least ``min_heading_margin_deg`` from its sector's
+  boundary (vistest.motion.heading), seen from the camera of the window's first frame (which
+  has a pose: the object is seen there).
+* **Options**: the numeric types (``motion_displacement``, ``_path_length``, ``_speed``,
+  ``_acceleration``) are numeric multiple choice: the balancing pass puts ``num_options``
+  values on a geometric ladder around the answer (vistest.generate.balance.numeric_options,
+  the rank drawn first and balanced over the set; an acceleration's ladder keeps its sign).
+  ``motion_direction`` offers the four headings of vistest.motion.HEADINGS, placed like every
+  other multiple-choice type's options, its answers capped like the direction words.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import motion as mo
+from ..budget.windows import window_range
+from .candidates import MOTION_DIRECTION_TYPE, MOTION_TYPES, Candidate
+from .facts import SceneFacts
+from .rules import MotionRules
+
+DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION = ("motion_displacement", "motion_path_length", "motion_speed",
+                                                  "motion_acceleration")
+DIRECTION = MOTION_DIRECTION_TYPE
+_WHEN = "From {time_start} s to {time_end} s, "
+TEMPLATES = {
+    DISPLACEMENT: _WHEN + ("how far does the {object_name} move (its displacement: the straight-line distance "
+                           "between where it is at {time_start} s and at {time_end} s), in meters?"),
+    PATH_LENGTH: _WHEN + ("what is the length of the path the {object_name} travels (the distance along its "
+                          "trajectory), in meters?"),
+    SPEED: _WHEN + ("what is the average speed of the {object_name} (the length of its path divided by the time), "
+                    "in meters per second?"),
+    ACCELERATION: _WHEN + ("what is the average acceleration of the {object_name} (the change of its speed from "
+                           "{time_start} s to {time_end} s divided by the time; negative when it slows down), in "
+                           "meters per second squared?"),
+    DIRECTION: _WHEN + ("in which direction does the {object_name} move, as seen from the camera at {time_start} "
+                        "s: right, left, away (from the camera) or toward (the camera)?"),
+}
+DECIMALS = 3  # the answer as written before the options are made (the budget check's single option)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window of one object: its bounds in seconds, the table frames inside it and the
+    frames where the object is seen (``observed``, sorted)."""
+
+    start_s: float
+    end_s: float
+    inside: np.ndarray
+    observed: np.ndarray
+
+
+def time_decimals(step_s: float) -> int:
+    """Decimals that write every multiple of ``step_s`` exactly (at least 1, at most 3)."""
+    for d in (1, 2, 3):
+        if abs(round(step_s * 10 ** d) - step_s * 10 ** d) < 1e-6:
+            return d
+    return 3
+
+
+def grid_times(num_frames: int, fps: float, step_s: float) -> list[float]:
+    """Multiples of ``step_s`` from 0 to the last frame's time (seconds, rounded to the written decimals)."""
+    if num_frames < 1:
+        return []
+    last = (num_frames - 1) / fps
+    d = time_decimals(step_s)
+    return [round(k * step_s, d) for k in range(int(math.floor(last / step_s + 1e-9)) + 1)]
+
+
+def object_windows(facts: SceneFacts, oid: str, rules: MotionRules) -> list[Window]:
+    """Every window of object ``oid`` (module docstring): the object seen at the window's first
+    and last table frames and in at least ``min_seen_share`` of them."""
+    scene = facts.scene
+    frames, seen = facts.table_frames, facts.seen_frames[oid]
+    seen_set = set(int(f) for f in seen)
+    times = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
+    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
+    out = []
+    for i, t0 in enumerate(times):
+        for t1 in times[i + 1:]:
+            if not rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
+                continue
+            first, last = window_range(t0, t1, scene.fps)
+            inside = frames[np.searchsorted(frames, first):np.searchsorted(frames, last, side="right")]
+            if len(inside) < 2 or int(inside[0]) not in seen_set or int(inside[-1]) not in seen_set:
+                continue
+            observed = seen[(seen >= inside[0]) & (seen <= inside[-1])]
+            if len(observed) < rules.min_seen_share * len(inside) - 1e-9:
+                continue
+            out.append(Window(t0, t1, inside, observed))
+    return out
+
+
+@dataclass(frozen=True)
+class Measures:
+    """What the object does over a window's observed frames (vistest.motion): metres, seconds;
+    ``acceleration``/``speed_change`` None with fewer than 3 frames, ``heading`` (sector,
+    margin in degrees, angle in degrees) None when it cannot be had."""
+
+    displacement: float
+    path_length: float
+    speed: float
+    acceleration: float | None
+    speed_change: float | None
+    heading: tuple[str, float, float] | None
+
+
+def measure(facts: SceneFacts, frames: np.ndarray, pts: np.ndarray) -> Measures:
+    """The quantities of vistest.motion over ``frames`` (the observed frames), the object's
+    centres there ``pts`` (vistest.motion.centers_at)."""
+    fps = facts.scene.fps
+    acc = change = None
+    if len(frames) >= 3:
+        acc = mo.acceleration(pts, frames, fps)
+        d, t = mo.chords(pts), np.asarray(frames, float) / fps
+        change = float(d[-1] / (t[-1] - t[-2]) - d[0] / (t[1] - t[0]))
+    try:
+        right, forward = mo.camera_axes(facts.scene, int(frames[0]))
+        angle = mo.heading_angle(pts, right, forward)
+        heading = (*mo.heading(angle), angle)
+    except mo.MotionError:
+        heading = None
+    return Measures(mo.displacement(pts), mo.path_length(pts), mo.speed(pts, frames, fps), acc, change, heading)
+
+
+def asked(qtype: str, m: Measures, rules: MotionRules) -> bool:
+    """Is the quantity of ``qtype`` well defined and unambiguous over the window (module docstring)?"""
+    if qtype in (DISPLACEMENT, DIRECTION) and m.displacement < rules.min_displacement_m:
+        return False
+    if qtype in (PATH_LENGTH, SPEED, ACCELERATION) and m.path_length < rules.min_displacement_m:
+        return False
+    if qtype == SPEED:
+        return m.speed >= rules.min_speed_mps
+    if qtype == ACCELERATION:
+        return (m.acceleration is not None and abs(m.acceleration) >= rules.min_acceleration_mps2
+                and abs(m.speed_change) >= rules.min_speed_change_mps)
+    if qtype == DIRECTION:
+        return m.heading is not None and m.heading[1] >= rules.min_heading_margin_deg
+    return True
+
+
+def unique_tracked(facts: SceneFacts) -> list:
+    """The tracked objects whose label no other object of the scene carries (sorted by id)."""
+    labels = [o.label.lower() for o in facts.scene.objects]
+    return [o for o in facts.tracked if labels.count(o.label.lower()) == 1]
+
+
+def candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) -> list[Candidate]:
+    """Every dynamic question of ``types`` the scene supports (module docstring)."""
+    want = [t for t in MOTION_TYPES if t in types]
+    if not want:
+        return []
+    d = time_decimals(rules.window_step_s)
+    out = []
+    for obj in unique_tracked(facts):
+        seen = facts.seen_frames[obj.id]
+        try:  # the centres at every frame it is seen in, once (a seen object is present: its track has a pose)
+            centres = mo.centers_at(obj, [int(f) for f in seen])
+        except mo.MotionError:
+            continue
+        for w in object_windows(facts, obj.id, rules):
+            rows = np.searchsorted(seen, w.observed)
+            m = measure(facts, w.observed, centres[rows])
+            fields = (("object_name", obj.label), ("time_end", f"{w.end_s:.{d}f}"),
+                      ("time_start", f"{w.start_s:.{d}f}"))
+            detail = (("displacement_m", m.displacement), ("path_length_m", m.path_length), ("speed_mps", m.speed),
+                      ("observed_frames", float(len(w.observed))), ("window_frames", float(len(w.inside))))
+            for qtype in want:
+                if not asked(qtype, m, rules):
+                    continue
+                base = dict(scene_id=facts.scene_id, question_type=qtype, template=TEMPLATES[qtype], fields=fields,
+                            objects=(obj.id,), window=(w.start_s, w.end_s))
+                if qtype == DIRECTION:
+                    sector, margin, angle = m.heading
+                    others = tuple(h for h in mo.HEADINGS if h != sector)
+                    out.append(Candidate(**base, answer=sector, distractors=others,
+                                         detail=detail + (("heading_deg", angle), ("heading_margin_deg", margin))))
+                else:
+                    value = {DISPLACEMENT: m.displacement, PATH_LENGTH: m.path_length, SPEED: m.speed,
+                             ACCELERATION: m.acceleration}[qtype]
+                    out.append(Candidate(**base, value=value, decimals=DECIMALS,
+                                         detail=detail + ((("acceleration_mps2", value),) if qtype == ACCELERATION
+                                                          else ())))
+    return out
