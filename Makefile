@@ -104,6 +104,13 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest generate $(DEMO_DYN)/scene.json --visibility $(DEMO_DYN)/visibility.npz --types motion \
 		-o $(DEMO_DYN)/generated/questions.jsonl --report $(DEMO_DYN)/generated --quiet
 	@echo "make demo: the dynamic demo's questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl (report: report.md beside it)" >&2
+	$(call demo_step,their run: ground truth over each window at 16/32/64/all and STI-Bench's client; black dummies (vistest run))
+	$(VENV)/bin/vistest run $(DEMO_DYN)/scene.json $(DEMO_DYN)/generated/questions.jsonl -o $(DEMO_DYN)/run \
+		--budgets 16,32,64,all --profile uniform --visibility $(DEMO_DYN)/visibility.npz --dummy black \
+		--evaluator sti-bench.qwen2_5_vl --quiet
+	$(call demo_step,the window report: sampled frames inside each window (vistest windows))
+	$(VENV)/bin/vistest windows $(DEMO_DYN)/generated/questions.jsonl --scene $(DEMO_DYN)/scene.json \
+		--evaluator sti-bench.qwen2_5_vl -o $(DEMO_DYN)/run/windows.md
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -125,6 +132,8 @@ demo: $(STAMP)
 	@echo "                 variants not written and why: $(abspath $(DEMO_OUT))/stress-reformulate/report.md)"
 	@echo "  dynamic demo:  $(abspath $(DEMO_DYN))/scene.json (moving objects: docs/scene-format.md), overlay.mp4"
 	@echo "                 its questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl and report.md (docs/generate.md)"
+	@echo "                 their run: $(abspath $(DEMO_DYN))/run/ (ground truth per window: scenes/*/{16,32,64,all}_frame.jsonl,"
+	@echo "                 STI-Bench's client: scenes/*/evaluators/; black dummies; window report: windows.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
