@@ -11,7 +11,6 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
 from vistest.visibility.table import OCCLUSION_MODES, choose_occlusion, compute_visibility
-from test_generate_motion import track_rule  # noqa: F401  (a fixture)
 from test_tracks import frame_reference
 
 N, W, H = 48, 320, 240
@@ -147,7 +146,6 @@ def test_a_rerun_with_the_same_parameters_keeps_the_demo(scene):
     assert os.stat(video).st_mtime_ns == before  # the same parameters: left as it is
 
 
-@pytest.mark.usefixtures("track_rule")
 def test_generate_asks_every_dynamic_type_on_the_demo(scene, tables):
     """``vistest generate --types motion`` on the dynamic demo (docs/generate.md "Dynamic
     questions"): every dynamic type, of the cart, with its window."""
@@ -156,3 +154,38 @@ def test_generate_asks_every_dynamic_type_on_the_demo(scene, tables):
     recs = generate([SceneInput(scene, tables["depth"])], parse_types("motion"), Rules()).questions[scene.scene_id]
     assert {r["question_type"] for r in recs} == set(parse_types("motion"))
     assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs)
+
+
+def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
+    """``make demo``'s dynamic steps through the commands: generate, then ``vistest run`` with the
+    STI-Bench client and black dummies. Every question is kept with every frame (its answer is
+    the rule ``track``'s own over the window), gets a row at each budget, under the client, and a
+    black dummy whose ground truth no longer keys the answer."""
+    import json
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "vistest.cli", *map(str, args)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    vis, qs, run = tmp_path / "vis.npz", tmp_path / "q.jsonl", tmp_path / "run"
+    cli("visibility", scene.source, "-o", vis, "--quiet")
+    cli("generate", scene.source, "--visibility", vis, "--types", "motion", "-o", qs, "--quiet")
+    cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,all", "--profile", "uniform", "--visibility", vis,
+        "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
+    ids = {json.loads(line)["id"] for line in qs.read_text().splitlines()}
+    assert ids
+    out = run / "scenes" / scene.scene_id
+
+    def rows(path):
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    every = rows(out / "all_frame.jsonl")
+    assert {r["id"] for r in every} == ids and all(r["status"] == "kept" for r in every)
+    for budget in ("16_frame", "32_frame"):
+        assert {r["id"] for r in rows(out / f"{budget}.jsonl")} == ids
+    client = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "all_frame.jsonl")
+    assert {r["id"] for r in client} == ids and all(r["track_unit"] for r in client)
+    dummies = rows(out / "dummy_gt.jsonl")
+    assert {r["id"] for r in dummies} == ids
+    assert all(r["dummy_mode"] == "black" and r["ground_truth"] != r["original_ground_truth"] for r in dummies)

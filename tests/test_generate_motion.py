@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from motion_scenes import random_motion_scene
-from vistest.budget import truth as budget_truth_module
 from vistest.errors import InputError
 from vistest.generate import Rules, SceneInput, generate, parse_types
 from vistest.generate.balance import numeric_options, place_options
@@ -21,30 +20,6 @@ from vistest.questions import MOTION_TYPES as QUESTION_MOTION_TYPES
 from vistest.questions import parse_questions
 
 SEEN = 0.05  # the default seen rule: visible fraction of the image > 5%
-
-
-@pytest.fixture
-def track_rule(monkeypatch):
-    """The budget stage's rule ``track`` (vistest.budget.truth), or, until it is merged, a stand-in
-    that keeps a motion question when its window holds the type's sampled frames (the generator's
-    own check then is only the window's)."""
-    scene, vis = random_motion_scene(0, num_frames=30)
-    q = parse_questions([json.dumps({"id": "q", "scene_id": scene.scene_id, "question_type": "motion_speed",
-                                     "question": "?", "options": ["A. 1"], "ground_truth": "A",
-                                     "objects": [scene.objects[-1].id], "time_start": 0.0, "time_end": 2.9})],
-                        source="<probe>", scene=scene)
-    try:
-        budget_truth_module.budget_truth(scene, vis, q, budgets=["all"])
-    except AssertionError:  # "no rule for 'track'"
-        orig = budget_truth_module._rule_truth
-
-        def rule_truth(q, sel, table, minimum):
-            if q.type.rule != "track":
-                return orig(q, sel, table, minimum)
-            if not sel.witnesses:
-                return budget_truth_module._unanswerable(q, sel, budget_truth_module.REASON_NO_VALID_FRAMES)
-            return budget_truth_module._window(q, sel, table)
-        monkeypatch.setattr(budget_truth_module, "_rule_truth", rule_truth)
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,7 +100,7 @@ def test_types_sets_and_rules():
     assert gm.grid_times(31, 10.0, 0.5) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
 
 
-def test_a_static_scene_gets_no_dynamic_questions(track_rule):
+def test_a_static_scene_gets_no_dynamic_questions():
     from vistest.datasets.synthetic import random_room_scene
     from vistest.visibility.table import compute_visibility
 
@@ -216,7 +191,7 @@ def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
     assert all(c.gap <= 0.03 for c in cells), [(c.question_type, c.attack, c.gap) for c in cells if c.gap > 0.03]
 
 
-def test_generate_end_to_end_is_deterministic_and_valid(track_rule):
+def test_generate_end_to_end_is_deterministic_and_valid():
     """The whole command with the budget stage: every pooled answer is kept at ``all`` (the
     generator's answer is what rule ``track`` recomputes over every frame), the same set from
     either scene order."""
