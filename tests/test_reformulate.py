@@ -185,6 +185,18 @@ def test_variant_texts_list_their_options_in_order():
     assert rows["o~circular2"]["question"].endswith(": sofa, bed, plant?")
     assert rows["o~nota-replace"]["question"].endswith(": plant, bed, sofa?")  # the removed order is not named
     assert rows["o~nota-add"]["question"] == q
+    # the dynamic type motion_direction (vistest.generate.motion): its text lists the four headings
+    # in the options' order; they are a closed set
+    q = "From 1.0 s to 3.0 s, which of these directions (toward, left, away, right) does the cart move in?"
+    doc = {**mcq("m", q, ["toward", "left", "away", "right"], "C", "motion_direction", ("cart",)),
+           "time_start": 1.0, "time_end": 3.0}
+    rows = rows_of(doc)
+    assert rows["m~circular1"]["question"] == q.replace("toward, left, away, right", "left, away, right, toward")
+    assert rows["m~circular1"]["options"] == ["A. left", "B. away", "C. right", "D. toward"]
+    assert rows["m~circular1"]["ground_truth"] == "B"
+    assert "m~nota-replace" not in rows and rows["m"]["skipped_variants"] == {
+        "nota-replace": SKIP_CLOSED.format("right / away / left / toward")}
+    assert leaking(list(rows.values())) == {}
 
 
 @pytest.mark.parametrize("doc, variant, reason", [
@@ -272,17 +284,21 @@ def test_cli_report_lists_the_skipped_variants(tmp_path):
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def generated_questions(tmp_path_factory):
-    """``vistest generate --types all`` on 6 random rooms (box visibility), as records."""
+    """``vistest generate --types all`` on 6 random rooms (box visibility) and 8 random dynamic
+    scenes (tests/motion_scenes.py), as records."""
     from vistest.datasets.synthetic import random_room_scene
     from vistest.visibility.table import compute_visibility
 
+    from motion_scenes import random_motion_scene
+
     tmp = tmp_path_factory.mktemp("gen")
     args = []
-    for seed in range(6):
-        scene = random_room_scene(seed, num_frames=100)
+    scenes = [(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100) for seed in range(6))]
+    scenes += [random_motion_scene(seed) for seed in range(8)]  # the dynamic types (tracks)
+    for scene, vis in scenes:
         p = tmp / scene.scene_id / "scene.json"
         scene.save(p)
-        compute_visibility(scene).save(p.with_name("vis.npz"))
+        vis.save(p.with_name("vis.npz"))
         args += [str(p), "--visibility", str(p.with_name("vis.npz"))]
     # every type kept: on 6 rooms the balancing would drop leaky types (docs/generate.md)
     r = CliRunner().invoke(main, ["generate", *args, "-o", str(tmp / "out"), "--types", "all", "--quiet",
@@ -316,7 +332,7 @@ def test_no_reformulation_leaks_its_removed_or_rotated_option(generated_question
     before = leaking(naive(list(demo)))
     assert set(before) == {"demo-9~circular1", "demo-9~circular2", "demo-9~nota-replace", "demo-10~circular1",
                            "demo-10~nota-replace", "demo-11~nota-replace"}
-    old = naive(list(gen))
+    old = naive([r for r in gen if not r["question_type"].startswith("motion_")])  # the static types' old texts
     before = leaking(old)
     by_kind = Counter(r["reformulation"] for r in old if str(r["id"]) in before)
     assert len(before) > 0.4 * sum(r["reformulation"] != "base" for r in old)
@@ -324,6 +340,7 @@ def test_no_reformulation_leaks_its_removed_or_rotated_option(generated_question
     # what is still written: every MCQ type keeps its circular rows; nota-replace where a leak-free text exists
     kept = Counter((r["question_type"], r["reformulation"]) for r in gen)
     types = {r["question_type"] for r in generated_questions if r.get("options")}
+    assert "motion_speed" in types  # motion_direction: test_variant_texts_list_their_options_in_order
     assert all(kept[(t, "circular")] > 0 for t in types)
     for t in ("object_rel_distance_closest", "object_rel_distance_farthest", "obj_appearance_order",
               "object_size_estimation_mcq"):

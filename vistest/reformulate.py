@@ -61,6 +61,7 @@ from typing import Any
 
 from .atomic import write_atomic
 from .answers import ABSTAIN, BASE, CANNOT_DETERMINE, CIRCULAR, NONE_OF_THESE, NOTA_ADD, NOTA_REPLACE, OPEN
+from .motion import HEADINGS
 from .questions import (
     ANSWER_MCQ,
     ANSWER_NUMBER,
@@ -99,9 +100,11 @@ SKIP_NAMED = "the question text names the removed option"
 # Answer spaces a question's options can cover completely: removing one leaves a set whose missing
 # member anyone can name. VSI-Bench's object_rel_direction_easy (left / right), ReVSI's easy
 # directions and VSI-Bench's medium (left / right / back: vistest.generate.templates.EASY_ANSWERS),
-# the quadrants of the hard directions (templates.HARD_ANSWERS), yes / no.
+# the quadrants of the hard directions (templates.HARD_ANSWERS), yes / no, the four headings of the
+# dynamic type motion_direction (vistest.motion.HEADINGS: right / away / left / toward).
 CLOSED_ANSWER_SETS = (("left", "right"), ("left", "right", "back"),
-                      ("front-left", "front-right", "back-left", "back-right"), ("yes", "no"))
+                      ("front-left", "front-right", "back-left", "back-right"), ("yes", "no"),
+                      HEADINGS)
 # a list in a question: items joined by ", " / " or " / " and " / ", or " (an optional "the" after)
 LIST_SEP_RE = re.compile(r"(?:\s*,\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+)(?:the\s+)?", re.IGNORECASE)
 LADDER_TOLERANCE = 0.15  # relative spread of a ladder's steps (log-ratios or differences): rounded rungs

@@ -51,8 +51,8 @@ TEMPLATES = {
     ACCELERATION: _WHEN + ("what is the average acceleration of the {object_name} (the change of its speed from "
                            "{time_start} s to {time_end} s divided by the time; negative when it slows down), in "
                            "meters per second squared?"),
-    DIRECTION: _WHEN + ("in which direction does the {object_name} move, as seen from the camera at {time_start} "
-                        "s: right, left, away (from the camera) or toward (the camera)?"),
+    DIRECTION: _WHEN + ("which of these directions ({choices}) does the {object_name} move in, as seen from the "
+                        "camera at {time_start} s?"),
 }
 DECIMALS = 3  # the answer as written before the options are made (the budget check's single option)
 
