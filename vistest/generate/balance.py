@@ -69,13 +69,14 @@ In order (vistest.generate.rules.BalanceRules):
    that the pruning left out; a swap is kept when it lowers :func:`miss`: every judged cell
    of the type, attacks and complements, scored as the report scores them (held out by scene,
    refitted on the kept questions: the cheap attacks on every proposal, the learned model's
-   answers on the pool every ``learned_refit``, :class:`TrainOn`), each on its mean gap over
+   answers on the pool every ``learned_refit``, trained on every type, :class:`TrainOn`) on
    ``swap_fold_seeds`` fold seeds of its own (:func:`swap_seeds`: after every pruning round's,
-   never the report's), beyond ``blind_margin`` minus ``swap_attack_slack`` (attacks) or
-   ``swap_slack`` (complements). A swap must leave the letters (numeric ranks) within the
-   report's ``letter_tolerance``, and a counting or direction question is swapped only for one
-   with its answer (the caps hold as the pruning left them); the type's size does not change.
-   A draw against the attacks' answers from the whole pool instead of pruning, tried first
+   never the report's; an attack on its worst seed, a complement on its mean), beyond
+   ``blind_margin`` minus ``swap_attack_slack`` (attacks) or minus ``swap_slack``
+   (complements). A swap must leave the letters (numeric ranks) within the report's
+   ``letter_tolerance``, and a counting or direction question is swapped only for one with its
+   answer (the caps hold as the pruning left them); the type's size does not change. A draw
+   against the attacks' answers from the whole pool instead of pruning, tried first
    (docs/generate.md, "what was tried"), did not converge: refitted on the draw, the attacks
    moved by +-10 points.
 
@@ -594,13 +595,16 @@ def swap_seeds(seed: int, b: BalanceRules) -> tuple[int, ...]:
     return tuple(range(start, start + b.swap_fold_seeds))
 
 
-def _mean_cells(seed_cells: Sequence[Sequence[AttackCell]]) -> list[AttackCell]:
-    """Per (type, attack): the first seed's cell with the mean score over the seeds."""
+def _seed_cells(seed_cells: Sequence[Sequence[AttackCell]]) -> list[AttackCell]:
+    """Per (type, attack) over the fold seeds: an attack's cell on its worst seed (the largest
+    gap: the upper side, the issue's target, as the pruning judges it), a complement's on its
+    mean score (as the report judges it)."""
     group: dict[tuple[str, str], list[AttackCell]] = defaultdict(list)
     for cells in seed_cells:
         for c in cells:
             group[(c.question_type, c.attack)].append(c)
-    return [dataclasses.replace(cs[0], score=float(np.mean([c.score for c in cs]))) for cs in group.values()]
+    return [dataclasses.replace(cs[0], score=float(np.mean([c.score for c in cs])) if cs[0].complement
+                                else max(c.score for c in cs)) for cs in group.values()]
 
 
 def miss(cells: Sequence[AttackCell], b: BalanceRules) -> float:
@@ -647,10 +651,12 @@ class _TypeSearch:
     (module docstring, step 6): the cheap attacks refitted on every proposal, the learned
     model's held-out answers on the pool refreshed every ``learned_refit`` proposals."""
 
-    def __init__(self, qtype: str, kept: list[Placed], rest: list[Placed], folds: list[Folds], b: BalanceRules):
+    def __init__(self, qtype: str, kept: list[Placed], rest: list[Placed], others: list[Placed], folds: list[Folds],
+                 b: BalanceRules):
         self.qtype, self.folds, self.b = qtype, folds, b
         self.items = kept + rest
-        self.rows = blind.truths(_records(self.items))
+        every = blind.truths(_records(list(others) + self.items))  # the learned model trains on every type
+        self.others, self.rows = every[: len(others)], every[len(others):]
         self.keep = np.zeros(len(self.items), bool)
         self.keep[: len(kept)] = True
         self.cheap = tuple(a for a in blind.ATTACKS if a != LEARNED_ATTACK)
@@ -658,16 +664,18 @@ class _TypeSearch:
         self.learned: list[dict[str, np.ndarray]] = []
 
     def refit_learned(self) -> None:
-        """The learned model (and its complement) on every pool row, trained on the kept rows."""
-        train = frozenset(self.rows[i].key for i in np.flatnonzero(self.keep))
+        """The learned model (and its complement) on every row of the type's pool, trained on
+        the kept rows of every type (as the report trains it)."""
+        train = frozenset(t.key for t in self.others) | {self.rows[i].key for i in np.flatnonzero(self.keep)}
+        every = self.others + self.rows
         self.learned = []
         for f in self.folds:
-            tf = TrainOn(f.by, f.fold_of, f.n_folds, f.n_scenes, f.warning, train)
-            rs = score_rows(self.rows, tf, blind.PROTOCOL, (LEARNED_ATTACK,))
-            self.learned.append(dict(rs.scores))
+            tf = TrainOn(f.by, f.fold_of, f.n_folds, f.n_scenes, f.warning, frozenset(train))
+            rs = score_rows(every, tf, blind.PROTOCOL, (LEARNED_ATTACK,))
+            self.learned.append({a: v[len(self.others):] for a, v in rs.scores.items()})
 
     def cells(self, keep: np.ndarray) -> list[AttackCell]:
-        """The judged cells of the rows in ``keep``, each on its mean gap over the folds."""
+        """The judged cells of the rows in ``keep`` over the folds (:func:`_seed_cells`)."""
         idx = np.flatnonzero(keep)
         rows = [self.rows[i] for i in idx]
         per_seed = []
@@ -677,7 +685,7 @@ class _TypeSearch:
             scores.update({a: v[idx] for a, v in learned.items()})
             per_seed.append(attack_cells(RowScores(rs.rows, rs.chance, scores), self.b.min_judged,
                                          self.b.blind_margin))
-        return _mean_cells(per_seed)
+        return _seed_cells(per_seed)
 
     def miss(self, keep: np.ndarray) -> float:
         return miss(self.cells(keep), self.b)
@@ -736,7 +744,8 @@ def _swap_resample(placed: list[Placed], pool: dict[str, list[Candidate]], rules
             out += kept
             continue
         rest_placed = place_options(rest, rules.numeric_mcq, rng)
-        new, _, _ = _TypeSearch(t, kept, rest_placed, folds, b).run(rng)
+        others = [p for p in placed if p.candidate.question_type != t]
+        new, _, _ = _TypeSearch(t, kept, rest_placed, others, folds, b).run(rng)
         gone = len({p.candidate.key for p in kept} - {p.candidate.key for p in new})
         if gone:
             removals.append(Removal(t, "swap", gone, f"{gone} swapped for as many of the pool (two-sided)"))
