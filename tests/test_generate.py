@@ -253,13 +253,15 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     assert judged and all(c.mean <= Rules().balance.blind_margin + 1e-9 for c in judged), [c for c in judged
                                                                                           if c.above]
     # two-sided: every judged multiple-choice attack's complement not-X is a target of the report too
-    # (the balancing does not bring it within the margin: docs/generate.md, "Two-sided")
+    # (the swaps bring most, not all, within the margin: docs/generate.md, "Two-sided")
     comp = [c for c in rep.seed_cells if c.judged and c.complement]
     assert {c.attack[len("not-"):] for c in comp} >= {"constant", "learned"}
     targets = {(c.target.split(" - ")[0], c.question_type): c for c in rep.checks}
     for c in comp:
         check = targets[(f"attack {c.attack}", c.question_type)]
         assert check.ok == (c.mean <= c.margin + 1e-9) and check.value == c.mean
+    # the swaps with the pool (balancing step 6) traded questions of the types judged alone
+    assert any(s == "swap" and n > 0 for f in rep.funnel for s, n in f.removed)
     numeric = {t for t, rs in by_type.items() if not rs[0].get("options")}
     assert numeric and not [c for c in rep.seed_cells if c.complement and c.question_type in numeric]  # one-sided
     assert rep.ok == all(c.ok for c in rep.checks)
@@ -311,7 +313,7 @@ def test_balanced_set_meets_the_target_on_fold_seeds_it_never_saw(generated):
     records = [r for _, r in records_of(generated)]
     cells = [c for c in across_seeds([attack_report(records, s) for s in fresh], fresh) if c.judged]
     print("\n".join(f"{c.question_type} {c.attack} {c.gaps}" for c in cells))
-    # the upper side (the attacks); their complements not-X are judged and reported, not yet met
+    # the upper side (the attacks); their complements not-X are judged and reported, not all met
     # (docs/generate.md, "Two-sided")
     attacks = [c for c in cells if not c.complement]
     assert len(attacks) >= 10 and all(c.ok for c in attacks), [c for c in attacks if not c.ok]
