@@ -609,8 +609,9 @@ def _seed_cells(seed_cells: Sequence[Sequence[AttackCell]]) -> list[AttackCell]:
 
 def miss(cells: Sequence[AttackCell], b: BalanceRules) -> float:
     """How far a type's kept questions are from the two-sided target (0: met with room to
-    spare): the summed squared excess of every judged cell's mean gap over ``blind_margin``
-    minus ``swap_attack_slack`` (an attack) or minus ``swap_slack`` (a complement ``not-X``)."""
+    spare): the summed squared excess of every judged cell's gap (:func:`_seed_cells`: an
+    attack's worst over the seeds, a complement's mean) over ``blind_margin`` minus
+    ``swap_attack_slack`` (an attack) or minus ``swap_slack`` (a complement ``not-X``)."""
     return float(sum(max(0.0, c.gap - b.blind_margin + (b.swap_slack if c.complement else b.swap_attack_slack)) ** 2
                      for c in cells if c.judged))
 
