@@ -202,3 +202,41 @@ def test_direction_words_are_capped_within_each_fold():
         got = Counter(c.answer for c in kept if c.scene_id == scene)
         assert max(got.values()) <= share * sum(got.values()) + 1e-9, got
     assert len(kept) < 80
+
+
+def test_swaps_train_on_the_kept_rows_and_judge_both_sides():
+    """Step 6 of the balancing (vistest.generate.balance): the pool is answered by attacks trained
+    on the kept rows only; a type's miss counts attacks above the margin minus their slack and
+    complements not-X above the margin minus theirs (two-sided); a swap keeps the letters within
+    their target and a capped answer; the swaps score on fold seeds neither the report nor a pruning round uses."""
+    from types import SimpleNamespace
+
+    from vistest.eval.attacks import AttackCell
+    from vistest.eval.baselines import scene_folds
+    from vistest.generate.balance import Placed, TrainOn, fold_seeds, miss, positions_ok, signature, swap_seeds
+
+    f = scene_folds(["s0", "s1", "s2"], 5, 0)  # leave-one-scene-out
+    rows = [SimpleNamespace(scene_id=f"s{i % 3}", key=(str(i),)) for i in range(9)]
+    kept = frozenset(r.key for r in rows[:6])
+    split = TrainOn(f.by, f.fold_of, f.n_folds, f.n_scenes, f.warning, kept).split(rows)
+    assert [len(te) for _, te in split] == [3, 3, 3]  # every row answered
+    for tr, te in split:
+        assert all(t.key in kept for t in tr) and not {t.scene_id for t in tr} & {t.scene_id for t in te}
+
+    b = Rules().balance
+
+    def cell(attack, gap):
+        return AttackCell(attack, "t", 40, 10, 0.25 + gap, 0.25, (gap - 0.1, gap + 0.1), True, b.blind_margin)
+
+    assert miss([cell("constant", -0.05), cell("not-constant", 0.0)], b) == 0.0
+    # an attack within the margin but above margin - swap_attack_slack; a complement above margin - swap_slack
+    assert miss([cell("option-label", 0.01)], b) == pytest.approx((0.01 - b.blind_margin + b.swap_attack_slack) ** 2)
+    assert miss([cell("not-learned", 0.02)], b) == pytest.approx((0.02 - b.blind_margin + b.swap_slack) ** 2)
+    c = Candidate("s0", "object_rel_direction_forward_easy", "{x}", (("x", "a"),), answer="left",
+                  distractors=("right", "back"))
+    assert signature(Placed(c, ("right", "left", "back"), "B")) == ("left",)  # a capped answer is kept
+    assert positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 10], b)
+    assert not positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 9 + "AAA"], b)
+    assert positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 7 + "A"], b)  # 8/22: rounding
+    used = set(fold_seeds(0, b)[0]) | {s for r in range(b.max_rounds) for s in fold_seeds(0, b, r)[1]}
+    assert len(swap_seeds(0, b)) == b.swap_fold_seeds and not used & set(swap_seeds(0, b))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -31,7 +30,7 @@ from ..budgets import budget_label, parse_budget
 from ..budget.truth import STATUSES, budget_truth
 from ..questions import option_letter, parse_questions
 from ..eval.attacks import AttackReport, SeedCell, across_seeds, seeds_table
-from .balance import fold_seeds
+from .balance import fold_seeds, letter_granularity
 from .blind import attack_report
 from .balance import ladder_rules
 from .candidates import LADDER_TYPES
@@ -256,7 +255,7 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
         if d.letters:
             k = len(rs[0]["options"])
             dev = max(abs(dict(d.letters).get(letter, 0) / d.n - 1 / k) for letter in "ABCDEFGHIJ"[:k])
-            tol = max(b.letter_tolerance, _granularity(d.n, k))
+            tol = max(b.letter_tolerance, letter_granularity(d.n, k))
             out.append(Check("letter share - 1/k", d.question_type, dev, f"<= {tol:.3g}", dev <= tol + 1e-9))
         if d.question_type.startswith("object_rel_direction_"):
             k = len(rs[0]["options"])
@@ -275,7 +274,7 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
                              step >= m.step_ratio * (1 - tol)))
             k = m.num_options
             dev = max(abs(dict(d.ranks).get(r, 0) / d.n - 1 / k) for r in range(k))
-            tol = max(b.letter_tolerance, _granularity(d.n, k))
+            tol = max(b.letter_tolerance, letter_granularity(d.n, k))
             out.append(Check("answer rank share - 1/k", d.question_type, dev, f"<= {tol:.3g}", dev <= tol + 1e-9))
     for c in attacks:
         if c.judged:  # too few questions: the gap is within sampling error (BalanceRules.min_judged)
@@ -283,15 +282,6 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
             out.append(Check(f"attack {c.attack} - chance (mean over fold seeds {seeds})", c.question_type, c.mean,
                              f"<= {c.margin:g}", c.ok))
     return out
-
-
-def _granularity(n: int, k: int) -> float:
-    """The least largest deviation of ``k`` shares of ``n`` questions from 1/k (``n`` not a
-    multiple of ``k``: some letter holds ``ceil(n / k)``, some ``floor(n / k)``); the letter
-    tolerance is at least this."""
-    if not n or n % k == 0:
-        return 0.0
-    return max(math.ceil(n / k) / n - 1 / k, 1 / k - math.floor(n / k) / n)
 
 
 def _numeric_option_extent(rs: Sequence[dict]) -> tuple[float, float, float]:

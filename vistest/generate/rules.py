@@ -348,6 +348,18 @@ class BalanceRules:
                                          "the floor) is dropped from the set, with its twin, and the report says "
                                          "why, when the attacks are held out by scene (False: kept, the report's "
                                          "target fails)", "vistest (issue #23)")
+    swap_proposals: int = param(150, "after the pruning, per type judged alone: proposals of swapping a kept "
+                                     "question with one of its pool (after the caps) the pruning left out, each kept "
+                                     "when it brings the type's attacks and their complements not-X closer to "
+                                     "the two-sided target (0: no swaps)", VISTEST)
+    swap_fold_seeds: int = param(8, "the swaps judge a cell on its mean gap over this many fold seeds of their own "
+                                    "(after every pruning round's, never the report's)", VISTEST)
+    swap_slack: float = param(0.015, "the swaps aim a complement not-X at blind_margin minus this on their fold "
+                                     "seeds (room for the report's other folds)", VISTEST)
+    swap_attack_slack: float = param(0.03, "the swaps aim an attack (not its complement) at blind_margin minus this "
+                                           "(the upper side, the issue's target, kept with room to spare)", VISTEST)
+    learned_refit: int = param(25, "the swaps refit the learned text-only model every this many proposals (the "
+                                   "other attacks: every proposal)", VISTEST)
     min_judged: int = param(20, "the report judges a type's blind baselines against chance only from this many "
                                 "questions on (the standard error of a mean MRA is about 0.3/sqrt(n): 7 points at "
                                 "20); smaller types are pooled per attack, the pool judged from this size on", VISTEST)
