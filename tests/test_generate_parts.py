@@ -208,12 +208,15 @@ def test_swaps_train_on_the_kept_rows_and_judge_both_sides():
     """Step 6 of the balancing (vistest.generate.balance): the pool is answered by attacks trained
     on the kept rows only; a type's miss counts attacks above the margin minus their slack and
     complements not-X above the margin minus theirs (two-sided); a swap keeps the letters within
-    their target and a capped answer; the swaps score on fold seeds neither the report nor a pruning round uses."""
+    their target and the answer caps (checked after the swap, over the type and per fold for
+    directions); numeric twins are swapped in pairs with their numeric-option type; the swaps
+    score on fold seeds neither the report nor a pruning round uses."""
     from types import SimpleNamespace
 
     from vistest.eval.attacks import AttackCell
     from vistest.eval.baselines import scene_folds
-    from vistest.generate.balance import Placed, TrainOn, fold_seeds, miss, positions_ok, signature, swap_seeds
+    from vistest.generate.balance import (Placed, TrainOn, _swap_groups, answer_share, cap_excess, fold_seeds,
+                                          miss, positions_ok, swap_seeds)
 
     f = scene_folds(["s0", "s1", "s2"], 5, 0)  # leave-one-scene-out
     rows = [SimpleNamespace(scene_id=f"s{i % 3}", key=(str(i),)) for i in range(9)]
@@ -234,7 +237,20 @@ def test_swaps_train_on_the_kept_rows_and_judge_both_sides():
     assert miss([cell("not-learned", 0.02)], b) == pytest.approx((0.02 - b.blind_margin + b.swap_slack) ** 2)
     c = Candidate("s0", "object_rel_direction_forward_easy", "{x}", (("x", "a"),), answer="left",
                   distractors=("right", "back"))
-    assert signature(Placed(c, ("right", "left", "back"), "B")) == ("left",)  # a capped answer is kept
+    assert answer_share(c.question_type, [c], b) == pytest.approx(1 / 3 + b.direction_answer_tolerance)
+    counts = [dataclasses.replace(c, question_type="object_counting_single", answer=str(n), distractors=())
+              for n in (1, 2, 3)]
+    assert answer_share("object_counting_single", counts, b) == pytest.approx(1 / 3)  # 3 answers: raised
+    assert answer_share("object_size_estimation", counts, b) == 1.0  # not capped
+    # 0.35 of 20: at most 7 of an answer; per fold (0.35 of 10: 3) only when asked
+    ans = ["left"] * 7 + ["right"] * 7 + ["back"] * 6
+    assert cap_excess(ans, [0] * 10 + [1] * 10, 0.35, False) == 0
+    assert cap_excess(ans[:-1] + ["left"], [0] * 20, 0.35, False) == 1
+    assert cap_excess(ans, [0] * 10 + [1] * 10, 0.35, True) == 4 + 1 + 3  # fold 0: left 4 over; fold 1: right 1, back 3
+    assert _swap_groups(["object_abs_distance", "object_abs_distance_mcq", "object_counting_single",
+                         "object_size_estimation_mcq", "room_size_estimation_single"]) == [
+        ("object_abs_distance_mcq", "object_abs_distance"), ("object_counting_single",),
+        ("object_size_estimation_mcq",), ("room_size_estimation_single",)]
     assert positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 10], b)
     assert not positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 9 + "AAA"], b)
     assert positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 7 + "A"], b)  # 8/22: rounding

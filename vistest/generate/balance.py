@@ -65,9 +65,12 @@ In order (vistest.generate.rules.BalanceRules):
 6. **Swaps with the pool** (two-sided; ``swap_*`` rules): the pruning of step 4 removes what the
    attacks answer and overshoots (13 of 14 judged attacks more than 3 points below chance on 30
    rooms, their complements ``not-X`` up to 6 points above). Per type judged alone (at least
-   ``min_judged`` kept; not a numeric twin), ``swap_proposals`` proposals each swap a kept
-   question, at random, with one of the type's pool (after the caps, options drawn for it)
-   that the pruning left out; a swap is kept when it lowers :func:`miss`: every judged cell
+   ``min_judged`` kept), ``swap_proposals`` proposals each swap a kept question, at random,
+   with one of the type's pool (after the caps, options drawn for it) that the pruning left
+   out; a numeric-option type (``*_mcq``) and its numeric twins swap twin *pairs* (a kept pair
+   out, a left-out pair in: twins stay both or neither), judged on the numeric-option type's
+   two-sided miss, kept only when no numeric twin's (one-sided, MRA) miss grows
+   (:func:`_swap_groups`, :func:`_swap_search`). A swap is kept when it lowers :func:`miss`: every judged cell
    of the type, attacks and complements, scored as the report scores them (held out by scene,
    refitted on the kept questions: the cheap attacks on every proposal, the learned model's
    answers on the pool every ``learned_refit``, trained on every type, :class:`TrainOn`) on
@@ -75,8 +78,9 @@ In order (vistest.generate.rules.BalanceRules):
    never the report's; an attack on its worst seed, a complement on its mean), beyond
    ``blind_margin`` minus ``swap_attack_slack`` (attacks) or minus ``swap_slack``
    (complements). A swap must leave the letters (numeric ranks) within the report's
-   ``letter_tolerance``, and a counting or direction question is swapped only for one with its
-   answer (the caps hold as the pruning left them); the type's size does not change. A draw
+   ``letter_tolerance``, and the answer caps of step 1 no more exceeded than before
+   (:func:`cap_excess`: checked after the swap, over the type and, for direction words, within
+   each fold of scenes; a swap may change the answer); the type's size does not change. A draw
    against the attacks' answers from the whole pool instead of pruning, tried first
    (docs/generate.md, "what was tried"), did not converge: refitted on the draw, the attacks
    moved by +-10 points.
@@ -476,7 +480,7 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
                 notes.append(f"{qtype}: {note}")
     pool = {t: list(g) for t, g in kept.items()}  # what step 6 draws back from
     placed = _attack_loop(kept, rules, rng, seed, step, notes, unit_of)
-    placed = _swap_resample(placed, pool, rules, rng, seed, removals)
+    placed = _swap_resample(placed, pool, rules, rng, seed, removals, unit_of)
     merged: dict[tuple[str, str], Removal] = {}
     for rm in removals:
         k = (rm.question_type, rm.step)
@@ -684,34 +688,56 @@ def positions_ok(placed: Sequence[Placed], b: BalanceRules) -> bool:
     return True
 
 
-def signature(p: Placed) -> tuple:
-    """What a swap keeps for a counting or direction type: the answer (so the answer caps hold
-    as the pruning left them); for other types nothing."""
-    t = p.candidate.question_type
-    return (answer_of(p.candidate),) if t in COUNTING_TYPES or t.startswith(DIRECTION_PREFIX) else ()
+def answer_share(qtype: str, cands: Sequence[Candidate], b: BalanceRules) -> float:
+    """The answer cap step 1 applies to a counting or direction type (1.0: not capped): its share
+    (:func:`_share`), a counting type's raised to an equal share when ``cands`` (its pool) hold
+    fewer distinct answers than the cap allows (as :func:`cap_shares` raises it)."""
+    if not cands or not (qtype in COUNTING_TYPES or is_direction(qtype)):
+        return 1.0
+    share = _share(qtype, list(cands), b)
+    distinct = len({answer_of(c) for c in cands})
+    return max(share, 1.0 / distinct) if qtype in COUNTING_TYPES else share
+
+
+def cap_excess(answers: Sequence[str], units: Sequence[int], share: float, per_unit: bool) -> int:
+    """How many questions exceed the answer cap ``share`` (0: within it): over the whole type,
+    and, ``per_unit``, within each fold of scenes too (``units``: each question's fold), each
+    answer's count beyond ``floor(share x n)`` of its set (step 1's cap, checked after a swap)."""
+    def over(ans: Sequence[str]) -> int:
+        cap = math.floor(share * len(ans) + 1e-9)
+        return sum(max(0, n - cap) for n in Counter(ans).values())
+
+    out = over(answers)
+    if per_unit:
+        per: dict[int, list[str]] = defaultdict(list)
+        for a, u in zip(answers, units):
+            per[u].append(a)
+        out += sum(over(v) for v in per.values())
+    return out
 
 
 class _TypeSearch:
     """One type's kept questions and the rest of its pool, scored as the report scores
     (module docstring, step 6): the cheap attacks refitted on every proposal, the learned
-    model's held-out answers on the pool refreshed every ``learned_refit`` proposals."""
+    model's held-out answers on the pool refreshed every ``learned_refit`` proposals.
+    ``unit``: each question's swap unit (an index into the search's keep mask: a twin pair's
+    two questions share one; default: one unit per question, kept first)."""
 
     def __init__(self, qtype: str, kept: list[Placed], rest: list[Placed], others: list[Placed], folds: list[Folds],
-                 b: BalanceRules):
+                 b: BalanceRules, unit: Sequence[int] | None = None):
         self.qtype, self.folds, self.b = qtype, folds, b
         self.items = kept + rest
+        self.unit = np.arange(len(self.items)) if unit is None else np.asarray(unit, int)
         every = blind.truths(_records(list(others) + self.items))  # the learned model trains on every type
         self.others, self.rows = every[: len(others)], every[len(others):]
-        self.keep = np.zeros(len(self.items), bool)
-        self.keep[: len(kept)] = True
         self.cheap = tuple(a for a in blind.ATTACKS if a != LEARNED_ATTACK)
-        self.sig = [signature(p) for p in self.items]
         self.learned: list[dict[str, np.ndarray]] = []
 
-    def refit_learned(self) -> None:
+    def refit_learned(self, keep: np.ndarray) -> None:
         """The learned model (and its complement) on every row of the type's pool, trained on
-        the kept rows of every type (as the report trains it)."""
-        train = frozenset(t.key for t in self.others) | {self.rows[i].key for i in np.flatnonzero(self.keep)}
+        the kept rows of every type (as the report trains it); ``keep``: the units kept."""
+        mine = keep[self.unit]
+        train = frozenset(t.key for t in self.others) | {self.rows[i].key for i in np.flatnonzero(mine)}
         every = self.others + self.rows
         self.learned = []
         for f in self.folds:
@@ -719,9 +745,13 @@ class _TypeSearch:
             rs = score_rows(every, tf, blind.PROTOCOL, (LEARNED_ATTACK,))
             self.learned.append({a: v[len(self.others):] for a, v in rs.scores.items()})
 
+    def kept(self, keep: np.ndarray) -> list[Placed]:
+        """The questions of the units in ``keep``."""
+        return [p for p, k in zip(self.items, keep[self.unit]) if k]
+
     def cells(self, keep: np.ndarray) -> list[AttackCell]:
-        """The judged cells of the rows in ``keep`` over the folds (:func:`_seed_cells`)."""
-        idx = np.flatnonzero(keep)
+        """The judged cells of the rows of the units in ``keep`` over the folds (:func:`_seed_cells`)."""
+        idx = np.flatnonzero(keep[self.unit])
         rows = [self.rows[i] for i in idx]
         per_seed = []
         for f, learned in zip(self.folds, self.learned):
@@ -735,40 +765,78 @@ class _TypeSearch:
     def miss(self, keep: np.ndarray) -> float:
         return miss(self.cells(keep), self.b)
 
-    def run(self, rng: np.random.Generator) -> tuple[list[Placed], float, float]:
-        """Swap proposals (a kept question out at random, in at random one of the pool with its
-        :func:`signature`), each kept when the letters stay within their target
-        (:func:`positions_ok`) and it lowers :func:`miss`; stops at 0. Returns (kept, miss
-        before, after)."""
-        self.refit_learned()
-        cur = before = self.miss(self.keep)
-        for j in range(self.b.swap_proposals):
-            if cur <= 0.0 or self.keep.all():
-                break
-            if j and j % self.b.learned_refit == 0:
-                self.refit_learned()
-                cur = self.miss(self.keep)
-            out = int(rng.choice(np.flatnonzero(self.keep)))
-            same = [i for i in np.flatnonzero(~self.keep) if self.sig[i] == self.sig[out]]
-            if not same:
-                continue
-            into = int(rng.choice(same))
-            trial = self.keep.copy()
-            trial[out], trial[into] = False, True
-            if not positions_ok([p for p, k in zip(self.items, trial) if k], self.b):
-                continue
-            m = self.miss(trial)
-            if m < cur:
-                self.keep, cur = trial, m
-        return [p for p, k in zip(self.items, self.keep) if k], before, cur
+
+def _swap_search(parts: Sequence[_TypeSearch], n_kept: int, rng: np.random.Generator, b: BalanceRules,
+                 unit_of: dict[str, int]) -> tuple[np.ndarray, float, float]:
+    """Swap proposals over units (module docstring, step 6): a kept unit out at random, in at
+    random one of the pool's. ``parts[0]``: the type judged (two-sided); ``parts[1:]``: its
+    numeric twins (one-sided), whose questions go with the unit. A swap is kept when the letters
+    (ranks) of ``parts[0]`` stay within their target (:func:`positions_ok`), the answer cap is no
+    more exceeded than before (:func:`cap_excess`, a counting or direction type), the summed
+    :func:`miss` of the parts drops and no twin's miss grows; stops at 0. ``n_kept``: the units
+    kept first (units ``0 .. n_kept - 1``). Returns (the units kept, summed miss before, after)."""
+    head = parts[0]
+    n_units = int(max(int(p.unit.max()) for p in parts)) + 1
+    keep = np.zeros(n_units, bool)
+    keep[:n_kept] = True
+    share = answer_share(head.qtype, [p.candidate for p in head.items], b)
+
+    def excess(k: np.ndarray) -> int:
+        if share >= 1.0:
+            return 0
+        ps = head.kept(k)
+        return cap_excess([answer_of(p.candidate) for p in ps], [unit_of.get(p.candidate.scene_id, 0) for p in ps],
+                          share, is_direction(head.qtype) and bool(unit_of))
+
+    for p in parts:
+        p.refit_learned(keep)
+    cur = [p.miss(keep) for p in parts]
+    before = sum(cur)
+    cur_excess = excess(keep)
+    for j in range(b.swap_proposals):
+        if sum(cur) <= 0.0 or keep.all():
+            break
+        if j and j % b.learned_refit == 0:
+            for p in parts:
+                p.refit_learned(keep)
+            cur = [p.miss(keep) for p in parts]
+        out = int(rng.choice(np.flatnonzero(keep)))
+        into = int(rng.choice(np.flatnonzero(~keep)))
+        trial = keep.copy()
+        trial[out], trial[into] = False, True
+        if not positions_ok(head.kept(trial), b):
+            continue
+        e = excess(trial)
+        if e > cur_excess:
+            continue
+        m = [p.miss(trial) for p in parts]
+        if sum(m) < sum(cur) and all(a <= c + 1e-12 for a, c in zip(m[1:], cur[1:])):
+            keep, cur, cur_excess = trial, m, e
+    return keep, before, sum(cur)
+
+
+def _swap_groups(types: Sequence[str]) -> list[tuple[str, ...]]:
+    """The types step 6 swaps together, the judged type first: a numeric-option type with its
+    numeric twins present (their questions swapped in pairs), every other type alone."""
+    groups: list[tuple[str, ...]] = []
+    paired: set[str] = set()
+    for t in sorted(types):
+        bases = tuple(x for x in TWIN_BASE.get(t, ()) if x in types)
+        if bases:
+            groups.append((t, *bases))
+            paired.update(bases)
+    return sorted(groups + [(t,) for t in types if t not in paired and not TWIN_BASE.get(t)]
+                  + [(t,) for t in types if TWIN_BASE.get(t) and not any(x in types for x in TWIN_BASE[t])])
 
 
 def _swap_resample(placed: list[Placed], pool: dict[str, list[Candidate]], rules: Rules, rng: np.random.Generator,
-                   seed: int, removals: list[Removal]) -> list[Placed]:
-    """Step 6 (module docstring): per type judged alone (at least ``min_judged`` kept, no
-    twin), swaps of kept questions with the rest of its pool (capped, options drawn for it)
-    until every judged cell of the type, attacks and complements, is within ``blind_margin -
-    swap_slack`` of chance on the mean over :func:`swap_seeds`, or ``swap_proposals`` are spent."""
+                   seed: int, removals: list[Removal], unit_of: dict[str, int]) -> list[Placed]:
+    """Step 6 (module docstring): per type judged alone (at least ``min_judged`` kept; a
+    numeric-option type with its numeric twins, swapped in pairs: :func:`_swap_groups`), swaps
+    of kept questions with the rest of its pool (capped, options drawn for it) until every
+    judged cell of the type, attacks and complements, is within ``blind_margin`` minus the
+    slack on :func:`swap_seeds`, or ``swap_proposals`` are spent (:func:`_swap_search`).
+    ``unit_of``: scene id -> the fold of scenes the direction caps hold within."""
     b = rules.balance
     if not b.swap_proposals or not placed:
         return placed
@@ -781,18 +849,30 @@ def _swap_resample(placed: list[Placed], pool: dict[str, list[Candidate]], rules
         by[p.candidate.question_type].append(p)
     out: list[Placed] = []
     in_set = set(scenes)
-    for t in sorted(by):
-        kept = by[t]
-        keys = {p.candidate.key for p in kept}
-        rest = [c for c in pool.get(t, []) if c.key not in keys and c.scene_id in in_set]
-        if len(kept) < b.min_judged or t in TWIN_FAMILY or not rest:
-            out += kept
+    for group in _swap_groups(list(by)):
+        t = group[0]
+        units = [twin_key(p.candidate) for p in by[t]]
+        index = {u: i for i, u in enumerate(units)}
+        rest_units = [twin_key(c) for c in pool.get(t, []) if twin_key(c) not in index and c.scene_id in in_set]
+        if len(by[t]) < b.min_judged or not rest_units:
+            out += [p for x in group for p in by[x]]
             continue
-        rest_placed = place_options(rest, rules.numeric_mcq, rng)
-        others = [p for p in placed if p.candidate.question_type != t]
-        new, _, _ = _TypeSearch(t, kept, rest_placed, others, folds, b).run(rng)
-        gone = len({p.candidate.key for p in kept} - {p.candidate.key for p in new})
-        if gone:
-            removals.append(Removal(t, "swap", gone, f"{gone} swapped for as many of the pool (two-sided)"))
-        out += new
+        out += [p for x in group[1:] for p in by[x] if twin_key(p.candidate) not in index]  # no partner: kept
+        index.update({u: len(units) + i for i, u in enumerate(rest_units)})
+        parts = []
+        for x in group:
+            kept = [p for p in by[x] if twin_key(p.candidate) in index]
+            rest = [c for c in pool.get(x, []) if index.get(twin_key(c), -1) >= len(units)]
+            rest_placed = place_options(rest, ladder_rules(x, rules), rng)
+            others = [p for p in placed if p.candidate.question_type != x]
+            parts.append(_TypeSearch(x, kept, rest_placed, others, folds, b,
+                                     [index[twin_key(p.candidate)] for p in kept + rest_placed]))
+        keep, _, _ = _swap_search(parts, len(units), rng, b, unit_of)
+        for x, part in zip(group, parts):
+            new = part.kept(keep)
+            gone = len({p.candidate.key for p in by[x]} - {p.candidate.key for p in new})
+            if gone:
+                what = "twin pairs" if len(group) > 1 else "questions"
+                removals.append(Removal(x, "swap", gone, f"{gone} swapped for as many of the pool (two-sided; {what})"))
+            out += new
     return sorted(out, key=lambda p: p.candidate.key)
