@@ -349,8 +349,9 @@ class BalanceRules:
                                          "why, when the attacks are held out by scene (False: kept, the report's "
                                          "target fails)", "vistest (issue #23)")
     swap_proposals: int = param(150, "after the pruning, per type judged alone: proposals of swapping a kept "
-                                     "question with one of its pool (after the caps) the pruning left out, each kept "
-                                     "when it brings the type's attacks and their complements not-X closer to "
+                                     "question (a numeric-option type with its numeric twins: a twin pair) with "
+                                     "one of its pool (after the caps) the pruning left out, each kept when it brings "
+                                     "the type's attacks and their complements not-X closer to "
                                      "the two-sided target (0: no swaps)", VISTEST)
     swap_fold_seeds: int = param(8, "the swaps judge a cell on its mean gap over this many fold seeds of their own "
                                     "(after every pruning round's, never the report's)", VISTEST)
