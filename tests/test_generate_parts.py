@@ -256,3 +256,47 @@ def test_swaps_train_on_the_kept_rows_and_judge_both_sides():
     assert positions_ok([Placed(c, ("right", "left", "back"), x) for x in "ABC" * 7 + "A"], b)  # 8/22: rounding
     used = set(fold_seeds(0, b)[0]) | {s for r in range(b.max_rounds) for s in fold_seeds(0, b, r)[1]}
     assert len(swap_seeds(0, b)) == b.swap_fold_seeds and not used & set(swap_seeds(0, b))
+
+
+def test_swap_search_moves_twin_pairs_and_keeps_the_caps():
+    """Step 6's search (vistest.generate.balance._swap_search) over units: the judged type and its
+    numeric twin keep the same units (pairs), a swap that makes the twin's miss grow or exceeds an
+    answer cap is refused, and the same seed gives the same swaps."""
+    from vistest.generate.balance import Placed, _swap_search
+
+    b = Rules().balance
+
+    class Part:  # a type's search, its miss a function of the units kept (the attacks stubbed)
+        def __init__(self, qtype, answers, cost):
+            self.qtype, self.cost = qtype, cost
+            self.items = [Placed(Candidate(f"s{i % 4}", qtype, "{x}", (("x", str(i)),), answer=a))
+                          for i, a in enumerate(answers)]
+            self.unit = np.arange(len(answers))
+
+        def refit_learned(self, keep):
+            pass
+
+        def kept(self, keep):
+            return [p for p, k in zip(self.items, keep[self.unit]) if k]
+
+        def miss(self, keep):
+            return self.cost(keep)
+
+    n, pool = 20, 40
+    bad = np.arange(pool) < n  # the units kept first are the "leaky" ones
+    head = Part("object_abs_distance_mcq", ["1"] * pool, lambda k: 2.0 * (k & bad).sum())
+    odd_new = (np.arange(pool) >= n) & (np.arange(pool) % 2 == 1)  # the twin leaks on these
+    twin = Part("object_abs_distance", ["1"] * pool, lambda k: float((k & odd_new).sum()))
+    keep, before, after = _swap_search([head, twin], n, np.random.default_rng(0), b, {})
+    assert keep.sum() == n and 0 < after < before == 2 * n  # only the 10 even units of the pool come in
+    kept_units = set(np.flatnonzero(keep))
+    assert {int(u) for u, k in zip(twin.unit, keep[twin.unit]) if k} == kept_units  # pairs: the same units
+    assert twin.miss(keep) == 0  # the twin's miss never grew
+    again = _swap_search([head, twin], n, np.random.default_rng(0), b, {})[0]
+    assert (again == keep).all()
+    # a counting type: 5 answers, cap 20% of 20 = 4 each; the pool offers only answer "9" in
+    answers = [str(i % 5) for i in range(n)] + ["9"] * n
+    count = Part("object_counting_single", answers, lambda k: float((k & bad).sum()))
+    keep = _swap_search([count], n, np.random.default_rng(0), b, {})[0]
+    got = Counter(answers[i] for i in np.flatnonzero(keep))
+    assert max(got.values()) <= 4 and got["9"] <= 4 and got["9"] > 0  # swaps made, the cap held
