@@ -34,8 +34,9 @@ from vistest.datasets.answer_audit import (
     point_box_distance,
 )
 from vistest.geometry import rot_z
-from vistest.scene import Scene, SceneObject
+from vistest.scene import Scene
 from conftest import scene_copy
+from test_audit import aligned
 from test_real_scannet import FRAMES, INST, infos, write_scan
 
 SWAP = np.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])
@@ -166,17 +167,10 @@ def test_real_cli_reads_the_keyed_option_and_writes_json_and_markdown(real, tmp_
 # ---------------------------------------------------------------------------------------
 # synthetic: every convention error planted in the demo room
 # ---------------------------------------------------------------------------------------
-A = np.eye(4)
-A[:3, :3], A[:3, 3] = rot_z(25.0), [1.5, -2.0, 0.1]
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, demo_tiny) -> Scene:
     """The 40-frame demo with its boxes in an aligned world: boxes_to_world = inverse(A)."""
-    s = Scene.load(scene_copy(demo_tiny, tmp_path_factory.mktemp("answers")))
-    objs = tuple(SceneObject(o.id, o.label, A[:3, :3] @ o.center + A[:3, 3], o.size, A[:3, :3] @ o.rotation)
-                 for o in s.objects)
-    return replace(s, objects=objs, boxes_to_world=np.linalg.inv(A))
+    return aligned(Scene.load(scene_copy(demo_tiny, tmp_path_factory.mktemp("answers"))))
 
 
 def in_view(s: Scene, frame, x: np.ndarray) -> bool:

@@ -27,13 +27,18 @@ FAST = CheckParams(max_frames=12, grid=64, mesh_samples=60_000, colour_points=30
 ALIGN = [("axisAlignment", A)]
 
 
+def aligned(scene: Scene) -> Scene:
+    """``scene`` with its boxes moved by A into an aligned world, boxes_to_world = inverse(A): the
+    same frames, poses and pixels, the boxes given as a ScanNet import gives them."""
+    objs = tuple(SceneObject(o.id, o.label, A[:3, :3] @ o.center + A[:3, 3], o.size, A[:3, :3] @ o.rotation)
+                 for o in scene.objects)
+    return replace(scene, objects=objs, boxes_to_world=np.linalg.inv(A))
+
+
 @pytest.fixture(scope="module")
 def good(tmp_path_factory, demo_tiny) -> Scene:
     """The session's 40-frame 160x120 demo (a copy: the CLI test saves scene documents beside it)."""
-    demo = Scene.load(scene_copy(demo_tiny, tmp_path_factory.mktemp("audit")))
-    objs = tuple(SceneObject(o.id, o.label, A[:3, :3] @ o.center + A[:3, 3], o.size, A[:3, :3] @ o.rotation)
-                 for o in demo.objects)
-    return replace(demo, objects=objs, boxes_to_world=np.linalg.inv(A))
+    return aligned(Scene.load(scene_copy(demo_tiny, tmp_path_factory.mktemp("audit"))))
 
 
 def skipped(s: Scene) -> Scene:

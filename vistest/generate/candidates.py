@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import motion
+from ..questions import MOTION_TYPES as MOTION_TYPE_SPECS
 from .templates import LETTERS
 
 # the question types the generator writes, in output order; vistest.questions.QUESTION_TYPES has them all
@@ -25,9 +27,11 @@ ROUTE_TYPE = "route_planning"
 NUMERIC_MCQ_TYPES = ("object_size_estimation_mcq", "object_abs_distance_mcq", "room_size_estimation_mcq")
 GENERATED_TYPES = REVSI_TYPES + (APPEARANCE_TYPE,) + NUMERIC_MCQ_TYPES
 ROUTE_TYPES = (ROUTE_TYPE,)  # both benchmarks' (VSI-Bench's rows, ReVSI's lmms-eval task)
-# the dynamic types (vistest.generate.motion; vistest.questions.MOTION_TYPES): numeric options, then the heading
-MOTION_NUMERIC_TYPES = ("motion_displacement", "motion_path_length", "motion_speed", "motion_acceleration")
-MOTION_DIRECTION_TYPE = "motion_direction"
+# the dynamic types (vistest.generate.motion), named once in vistest.questions.MOTION_TYPES: numeric options,
+# then the heading
+MOTION_TYPE_OF = {spec[0]: name for name, spec in MOTION_TYPE_SPECS.items()}  # vistest.motion quantity -> type
+MOTION_DIRECTION_TYPE = MOTION_TYPE_OF[motion.HEADING]
+MOTION_NUMERIC_TYPES = tuple(name for name in MOTION_TYPE_SPECS if name != MOTION_DIRECTION_TYPE)
 MOTION_TYPES = MOTION_NUMERIC_TYPES + (MOTION_DIRECTION_TYPE,)  # ``--types motion``
 LADDER_TYPES = NUMERIC_MCQ_TYPES + MOTION_NUMERIC_TYPES  # numeric options on a geometric ladder (balance.py)
 ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES + MOTION_TYPES  # ``--types all``

@@ -33,12 +33,12 @@ import numpy as np
 
 from .. import motion as mo
 from ..budget.windows import window_range
-from .candidates import MOTION_DIRECTION_TYPE, MOTION_TYPES, Candidate
+from .candidates import MOTION_DIRECTION_TYPE, MOTION_TYPE_OF, MOTION_TYPES, Candidate
 from .facts import SceneFacts
 from .rules import MotionRules
 
-DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION = ("motion_displacement", "motion_path_length", "motion_speed",
-                                                  "motion_acceleration")
+DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION = (MOTION_TYPE_OF[q] for q in (mo.DISPLACEMENT, mo.PATH_LENGTH, mo.SPEED,
+                                                                          mo.ACCELERATION))
 DIRECTION = MOTION_DIRECTION_TYPE
 _WHEN = "From {time_start} s to {time_end} s, "
 TEMPLATES = {
