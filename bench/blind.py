@@ -13,9 +13,15 @@ no seed-0 balancing round uses (100 ...): per group, the cells more than 3 point
 each seed, on the mean over the group and on its worst. ``--questions DIR`` scores an existing
 folder of generated ``*.jsonl`` instead (how the "before" column of docs/generate.md was
 measured: the questions of the generator before issue #23, scored with this script).
+Complements are judged against their held-out chance (the report's ``balance.null_permutations``
+permuted answer keys per fold seed, vistest.eval.attacks.held_out_chance). ``--external``
+generates a second set over ``--rooms`` other rooms (seeds ``--rooms`` ... ``2 x --rooms - 1``)
+and scores each of the two room sets with every attack fitted on the other
+(vistest.eval.attacks.transfer_attacks: a blind model trained on another set of the same
+generator), two-sided against ``1/k``.
 
     python bench/blind.py [--rooms 30] [--demo out/demo/scene.json] [--cache DIR] [--questions DIR]
-                          [--markdown] [--fresh 5]
+                          [--markdown] [--fresh 5] [--external]
 
 Visibility tables are cached in ``--cache`` (box occlusion for the rooms, ``auto`` for the demo).
 """
@@ -34,15 +40,17 @@ sys.path.insert(0, str(ROOT))
 from vistest.eval.attacks import across_seeds, seeds_table  # noqa: E402
 from vistest.eval.tables import markdown_table, text_table  # noqa: E402
 from vistest.generate import Rules, SceneInput, generate, parse_types  # noqa: E402
-from vistest.generate.blind import attack_report  # noqa: E402
+from vistest.generate.blind import attack_report, transfer_report  # noqa: E402
+
+NULL = Rules().balance.null_permutations  # the report's held-out chance of a complement
 
 
-def rooms(n: int, cache: Path) -> list[SceneInput]:
+def rooms(n: int, cache: Path, start: int = 0) -> list[SceneInput]:
     from vistest.datasets.synthetic import random_room_scene
     from vistest.visibility.table import Visibility, compute_visibility
 
     out = []
-    for seed in range(n):
+    for seed in range(start, start + n):
         scene = random_room_scene(seed, num_frames=100)
         path = cache / f"room{seed}.npz"
         if path.exists():
@@ -95,7 +103,7 @@ def seed_groups(fresh: int) -> list[tuple[str, tuple[int, ...]]]:
 
 def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> None:
     t0 = time.time()
-    rep = attack_report(records)
+    rep = attack_report(records, permutations=NULL)
     judged = [c for c in rep.cells if c.judged]
     above = [c for c in judged if c.above and not c.complement]
     comp = [c for c in judged if c.above and c.complement]
@@ -108,7 +116,8 @@ def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> No
           f"below chance - 3 points; chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} "
           f"of {len(judged)}")
     for label, seeds in seed_groups(fresh):  # folds the balancing never saw (vistest.generate.balance.fold_seeds)
-        cells = [c for c in across_seeds([attack_report(records, s) for s in seeds], seeds) if c.judged]
+        cells = [c for c in across_seeds([attack_report(records, s, permutations=NULL) for s in seeds], seeds)
+                 if c.judged]
         per_seed = [sum(s in c.seeds_above for c in cells) for s in seeds]
         print(f"  {label} {', '.join(map(str, seeds))}: of {len(cells)} judged cells, above chance + 3 per seed "
               f"{per_seed}; mean over the seeds above: {sum(c.above and not c.complement for c in cells)} "
@@ -120,6 +129,22 @@ def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> No
             print(markdown_table(table) if markdown else text_table(table))
     print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
     print("\n".join(set_stats(records)))
+
+
+def transfer(name: str, records: list[dict], train: list[dict], source: str, markdown: bool) -> None:
+    """Every attack fitted on ``train`` (another set, other rooms) and scored on ``records``."""
+    rep = transfer_report(records, train, source)
+    judged = [c for c in rep.cells if c.judged]
+    above = [c for c in judged if c.above]
+    print(f"\n## transfer: {name} answered by attacks fitted on {source}: {len(judged)} judged cells, "
+          f"{sum(not c.complement for c in above)} attack(s) and {sum(c.complement for c in above)} complement(s) "
+          f"above chance + 3 ({sum(c.ci[0] > c.margin for c in above)} with chance + 3 below their 95% interval); "
+          f"largest {100 * max((c.gap for c in judged), default=float('nan')):+.1f}")
+    for c in above:
+        print(f"  above: {c.question_type} {c.attack} n={c.n} {100 * c.gap:+.1f} "
+              f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]")
+    if markdown:
+        print(markdown_table(rep.table()))
 
 
 def load_questions(folder: str) -> list[dict]:
@@ -137,6 +162,9 @@ def main() -> None:
     ap.add_argument("--questions", default=None, help="score this folder of generated questions instead")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--fresh", type=int, default=5, help="fresh fold seeds judged (100, 101 ...)")
+    ap.add_argument("--external", action="store_true",
+                    help="also generate over --rooms other rooms (seeds --rooms ... 2 x --rooms - 1) and score "
+                         "each set's attacks fitted on the other (transfer)")
     args = ap.parse_args()
     if args.questions:
         report(args.questions, load_questions(args.questions), args.markdown, args.fresh)
@@ -149,6 +177,9 @@ def main() -> None:
         d = demo(args.demo, cache)
         sets.append((f"{args.rooms} random rooms + the demo", inputs + [d], Rules()))
         sets.append(("the demo alone", [d], Rules().with_overrides(["abs_distance.skip_probability=[]"])))
+    outputs = {}
+    if args.external:
+        sets.append((f"{args.rooms} other random rooms", rooms(args.rooms, cache, args.rooms), Rules()))
     for name, ins, rules in sets:
         t0 = time.time()
         gen = generate(ins, parse_types("all"), rules, seed=0)
@@ -162,6 +193,11 @@ def main() -> None:
         print("  questions per type, answerable before balancing -> kept: " + ", ".join(
             f"{f.question_type} {f.answerable} -> {f.final}" for f in gen.report.funnel))
         report(name, records, args.markdown, args.fresh)
+        outputs[name] = records
+    if args.external:
+        a, b = f"{args.rooms} random rooms", f"{args.rooms} other random rooms"
+        transfer(a, outputs[a], outputs[b], b, args.markdown)
+        transfer(b, outputs[b], outputs[a], a, args.markdown)
 
 
 if __name__ == "__main__":

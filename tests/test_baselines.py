@@ -386,3 +386,86 @@ def test_complement_of_an_attack_is_judged_two_sided():
     assert not any(q == "object_abs_distance" and a.startswith("not-") for q, a in cells)
     table = rep.table()
     assert any(r[1] == "not-constant" and r[-1] == "NO" for r in table.rows) and "one-sided" in table.note
+
+
+def test_complement_is_judged_against_its_held_out_chance():
+    """A complement's held-out chance (vistest.eval.attacks.held_out_chance): the letters
+    permuted within the type, the same folds. The planted set of the test above keys one letter
+    per scene, 3 questions a scene, every letter 6 times: with *any* permutation a held-out
+    scene shows at most 3 of the 4 letters, so the other scenes' most frequent letter (6
+    against 6 - h) is one it never keys and the held-out constant scores exactly 0. Its
+    complement's held-out chance is then exactly its gap, (1 - 0) / 3 - 1/4: holding out alone,
+    not the questions, puts it there, and the cell is within target. A per-scene pattern of an
+    answer feature the letters do not carry (the text-length rank of the keyed option, the
+    letters balanced) is not absorbed: the permutation breaks it, so answer-length's
+    complement is still judged above."""
+    from vistest.eval.attacks import blind_attacks, held_out_chance, permuted_keys
+
+    rows = []
+    for s in range(8):
+        for q in range(3):
+            rows.append(truth(f"s{s}a{q}", "object_rel_distance_closest", "ABCD"[s % 4], budget="all",
+                              options=[f"{x}. o{j}" for j, x in enumerate("ABCD")], scene_id=f"s{s}"))
+    folds = holdout_folds(rows)
+    raw = {c.attack: c for c in blind_attacks(rows, folds, REVSI).cells}
+    rep = blind_attacks(rows, folds, REVSI, permutations=6, seed=3)
+    cells = {c.attack: c for c in rep.cells}
+    nc = cells["not-constant"]
+    assert raw["not-constant"].above and raw["not-constant"].null is None
+    assert nc.gap == pytest.approx(1 / 3 - 1 / 4) and nc.null == pytest.approx(1 / 3 - 1 / 4)
+    assert nc.excess == pytest.approx(0.0) and not nc.above and rep.ok
+    assert cells["constant"].null is None and cells["constant"].excess == cells["constant"].gap  # upper side: 1/k
+    # the permutation keeps each letter's count in the cell and moves the keys
+    rng = np.random.default_rng(0)
+    perm = permuted_keys(rows, rng)
+    assert sorted(t.ground_truth for t in perm) == sorted(t.ground_truth for t in rows)
+    assert [t.ground_truth for t in perm] != [t.ground_truth for t in rows]
+    assert held_out_chance(rows, folds, REVSI, permutations=2, seed=5) == held_out_chance(
+        rows, folds, REVSI, permutations=2, seed=5)  # seeded
+    # the length rank of the keyed option per scene (0 = shortest), letters balanced in every scene
+    rng = np.random.default_rng(1)
+    lengths = ["ab", "abcd", "abcdefgh", "abcdefghijklmnop"]
+    rows = []
+    for s in range(8):
+        for q in range(4):
+            order = rng.permutation(4)  # letter j shows the text of length rank order[j]
+            key = int(np.flatnonzero(order == s % 4)[0])
+            rows.append(truth(f"s{s}l{q}", "object_rel_distance_farthest", "ABCD"[key], budget="all",
+                              options=[f"{x}. {lengths[order[j]]}" for j, x in enumerate("ABCD")], scene_id=f"s{s}"))
+    rep = blind_attacks(rows, holdout_folds(rows), REVSI, permutations=6, seed=3)
+    na = {c.attack: c for c in rep.cells}["not-answer-length"]
+    assert na.gap == pytest.approx(1 / 3 - 1 / 4)  # the other scenes' most frequent rank: never this scene's
+    assert na.null < 0.05 and na.excess > 0.03 and na.above
+
+
+def test_transfer_attacks_fit_on_another_set():
+    """vistest.eval.attacks.transfer_attacks: every attack fitted on another set (other scenes)
+    and scored on this one, against 1/k. Planted: every question offers "bed" and 3 other
+    labels; the training set always keys "bed"; a test set that does too is answered by the
+    option-label prior (100%), a test set that never keys "bed" leaks the other way (the prior
+    scores 0, its complement (1 - 0) / 3 = 1/3), and the letter constant stays near 1/4."""
+    from vistest.eval.attacks import transfer_attacks
+
+    labels = ["bed", "chair", "table", "lamp", "sofa", "desk", "tv", "sink"]
+
+    def make(prefix, bed, seed):
+        rng = np.random.default_rng(seed)
+        rows = []
+        for s in range(10):
+            for q in range(8):
+                opts = list(rng.permutation(["bed", *rng.choice(labels[1:], 3, replace=False)]))
+                key = opts.index("bed") if bed else int(rng.choice([i for i, o in enumerate(opts) if o != "bed"]))
+                rows.append(truth(f"{prefix}{s}q{q}", "object_rel_distance_closest", "ABCD"[key], budget="all",
+                                  options=[f"{'ABCD'[i]}. {o}" for i, o in enumerate(opts)],
+                                  scene_id=f"{prefix}{s}", question="Which object is the closest?"))
+        return rows
+
+    train = make("t", True, 0)
+    same = {c.attack: c for c in transfer_attacks(make("a", True, 1), train, REVSI).cells}
+    assert same["option-label"].score == pytest.approx(1.0) and same["option-label"].above
+    rev = {c.attack: c for c in transfer_attacks(make("b", False, 2), train, REVSI).cells}
+    assert rev["option-label"].score == 0.0 and rev["not-option-label"].score == pytest.approx(1 / 3)
+    assert rev["not-option-label"].above and rev["not-option-label"].null is None  # against 1/k: no null
+    assert abs(rev["constant"].gap) < 0.12 and rev["constant"].chance == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="share scene"):
+        transfer_attacks(train[:12], train[12:], REVSI)  # scene t1 on both sides

@@ -106,8 +106,11 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
               help="Also write the attack table as JSON.")
 @click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
               help="Scoring rules of the attacks (auto: from the question types).")
+@click.option("--null-permutations", type=click.IntRange(0), default=10, show_default=True,
+              help="Judge each attack's complement not-X against its held-out chance: its mean gap over this many "
+                   "answer keys permuted within the type (0: against 1/k; docs/scoring.md).")
 def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_threshold, prune_rounds, attacks,
-             attacks_out, protocol):
+             attacks_out, protocol, null_permutations):
     """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
     (score them with 'vistest score'); with --prune, the question set without the most
     guessable questions; print every blind attack against chance (docs/scoring.md)."""
@@ -117,7 +120,7 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
 
     res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
     if attacks or attacks_out is not None:
-        report = run_attacks(run_dir, holdout, folds, seed, protocol, attacks_out)
+        report = run_attacks(run_dir, holdout, folds, seed, protocol, attacks_out, null_permutations)
         if attacks:
             click.echo(text_table(report.table()))
     click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)

@@ -50,12 +50,36 @@ complement's gap is ``-gap(X) / (k - 1)``, so the two cells bound the attack's g
 complement (no "other options" to spread over): those cells are one-sided. A cell more than
 ``margin`` below chance is still flagged (``below``, reported). Each cell also says whether
 ``chance + margin`` lies inside its 95% interval (``margin_in_ci``: the point estimate's side of
-the margin is not resolved at this size). Types with fewer than
-``min_judged`` rows are not judged alone: their rows are pooled into one cell per attack
-(``pooled (<N): type, ...``), judged when the pool reaches ``min_judged``.
-"""
+the margin is not resolved at this size). Types with fewer than ``min_judged`` rows are not
+judged alone: their rows are pooled into one cell per attack (``pooled (<N): type, ...``),
+judged when the pool reaches ``min_judged``.
+
+**Held-out chance of a complement** (:func:`held_out_chance`). Holding out is itself below
+chance on a finite set whose answers are balanced: with every letter used exactly ``n/k`` times,
+the letter most frequent in the training folds is the one the held-out fold has *fewest* of (a
+leave-one-out majority vote on a balanced set scores 0%), so the held-out ``constant`` lands
+10-17 points below ``1/k`` on 30-60 questions of four options whatever the questions say, and
+``not-constant`` 3-6 points above chance with no blind model able to use it (a model answers
+one question; the anti-correlation lives in the rest of the answer key). A complement is
+therefore judged against what its attack scores held out on answers that carry no information:
+the answer letters permuted within each cell (their counts kept), scored with the same folds,
+``permutations`` times (the label-permutation null of a cross-validated classifier: Ojala &
+Garriga, "Permutation tests for studying classifier performance", JMLR 11, 2010, test 1). A
+complement's ``null`` is its mean gap under those permutations and its judged gap
+(:attr:`AttackCell.excess`) ``gap - null``: the attack's distance below chance that the
+questions, not the holding out, account for. Attacks (the upper side, the issue's target) are
+judged against ``1/k`` as before, never against the null.
+
+**Transfer** (:func:`transfer_attacks`): every attack fitted on *another* set of questions over
+other scenes (e.g. the same generator run on other rooms) and scored on this one: a blind model
+trained on other data of the same generator (VSI-Bench-Debiased's test-set training with an
+outside training split). The two answer keys are independent, so chance is ``1/k`` on both
+sides. Holding out within one set cannot see a prior the set's own balancing pruned against
+its own (noisy) estimate of it; the transfer can (docs/generate.md, "Transfer")."""
+
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -69,7 +93,7 @@ import numpy as np
 
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from ..answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
-from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, format_number, holdout_folds, option_order
+from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, HOLDOUT_SCENE, Folds, format_number, holdout_folds, option_order
 from .learned import fit_learned, words
 from ..budgets import budget_sort_key
 from ..budget.rows import TruthRow
@@ -82,6 +106,7 @@ ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, N
 COMPLEMENT = "not-"  # the complement cell of attack X is named "not-X" (module docstring: two-sided)
 DEFAULT_MARGIN = 0.03  # issue #23: every held-out attack within chance + 3 points
 DEFAULT_MIN_JUDGED = 20  # vistest.generate.rules.BalanceRules.min_judged: SE of a mean MRA ~0.3/sqrt(n)
+NULL_PERMUTATIONS = 10  # permuted answer keys per fold seed for a complement's held-out chance (docstring)
 Z95 = 1.959964
 
 
@@ -449,10 +474,17 @@ class AttackCell:
     judged: bool
     margin: float
     pooled: tuple[str, ...] = ()
+    null: float | None = None
 
     @property
     def gap(self) -> float:
         return self.score - self.chance
+
+    @property
+    def excess(self) -> float:
+        """The gap judged: ``gap`` for an attack; for a complement with a held-out chance
+        (``null``: its mean gap on permuted answer keys, module docstring), ``gap - null``."""
+        return self.gap - self.null if self.complement and self.null is not None else self.gap
 
     @property
     def complement(self) -> bool:
@@ -462,8 +494,8 @@ class AttackCell:
     @property
     def above(self) -> bool:
         """Judged and more than ``margin`` above chance: a blind pass (the failed target; for a
-        complement cell, its attack far below chance)."""
-        return self.judged and self.gap > self.margin + 1e-9
+        complement cell, its attack far below its held-out chance: :attr:`excess`)."""
+        return self.judged and self.excess > self.margin + 1e-9
 
     @property
     def below(self) -> bool:
@@ -477,12 +509,14 @@ class AttackCell:
 
     @property
     def margin_in_ci(self) -> bool:
-        """``chance + margin`` lies inside the 95% interval of the gap."""
-        return self.ci[0] <= self.margin <= self.ci[1]
+        """``chance + margin`` lies inside the 95% interval of the judged gap (:attr:`excess`)."""
+        shift = self.gap - self.excess
+        return self.ci[0] - shift <= self.margin <= self.ci[1] - shift
 
     def to_dict(self) -> dict:
         return {"attack": self.attack, "question_type": self.question_type, "n": self.n, "scenes": self.scenes,
                 "score": self.score, "chance": self.chance, "gap": self.gap, "ci95": list(self.ci),
+                "held_out_chance_gap": self.null, "judged_gap": self.excess,
                 "judged": self.judged, "ok": self.ok, "above": self.above, "below": self.below,
                 "margin_in_ci95": self.margin_in_ci, "complement": self.complement, "pooled": list(self.pooled)}
 
@@ -570,16 +604,20 @@ class AttackReport:
         note = (f"Held out ({self.folds.scheme}), budget {self.budget}; gap = score - chance in points with its 95% "
                 f"interval (scenes as clusters); two-sided: 'not-X' is attack X's complement (uniformly one of the "
                 f"options X does not pick: per row 0 when X is right, 1/(k-1) when wrong), judged like X; numbers "
-                f"(MRA) have no complement (one-sided); within: gap <= margin (NO: a blind pass), "
+                f"(MRA) have no complement (one-sided); 'held-out chance': a complement's mean gap with the "
+                f"answer letters permuted within the type (what holding out alone gives), its cell judged on gap "
+                f"minus that; within: the judged gap <= margin (NO: a blind pass), "
                 f"'below': more than the margin below chance (reported); 'margin in CI': chance + margin lies "
                 f"inside the interval" + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
         rows = tuple((c.question_type, c.attack, str(c.n), str(c.scenes), f"{c.score:.3f}", f"{c.chance:.3f}",
                       f"{100 * c.gap:+.1f}", f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]",
+                      "-" if c.null is None else f"{100 * c.null:+.1f}",
                       "yes" if c.margin_in_ci else "no",
                       ("NO" if c.above else "ok, below" if c.below else "ok") if c.judged else "not judged")
                      for c in sorted(self.cells, key=_cell_order))
         return Table("Blind attacks vs chance (held out)", note,
-                     ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "margin in CI", "within"),
+                     ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "held-out chance",
+                      "margin in CI", "within"),
                      rows, 1)
 
 
@@ -614,11 +652,11 @@ def worst_of(reports: Sequence[AttackReport]) -> AttackReport:
 
 @dataclass(frozen=True)
 class SeedCell:
-    """One (attack, type) judged on several fold seeds: its ``gaps`` (score - chance, one per
-    seed, in ``seeds`` order; NaN where that seed gave no cell), the largest ``n``, ``judged``
-    on some seed, ``pooled`` types. Judged on the mean gap (repeated cross-validation: one fold
-    split's gap at 20-50 rows moves by +-5 points from split to split); the worst seed and the
-    seeds above the margin are reported."""
+    """One (attack, type) judged on several fold seeds: its ``gaps`` (the judged gap
+    :attr:`AttackCell.excess`, one per seed, in ``seeds`` order; NaN where that seed gave no
+    cell), the largest ``n``, ``judged`` on some seed, ``pooled`` types. Judged on the mean gap
+    (repeated cross-validation: one fold split's gap at 20-50 rows moves by +-5 points from
+    split to split); the worst seed and the seeds above the margin are reported."""
 
     attack: str
     question_type: str
@@ -675,7 +713,7 @@ def across_seeds(reports: Sequence[AttackReport], seeds: Sequence[int]) -> tuple
     out = []
     for (qtype, attack), c0 in keys.items():
         cells = [{(c.question_type, c.attack): c for c in r.cells}.get((qtype, attack)) for r in reports]
-        gaps = tuple(math.nan if c is None else c.gap for c in cells)
+        gaps = tuple(math.nan if c is None else c.excess for c in cells)
         out.append(SeedCell(attack, qtype, max(c.n for c in cells if c is not None), tuple(seeds), gaps,
                             any(c is not None and c.judged for c in cells), c0.margin, c0.pooled))
     return tuple(sorted(out, key=_cell_order))
@@ -685,7 +723,8 @@ def seeds_table(cells: Sequence[SeedCell], scheme: str) -> Table:
     """The judged cells of :func:`across_seeds` as a table: the gap per fold seed, mean, worst."""
     seeds = cells[0].seeds if cells else ()
     note = (f"Held out ({scheme}) on fold seeds {', '.join(map(str, seeds))}; gap = score - chance in points per "
-            f"fold seed; two-sided ('not-X': attack X's complement; numbers (MRA): one-sided); judged on the "
+            f"fold seed; two-sided ('not-X': attack X's complement, its gap less its held-out chance; numbers "
+            f"(MRA): one-sided); judged on the "
             f"mean over the seeds: within target when at most the margin (NO: a blind "
             f"pass); 'seeds above': the fold seeds on which the gap alone is above the margin")
     rows = tuple((c.question_type, c.attack, str(c.n), " ".join(f"{100 * g:+.1f}" for g in c.gaps),
@@ -698,22 +737,107 @@ def seeds_table(cells: Sequence[SeedCell], scheme: str) -> Table:
 
 def blind_attacks(truths: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
                   budget: str | None = None, attacks: Sequence[str] = ATTACKS,
-                  min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN) -> AttackReport:
+                  min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN,
+                  permutations: int = 0, seed: int = 0) -> AttackReport:
     """Every attack on the scorable real rows at ``budget`` (default: the largest), held out
-    with ``folds`` (built on those rows' scenes or groups; vistest.eval.baselines.holdout_folds)."""
+    with ``folds`` (built on those rows' scenes or groups; vistest.eval.baselines.holdout_folds);
+    with ``permutations``, every complement judged against its held-out chance
+    (:func:`held_out_chance`, seeded with ``seed``; 0: against ``1/k``, as the balancing's
+    rounds score them)."""
     rows = attack_rows(truths, budget)
     label = rows[0].budget if rows else (budget or "all")
     rs = score_rows(rows, folds, protocol, attacks)
+    cells = attack_cells(rs, min_judged, margin)
+    if permutations and rows:
+        null = held_out_chance(rows, folds, protocol, attacks, min_judged, margin, permutations, seed)
+        cells = tuple(dataclasses.replace(c, null=null.get((c.question_type, c.attack))) if c.complement else c
+                      for c in cells)
+    return AttackReport(folds, label, cells, rs)
+
+
+@dataclass(frozen=True)
+class TransferFolds(Folds):
+    """Two folds by *set*: fold 0 the rows answered, fold 1 another set's rows the attacks are
+    fitted on (:func:`transfer_attacks`); ``source``: that set in words."""
+
+    source: str = "another set"
+
+    @property
+    def scheme(self) -> str:
+        return f"fitted on {self.source} ({sum(f == 1 for f in self.fold_of.values())} scenes), never on these rows"
+
+
+def transfer_attacks(rows: Sequence[TruthRow], train: Sequence[TruthRow], protocol: Protocol = PROTOCOLS["revsi"],
+                     attacks: Sequence[str] = ATTACKS, min_judged: int = DEFAULT_MIN_JUDGED,
+                     margin: float = DEFAULT_MARGIN, source: str = "another set") -> AttackReport:
+    """Every attack fitted on ``train`` (another set of questions on *other* scenes: a blind
+    model trained on other data of the same generator, the test-set-training scenario of
+    VSI-Bench-Debiased) and scored on ``rows``, judged two-sided against ``1/k`` (no held-out
+    chance: the two sets' answer keys are independent, so no fold of ``rows`` is anti-correlated
+    with the training one). Chance of a number: from ``rows`` alone. Raises ValueError when the
+    two sets share a scene."""
+    rows, train = list(rows), list(train)
+    shared = {t.scene_id for t in rows} & {t.scene_id for t in train}
+    if shared:
+        raise ValueError(f"transfer_attacks: the sets share scene(s) {', '.join(sorted(shared)[:3])}")
+    twice = {t.key for t in rows} & {t.key for t in train}
+    if twice:
+        raise ValueError(f"transfer_attacks: question id(s) in both sets: {', '.join(sorted(k[0] for k in twice)[:3])}")
+    fold_of = {t.scene_id: 0 for t in rows} | {t.scene_id: 1 for t in train}
+    folds = TransferFolds(HOLDOUT_SCENE, fold_of, 2, len(fold_of), source=source)
+    both = score_rows(rows + train, folds, protocol, attacks)
+    n = len(rows)
+    chance = np.zeros(n)
+    cells: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(rows):
+        cells[cell_key(t)].append(i)
+    for idx in cells.values():
+        chance[idx] = chance_scores([rows[i] for i in idx])
+    rs = RowScores(tuple(rows), chance, {a: s[:n] for a, s in both.scores.items()})
+    label = rows[0].budget if rows else "all"
     return AttackReport(folds, label, attack_cells(rs, min_judged, margin), rs)
 
 
+def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator) -> list[TruthRow]:
+    """``rows`` with the answer letters of every cell's multiple-choice rows (:func:`cell_key`)
+    permuted among them: each letter keeps its count in the cell, each question loses its own
+    answer (the null of :func:`held_out_chance`). Other rows are returned as they are."""
+    out = list(rows)
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, t in enumerate(rows):
+        if t.kind == ANSWER_MCQ:
+            by[cell_key(t)].append(i)
+    for idx in by.values():
+        letters = [rows[i].ground_truth for i in idx]
+        for i, j in zip(idx, rng.permutation(len(idx))):
+            out[i] = dataclasses.replace(rows[i], ground_truth=letters[j])
+    return out
+
+
+def held_out_chance(rows: Sequence[TruthRow], folds: Folds, protocol: Protocol = PROTOCOLS["revsi"],
+                    attacks: Sequence[str] = ATTACKS, min_judged: int = DEFAULT_MIN_JUDGED,
+                    margin: float = DEFAULT_MARGIN, permutations: int = NULL_PERMUTATIONS,
+                    seed: int = 0) -> dict[tuple[str, str], float]:
+    """Per complement cell ``(type, not-X)``: its mean gap over ``permutations`` permuted answer
+    keys (:func:`permuted_keys`, seeded with ``seed``), every attack held out with the same
+    ``folds``: the complement's chance under holding out (module docstring)."""
+    rng = np.random.default_rng([seed, 0x6E756C6C])
+    gaps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for _ in range(permutations):
+        for c in attack_cells(score_rows(permuted_keys(rows, rng), folds, protocol, attacks), min_judged, margin):
+            if c.complement:
+                gaps[(c.question_type, c.attack)].append(c.gap)
+    return {k: float(np.mean(v)) for k, v in gaps.items()}
+
+
 def run_attacks(run_dir: str | os.PathLike, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, seed: int = 0,
-                protocol: str = "auto", output: str | os.PathLike | None = None) -> AttackReport:
+                protocol: str = "auto", output: str | os.PathLike | None = None,
+                permutations: int = NULL_PERMUTATIONS) -> AttackReport:
     """``vistest baseline``'s attack table: every attack on the ground truth of ``run_dir``, held
     out as its baseline (``holdout``, ``folds``, ``seed``: vistest.eval.baselines.holdout_folds),
     scored with ``protocol`` (``auto``: from the question types; ``revsi`` when they mix ReVSI- and
     VSI-Bench-only types, as a generated ``--types all`` set does); ``output``: its JSON, written
-    atomically."""
+    atomically; ``permutations``: complements against their held-out chance (0: against ``1/k``)."""
     from ..atomic import write_atomic
     from ..answers import PROTOCOLS
     from .metrics import resolve_protocol
@@ -725,7 +849,8 @@ def run_attacks(run_dir: str | os.PathLike, holdout: str = HOLDOUT_AUTO, folds: 
         if protocol != "auto":
             raise
         proto = PROTOCOLS["revsi"]
-    report = blind_attacks(truths, holdout_folds(truths, holdout, folds, seed), proto)
+    report = blind_attacks(truths, holdout_folds(truths, holdout, folds, seed), proto,
+                           permutations=permutations, seed=seed)
     if output is not None:
         write_atomic(Path(output), json.dumps(report.to_dict(), indent=1) + "\n")
     return report

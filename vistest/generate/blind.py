@@ -23,6 +23,7 @@ from ..eval.attacks import (
     AttackReport,
     attack_cells,
     blind_attacks,
+    transfer_attacks,
     chance_scores,
     score_rows,
 )
@@ -33,7 +34,7 @@ PROTOCOL = PROTOCOLS["revsi"]
 SOURCE = "<generated>"
 
 __all__ = ["ATTACKS", "AttackReport", "attack_cells", "attack_report", "chance_scores", "folds_of", "score_rows",
-           "truths"]
+           "transfer_report", "truths"]
 
 
 def truths(records: Sequence[Mapping]) -> list[TruthRow]:
@@ -49,8 +50,19 @@ def folds_of(rows: Sequence[TruthRow], seed: int = 0) -> Folds:
 
 def attack_report(records: Sequence[Mapping], seed: int = 0, attacks: Sequence[str] = ATTACKS,
                   min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN,
-                  folds: Folds | None = None) -> AttackReport:
+                  folds: Folds | None = None, permutations: int = 0) -> AttackReport:
     """Every attack, held out (module docstring), on the generated ``records``; ``folds``: the
-    folds of a larger set these records are part of (default: their own, :func:`folds_of`)."""
+    folds of a larger set these records are part of (default: their own, :func:`folds_of`);
+    ``permutations``: every complement judged against its held-out chance
+    (vistest.eval.attacks.held_out_chance, seeded with ``seed``; 0: against ``1/k``)."""
     rows = truths(records)
-    return blind_attacks(rows, folds or folds_of(rows, seed), PROTOCOL, "all", attacks, min_judged, margin)
+    return blind_attacks(rows, folds or folds_of(rows, seed), PROTOCOL, "all", attacks, min_judged, margin,
+                         permutations, seed)
+
+
+def transfer_report(records: Sequence[Mapping], train_records: Sequence[Mapping], source: str = "another set",
+                    min_judged: int = DEFAULT_MIN_JUDGED, margin: float = DEFAULT_MARGIN) -> AttackReport:
+    """Every attack fitted on ``train_records`` (generated on other scenes) and scored on
+    ``records`` (vistest.eval.attacks.transfer_attacks): what a blind model trained on another
+    set of the same generator scores on this one."""
+    return transfer_attacks(truths(records), truths(train_records), PROTOCOL, ATTACKS, min_judged, margin, source)

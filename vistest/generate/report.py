@@ -10,8 +10,9 @@ multiple-choice type; numeric options within ``[min_ratio, max_ratio]`` times th
 out by scene, at most ``balance.blind_margin`` above chance (per type from ``balance.min_judged``
 questions on; smaller types pooled, and the pool judged from that size on), **two-sided**: every
 multiple-choice attack's complement ``not-X`` (one of the options X does not pick, at random:
-X far below chance) at most the margin above chance too; numbers (MRA) one-sided
-(vistest.eval.attacks), on ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...),
+X far below chance) at most the margin above its held-out chance (its mean gap with the answer
+letters permuted, ``balance.null_permutations``: what holding out alone gives); numbers (MRA)
+one-sided (vistest.eval.attacks), on ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...),
 which the balancing never scores on (vistest.generate.balance.fold_seeds): a cell is judged on
 its mean gap over the seeds, and the table of fold seeds gives its gap on each, the mean and the
 worst.
@@ -279,7 +280,8 @@ def checks(records: Sequence[dict], dists: Sequence[Distribution], attacks: Sequ
     for c in attacks:
         if c.judged:  # too few questions: the gap is within sampling error (BalanceRules.min_judged)
             seeds = ", ".join(map(str, c.seeds))
-            out.append(Check(f"attack {c.attack} - chance (mean over fold seeds {seeds})", c.question_type, c.mean,
+            what = "held-out chance" if c.complement and b.null_permutations else "chance"
+            out.append(Check(f"attack {c.attack} - {what} (mean over fold seeds {seeds})", c.question_type, c.mean,
                              f"<= {c.margin:g}", c.ok))
     return out
 
@@ -339,8 +341,8 @@ def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, in
     dists = distributions(records, ranks) if records else []
     b = rules.balance
     judge, fit = fold_seeds(seed, b)
-    runs = tuple(attack_report(records, s, min_judged=b.min_judged, margin=b.blind_margin) for s in judge
-                 ) if records else ()
+    runs = tuple(attack_report(records, s, min_judged=b.min_judged, margin=b.blind_margin,
+                               permutations=b.null_permutations) for s in judge) if records else ()
     if runs:
         notes = [*notes, f"blind attacks: judged on the mean over fold seeds {', '.join(map(str, judge))}; the "
                          f"balancing scored on {b.fit_fold_seeds} other fold seeds per round, new every round "

@@ -367,6 +367,12 @@ class BalanceRules:
     judge_fold_seeds: int = param(3, "the report judges every blind attack on this many fold seeds (seed, seed + 1 "
                                      "...; the generation's --seed first) and a cell on its mean gap over them",
                                   "vistest (issue #23)")
+    null_permutations: int = param(10, "the report judges a complement not-X against its held-out chance: its mean "
+                                       "gap over this many answer keys permuted within the type, per fold seed "
+                                       "(holding out alone puts the letter constant 10-17 points below 1/k on an "
+                                       "exactly balanced set; vistest.eval.attacks.held_out_chance); 0: against 1/k",
+                                   "Ojala & Garriga, Permutation tests for studying classifier performance, JMLR 11 "
+                                   "(2010), test 1 (label permutation); vistest (issue #23)")
     fit_fold_seeds: int = param(3, "each balancing round scores the attacks on this many fold seeds of its own (new "
                                    "every round, never the report's; a cell on its worst): the pruning is judged "
                                    "out of sample", "vistest (issue #23)")
@@ -535,6 +541,9 @@ class Rules:
         for name in ("judge_fold_seeds", "fit_fold_seeds"):
             if getattr(self.balance, name) < 1:
                 raise InputError(f"--rule: balance.{name}: expected at least 1, got {getattr(self.balance, name)}")
+        if self.balance.null_permutations < 0:
+            raise InputError("--rule: balance.null_permutations: expected 0 or more, got "
+                             f"{self.balance.null_permutations}")
 
 
 def _coerce(value: Any, default: Any, where: str) -> Any:
