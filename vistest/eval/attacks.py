@@ -74,8 +74,8 @@ judged against ``1/k`` as before, never against the null.
 other scenes (e.g. the same generator run on other rooms) and scored on this one: a blind model
 trained on other data of the same generator (VSI-Bench-Debiased's test-set training with an
 outside training split). The two answer keys are independent, so chance is ``1/k`` on both
-sides. Holding out within one set cannot see a prior the set's own balancing pruned against
-its own (noisy) estimate of it; the transfer can (docs/generate.md, "Transfer")."""
+sides. It sees priors that holding out within a small set estimates too noisily to see
+(docs/generate.md, "Transfer")."""
 
 from __future__ import annotations
 
