@@ -256,6 +256,9 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     # (the swaps bring most, not all, within the margin: docs/generate.md, "Two-sided")
     comp = [c for c in rep.seed_cells if c.judged and c.complement]
     assert {c.attack[len("not-"):] for c in comp} >= {"constant", "learned"}
+    # ... judged against their held-out chance (balance.null_permutations: the letters permuted)
+    assert all(c.null is not None for r in rep.attack_seeds for c in r.cells if c.complement and c.judged)
+    assert any(k.target.startswith("attack not-") and "held-out chance" in k.target for k in rep.checks)
     targets = {(c.target.split(" - ")[0], c.question_type): c for c in rep.checks}
     for c in comp:
         check = targets[(f"attack {c.attack}", c.question_type)]

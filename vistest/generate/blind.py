@@ -23,9 +23,9 @@ from ..eval.attacks import (
     AttackReport,
     attack_cells,
     blind_attacks,
-    transfer_attacks,
     chance_scores,
     score_rows,
+    transfer_attacks,
 )
 from ..eval.baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, Folds, holdout_folds
 from ..budget.rows import REAL_VARIANT, TruthRow
