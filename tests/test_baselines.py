@@ -279,6 +279,41 @@ def test_baseline_cli_prints_the_attacks(tmp_path):
     assert all(c["question_type"].endswith(": object_rel_distance_closest") for c in comp)  # pooled (<20)
 
 
+def test_baseline_cli_transfer_from_another_run(tmp_path):
+    """vistest baseline --transfer-from: the attacks fitted on another run folder's ground truth
+    (other scenes) and scored on RUN_DIR's; the two planted sets key "bed" whenever offered, so
+    the option-label prior learned on one answers the other; a shared scene is a clear error."""
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    def write(folder, prefix, seed):
+        folder.mkdir()
+        lines = [json.dumps({"id": prefix + t.id, "question_type": t.question_type, "question": t.question,
+                             "ground_truth": t.ground_truth, "num_frames": "all", "status": "kept",
+                             "options": list(t.options) if t.options else None, "scene_id": prefix + t.scene_id})
+                 for t in _attack_set(seed=seed, scenes=6)]
+        (folder / "all_frame.jsonl").write_text("\n".join(lines) + "\n")
+
+    write(tmp_path / "test", "a", 1)
+    write(tmp_path / "train", "b", 2)
+    out = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "test"), "-o", str(tmp_path / "b.jsonl"),
+                                    "--no-attacks", "--transfer-from", str(tmp_path / "train"),
+                                    "--transfer-report", str(tmp_path / "t.json")])
+    assert out.exit_code == 0, out.output
+    assert "Blind attacks vs chance (fitted on another set)" in out.output
+    rep = json.loads((tmp_path / "t.json").read_text())
+    assert rep["holdout"].startswith(f"fitted on {tmp_path / 'train'} (6 scenes)")
+    label = [c for c in rep["cells"] if c["attack"] == "option-label"]
+    assert label and label[0]["gap"] > 0.2 and label[0]["above"] and label[0]["held_out_chance_gap"] is None
+    same = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "test"), "-o", str(tmp_path / "c.jsonl"),
+                                     "--no-attacks", "--transfer-from", str(tmp_path / "test")])
+    assert same.exit_code != 0 and "--transfer-from" in same.output and "share scene" in same.output
+    usage = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "test"), "-o", str(tmp_path / "d.jsonl"),
+                                      "--transfer-report", str(tmp_path / "x.json")])
+    assert usage.exit_code == 2 and "--transfer-from" in usage.output and not (tmp_path / "d.jsonl").exists()
+
+
 def test_nota_position_and_answer_length_attacks():
     """Planted: the keyed option is always the one just before "None of these", and always the
     longest text; held out by scene both attacks find it, the letter constant does not."""

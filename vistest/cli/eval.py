@@ -109,20 +109,30 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
 @click.option("--null-permutations", type=click.IntRange(0), default=10, show_default=True,
               help="Judge each attack's complement not-X against its held-out chance: its mean gap over this many "
                    "answer keys permuted within the type (0: against 1/k; docs/scoring.md).")
+@click.option("--transfer-from", "transfer_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Also print every attack fitted on the ground truth of this run folder (another set, on other "
+                   "scenes) and scored on RUN_DIR's, two-sided against 1/k: what a blind model trained on that set "
+                   "scores here (docs/scoring.md).")
+@click.option("--transfer-report", "transfer_out", type=click.Path(dir_okay=False), default=None,
+              help="With --transfer-from: also write that table as JSON.")
 def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_threshold, prune_rounds, attacks,
-             attacks_out, protocol, null_permutations):
+             attacks_out, protocol, null_permutations, transfer_dir, transfer_out):
     """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
     (score them with 'vistest score'); with --prune, the question set without the most
     guessable questions; print every blind attack against chance (docs/scoring.md)."""
-    from ..eval.attacks import run_attacks
+    from ..eval.attacks import run_attacks, run_transfer
     from ..eval.learned import write_baseline
     from ..eval.tables import text_table
 
+    if transfer_out is not None and transfer_dir is None:
+        raise click.UsageError("--transfer-report needs --transfer-from")
     res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
     if attacks or attacks_out is not None:
         report = run_attacks(run_dir, holdout, folds, seed, protocol, attacks_out, null_permutations)
         if attacks:
             click.echo(text_table(report.table()))
+    if transfer_dir is not None:
+        click.echo(text_table(run_transfer(run_dir, transfer_dir, protocol, transfer_out).table()))
     click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
     if res.folds.warning:
         click.echo(f"  warning: {res.folds.warning}", err=True)

@@ -615,7 +615,9 @@ class AttackReport:
                       "yes" if c.margin_in_ci else "no",
                       ("NO" if c.above else "ok, below" if c.below else "ok") if c.judged else "not judged")
                      for c in sorted(self.cells, key=_cell_order))
-        return Table("Blind attacks vs chance (held out)", note,
+        title = ("Blind attacks vs chance (fitted on another set)" if isinstance(self.folds, TransferFolds)
+                 else "Blind attacks vs chance (held out)")
+        return Table(title, note,
                      ("type", "attack", "n", "scenes", "score", "chance", "gap", "95% CI", "held-out chance",
                       "margin in CI", "within"),
                      rows, 1)
@@ -830,27 +832,49 @@ def held_out_chance(rows: Sequence[TruthRow], folds: Folds, protocol: Protocol =
     return {k: float(np.mean(v)) for k, v in gaps.items()}
 
 
+def _protocol(protocol: str, truths: Sequence[TruthRow]) -> Protocol:
+    """``protocol`` for ``truths`` (``auto``: from the question types; ``revsi`` when they mix
+    ReVSI- and VSI-Bench-only types, as a generated ``--types all`` set does)."""
+    from .metrics import resolve_protocol
+
+    try:
+        return resolve_protocol(protocol, {t.question_type for t in truths})
+    except ScoreError:
+        if protocol != "auto":
+            raise
+        return PROTOCOLS["revsi"]
+
+
+def _write(report: AttackReport, output: str | os.PathLike | None) -> AttackReport:
+    from ..atomic import write_atomic
+
+    if output is not None:
+        write_atomic(Path(output), json.dumps(report.to_dict(), indent=1) + "\n")
+    return report
+
+
 def run_attacks(run_dir: str | os.PathLike, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, seed: int = 0,
                 protocol: str = "auto", output: str | os.PathLike | None = None,
                 permutations: int = NULL_PERMUTATIONS) -> AttackReport:
     """``vistest baseline``'s attack table: every attack on the ground truth of ``run_dir``, held
     out as its baseline (``holdout``, ``folds``, ``seed``: vistest.eval.baselines.holdout_folds),
-    scored with ``protocol`` (``auto``: from the question types; ``revsi`` when they mix ReVSI- and
-    VSI-Bench-only types, as a generated ``--types all`` set does); ``output``: its JSON, written
-    atomically; ``permutations``: complements against their held-out chance (0: against ``1/k``)."""
-    from ..atomic import write_atomic
-    from ..answers import PROTOCOLS
-    from .metrics import resolve_protocol
-
+    scored with ``protocol`` (:func:`_protocol`); ``output``: its JSON, written atomically;
+    ``permutations``: complements against their held-out chance (0: against ``1/k``)."""
     truths = load_run_dir(run_dir).truths
+    return _write(blind_attacks(truths, holdout_folds(truths, holdout, folds, seed), _protocol(protocol, truths),
+                                permutations=permutations, seed=seed), output)
+
+
+def run_transfer(run_dir: str | os.PathLike, train_dir: str | os.PathLike, protocol: str = "auto",
+                 output: str | os.PathLike | None = None) -> AttackReport:
+    """``vistest baseline --transfer-from``: every attack fitted on the ground truth of
+    ``train_dir`` (another set, on other scenes: e.g. a lab's training split, or the generator run
+    on other scans) and scored on that of ``run_dir`` (:func:`transfer_attacks`), each at its
+    largest budget; ScoreError when the two share a scene or a question id."""
+    rows = attack_rows(load_run_dir(run_dir).truths)
+    train = attack_rows(load_run_dir(train_dir).truths)
     try:
-        proto = resolve_protocol(protocol, {t.question_type for t in truths})
-    except ScoreError:
-        if protocol != "auto":
-            raise
-        proto = PROTOCOLS["revsi"]
-    report = blind_attacks(truths, holdout_folds(truths, holdout, folds, seed), proto,
-                           permutations=permutations, seed=seed)
-    if output is not None:
-        write_atomic(Path(output), json.dumps(report.to_dict(), indent=1) + "\n")
-    return report
+        report = transfer_attacks(rows, train, _protocol(protocol, rows + train), source=str(train_dir))
+    except ValueError as e:
+        raise ScoreError(f"--transfer-from {train_dir}: {e} with {run_dir}; expected two sets on other scenes") from e
+    return _write(report, output)
