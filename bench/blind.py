@@ -14,7 +14,7 @@ each seed, on the mean over the group and on its worst. ``--questions DIR`` scor
 folder of generated ``*.jsonl`` instead (how the "before" column of docs/generate.md was
 measured: the questions of the generator before issue #23, scored with this script).
 Complements are judged against their held-out chance (the report's ``balance.null_permutations``
-permuted answer keys per fold seed, vistest.eval.attacks.held_out_chance). ``--external``
+re-drawn answer keys per fold seed, vistest.eval.attacks.held_out_chance). ``--external``
 generates a second set over ``--rooms`` other rooms (seeds ``--rooms`` ... ``2 x --rooms - 1``)
 and scores each of the two room sets with every attack fitted on the other
 (vistest.eval.attacks.transfer_attacks: a blind model trained on another set of the same

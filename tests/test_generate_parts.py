@@ -300,3 +300,67 @@ def test_swap_search_moves_twin_pairs_and_keeps_the_caps():
     keep = _swap_search([count], n, np.random.default_rng(0), b, {})[0]
     got = Counter(answers[i] for i in np.flatnonzero(keep))
     assert max(got.values()) <= 4 and got["9"] <= 4 and got["9"] > 0  # swaps made, the cap held
+
+
+def _ordered_candidates(prefix: str, scenes: int, rng: np.random.Generator) -> list[Candidate]:
+    """20 appearance-order candidates a scene over 4 of 8 labels, with a planted prior: the keyed
+    order puts the large categories (bed, sofa, table) first, the small ones (lamp, cup) last;
+    3 distractor orders drawn at random, as vistest.generate.appearance draws them."""
+    from itertools import permutations
+
+    labels = ["bed", "sofa", "table", "chair", "tv", "plant", "lamp", "cup"]
+    out = []
+    for s in range(scenes):
+        for i in range(20):
+            combo = list(rng.choice(labels, 4, replace=False))
+            noise = rng.normal(0, 3.0, 4)
+            order = [combo[j] for j in np.argsort([labels.index(x) + e for x, e in zip(combo, noise)])]
+            others = [p for p in permutations(order) if list(p) != order]
+            pick = rng.choice(len(others), 3, replace=False)
+            out.append(Candidate(f"{prefix}{s}", "obj_appearance_order", "{x}", (("x", f"{s}-{i}"),),
+                                 category=tuple(combo), category_list=True, answer=", ".join(order),
+                                 distractors=tuple(", ".join(others[j]) for j in pick)))
+    return out
+
+
+def test_per_scene_caps_counterbalance_the_option_texts():
+    """Balancing step 2 (vistest.generate.balance.option_items, cap_per_scene): on candidates with
+    a planted "large categories first" prior, the counterbalanced per-scene draw leaves every
+    (label, place) item winning about as often as chance says (the imbalance recomputed here from
+    the keyed and offered orders), and the option-label prior fitted on *another* set (other
+    scenes, a random draw) answers it near chance, where it answers a random draw of the same
+    candidates far above."""
+    from vistest.generate.balance import cap_per_scene, option_items, place_options
+    from vistest.generate.candidates import to_record
+    from vistest.generate.rules import NumericMcqRules
+
+    rng = np.random.default_rng(0)
+    cands = _ordered_candidates("a", 30, rng)
+    other = cap_per_scene(_ordered_candidates("b", 30, rng), 4, rng)  # a random draw: what it learns
+
+    def imbalance(kept):
+        won, offered = Counter(), Counter()
+        for c in kept:
+            for j, text in enumerate([c.answer, *c.distractors]):
+                for place, lab in enumerate(text.split(", ")):
+                    offered[(place, lab)] += 1
+                    won[(place, lab)] += j == 0
+        return math.sqrt(sum((won[x] - offered[x] / 4) ** 2 for x in offered))
+
+    def option_label(kept):
+        recs = [to_record(p.candidate, f"{p.candidate.scene_id}-{i}", list(p.options), p.letter)
+                for i, p in enumerate(place_options(kept, NumericMcqRules(), rng))]
+        train = [to_record(p.candidate, f"{p.candidate.scene_id}-{i}", list(p.options), p.letter)
+                 for i, p in enumerate(place_options(other, NumericMcqRules(), rng))]
+        cells = blind.transfer_report(recs, train).cells
+        return next(c for c in cells if c.attack == "option-label")
+
+    drawn = cap_per_scene(cands, 4, np.random.default_rng(1))
+    herded = cap_per_scene(cands, 4, np.random.default_rng(1), option_items(cands))
+    assert len(drawn) == len(herded) == 120 and Counter(c.scene_id for c in herded) == Counter(
+        c.scene_id for c in drawn)
+    assert imbalance(herded) < 0.6 * imbalance(drawn), (imbalance(herded), imbalance(drawn))
+    prior_drawn, prior_herded = option_label(drawn), option_label(herded)
+    assert prior_drawn.gap > 0.15, prior_drawn  # the planted prior, learned on the other set
+    assert prior_herded.gap < prior_drawn.gap - 0.1 and prior_herded.gap < 0.06, prior_herded
+    assert option_items([dataclasses.replace(cands[0], question_type="object_abs_distance_mcq")]) is None

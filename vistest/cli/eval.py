@@ -108,7 +108,7 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
               help="Scoring rules of the attacks (auto: from the question types).")
 @click.option("--null-permutations", type=click.IntRange(0), default=10, show_default=True,
               help="Judge each attack's complement not-X against its held-out chance: its mean gap over this many "
-                   "answer keys permuted within the type (0: against 1/k; docs/scoring.md).")
+                   "answer keys re-drawn within the type's balances (0: against 1/k; docs/scoring.md).")
 @click.option("--transfer-from", "transfer_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Also print every attack fitted on the ground truth of this run folder (another set, on other "
                    "scenes) and scored on RUN_DIR's, two-sided against 1/k: what a blind model trained on that set "

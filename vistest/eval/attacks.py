@@ -60,12 +60,16 @@ the letter most frequent in the training folds is the one the held-out fold has 
 leave-one-out majority vote on a balanced set scores 0%), so the held-out ``constant`` lands
 10-17 points below ``1/k`` on 30-60 questions of four options whatever the questions say, and
 ``not-constant`` 3-6 points above chance with no blind model able to use it (a model answers
-one question; the anti-correlation lives in the rest of the answer key). A complement is
-therefore judged against what its attack scores held out on answers that carry no information:
-the answer letters permuted within each cell (their counts kept), scored with the same folds,
-``permutations`` times (the label-permutation null of a cross-validated classifier: Ojala &
-Garriga, "Permutation tests for studying classifier performance", JMLR 11, 2010, test 1). A
-complement's ``null`` is its mean gap under those permutations and its judged gap
+one question; the anti-correlation lives in the rest of the answer key). The same holds for
+every other feature a set balances (the option items vistest.generate counterbalances, the
+numeric options' value ranks). A complement is therefore judged against what its attack scores
+held out on answer keys that carry no information but keep the set's balances: the keys re-drawn
+within each cell by letter swaps that keep every letter's count and leave the items, length
+ranks and value ranks no less balanced than the set's (:func:`permuted_keys`: a restricted
+randomization), scored with the same folds, ``permutations`` times (the permutation null of a
+cross-validated classifier, Ojala & Garriga, "Permutation tests for studying classifier
+performance", JMLR 11, 2010, test 1, restricted to the design as after rerandomization). A
+complement's ``null`` is its mean gap under those re-draws and its judged gap
 (:attr:`AttackCell.excess`) ``gap - null``: the attack's distance below chance that the
 questions, not the holding out, account for. Attacks (the upper side, the issue's target) are
 judged against ``1/k`` as before, never against the null.
@@ -106,7 +110,8 @@ ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, N
 COMPLEMENT = "not-"  # the complement cell of attack X is named "not-X" (module docstring: two-sided)
 DEFAULT_MARGIN = 0.03  # issue #23: every held-out attack within chance + 3 points
 DEFAULT_MIN_JUDGED = 20  # vistest.generate.rules.BalanceRules.min_judged: SE of a mean MRA ~0.3/sqrt(n)
-NULL_PERMUTATIONS = 10  # permuted answer keys per fold seed for a complement's held-out chance (docstring)
+NULL_PERMUTATIONS = 10  # re-drawn answer keys per fold seed for a complement's held-out chance (docstring)
+NULL_SWEEPS = 20  # proposals per row of permuted_keys' restricted randomization
 Z95 = 1.959964
 
 
@@ -483,7 +488,7 @@ class AttackCell:
     @property
     def excess(self) -> float:
         """The gap judged: ``gap`` for an attack; for a complement with a held-out chance
-        (``null``: its mean gap on permuted answer keys, module docstring), ``gap - null``."""
+        (``null``: its mean gap on re-drawn answer keys, module docstring), ``gap - null``."""
         return self.gap - self.null if self.complement and self.null is not None else self.gap
 
     @property
@@ -605,7 +610,7 @@ class AttackReport:
                 f"interval (scenes as clusters); two-sided: 'not-X' is attack X's complement (uniformly one of the "
                 f"options X does not pick: per row 0 when X is right, 1/(k-1) when wrong), judged like X; numbers "
                 f"(MRA) have no complement (one-sided); 'held-out chance': a complement's mean gap with the "
-                f"answer letters permuted within the type (what holding out alone gives), its cell judged on gap "
+                f"answer keys re-drawn within the type's balances (what holding out alone gives), judged on gap "
                 f"minus that; within: the judged gap <= margin (NO: a blind pass), "
                 f"'below': more than the margin below chance (reported); 'margin in CI': chance + margin lies "
                 f"inside the interval" + (f". Warning: {self.folds.warning}" if self.folds.warning else ""))
@@ -800,19 +805,74 @@ def transfer_attacks(rows: Sequence[TruthRow], train: Sequence[TruthRow], protoc
     return AttackReport(folds, label, attack_cells(rs, min_judged, margin), rs)
 
 
-def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator) -> list[TruthRow]:
-    """``rows`` with the answer letters of every cell's multiple-choice rows (:func:`cell_key`)
-    permuted among them: each letter keeps its count in the cell, each question loses its own
-    answer (the null of :func:`held_out_chance`). Other rows are returned as they are."""
+def _design_features(t: TruthRow) -> list[list[tuple]]:
+    """Per option of a multiple-choice row, the features a set may balance besides the letters
+    (:func:`permuted_keys`): its items as option-label reads them (``_items``), the rank of its
+    text length (``_length_order``) and, for options that are all numbers, the rank of its value
+    (option-rank's)."""
+    texts = option_texts(t)
+    out = [[("item", *it) for it in _items(text)] for text in texts]
+    for r, j in enumerate(_length_order(t)):
+        out[j].append(("length", r))
+    values = option_values(t)
+    if values is not None:
+        for r, j in enumerate(sorted(range(len(values)), key=lambda i: values[i])):
+            out[j].append(("value", r))
+    return out
+
+
+def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator, sweeps: int = NULL_SWEEPS) -> list[TruthRow]:
+    """``rows`` with the answer keys of every cell's multiple-choice rows (:func:`cell_key`)
+    re-drawn at random *within the set's design* (the null of :func:`held_out_chance`): a
+    restricted randomization, as inference after rerandomization restricts it to the
+    assignments its design accepts (Morgan & Rubin, "Rerandomization to improve covariate balance
+    in experiments", Annals of Statistics 40, 2012). Each move swaps the keyed letters of two
+    rows of the cell, so every letter keeps its count exactly; a move is kept only while the
+    option items' wins (each item's wins minus its offers / k, summed over the cell), the keyed
+    option's text-length ranks and its value ranks (numeric options) each stay no less balanced
+    than the set's own (their squared norms at most the set's). A set that balances none of them
+    gets a plain permutation of its letters; one whose generator balanced the items, the value
+    ranks (docs/generate.md) keeps that balance, so holding out reproduces what the balance does
+    to the attacks. ``sweeps`` x n proposals per cell. Other
+    rows are returned as they are."""
     out = list(rows)
     by: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(rows):
-        if t.kind == ANSWER_MCQ:
+        if t.kind == ANSWER_MCQ and keyed_index(t) is not None:
             by[cell_key(t)].append(i)
     for idx in by.values():
-        letters = [rows[i].ground_truth for i in idx]
-        for i, j in zip(idx, rng.permutation(len(idx))):
-            out[i] = dataclasses.replace(rows[i], ground_truth=letters[j])
+        feats = [_design_features(rows[i]) for i in idx]
+        letters = [option_letters_of(rows[i]) for i in idx]
+        key = [keyed_index(rows[i]) for i in idx]
+        imbalance: dict = defaultdict(float)
+
+        def move(m: int, j: int, sign: float) -> None:
+            for f in feats[m][j]:
+                imbalance[f] += sign
+
+        for m, options in enumerate(feats):
+            move(m, key[m], 1.0)
+            for j in range(len(options)):
+                move(m, j, -1.0 / len(options))
+
+        def norms() -> tuple[float, ...]:
+            return tuple(sum(v * v for k, v in imbalance.items() if k[0] == g) for g in ("item", "length", "value"))
+
+        limit = [x + 1e-9 for x in norms()]
+        n = len(idx)
+        for _ in range(sweeps * n):
+            a, b = int(rng.integers(n)), int(rng.integers(n))
+            la, lb = letters[a][key[a]], letters[b][key[b]]
+            if la == lb or la not in letters[b] or lb not in letters[a]:
+                continue
+            ja, jb = letters[a].index(lb), letters[b].index(la)
+            move(a, key[a], -1.0), move(b, key[b], -1.0), move(a, ja, 1.0), move(b, jb, 1.0)
+            if all(x <= y for x, y in zip(norms(), limit)):
+                key[a], key[b] = ja, jb
+            else:
+                move(a, ja, -1.0), move(b, jb, -1.0), move(a, key[a], 1.0), move(b, key[b], 1.0)
+        for m, i in enumerate(idx):
+            out[i] = dataclasses.replace(rows[i], ground_truth=letters[m][key[m]])
     return out
 
 

@@ -15,8 +15,17 @@ In order (vistest.generate.rules.BalanceRules):
    held-out fold lacks is the most frequent one in training, and the held-out "most frequent word"
    attack lands up to 15 points below chance (measured on 30 rooms). Counting is capped over the
    whole set only (a fold holds too few counting questions to cap).
-2. **Per-scene caps**: at most the family's ``max_per_scene`` questions of the type per scene,
-   drawn at random (ReVSI's caps).
+2. **Per-scene caps**: at most the family's ``max_per_scene`` questions of the type per scene
+   (ReVSI's caps), drawn at random; for a multiple-choice type whose options are texts (not
+   numbers), **counterbalanced** instead (``herd_option_texts``, :func:`option_items`): every
+   option item (a label, with its place in an order) should win as often as chance says over the
+   set, and every text-length rank of the keyed option too, so the draw herds: scenes in random
+   order, each place of a scene to the candidate that leaves the summed imbalance of the kept
+   candidates shortest. A prior on the option texts is then spent by the set's design, wherever
+   it was learned: the attacks held out within a set of 30 rooms cannot estimate the
+   appearance-order prior (large categories first), which a model trained on another set of the
+   generator used (+3 to +15 points; docs/generate.md, "Transfer"), and herding the draw against
+   an estimated prior kept its noise instead.
 3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
    object(s), vistest.generate.candidates.twin_key) are one unit: the twin keeps exactly the
    questions whose numeric partner the caps kept, and every later removal takes both.
@@ -98,6 +107,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..answers import normalize_text
 from ..eval.attacks import (LEARNED_ATTACK, AttackCell, RowScores, attack_cells, base_attack, score_rows,
                             worst_of)
 from ..eval.baselines import DEFAULT_FOLDS, Folds, scene_folds
@@ -294,20 +304,71 @@ def per_scene_cap(qtype: str, rules: Rules) -> int:
     return caps.get(qtype, 0)
 
 
-def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator) -> list[Candidate]:
-    """At most ``cap`` candidates of each scene (0: no cap), drawn at random; key order kept."""
+def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator,
+                  items: list[dict] | None = None) -> list[Candidate]:
+    """At most ``cap`` candidates of each scene (0: no cap), drawn at random; key order kept.
+    ``items`` (one sparse vector per candidate: :func:`option_items`): the draw is herded
+    instead (module docstring, step 2): scenes in random order, each scene's candidates in
+    random order, each place taken by the candidate that leaves the summed vector of the
+    candidates kept so far shortest (the first of equals)."""
     if not cap:
         return cands
-    per: dict[str, list[Candidate]] = defaultdict(list)
-    for c in cands:
-        per[c.scene_id].append(c)
+    per: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(cands):
+        per[c.scene_id].append(i)
+    total: dict = defaultdict(float)
+
+    def add(i: int) -> None:
+        for k, v in items[i].items():
+            total[k] += v
+
+    def growth(i: int) -> float:
+        return sum(2 * total[k] * v + v * v for k, v in items[i].items())
+
     out = []
-    for sid in sorted(per):
+    scenes = sorted(per)
+    for sid in (scenes if items is None else [scenes[j] for j in rng.permutation(len(scenes))]):
         g = per[sid]
-        if len(g) > cap:
+        if len(g) > cap and items is None:
             g = [g[i] for i in np.sort(rng.choice(len(g), size=cap, replace=False))]
-        out.extend(g)
+        elif len(g) > cap:
+            left, take = [g[i] for i in rng.permutation(len(g))], []
+            for _ in range(cap):
+                take.append(left.pop(int(np.argmin([growth(i) for i in left]))))
+                add(take[-1])
+            g = take
+        elif items is not None:
+            for i in g:
+                add(i)
+        out.extend(cands[i] for i in g)
     return sorted(out, key=lambda c: c.key)
+
+
+def option_items(cands: list[Candidate]) -> list[dict] | None:
+    """Per candidate of one multiple-choice type whose options are texts, what a prior on the
+    options' texts learns from it (module docstring, step 2), as a sparse vector: per item of
+    an option (an option ``chair, table, bed`` has three, each with its place; one item
+    otherwise, as vistest.eval.attacks' option-label reads them) ``won - offered / k``, and per
+    rank of the keyed option's text length among the options (answer-length) ``1 - 1/k`` for
+    the keyed rank, ``-1/k`` for the others. Their sum over a set is 0 when every item wins as
+    often as chance says and every length rank too: then no prior on option texts, wherever it
+    was learned, has anything to find in the set. None for other types."""
+    if not cands or not cands[0].is_mcq or cands[0].question_type in LADDER_TYPES:
+        return None
+    out = []
+    for c in cands:
+        options = [c.answer, *c.distractors]
+        k = len(options)
+        vec: dict = defaultdict(float)
+        for j, text in enumerate(options):
+            parts = [normalize_text(x) for x in text.split(",")]
+            for place, part in enumerate(parts):
+                vec[("item", place if len(parts) > 1 else None, part)] += (1.0 if j == 0 else 0.0) - 1.0 / k
+        lengths = sorted(range(k), key=lambda j: (len(options[j]), j))
+        for rank, j in enumerate(lengths):
+            vec[("length", rank)] += (1.0 if j == 0 else 0.0) - 1.0 / k
+        out.append(dict(vec))
+    return out
 
 
 # each numeric-option type and the numeric types of its twin family (candidates.TWIN_FAMILY)
@@ -351,7 +412,8 @@ def _cap_steps(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.
     if capped:  # on the whole pool first, so the per-scene caps draw from a balanced pool
         kept, note = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)
-    group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng))
+    items = option_items(group) if b.herd_option_texts else None
+    group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng, items))
     if capped:  # again: the per-scene draw may have tilted the shares
         kept, _ = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)

@@ -11,7 +11,8 @@ out by scene, at most ``balance.blind_margin`` above chance (per type from ``bal
 questions on; smaller types pooled, and the pool judged from that size on), **two-sided**: every
 multiple-choice attack's complement ``not-X`` (one of the options X does not pick, at random:
 X far below chance) at most the margin above its held-out chance (its mean gap with the answer
-letters permuted, ``balance.null_permutations``: what holding out alone gives); numbers (MRA)
+keys re-drawn within the set's balances, ``balance.null_permutations``: what holding out alone
+gives); numbers (MRA)
 one-sided (vistest.eval.attacks), on ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...),
 which the balancing never scores on (vistest.generate.balance.fold_seeds): a cell is judged on
 its mean gap over the seeds, and the table of fold seeds gives its gap on each, the mean and the

@@ -353,6 +353,12 @@ class BalanceRules:
                                      "one of its pool (after the caps) the pruning left out, each kept when it brings "
                                      "the type's attacks and their complements not-X closer to "
                                      "the two-sided target (0: no swaps)", VISTEST)
+    herd_option_texts: bool = param(True, "the per-scene caps of a multiple-choice type whose options are texts "
+                                          "draw so that every option item (a label, with its place in an order) wins "
+                                          "as often as chance says and every text-length rank of the keyed option "
+                                          "too, over the set (herding; False: a random draw): a prior on the option "
+                                          "texts learned anywhere then has nothing to find",
+                                    "vistest (issue #23: transfer, docs/generate.md)")
     swap_fold_seeds: int = param(8, "the swaps judge a cell on its mean gap over this many fold seeds of their own "
                                     "(after every pruning round's, never the report's)", VISTEST)
     swap_slack: float = param(0.015, "the swaps aim a complement not-X at blind_margin minus this on their fold "
@@ -368,11 +374,13 @@ class BalanceRules:
                                      "...; the generation's --seed first) and a cell on its mean gap over them",
                                   "vistest (issue #23)")
     null_permutations: int = param(10, "the report judges a complement not-X against its held-out chance: its mean "
-                                       "gap over this many answer keys permuted within the type, per fold seed "
+                                       "gap over this many answer keys re-drawn within the type's balances (letters, "
+                                       "option items, length and value ranks), per fold seed "
                                        "(holding out alone puts the letter constant 10-17 points below 1/k on an "
                                        "exactly balanced set; vistest.eval.attacks.held_out_chance); 0: against 1/k",
                                    "Ojala & Garriga, Permutation tests for studying classifier performance, JMLR 11 "
-                                   "(2010), test 1 (label permutation); vistest (issue #23)")
+                                   "(2010), test 1, restricted to the design as in Morgan & Rubin, Rerandomization, "
+                                   "Ann. Stat. 40 (2012); vistest (issue #23)")
     fit_fold_seeds: int = param(3, "each balancing round scores the attacks on this many fold seeds of its own (new "
                                    "every round, never the report's; a cell on its worst): the pruning is judged "
                                    "out of sample", "vistest (issue #23)")
