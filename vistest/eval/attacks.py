@@ -782,7 +782,7 @@ def transfer_attacks(rows: Sequence[TruthRow], train: Sequence[TruthRow], protoc
     VSI-Bench-Debiased) and scored on ``rows``, judged two-sided against ``1/k`` (no held-out
     chance: the two sets' answer keys are independent, so no fold of ``rows`` is anti-correlated
     with the training one). Chance of a number: from ``rows`` alone. Raises ValueError when the
-    two sets share a scene."""
+    two sets share a scene or a question (id, variant, budget)."""
     rows, train = list(rows), list(train)
     shared = {t.scene_id for t in rows} & {t.scene_id for t in train}
     if shared:
