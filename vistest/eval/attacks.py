@@ -366,8 +366,8 @@ def fit_nota_position(train: Sequence[TruthRow]) -> Answerer:
     return answer
 
 
-def _length_order(t: TruthRow) -> list[int]:
-    texts = option_texts(t)
+def _length_order(texts: Sequence[str]) -> list[int]:
+    """Option indices by text length, shortest first (ties in option order)."""
     return sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
 
 
@@ -376,13 +376,13 @@ def fit_answer_length(train: Sequence[TruthRow]) -> Answerer:
     for t in train:
         key = keyed_index(t)
         if t.kind == ANSWER_MCQ and t.options and key is not None:
-            ranks[_length_order(t).index(key)] += 1
+            ranks[_length_order(option_texts(t)).index(key)] += 1
     best = _argmax_key(ranks)
 
     def answer(t: TruthRow) -> str | None:
         if t.kind != ANSWER_MCQ or not t.options or best is None:
             return None
-        order = _length_order(t)
+        order = _length_order(option_texts(t))
         return _letter(t, order[min(best, len(order) - 1)])
     return answer
 
@@ -805,16 +805,16 @@ def transfer_attacks(rows: Sequence[TruthRow], train: Sequence[TruthRow], protoc
     return AttackReport(folds, label, attack_cells(rs, min_judged, margin), rs)
 
 
-def _design_features(t: TruthRow) -> list[list[tuple]]:
-    """Per option of a multiple-choice row, the features a set may balance besides the letters
-    (:func:`permuted_keys`): its items as option-label reads them (``_items``), the rank of its
-    text length (``_length_order``) and, for options that are all numbers, the rank of its value
-    (option-rank's)."""
-    texts = option_texts(t)
+def option_features(texts: Sequence[str], values: Sequence[float] | None = None) -> list[list[tuple]]:
+    """Per option (``texts`` in option order), the features a set may balance besides the
+    letters: its items as option-label reads them (``("item", place or None, text)``, :func:`_items`),
+    the rank of its text length (``("length", rank)``, :func:`_length_order`) and, with
+    ``values`` (options that are all numbers), the rank of its value (``("value", rank)``,
+    option-rank's). What :func:`permuted_keys` keeps balanced, and what the generator
+    counterbalances (vistest.generate.balance.option_items)."""
     out = [[("item", *it) for it in _items(text)] for text in texts]
-    for r, j in enumerate(_length_order(t)):
+    for r, j in enumerate(_length_order(texts)):
         out[j].append(("length", r))
-    values = option_values(t)
     if values is not None:
         for r, j in enumerate(sorted(range(len(values)), key=lambda i: values[i])):
             out[j].append(("value", r))
@@ -841,7 +841,7 @@ def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator, sweeps: in
         if t.kind == ANSWER_MCQ and keyed_index(t) is not None:
             by[cell_key(t)].append(i)
     for idx in by.values():
-        feats = [_design_features(rows[i]) for i in idx]
+        feats = [option_features(option_texts(rows[i]), option_values(rows[i])) for i in idx]
         letters = [option_letters_of(rows[i]) for i in idx]
         key = [keyed_index(rows[i]) for i in idx]
         imbalance: dict = defaultdict(float)

@@ -107,9 +107,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..answers import normalize_text
-from ..eval.attacks import (LEARNED_ATTACK, AttackCell, RowScores, attack_cells, base_attack, score_rows,
-                            worst_of)
+from ..eval.attacks import (LEARNED_ATTACK, AttackCell, RowScores, attack_cells, base_attack, option_features,
+                            score_rows, worst_of)
 from ..eval.baselines import DEFAULT_FOLDS, Folds, scene_folds
 from . import blind
 from .candidates import (
@@ -348,7 +347,7 @@ def option_items(cands: list[Candidate]) -> list[dict] | None:
     """Per candidate of one multiple-choice type whose options are texts, what a prior on the
     options' texts learns from it (module docstring, step 2), as a sparse vector: per item of
     an option (an option ``chair, table, bed`` has three, each with its place; one item
-    otherwise, as vistest.eval.attacks' option-label reads them) ``won - offered / k``, and per
+    otherwise: vistest.eval.attacks.option_features, as option-label reads them) ``won - offered / k``, and per
     rank of the keyed option's text length among the options (answer-length) ``1 - 1/k`` for
     the keyed rank, ``-1/k`` for the others. Their sum over a set is 0 when every item wins as
     often as chance says and every length rank too: then no prior on option texts, wherever it
@@ -357,16 +356,13 @@ def option_items(cands: list[Candidate]) -> list[dict] | None:
         return None
     out = []
     for c in cands:
-        options = [c.answer, *c.distractors]
-        k = len(options)
+        features = option_features([c.answer, *c.distractors])  # the answer first
         vec: dict = defaultdict(float)
-        for j, text in enumerate(options):
-            parts = [normalize_text(x) for x in text.split(",")]
-            for place, part in enumerate(parts):
-                vec[("item", place if len(parts) > 1 else None, part)] += (1.0 if j == 0 else 0.0) - 1.0 / k
-        lengths = sorted(range(k), key=lambda j: (len(options[j]), j))
-        for rank, j in enumerate(lengths):
-            vec[("length", rank)] += (1.0 if j == 0 else 0.0) - 1.0 / k
+        for kind in ("item", "length"):
+            for j, fs in enumerate(features):
+                for f in fs:
+                    if f[0] == kind:
+                        vec[f] += (1.0 if j == 0 else 0.0) - 1.0 / len(features)
         out.append(dict(vec))
     return out
 
