@@ -21,11 +21,16 @@ In order (vistest.generate.rules.BalanceRules):
    option item (a label, with its place in an order) should win as often as chance says over the
    set, and every text-length rank of the keyed option too, so the draw herds: scenes in random
    order, each place of a scene to the candidate that leaves the summed imbalance of the kept
-   candidates shortest. A prior on the option texts is then spent by the set's design, wherever
-   it was learned: the attacks held out within a set of 30 rooms cannot estimate the
-   appearance-order prior (large categories first), which a model trained on another set of the
-   generator used (+3 to +15 points; docs/generate.md, "Transfer"), and herding the draw against
-   an estimated prior kept its noise instead.
+   candidates shortest, while that sum is longer than independent scenes without a prior would
+   make it (``herd_share``: its squared length against the sum of the kept scenes' own), at
+   random below. A prior on the option texts is then spent by the set's design, wherever it was
+   learned: the attacks held out within a set of 30 rooms cannot estimate the appearance-order
+   prior (large categories first), which a model trained on another set of the generator used
+   (+3 to +15 points; docs/generate.md, "Transfer"), and herding the draw against an estimated
+   prior kept its noise instead. Herded on to exact balance, the scenes' imbalances cancel each
+   other (a scene's questions share its one order of appearance), and every attack held out by
+   scene answers the other scenes' compensation: appearance order's option-label 14-22 points
+   below chance, more than re-drawn keys reproduce (docs/generate.md).
 3. **Twins** (issue #23): a numeric question and its numeric-option twin (``*_mcq``: the same
    object(s), vistest.generate.candidates.twin_key) are one unit: the twin keeps exactly the
    questions whose numeric partner the caps kept, and every later removal takes both.
@@ -304,22 +309,32 @@ def per_scene_cap(qtype: str, rules: Rules) -> int:
 
 
 def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator,
-                  items: list[dict] | None = None) -> list[Candidate]:
+                  items: list[dict] | None = None, herd_share: float = 1.0) -> list[Candidate]:
     """At most ``cap`` candidates of each scene (0: no cap), drawn at random; key order kept.
     ``items`` (one sparse vector per candidate: :func:`option_items`): the draw is herded
     instead (module docstring, step 2): scenes in random order, each scene's candidates in
-    random order, each place taken by the candidate that leaves the summed vector of the
-    candidates kept so far shortest (the first of equals)."""
+    random order; a place is taken by the candidate that leaves the summed vector of the
+    candidates kept so far shortest (the first of equals) while its squared length is above
+    ``herd_share`` x the sum of the kept scenes' own squared lengths (what independent scenes
+    without a prior would sum to; the scene being drawn counted with what it has so far), by the
+    next candidate of the random order otherwise."""
     if not cap:
         return cands
     per: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(cands):
         per[c.scene_id].append(i)
     total: dict = defaultdict(float)
+    natural = 0.0  # sum over the kept scenes of their summed vectors' squared lengths
 
-    def add(i: int) -> None:
-        for k, v in items[i].items():
-            total[k] += v
+    def summed(idx: Sequence[int]) -> dict:
+        out: dict = defaultdict(float)
+        for i in idx:
+            for k, v in items[i].items():
+                out[k] += v
+        return out
+
+    def sq(vec: dict) -> float:
+        return sum(v * v for v in vec.values())
 
     def growth(i: int) -> float:
         return sum(2 * total[k] * v + v * v for k, v in items[i].items())
@@ -328,17 +343,23 @@ def cap_per_scene(cands: list[Candidate], cap: int, rng: np.random.Generator,
     scenes = sorted(per)
     for sid in (scenes if items is None else [scenes[j] for j in rng.permutation(len(scenes))]):
         g = per[sid]
-        if len(g) > cap and items is None:
-            g = [g[i] for i in np.sort(rng.choice(len(g), size=cap, replace=False))]
-        elif len(g) > cap:
+        if items is None:
+            if len(g) > cap:
+                g = [g[i] for i in np.sort(rng.choice(len(g), size=cap, replace=False))]
+            out.extend(cands[i] for i in g)
+            continue
+        if len(g) > cap:
             left, take = [g[i] for i in rng.permutation(len(g))], []
             for _ in range(cap):
-                take.append(left.pop(int(np.argmin([growth(i) for i in left]))))
-                add(take[-1])
+                herd = sq(total) > herd_share * (natural + sq(summed(take)))
+                take.append(left.pop(int(np.argmin([growth(i) for i in left])) if herd else 0))
+                for k, v in items[take[-1]].items():
+                    total[k] += v
             g = take
-        elif items is not None:
-            for i in g:
-                add(i)
+        else:
+            for k, v in summed(g).items():
+                total[k] += v
+        natural += sq(summed(g))
         out.extend(cands[i] for i in g)
     return sorted(out, key=lambda c: c.key)
 
@@ -349,21 +370,32 @@ def option_items(cands: list[Candidate]) -> list[dict] | None:
     an option (an option ``chair, table, bed`` has three, each with its place; one item
     otherwise: vistest.eval.attacks.option_features, as option-label reads them) ``won - offered / k``, and per
     rank of the keyed option's text length among the options (answer-length) ``1 - 1/k`` for
-    the keyed rank, ``-1/k`` for the others. Their sum over a set is 0 when every item wins as
-    often as chance says and every length rank too: then no prior on option texts, wherever it
-    was learned, has anything to find in the set. None for other types."""
+    the keyed rank, ``-1/k`` for the others; where options tie on length with the answer, the
+    letters drawn later decide its rank, and each rank of the tie gets an equal share (counted
+    as rank 0 before, every appearance-order candidate, whose options all have one length,
+    added the same constant, which made the herding's total look far from balance). Their sum
+    over a set is 0 when every item wins as often as chance says and every length rank too: then
+    no prior on option texts, wherever it was learned, has anything to find in the set. None for
+    other types."""
     if not cands or not cands[0].is_mcq or cands[0].question_type in LADDER_TYPES:
         return None
     out = []
     for c in cands:
-        features = option_features([c.answer, *c.distractors])  # the answer first
+        texts = [c.answer, *c.distractors]  # the answer first
+        features = option_features(texts)
+        k = len(features)
         vec: dict = defaultdict(float)
-        for kind in ("item", "length"):
-            for j, fs in enumerate(features):
-                for f in fs:
-                    if f[0] == kind:
-                        vec[f] += (1.0 if j == 0 else 0.0) - 1.0 / len(features)
-        out.append(dict(vec))
+        for j, fs in enumerate(features):
+            for f in fs:
+                if f[0] == "item":
+                    vec[f] += (1.0 if j == 0 else 0.0) - 1.0 / k
+        # the keyed option's length rank: among options of equal length, the letters drawn later
+        # decide it (ties go in option order), so each rank of the answer's tie group gets an equal share
+        by_length = sorted(range(k), key=lambda j: len(texts[j]))
+        tied = [r for r, j in enumerate(by_length) if len(texts[j]) == len(texts[0])]
+        for r in range(k):
+            vec[("length", r)] += (1.0 / len(tied) if r in tied else 0.0) - 1.0 / k
+        out.append({f: v for f, v in vec.items() if abs(v) > 1e-12})
     return out
 
 
@@ -409,7 +441,8 @@ def _cap_steps(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.
         kept, note = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)
     items = option_items(group) if b.herd_option_texts else None
-    group = step(qtype, "per_scene_cap", len(group), cap_per_scene(group, per_scene_cap(qtype, rules), rng, items))
+    kept = cap_per_scene(group, per_scene_cap(qtype, rules), rng, items, b.herd_share)
+    group = step(qtype, "per_scene_cap", len(group), kept)
     if capped:  # again: the per-scene draw may have tilted the shares
         kept, _ = cap_answers(qtype, group, b, rng, unit_of)
         group = step(qtype, "answer_cap", len(group), kept, note)

@@ -359,6 +359,14 @@ class BalanceRules:
                                           "too, over the set (herding; False: a random draw): a prior on the option "
                                           "texts learned anywhere then has nothing to find",
                                     "vistest (issue #23: transfer, docs/generate.md)")
+    herd_share: float = param(1.0, "the herding of herd_option_texts stops while the kept candidates' summed "
+                                   "vector (squared length) is at most this share of the sum of the kept scenes' "
+                                   "own (what independent scenes without a prior sum to), and draws at random "
+                                   "there; 0: herds to exact balance, which makes the scenes' vectors cancel "
+                                   "each other, so the attacks held out by scene answer the other scenes' "
+                                   "balance (appearance order's option-label 14-22 points below chance, its "
+                                   "complement +3.5 above its held-out chance on 30 rooms and the demo)",
+                              "vistest (issue #23, docs/generate.md)")
     swap_fold_seeds: int = param(8, "the swaps judge a cell on its mean gap over this many fold seeds of their own "
                                     "(after every pruning round's, never the report's)", VISTEST)
     swap_slack: float = param(0.015, "the swaps aim a complement not-X at blind_margin minus this on their fold "
@@ -549,6 +557,8 @@ class Rules:
         for name in ("judge_fold_seeds", "fit_fold_seeds"):
             if getattr(self.balance, name) < 1:
                 raise InputError(f"--rule: balance.{name}: expected at least 1, got {getattr(self.balance, name)}")
+        if self.balance.herd_share < 0:
+            raise InputError(f"--rule: balance.herd_share: expected 0 or more, got {self.balance.herd_share}")
         if self.balance.null_permutations < 0:
             raise InputError("--rule: balance.null_permutations: expected 0 or more, got "
                              f"{self.balance.null_permutations}")
