@@ -855,10 +855,10 @@ def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator, sweeps: in
             for j in range(len(options)):
                 move(m, j, -1.0 / len(options))
 
-        def norms() -> tuple[float, ...]:
-            return tuple(sum(v * v for k, v in imbalance.items() if k[0] == g) for g in ("item", "length", "value"))
-
-        limit = [x + 1e-9 for x in norms()]
+        norm: dict[str, float] = defaultdict(float)  # per kind ("item", "length", "value"): squared norm
+        for f, v in imbalance.items():
+            norm[f[0]] += v * v
+        limit = {g: v + 1e-9 for g, v in norm.items()}
         n = len(idx)
         for _ in range(sweeps * n):
             a, b = int(rng.integers(n)), int(rng.integers(n))
@@ -866,11 +866,18 @@ def permuted_keys(rows: Sequence[TruthRow], rng: np.random.Generator, sweeps: in
             if la == lb or la not in letters[b] or lb not in letters[a]:
                 continue
             ja, jb = letters[a].index(lb), letters[b].index(la)
+            touched = set((*feats[a][key[a]], *feats[b][key[b]], *feats[a][ja], *feats[b][jb]))
+            before = {f: imbalance[f] for f in touched}
             move(a, key[a], -1.0), move(b, key[b], -1.0), move(a, ja, 1.0), move(b, jb, 1.0)
-            if all(x <= y for x, y in zip(norms(), limit)):
+            delta: dict[str, float] = defaultdict(float)  # only the touched features' squares change
+            for f in touched:
+                delta[f[0]] += imbalance[f] ** 2 - before[f] ** 2
+            if all(norm[g] + d <= limit[g] for g, d in delta.items()):
                 key[a], key[b] = ja, jb
+                for g, d in delta.items():
+                    norm[g] += d
             else:
-                move(a, ja, -1.0), move(b, jb, -1.0), move(a, key[a], 1.0), move(b, key[b], 1.0)
+                imbalance.update(before)
         for m, i in enumerate(idx):
             out[i] = dataclasses.replace(rows[i], ground_truth=letters[m][key[m]])
     return out

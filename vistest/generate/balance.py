@@ -391,8 +391,8 @@ def option_items(cands: list[Candidate]) -> list[dict] | None:
                     vec[f] += (1.0 if j == 0 else 0.0) - 1.0 / k
         # the keyed option's length rank: among options of equal length, the letters drawn later
         # decide it (ties go in option order), so each rank of the answer's tie group gets an equal share
-        by_length = sorted(range(k), key=lambda j: len(texts[j]))
-        tied = [r for r, j in enumerate(by_length) if len(texts[j]) == len(texts[0])]
+        tied = [f[1] for j, fs in enumerate(features) for f in fs
+                if f[0] == "length" and len(texts[j]) == len(texts[0])]
         for r in range(k):
             vec[("length", r)] += (1.0 / len(tied) if r in tied else 0.0) - 1.0 / k
         out.append({f: v for f, v in vec.items() if abs(v) > 1e-12})
