@@ -1,34 +1,28 @@
-"""Benchmark: every blind attack, held out by scene, on generated question sets (issue #23).
+"""Benchmark: the debiased set on rooms no test uses (issue #34): kept share, blind attacks, transfer, time.
 
-Generates ``--types all`` with seed 0 over ``--rooms`` random furnished rooms
-(``vistest.datasets.synthetic.random_room_scene(seed, num_frames=100)``, as tests/test_generate.py)
-and, when ``--demo SCENE.json`` is given, over those rooms plus the demo scene, and over the demo
-alone (the demo's `make demo` rule: ``abs_distance.skip_probability=[]``; one scene, so the
-attacks are held out by question there). Every attack of ``vistest.eval.attacks`` is scored
-held out on each set (``vistest.generate.blind.attack_report``: 5 folds by scene) and printed per
-type against chance, with the counting answers' largest share and the letters' largest deviation
-from 1/k. The attacks are judged on the report's fold seeds (0, 1, 2: the generator's
-``balance.judge_fold_seeds``, which its balancing never scores on) and on ``--fresh`` fold seeds
-no seed-0 balancing round uses (100 ...): per group, the cells more than 3 points above chance on
-each seed, on the mean over the group and on its worst. ``--questions DIR`` scores an existing
-folder of generated ``*.jsonl`` instead (how the "before" column of docs/generate.md was
-measured: the questions of the generator before issue #23, scored with this script).
-Complements are judged against their held-out chance (the report's ``balance.null_permutations``
-re-drawn answer keys per fold seed, vistest.eval.attacks.held_out_chance). ``--external``
-generates a second set over ``--rooms`` other rooms (seeds ``--rooms`` ... ``2 x --rooms - 1``)
-and scores each of the two room sets with every attack fitted on the other
-(vistest.eval.attacks.transfer_attacks: a blind model trained on another set of the same
-generator), two-sided against ``1/k``.
+Generates ``--types all`` with seed 0 over ``--rooms`` random furnished rooms of the project's room
+generator (``vistest.datasets.synthetic.random_room_scene(seed, num_frames=--frames)``, seeds
+``--start`` ...; box occlusion) and prints:
 
-    python bench/blind.py [--rooms 30] [--demo out/demo/scene.json] [--cache DIR] [--questions DIR]
-                          [--markdown] [--fresh 5] [--external]
+* the time of the whole ``generate`` (visibility tables cached in ``--cache``, not timed) against the
+  same run with the balancing off (``balance.stratify=false``, ``balance.removal_budget=0``) measured
+  in the same process: the ratio and both absolute figures;
+* per type the answerable pool, what the per-scene and answer caps drew, what the pruning kept,
+  and the shares;
+* every judged blind attack of the report (held out by scene, mean over its fold seeds; the world
+  prior included) above chance + the margin, the trade-off curve;
+* with ``--external START``: a second set over rooms ``START`` ... and every attack fitted on it and
+  scored on the first (vistest.eval.attacks.transfer_attacks: a blind model trained on another set of
+  the same generator), and the other way round.
 
-Visibility tables are cached in ``--cache`` (box occlusion for the rooms, ``auto`` for the demo).
+    python bench/blind.py [--rooms 40] [--start 1000] [--external 2000] [--frames 90] [--cache DIR]
+                          [--rule FAMILY.PARAM=VALUE ...]
+
+Measured figures: docs/generate.md, "Debiasing: measured".
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -37,167 +31,103 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vistest.eval.attacks import across_seeds, seeds_table  # noqa: E402
-from vistest.eval.tables import markdown_table, text_table  # noqa: E402
 from vistest.generate import Rules, SceneInput, generate, parse_types  # noqa: E402
-from vistest.generate.blind import attack_report, transfer_report  # noqa: E402
+from vistest.generate.blind import transfer_report  # noqa: E402
 
-NULL = Rules().balance.null_permutations  # the report's held-out chance of a complement
+OFF = ["balance.stratify=false", "balance.removal_budget=0"]
 
 
-def rooms(n: int, cache: Path, start: int = 0) -> list[SceneInput]:
+def rooms(start: int, n: int, frames: int, cache: Path) -> list[SceneInput]:
     from vistest.datasets.synthetic import random_room_scene
     from vistest.visibility.table import Visibility, compute_visibility
 
     out = []
     for seed in range(start, start + n):
-        scene = random_room_scene(seed, num_frames=100)
-        path = cache / f"room{seed}.npz"
+        scene = random_room_scene(seed, num_frames=frames)
+        path = cache / f"room{seed}_{frames}.npz"
         if path.exists():
             vis = Visibility.load(path)
         else:
-            vis = compute_visibility(scene)
+            vis = compute_visibility(scene, occlusion="boxes")
             vis.save(path)
         out.append(SceneInput(scene, vis))
     return out
 
 
-def demo(scene_json: str, cache: Path) -> SceneInput:
-    from vistest.scene import Scene
-    from vistest.visibility.table import Visibility, compute_visibility
-
-    scene = Scene.load(scene_json)
-    path = cache / "demo.npz"
-    if path.exists():
-        vis = Visibility.load(path)
-    else:
-        vis = compute_visibility(scene)
-        vis.save(path)
-    return SceneInput(scene, vis)
+def timed(inputs: list[SceneInput], rules: Rules):
+    t0 = time.perf_counter()
+    gen = generate(inputs, parse_types("all"), rules, seed=0)
+    return gen, time.perf_counter() - t0
 
 
-def set_stats(records: list[dict]) -> list[str]:
-    """The counting answers' largest share and the letters' largest deviation from 1/k, per type."""
-    by: dict[str, list[dict]] = {}
+def summary(name: str, gen, seconds: float) -> list[dict]:
+    rep = gen.report
+    records = [r for recs in gen.questions.values() for r in recs]
+    tot = [sum(getattr(f, k) for f in rep.funnel) for k in ("answerable", "drawn", "final")]
+    print(f"\n# {name}: {tot[2]} questions kept of {tot[0]} answerable ({100 * tot[2] / max(1, tot[0]):.0f}%), "
+          f"of {tot[1]} drawn within the caps ({100 * tot[2] / max(1, tot[1]):.0f}%); generate {seconds:.1f} s; "
+          f"report targets met: {rep.ok}")
+    print("type | answerable | drawn | kept | kept % answerable | kept % drawn")
+    for f in rep.funnel:
+        print(f"{f.question_type} | {f.answerable} | {f.drawn} | {f.final} | {100 * f.final / max(1, f.answerable):.0f}"
+              f" | {100 * f.final / max(1, f.drawn):.0f}")
+    judged = [c for c in rep.seed_cells if c.judged]
+    print(f"judged cells (mean over fold seeds {', '.join(map(str, rep.fold_seeds))}): {len(judged)}; above chance + "
+          f"{100 * rep.rules.balance.blind_margin:g} points: {sum(not c.ok for c in judged)}")
+    for c in sorted(judged, key=lambda c: -c.mean):
+        if not c.ok:
+            print(f"  above: {c.question_type} {c.attack} n={c.n} mean {100 * c.mean:+.1f}")
+    print("curve (removed %, kept, worst gap): " + ", ".join(
+        f"{100 * p.share:.0f}% {p.kept} {100 * p.worst_gap:+.1f}" for p in rep.curve))
+    by = Counter()
+    letters: dict[str, Counter] = {}
     for r in records:
-        by.setdefault(r["question_type"], []).append(r)
-    lines = []
-    for t, rs in sorted(by.items()):
-        parts = [f"{t} (n={len(rs)})"]
-        if t.startswith("object_counting"):
-            c = Counter(str(r["ground_truth"]) for r in rs)
-            parts.append(f"largest count share {max(c.values()) / len(rs):.1%}")
-        if rs[0].get("options"):
-            k = len(rs[0]["options"])
-            c = Counter(r["ground_truth"] for r in rs)
-            dev = max(abs(c.get(x, 0) / len(rs) - 1 / k) for x in "ABCDEFGH"[:k])
-            parts.append(f"letters max |share - 1/k| {100 * dev:.1f} pts")
-        lines.append("  " + "; ".join(parts))
-    return lines
+        by[r["question_type"]] += 1
+        if r.get("options"):
+            letters.setdefault(r["question_type"], Counter())[r["ground_truth"]] += 1
+    dev = {t: max(abs(c.get(x, 0) / by[t] - 1 / len(c)) for x in c) for t, c in letters.items()}
+    print(f"letters: largest |share - 1/k| {100 * max(dev.values(), default=0):.1f} points; counting: largest share "
+          + ", ".join(f"{d.question_type} {max(n for _, n in d.answers) / d.n:.0%}" for d in rep.distributions
+                      if d.question_type.startswith("object_counting")))
+    return records
 
 
-def seed_groups(fresh: int) -> list[tuple[str, tuple[int, ...]]]:
-    """The fold seeds judged: the report's and ``fresh`` ones no generation run uses."""
-    return [("the report's fold seeds", (0, 1, 2)), ("fresh fold seeds", tuple(range(100, 100 + fresh)))]
-
-
-def report(name: str, records: list[dict], markdown: bool, fresh: int = 5) -> None:
-    t0 = time.time()
-    rep = attack_report(records, permutations=NULL)
+def transfer(name: str, records: list[dict], train: list[dict], source: str) -> None:
+    rep = transfer_report(records, train, source, margin=Rules().balance.blind_margin,
+                          min_judged=Rules().balance.min_judged)
     judged = [c for c in rep.cells if c.judged]
-    above = [c for c in judged if c.above and not c.complement]
-    comp = [c for c in judged if c.above and c.complement]
-    below = [c for c in judged if c.below and not c.complement]
-    resolved = [c for c in above + comp if c.ci[0] > c.margin]
-    print(f"\n## {name}: {len(records)} questions, {len({r['scene_id'] for r in records})} scene(s), attacks in "
-          f"{time.time() - t0:.1f} s; {len(judged)} judged cells (attacks and complements 'not-X'): {len(above)} "
-          f"attack(s) above chance + 3 points, {len(comp)} complement(s) above chance + 3 (their attack far below "
-          f"chance) ({len(resolved)} of these with chance + 3 below their 95% interval); {len(below)} attack(s) "
-          f"below chance - 3 points; chance + 3 inside the 95% interval of {sum(c.margin_in_ci for c in judged)} "
-          f"of {len(judged)}")
-    for label, seeds in seed_groups(fresh):  # folds the balancing never saw (vistest.generate.balance.fold_seeds)
-        cells = [c for c in across_seeds([attack_report(records, s, permutations=NULL) for s in seeds], seeds)
-                 if c.judged]
-        per_seed = [sum(s in c.seeds_above for c in cells) for s in seeds]
-        print(f"  {label} {', '.join(map(str, seeds))}: of {len(cells)} judged cells, above chance + 3 per seed "
-              f"{per_seed}; mean over the seeds above: {sum(c.above and not c.complement for c in cells)} "
-              f"attack(s), {sum(c.above and c.complement for c in cells)} complement(s) (largest mean "
-              f"{100 * max(c.mean for c in cells):+.1f}); worst seed above: "
-              f"{sum(c.worst > c.margin + 1e-9 for c in cells)}")
-        if label.startswith("the report"):
-            table = seeds_table(cells, rep.folds.scheme)
-            print(markdown_table(table) if markdown else text_table(table))
-    print(markdown_table(rep.table()) if markdown else text_table(rep.table()))
-    print("\n".join(set_stats(records)))
-
-
-def transfer(name: str, records: list[dict], train: list[dict], source: str, markdown: bool) -> None:
-    """Every attack fitted on ``train`` (another set, other rooms) and scored on ``records``."""
-    rep = transfer_report(records, train, source)
-    judged = [c for c in rep.cells if c.judged]
-    above = [c for c in judged if c.above]
-    print(f"\n## transfer: {name} answered by attacks fitted on {source}: {len(judged)} judged cells, "
-          f"{sum(not c.complement for c in above)} attack(s) and {sum(c.complement for c in above)} complement(s) "
-          f"above chance + 3 ({sum(c.ci[0] > c.margin for c in above)} with chance + 3 below their 95% interval); "
-          f"largest {100 * max((c.gap for c in judged), default=float('nan')):+.1f}")
-    for c in above:
-        print(f"  above: {c.question_type} {c.attack} n={c.n} {100 * c.gap:+.1f} "
-              f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]")
-    if markdown:
-        print(markdown_table(rep.table()))
-
-
-def load_questions(folder: str) -> list[dict]:
-    out = []
-    for p in sorted(Path(folder).glob("*.jsonl")):
-        out += [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
-    return out
+    print(f"\n# transfer: {name} answered by attacks fitted on {source}: {len(judged)} judged cells, "
+          f"{sum(c.above for c in judged)} above chance + margin; largest "
+          f"{100 * max((c.gap for c in judged), default=float('nan')):+.1f}")
+    for c in judged:
+        if c.above:
+            print(f"  above: {c.question_type} {c.attack} n={c.n} {100 * c.gap:+.1f} "
+                  f"[{100 * c.ci[0]:+.1f}, {100 * c.ci[1]:+.1f}]")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rooms", type=int, default=30)
-    ap.add_argument("--demo", default=None, help="the demo's scene.json (vistest demo-scene)")
+    ap.add_argument("--rooms", type=int, default=40)
+    ap.add_argument("--start", type=int, default=1000)
+    ap.add_argument("--external", type=int, default=None, help="first seed of a second set of rooms (transfer)")
+    ap.add_argument("--frames", type=int, default=90)
     ap.add_argument("--cache", default="/tmp/vistest-bench-blind")
-    ap.add_argument("--questions", default=None, help="score this folder of generated questions instead")
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--fresh", type=int, default=5, help="fresh fold seeds judged (100, 101 ...)")
-    ap.add_argument("--external", action="store_true",
-                    help="also generate over --rooms other rooms (seeds --rooms ... 2 x --rooms - 1) and score "
-                         "each set's attacks fitted on the other (transfer)")
+    ap.add_argument("--rule", action="append", default=[])
     args = ap.parse_args()
-    if args.questions:
-        report(args.questions, load_questions(args.questions), args.markdown, args.fresh)
-        return
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
-    inputs = rooms(args.rooms, cache)
-    sets = [(f"{args.rooms} random rooms", inputs, Rules())]
-    if args.demo:
-        d = demo(args.demo, cache)
-        sets.append((f"{args.rooms} random rooms + the demo", inputs + [d], Rules()))
-        sets.append(("the demo alone", [d], Rules().with_overrides(["abs_distance.skip_probability=[]"])))
-    outputs = {}
-    if args.external:
-        sets.append((f"{args.rooms} other random rooms", rooms(args.rooms, cache, args.rooms), Rules()))
-    for name, ins, rules in sets:
-        t0 = time.time()
-        gen = generate(ins, parse_types("all"), rules, seed=0)
-        records = [r for recs in gen.questions.values() for r in recs]
-        print(f"\n# generate: {name} in {time.time() - t0:.1f} s; report targets met: {gen.report.ok}")
-        for n in gen.report.notes:
-            print(f"  note: {n}")
-        dropped = [f.question_type for f in gen.report.funnel if f.answerable and not f.final]
-        print(f"  kept {sum(f.final for f in gen.report.funnel)} of {sum(f.answerable for f in gen.report.funnel)} "
-              f"answerable questions; {len(dropped)} type(s) dropped: {', '.join(dropped) or '-'}")
-        print("  questions per type, answerable before balancing -> kept: " + ", ".join(
-            f"{f.question_type} {f.answerable} -> {f.final}" for f in gen.report.funnel))
-        report(name, records, args.markdown, args.fresh)
-        outputs[name] = records
-    if args.external:
-        a, b = f"{args.rooms} random rooms", f"{args.rooms} other random rooms"
-        transfer(a, outputs[a], outputs[b], b, args.markdown)
-        transfer(b, outputs[b], outputs[a], a, args.markdown)
+    inputs = rooms(args.start, args.rooms, args.frames, cache)
+    rules = Rules().with_overrides(args.rule)
+    _, off = timed(inputs, rules.with_overrides(OFF))
+    gen, on = timed(inputs, rules)
+    print(f"generate over {args.rooms} rooms: {on:.1f} s balanced, {off:.1f} s with the balancing off "
+          f"({', '.join(OFF)}): ratio {on / off:.2f}")
+    a = summary(f"rooms {args.start}-{args.start + args.rooms - 1}", gen, on)
+    if args.external is not None:
+        other, t = timed(rooms(args.external, args.rooms, args.frames, cache), rules)
+        b = summary(f"rooms {args.external}-{args.external + args.rooms - 1}", other, t)
+        transfer("the first set", a, b, "the second set")
+        transfer("the second set", b, a, "the first set")
 
 
 if __name__ == "__main__":

@@ -35,11 +35,9 @@ def rooms():
 
 @pytest.fixture(scope="module")
 def generated(rooms):
-    # cluttered rooms; every type kept (on 20 rooms the balancing drops leaky types: docs/generate.md);
-    # one balancing round, no swaps: this module checks the stock task's names and fields, not the balancing
+    # cluttered rooms; no bias pruning: this module checks the stock task's names and fields, not the balancing
     rules = Rules().with_overrides(["route.clearance_m=0.15", "route.landmark_margin_m=0.2",
-                                    "balance.drop_leaky_types=false", "balance.max_rounds=1",
-                                    "balance.option_draws=1", "balance.swap_proposals=0"])
+                                    "balance.removal_budget=0"])
     return generate(rooms, parse_types("vsibench"), rules, seed=0)
 
 

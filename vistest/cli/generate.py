@@ -34,7 +34,8 @@ from .options import profile_options, quiet_option, seen_threshold_option
 @click.option("--rule", "rule_items", multiple=True, metavar="FAMILY.PARAM=VALUE",
               help="Override a rule (repeatable), e.g. abs_distance.min_distance_m=0.2; see docs/generate.md.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
-              help="Also write report.json and report.md into this folder.")
+              help="Also write report.json, report.md, bias_scores.jsonl (each question's bias score) and "
+                   "curve.png (the pruning's trade-off) into this folder.")
 @quiet_option("No progress bar and no report on the terminal.")
 def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answerable_at, profile, options,
                  seen_threshold, rule_items, report_dir, quiet):
@@ -45,6 +46,7 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answe
     from ..budgets import budget_label, parse_budgets
     from ..budget.seen import seen_rule
     from ..generate import Rules, SceneInput, generate, parse_types, write_questions
+    from ..generate.report import curve_png
     from ..scene import Scene
     from ..visibility.table import Visibility, compute_visibility
 
@@ -83,6 +85,8 @@ def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answe
     if report_dir is not None:
         write_atomic(Path(report_dir) / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
         write_atomic(Path(report_dir) / "report.md", gen.report.markdown())
+        write_atomic(Path(report_dir) / "bias_scores.jsonl", gen.report.bias_lines())
+        curve_png(gen.report, Path(report_dir) / "curve.png")
     if not quiet:
         click.echo(gen.report.text(), nl=False)
         click.echo(f"wrote {gen.report.n_questions} questions: " + ", ".join(str(p) for p in paths[:4])

@@ -26,6 +26,11 @@ MRA for numbers). Attacks (:data:`ATTACKS`):
   video": the option at the offset from that special option that won most often in training.
 * ``answer-length``: the option whose text-length rank (shortest first, ties in option order)
   won most often in training.
+* ``world-prior``: what a blind model knows of the world, fitted *outside* the set on real scans'
+  annotations (vistest.eval.world_prior: typical object sizes, room areas, object-pair
+  distances): size, distance and room-size questions answered with the typical value (numeric
+  options: the nearest in ratio), relative distance with the option typically closest /
+  farthest. It ignores the training folds.
 
 Ties between training counts go to the smaller letter / rank / offset (an attack is a fixed
 rule; the balancing makes ties rare).
@@ -98,15 +103,18 @@ import numpy as np
 from ..questions import ANSWER_MCQ, ANSWER_TEXT, option_letter, option_number
 from ..answers import MRA_THRESHOLDS, PROTOCOLS, Protocol, is_special_option, normalize_text, python_float, score_answer
 from .baselines import DEFAULT_FOLDS, HOLDOUT_AUTO, HOLDOUT_SCENE, Folds, format_number, holdout_folds, option_order
+from . import world_prior
 from .learned import fit_learned, words
 from ..budgets import budget_sort_key
 from ..budget.rows import TruthRow
 from .records import ScoreError, load_run_dir
 from .tables import Table
 
-CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH = (
-    "constant", "option-label", "option-rank", "numeric-prior", "learned", "nota-position", "answer-length")
-ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH)
+CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH, WORLD_PRIOR = (
+    "constant", "option-label", "option-rank", "numeric-prior", "learned", "nota-position", "answer-length",
+    "world-prior")
+ATTACKS = (CONSTANT, OPTION_LABEL, OPTION_RANK, NUMERIC_PRIOR, LEARNED_ATTACK, NOTA_POSITION, ANSWER_LENGTH,
+           WORLD_PRIOR)
 COMPLEMENT = "not-"  # the complement cell of attack X is named "not-X" (module docstring: two-sided)
 DEFAULT_MARGIN = 0.03  # issue #23: every held-out attack within chance + 3 points
 DEFAULT_MIN_JUDGED = 20  # vistest.generate.rules.BalanceRules.min_judged: SE of a mean MRA ~0.3/sqrt(n)
@@ -387,9 +395,31 @@ def fit_answer_length(train: Sequence[TruthRow]) -> Answerer:
     return answer
 
 
+def fit_world_prior(train: Sequence[TruthRow]) -> Answerer:
+    """The ``world-prior`` attack (module docstring); ``train`` is not used: the prior was fitted
+    on real scans (vistest.eval.world_prior)."""
+
+    def answer(t: TruthRow) -> str | None:
+        if t.kind == ANSWER_TEXT:
+            return None
+        value = world_prior.prior_value(t.question_type, t.question, t.label)
+        if value is None:
+            pick = world_prior.prior_choice(t.question, option_texts(t)) if t.kind == ANSWER_MCQ and t.options else None
+            return None if pick is None else _letter(t, pick)
+        if t.kind != ANSWER_MCQ:
+            return format_number(value)
+        v = option_values(t)
+        if v is None:
+            return None
+        dist = [abs(math.log(x / value)) if math.isfinite(x) and x > 0 else math.inf for x in v]
+        return _letter(t, int(np.argmin(dist)))
+    return answer
+
+
 FITTERS: Mapping[str, Callable[[Sequence[TruthRow]], Answerer]] = {
     CONSTANT: fit_constant, OPTION_LABEL: fit_option_label, OPTION_RANK: fit_option_rank,
-    NUMERIC_PRIOR: fit_numeric_prior, NOTA_POSITION: fit_nota_position, ANSWER_LENGTH: fit_answer_length}
+    NUMERIC_PRIOR: fit_numeric_prior, NOTA_POSITION: fit_nota_position, ANSWER_LENGTH: fit_answer_length,
+    WORLD_PRIOR: fit_world_prior}
 
 
 # =======================================================================================

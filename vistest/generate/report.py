@@ -3,20 +3,22 @@ the debiasing targets (pass / fail), vistest's blind baselines against chance, a
 answers hold at each frame budget. ``GenerateReport.to_dict`` is report.json; ``text`` and
 ``markdown`` render the same tables.
 
-Targets checked (issues #14, #23): no counting answer above ``balance.max_count_share`` of its
-type; correct letters uniform (each within ``balance.letter_tolerance`` of 1/k) per
+Targets checked (issues #14, #23, #34): no counting answer above ``balance.max_count_share`` of
+its type; correct letters uniform (each within ``balance.letter_tolerance`` of 1/k) per
 multiple-choice type; numeric options within ``[min_ratio, max_ratio]`` times the answer and
-``step_ratio`` apart, the answer's rank uniform; every blind attack of vistest.eval.attacks, held
-out by scene, at most ``balance.blind_margin`` above chance (per type from ``balance.min_judged``
-questions on; smaller types pooled, and the pool judged from that size on), **two-sided**: every
-multiple-choice attack's complement ``not-X`` (one of the options X does not pick, at random:
-X far below chance) at most the margin above its held-out chance (its mean gap with the answer
-keys re-drawn within the set's balances, ``balance.null_permutations``: what holding out alone
-gives); numbers (MRA)
-one-sided (vistest.eval.attacks), on ``balance.judge_fold_seeds`` fold seeds (``seed``, ``seed + 1`` ...),
-which the balancing never scores on (vistest.generate.balance.fold_seeds): a cell is judged on
+``step_ratio`` apart, the answer's rank uniform; every blind attack of vistest.eval.attacks (the
+world prior fitted on real scans included), held out by scene, at most ``balance.blind_margin``
+above chance (per type from ``balance.min_judged`` questions on; smaller types pooled, and the
+pool judged from that size on), two-sided for multiple choice (every attack's complement
+``not-X``, one of the options X does not pick, against its held-out chance: its mean gap with
+the answer keys re-drawn within the set's balances, ``balance.null_permutations`` on the first
+fold seed's folds: what holding out alone gives on a balanced set), on ``balance.judge_fold_seeds``
+fold seeds (``seed``, ``seed + 1`` ...), which the pruning never scores on: a cell is judged on
 its mean gap over the seeds, and the table of fold seeds gives its gap on each, the mean and the
-worst.
+worst. What a user decides on: per type the answerable pool, the questions drawn within the
+per-scene caps, kept, and the kept shares; the trade-off curve of the pruning (questions kept
+against the worst held-out gap, :func:`curve_png`); each question's bias score
+(``bias_scores.jsonl``, :meth:`GenerateReport.bias_lines`).
 """
 from __future__ import annotations
 
@@ -32,9 +34,8 @@ from ..budgets import budget_label, parse_budget
 from ..budget.truth import STATUSES, budget_truth
 from ..questions import option_letter, parse_questions
 from ..eval.attacks import AttackReport, SeedCell, across_seeds, seeds_table
-from .balance import fold_seeds, letter_granularity
+from .balance import CurvePoint, ladder_rules, letter_granularity
 from .blind import attack_report
-from .balance import ladder_rules
 from .candidates import LADDER_TYPES
 from .rules import Rules, rule_table
 
@@ -51,6 +52,11 @@ class Funnel:
     answerable: int
     final: int
     removed: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def drawn(self) -> int:
+        """The questions before the pruning: answerable, within the per-scene caps and answer caps."""
+        return self.answerable - sum(n for s, n in self.removed if s != "bias_pruning")
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,9 @@ class GenerateReport:
     notes: tuple[str, ...] = ()
     attack_seeds: tuple[AttackReport, ...] = ()
     fold_seeds: tuple[int, ...] = ()
+    bias: Mapping[str, tuple[float, float]] | None = None
+    curve: tuple[CurvePoint, ...] = ()
+    dropped_candidates: int = 0
 
     @property
     def seed_cells(self) -> tuple[SeedCell, ...]:
@@ -131,8 +140,25 @@ class GenerateReport:
                 "blind_attacks": None if self.attacks is None else self.attacks.to_dict(),
                 "blind_attacks_over_fold_seeds": {"fold_seeds": list(self.fold_seeds),
                                                   "cells": [c.to_dict() for c in self.seed_cells]},
+                "kept": [{"question_type": f.question_type, "answerable": f.answerable, "drawn": f.drawn,
+                          "kept": f.final} for f in self.funnel],
+                "curve": [dataclasses.asdict(p) for p in self.curve],
+                "dropped_candidates": self.dropped_candidates,
                 "answerability": [dataclasses.asdict(a) for a in self.answerability],
                 "notes": list(self.notes)}
+
+    def bias_lines(self) -> str:
+        """``bias_scores.jsonl``: per question of the set (id order), its bias score (module
+        docstring; vistest.generate.balance.bias_scores): ``score`` the content attacks' mean
+        held-out score of the gold answer, ``chance``, ``bias`` their difference (null where no
+        content attack applies)."""
+        out = []
+        for qid in sorted(self.bias or {}):
+            score, chance = self.bias[qid]
+            ok = np.isfinite(score)
+            out.append(json.dumps({"id": qid, "score": round(score, 4) if ok else None, "chance": round(chance, 4),
+                                   "bias": round(score - chance, 4) if ok else None}) + "\n")
+        return "".join(out)
 
     def tables(self) -> list[tuple[str, list[str], list[list[str]]]]:
         """(title, header, rows) of every table, in report order."""
@@ -140,6 +166,21 @@ class GenerateReport:
         t.append(("Questions per step", ["type", "found", "pooled", "answerable", "final", "removed by balancing"],
                   [[f.question_type, str(f.found), str(f.pooled), str(f.answerable), str(f.final),
                     ", ".join(f"{s} {n}" for s, n in f.removed) or "-"] for f in self.funnel]))
+        tot = [sum(getattr(f, k) for f in self.funnel) for k in ("answerable", "drawn", "final")]
+        t.append(("Kept per type (drawn: answerable within the per-scene and answer caps, before the pruning)",
+                  ["type", "answerable", "drawn", "kept", "kept % of answerable", "kept % of drawn"],
+                  [[f.question_type, str(f.answerable), str(f.drawn), str(f.final),
+                    f"{100 * f.final / max(1, f.answerable):.0f}", f"{100 * f.final / max(1, f.drawn):.0f}"]
+                   for f in self.funnel]
+                  + [["all types", *map(str, tot), f"{100 * tot[2] / max(1, tot[0]):.0f}",
+                      f"{100 * tot[2] / max(1, tot[1]):.0f}"]]))
+        if self.curve:
+            t.append(("Trade-off of the pruning (each round: questions kept, the worst judged held-out attack gap "
+                      "above chance on that round's fold seed)", ["round", "removed", "kept", "removed %",
+                                                                  "worst gap (points)", "worst cell"],
+                      [[str(p.round), str(p.removed), str(p.kept), f"{100 * p.share:.0f}",
+                        f"{100 * p.worst_gap:+.1f}" if np.isfinite(p.worst_gap) else "-", p.worst_cell]
+                       for p in self.curve]))
         t.append(("Answer distributions", ["type", "n", "answers", "letters", "answer rank"],
                   [[d.question_type, str(d.n), _answers_text(d), " ".join(f"{a}:{n}" for a, n in d.letters) or "-",
                     " ".join(f"{r + 1}:{n}" for r, n in d.ranks) or "-"] for d in self.distributions]))
@@ -325,10 +366,14 @@ def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, 
 
 def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, int],
                  funnel: Mapping[str, Mapping[str, int]], removals, notes: Sequence[str],
-                 scenes: Mapping[str, tuple], types: tuple[str, ...], rules: Rules, seed: int) -> GenerateReport:
+                 scenes: Mapping[str, tuple], types: tuple[str, ...], rules: Rules, seed: int,
+                 bias: Mapping[str, tuple[float, float]] | None = None, curve: Sequence[CurvePoint] = (),
+                 dropped: int = 0) -> GenerateReport:
     """The report of one generation (see GenerateReport). ``ranks``: the answer's rank among the
     numeric options, by question id; ``funnel``: counts per type and step; ``removals``:
-    vistest.generate.balance.Removal; ``scenes``: scene id -> (scene, visibility)."""
+    vistest.generate.balance.Removal; ``scenes``: scene id -> (scene, visibility); ``bias``: each
+    question's (score, chance) by id; ``curve``: the pruning's trade-off; ``dropped``: candidates
+    that failed their own checks."""
     records = [r for sid in sorted(questions) for r in questions[sid]]
     final = Counter(r["question_type"] for r in records)
     removed: dict[str, list[tuple[str, int]]] = defaultdict(list)
@@ -341,17 +386,53 @@ def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, in
                          f"types have too few questions to meet them (generate over many scenes, docs/generate.md)"]
     dists = distributions(records, ranks) if records else []
     b = rules.balance
-    judge, fit = fold_seeds(seed, b)
+    judge = tuple(range(seed, seed + b.judge_fold_seeds))
     runs = tuple(attack_report(records, s, min_judged=b.min_judged, margin=b.blind_margin,
-                               permutations=b.null_permutations) for s in judge) if records else ()
+                               permutations=b.null_permutations if s == seed else 0) for s in judge) if records else ()
+    if runs and b.null_permutations:  # the held-out chance, drawn on the first fold seed, judges every seed
+        null = {(c.question_type, c.attack): c.null for c in runs[0].cells if c.complement}
+        runs = (runs[0],) + tuple(dataclasses.replace(r, cells=tuple(
+            dataclasses.replace(c, null=null.get((c.question_type, c.attack))) if c.complement else c
+            for c in r.cells)) for r in runs[1:])
     if runs:
         notes = [*notes, f"blind attacks: judged on the mean over fold seeds {', '.join(map(str, judge))}; the "
-                         f"balancing scored on {b.fit_fold_seeds} other fold seeds per round, new every round "
-                         f"({', '.join(map(str, fit))} first)"
+                         f"pruning scored on other fold seeds ({seed + b.judge_fold_seeds} first)"
                  + ("" if len(runs) < 2 or len({tuple(sorted(r.folds.fold_of.items())) for r in runs}) > 1 else
                     f" (held out {runs[0].folds.scheme}: every fold seed gives the same folds, so the balancing "
                     f"was scored on the folds judged here)")]
     rep = GenerateReport(seed, tuple(sorted(questions)), types, rules, fun, tuple(dists), (),
                          runs[0] if runs else None, tuple(answerability(questions, scenes, rules)), tuple(notes),
-                         runs, judge)
+                         runs, judge, dict(bias or {}), tuple(curve), dropped)
     return dataclasses.replace(rep, checks=tuple(checks(records, dists, rep.seed_cells, rules)))
+
+
+def curve_png(report: GenerateReport, path) -> bool:
+    """The trade-off curve as a PNG (questions kept against the worst judged held-out attack gap,
+    the target's margin drawn); False when there is no curve. Matplotlib's object API, Agg."""
+    if not report.curve:
+        return False
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..atomic import write_atomic
+
+    fig = Figure(figsize=(6, 3.6), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    pts = [p for p in report.curve if np.isfinite(p.worst_gap)]
+    ax.plot([100 * p.share for p in pts], [100 * p.worst_gap for p in pts], "o-", color="#1f77b4")
+    for p in pts:
+        ax.annotate(str(p.kept), (100 * p.share, 100 * p.worst_gap), textcoords="offset points", xytext=(3, 4),
+                    fontsize=7)
+    ax.axhline(100 * report.rules.balance.blind_margin, color="#d62728", ls="--", lw=1, label="target margin")
+    ax.set_xlabel("questions removed by the pruning (%)")
+    ax.set_ylabel("worst held-out attack gap (points)")
+    ax.set_title("Bias pruning: questions kept (labels) vs the worst attack", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    write_atomic(path, buf.getvalue())
+    return True

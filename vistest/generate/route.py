@@ -24,7 +24,8 @@ metres, +Z up, angles counter-clockwise seen from above, so a positive turn is t
    a boundary (0, +-``back_turn_deg``) drops the route.
 4. **Landmarks**: each vertex is named by the object whose footprint is nearest to it (label
    unique and seen, within ``landmark_max_distance_m``, every other object at least
-   ``landmark_margin_m`` farther, not A, not G, not the previous landmark), else the route is
+   ``landmark_margin_m`` farther, not A, not G, not a landmark before it, not the faced object
+   B), else the route is
    dropped.
 5. **Options**: every option keeps the answer's "Turn Back" positions and varies left/right
    elsewhere (so no option can be ruled out from the text), ``num_options`` of them: routes with
@@ -322,13 +323,14 @@ def candidates(facts: SceneFacts, rules: RouteRules, rng: np.random.Generator) -
             for k in range(1, len(pts) - 1):
                 w = turn_word(turn_deg(pts[k] - pts[k - 1], pts[k + 1] - pts[k]), rules)
                 lm = landmark(facts, pts[k], rules)
-                if w is None or lm is None or lm.id in (a.id, g.id) or (marks and marks[-1].id == lm.id):
+                if w is None or lm is None or lm.id in (a.id, g.id) or lm.id in {m.id for m in marks}:
                     break
                 words.append(w)
                 marks.append(lm)
             else:
+                named = {a.id, g.id} | {m.id for m in marks}
                 for b in objs:
-                    if b.id in (a.id, g.id):
+                    if b.id in named:  # the faced object is no landmark: every object is named once
                         continue
                     c = _candidate(facts, rules, a, b, g, pts, words, marks, rng)
                     if c is not None:

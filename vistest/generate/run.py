@@ -4,8 +4,9 @@ For each scene (by scene id): its facts (vistest.generate.facts), every candidat
 types (one module per family), a random pool of at most ``balance.pool_per_scene`` per type, the
 candidates whose all-frame answer the budget stage keeps at every ``frames.answerable_at`` budget
 (vistest.budget.truth: the answer holds for the frames a model sees). Then over all scenes
-together: the balancing pass (answer caps, per-scene caps, blind pruning, options:
-vistest.generate.balance), ids, and the report (vistest.generate.report).
+together: the balancing pass (stratified per-scene draws, answer caps, Iterative Bias Pruning,
+options: vistest.generate.balance), ids, and the report (vistest.generate.report). A candidate
+whose question record fails the question parser is dropped and counted in the report's notes.
 
 Randomness: each scene's candidates draw from ``scene_rng(seed, scene_id)`` and the balancing
 pass from ``numpy.random.default_rng(seed)``; everything is iterated in sorted order. The same
@@ -157,6 +158,26 @@ def provisional_record(c: Candidate, qid: str) -> dict:
     return to_record(c, qid)
 
 
+def valid(scene: Scene, cands: Sequence[Candidate]) -> tuple[list[Candidate], list[str]]:
+    """The candidates whose question records the question parser accepts, and why each other one
+    was dropped (a candidate that fails its own checks is a generator bug; it is dropped and
+    counted in the report, never the set aborted: issue #34)."""
+    recs = [json.dumps(provisional_record(c, f"c{i}")) for i, c in enumerate(cands)]
+    try:
+        parse_questions(recs, source="<candidates>", scene=scene)
+        return list(cands), []
+    except InputError:
+        pass
+    ok, why = [], []
+    for c, rec in zip(cands, recs):
+        try:
+            parse_questions([rec], source="<candidates>", scene=scene)
+            ok.append(c)
+        except InputError as e:
+            why.append(f"{c.question_type} {'/'.join(c.objects)}: {str(e).split(': ', 2)[-1]}")
+    return ok, why
+
+
 def kept_at(scene: Scene, vis: Visibility, cands: Sequence[Candidate], rules: Rules) -> list[Candidate]:
     """The candidates whose answer the budget stage keeps at every ``frames.answerable_at`` budget."""
     fr = rules.frames
@@ -184,46 +205,55 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
         by_id[sid] = inp
     funnel: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(("found", "pooled", "answerable"), 0))
     pool: list[Candidate] = []
+    dropped: list[str] = []
     with progress_bar(len(by_id), "generate", enabled=progress) as bar:
         for sid in sorted(by_id):
             inp = by_id[sid]
             facts = SceneFacts(inp.scene, inp.visibility, rules.frames.seen, inp.source)
             rng = scene_rng(seed, sid)
             found = scene_candidates(facts, rules, types, rng)
-            pooled = draw_pool(found, rules.balance.pool_per_scene, rng)
+            pooled, why = valid(inp.scene, draw_pool(found, rules.balance.pool_per_scene, rng))
+            dropped += [f"{sid}: {w}" for w in why]
             ok = kept_at(inp.scene, inp.visibility, pooled, rules)
             for stage, cs in (("found", found), ("pooled", pooled), ("answerable", ok)):
                 for c in cs:
                     funnel[c.question_type][stage] += 1
             pool.extend(ok)
             bar.update(1)
-    placed, removals, notes = balance(pool, rules, np.random.default_rng(seed), seed)
-    questions, ranks = assign_ids(placed, by_id)
+    bal = balance(pool, rules, np.random.default_rng(seed), seed)
+    questions, ranks, keys = assign_ids(bal.placed, by_id)
     if vsibench_wording(types):
         questions = {sid: tuple(vsibench_record(r) for r in recs) for sid, recs in questions.items()}
-    report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, removals, notes,
-                          {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed)
+    notes = list(bal.notes)
+    if dropped:
+        notes.append(f"{len(dropped)} candidate(s) failed their own checks and were dropped (a generator bug; "
+                     f"the first: {dropped[0]})")
+    bias = {qid: bal.bias[k] for qid, k in keys.items() if k in bal.bias}
+    report = build_report(questions, ranks, {k: dict(v) for k, v in funnel.items()}, bal.removals, notes,
+                          {sid: (inp.scene, inp.visibility) for sid, inp in by_id.items()}, types, rules, seed,
+                          bias, bal.curve, len(dropped))
     return Generated(questions, report)
 
 
 def assign_ids(placed: Sequence[Placed], scenes: Mapping[str, SceneInput]
-               ) -> tuple[dict[str, tuple[dict, ...]], dict[str, int]]:
-    """Question records per scene, ids ``{scene_id}-{n:04d}`` in key order, and the answer's rank
-    among the numeric options by id. Each scene's records are validated as vistest questions (a
-    failure here is a bug)."""
+               ) -> tuple[dict[str, tuple[dict, ...]], dict[str, int], dict[str, tuple]]:
+    """Question records per scene, ids ``{scene_id}-{n:04d}`` in key order, the answer's rank
+    among the numeric options by id, and each id's candidate key. Each scene's records are
+    validated as vistest questions (a failure here is a bug)."""
     per: dict[str, list[Placed]] = defaultdict(list)
     for p in placed:
         per[p.candidate.scene_id].append(p)
-    out, ranks = {}, {}
+    out, ranks, keys = {}, {}, {}
     for sid in sorted(scenes):
         recs = []
         for n, p in enumerate(sorted(per.get(sid, []), key=lambda p: p.candidate.key), start=1):
             recs.append(to_record(p.candidate, f"{sid}-{n:04d}", list(p.options) if p.options else None, p.letter))
+            keys[recs[-1]["id"]] = p.candidate.key
             if p.rank is not None:
                 ranks[recs[-1]["id"]] = p.rank
         parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scenes[sid].scene)
         out[sid] = tuple(recs)
-    return out, ranks
+    return out, ranks, keys
 
 
 def questions_jsonl(records: Sequence[dict]) -> str:
