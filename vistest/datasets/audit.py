@@ -376,8 +376,16 @@ class Evidence:
 
 
 def _audit_frames(scene: Scene, params: CheckParams) -> tuple[Frame, ...]:
-    """Up to ``max_frames`` evenly spaced valid frames (with depth when the scene has depth)."""
-    cands = [f for f in scene.frames if f.valid and (f.depth is not None or not any(g.depth for g in scene.frames))]
+    """Up to ``max_frames`` evenly spaced valid frames (with depth when the scene has depth), each
+    observation once: a frame with the same image or depth file and pose as the one before it (a held
+    frame of ``--video-from-frames``, which is its photo) is left out."""
+    cands, last = [], None
+    for f in scene.frames:
+        if f.valid and (f.depth is not None or not any(g.depth for g in scene.frames)):
+            key = (f.image, f.depth, f.camera_to_world.tobytes())
+            if key != last or (f.image is None and f.depth is None):
+                cands.append(f)
+            last = key
     if len(cands) <= params.max_frames:
         return tuple(cands)
     pick = np.unique(np.linspace(0, len(cands) - 1, params.max_frames).round().astype(int))
