@@ -306,3 +306,29 @@ def test_audit_reads_each_photo_once(tmp_path):
     assert [f.index for f in _audit_frames(scene, CheckParams())] == list(FRAMES)
     r = audit_scene(scene, use_depth=False, params=CheckParams())
     assert r.passed and r.best == "as given", r.text()
+
+
+def test_held_frames_carry_their_photos_validity():
+    """vistest.datasets.framevideo.held_frames by hand: photos at 1 (valid pose), 3 (lost tracking) and
+    6 (no pose file); own pose files at 0 (black), 2, 4 and 7. Frame 0: black, its pose made invalid;
+    2: photo 1's pose (its own replaced); 4, 5: photo 3's lost tracking (invalid, no new invalidation
+    listed for 5, which had no pose file); 6: no entry (a photo without a pose); 7: held frame of
+    photo 6, its own pose made invalid."""
+    from vistest.datasets.framevideo import held_frames, plan
+    from vistest.scene import Frame
+
+    def pose(x):
+        m = np.eye(4)
+        m[0, 3] = x
+        return m
+
+    frames = (Frame(0, 0.0, pose(0)), Frame(1, 0.1, pose(1)), Frame(2, 0.2, pose(2)), Frame(3, 0.3, None),
+              Frame(4, 0.4, pose(4)), Frame(7, 0.7, pose(7)))
+    shown, held, black = plan({1: "1.jpg", 3: "3.jpg", 6: "6.jpg"}, 7)
+    assert shown == [None, 1, 1, 3, 3, 3, 6, 6] and held == [2, 4, 5, 7] and black == [0]
+    out, invalid, posed = held_frames(frames, shown, fps=10.0)
+    assert [f.index for f in out] == [0, 1, 2, 3, 4, 5, 7]
+    assert [f.valid for f in out] == [False, True, True, False, False, False, False]
+    assert out[2].camera_to_world[0, 3] == 1.0 and out[2].time == pytest.approx(0.2)
+    assert out[5].time == pytest.approx(0.5)  # photo 3's time + 2 frames at 10 frames/s
+    assert invalid == [0, 7] and posed == 1

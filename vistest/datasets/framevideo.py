@@ -206,7 +206,7 @@ def held_frames(frames: tuple[c.Frame, ...], shown: list[int | None], fps: float
     ``photo.time + (n - shown[n]) / fps`` (seconds), replacing any pose of its own. A black
     frame, or a held frame whose photo has no frame, keeps no pose: a valid pose of its own is
     made invalid (listed), and with none it gets no entry. Returns (frames in index order, the
-    indices made invalid, the number of held frames given a photo's frame).
+    indices made invalid, the number of held frames given a photo's valid pose).
     """
     by_index = {f.index: f for f in frames}
     out: list[c.Frame] = []
@@ -219,7 +219,7 @@ def held_frames(frames: tuple[c.Frame, ...], shown: list[int | None], fps: float
                 out.append(own)
         elif photo is not None:
             out.append(replace(photo, index=n, time=photo.time + (n - src) / fps))
-            posed += 1
+            posed += photo.valid
         elif own is not None:
             if own.valid:
                 invalid.append(n)
