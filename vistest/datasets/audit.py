@@ -863,10 +863,13 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
         failures.append(_describe(base, best, ev.depth is not None))
     passed = not failures
     if passed:
-        message = (f"boxes agree with the observed geometry (median box-to-surface distance "
-                   f"{_num(base.surface_dist, '.2f')} m, depth contradicts {_num(base.contradicted_share, '.0%')} "
-                   f"of sightings, colour rank correlation {_num(base.colour, '.2f')}); no convention change "
-                   f"fits better")
+        measured = [text for x, text in (
+            (base.surface_dist, f"median box-to-surface distance {_num(base.surface_dist, '.2f')} m"),
+            (base.contradicted_share, f"depth contradicts {_num(base.contradicted_share, '.0%')} of "
+                                      f"{base.sightings} sightings"),
+            (base.colour, f"colour rank correlation {_num(base.colour, '.2f')}")) if np.isfinite(x)]
+        message = (f"boxes agree with the observed geometry ({', '.join(measured) or 'nothing measured'}); "
+                   f"no convention change fits better")
     elif suspect:
         message = _describe(base, best, ev.depth is not None)
     else:
