@@ -139,7 +139,8 @@ demo: $(STAMP)
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through
 # `vistest run --if-stale` into OUT, one target per scene: `make -j4 variants` runs scenes in parallel,
 # and a rerun redoes only scenes that are not current by their record in OUT (an input's content, an
-# output-affecting option or an output changed; the rule `vistest batch` skips scenes by: docs/batch.md);
+# output-affecting option, a rules version or an output changed, said per scene; the rule `vistest batch`
+# skips scenes by: docs/batch.md);
 # OUT/index.html is written once at the end. VARIANT_OPTS: extra `vistest run` options,
 # e.g. VARIANT_OPTS="--dummy drop,black". `vistest batch DIR -o OUT` does the same in one command,
 # and goes on past a failing scene, on a process pool or a Ray cluster (docs/batch.md).

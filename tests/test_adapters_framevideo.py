@@ -1,16 +1,19 @@
 """``vistest import ... --video-from-frames``: the colour frames encoded at their own frame numbers.
 
 Fixture: a colour-only SensReader export (no depth/, no intrinsic_depth.txt) whose images are
-solid colours, one per frame number, at frames 1, 2, 4 and 7, with poses at 1, 2, 3, 4 and 7.
+solid colours, one per frame number, at frames 1, 2, 4 and 7, with poses at 0, 1, 2, 3, 4 and 7.
 The expected video is written out by hand: decoded frame 0 is black (before the first image),
-1 and 2 their own images, 3 repeats 2, 4 its own, 5 and 6 repeat 4, 7 its own; scene frame 3
-has a pose but no image, so it becomes invalid. Colours are compared after JPEG and H.264
-(mean over the frame, tolerance 6 levels of 255).
+1 and 2 their own images, 3 repeats 2, 4 its own, 5 and 6 repeat 4, 7 its own. The scene's
+frames, by hand: 0 has a pose but shows no photo, so it becomes invalid; held frames 3, 5 and 6
+are photos 2, 4 and 4 (their poses: frame 3's own pose file is replaced). Colours are compared
+after JPEG and H.264 (mean over the frame, tolerance 6 levels of 255).
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -25,7 +28,7 @@ from vistest.videos.ffmpeg import count_frames, read_frames
 
 SIZE = (64, 48)
 IMAGES = {1: (200, 30, 30), 2: (30, 200, 30), 4: (30, 30, 200), 7: (220, 220, 40)}  # RGB per frame number
-POSED = (1, 2, 3, 4, 7)
+POSED = (0, 1, 2, 3, 4, 7)
 K = [[60.0, 0, 31.5, 0], [0, 60.0, 23.5, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
 
 
@@ -66,14 +69,20 @@ def test_video_from_frames_keeps_every_image_at_its_frame_number(tmp_path):
     got = _mean_rgb(video, 8)
     print("decoded mean RGB per frame:", got.round(1).tolist())
     np.testing.assert_allclose(got, np.array(expected, float), atol=6)
-    # the scene: frame index = decoded frame number; frame 3 has a pose but no image -> invalid
-    assert [f.index for f in scene.frames] == list(POSED)
-    assert [f.valid for f in scene.frames] == [True, True, False, True, True]
+    # the scene: frame index = decoded frame number; frame 0 (black) has a pose but no photo -> invalid;
+    # held frames 3, 5, 6 are photos 2, 4, 4: their pose (x = 0.1 n of the photo), image and the video's time
+    assert [f.index for f in scene.frames] == list(range(8))
+    assert [f.valid for f in scene.frames] == [False] + [True] * 7
+    photo_of = {1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 7}
+    for f in scene.frames[1:]:
+        assert f.camera_to_world[0, 3] == pytest.approx(0.1 * photo_of[f.index]), f.index
+        assert f.image.endswith(f"color/{photo_of[f.index]}.jpg") and f.time == pytest.approx(f.index / scene.fps)
     assert scene.depth is None  # a colour-only export imports without intrinsic_depth.txt
     prov = json.loads((out / "provenance.json").read_text())
     rec = prov["video_from_frames"]
     assert rec["decoded_frames"] == 8 and rec["images"] == 4 and rec["first_image"] == 1
-    assert rec["held"] == [[3, 3], [5, 6]] and rec["black"] == [[0, 0]] and rec["made_invalid"] == [3]
+    assert rec["held"] == [[3, 3], [5, 6]] and rec["black"] == [[0, 0]] and rec["made_invalid"] == [0]
+    assert rec["held_posed"] == 3
     assert "warning" not in rec
     assert any("OpenCV camera axes" in r for r in prov["relied_on"])
     # a rerun keeps the video (same key), a changed image re-encodes it
@@ -193,3 +202,133 @@ def test_embodiedscan_posed_images_keep_their_frame_numbers(tmp_path):
     np.testing.assert_allclose(_mean_rgb(scene.path(scene.video), 11)[:, 0], [0] * 10 + [200], atol=6)
     rec = json.loads((out / "provenance.json").read_text())["video_from_frames"]
     assert rec["held"] == [[1, 9]] and "every 10th frame" in rec["warning"] and "frame_step" not in rec["warning"]
+
+
+# ---------------------------------------------------------------------------------------
+# held frames are their photo: a strided export gives the unstrided export's ground truth
+# ---------------------------------------------------------------------------------------
+STRIDE, LAST = 10, 40
+
+
+def write_walk(root: Path, keep=lambda n: True) -> Path:
+    """The real ScanNet sample (tests/test_real_scannet.py) as a SensReader export of a 41-frame walk:
+    frame n's pose slerps through the real poses of photos 0, 11 and 102 (at n = 0, 20, 40), its
+    depth is the real vertices z-buffered into that view, its photo the nearest real one (content
+    does not enter ground truth). Only the frames ``keep(n)`` are written (SensReader's frame_skip)."""
+    from scipy.spatial.transform import Rotation, Slerp
+    from test_real_scannet import DATA, DEPTH_SIZE, INST, infos, splat_depth, write_scan
+
+    scan = write_scan(root)
+    d = infos()
+    for sub in ("color", "pose", "depth"):
+        for p in (scan / sub).iterdir():
+            p.unlink()
+    keys = np.asarray(d["extrinsics"], float)
+    slerp = Slerp([0, 20, 40], Rotation.from_matrix(keys[:, :3, :3]))
+    k_depth = np.loadtxt(scan / "intrinsic" / "intrinsic_depth.txt")
+    align = d["annos"]["axis_align_matrix"]
+    vert = np.load(INST / "scene0000_00_vert_all.npy")[:, :3].astype(float)
+    raw = vert @ np.linalg.inv(align)[:3, :3].T + np.linalg.inv(align)[:3, 3]
+    for n in range(LAST + 1):
+        if not keep(n):
+            continue
+        pose = np.eye(4)
+        pose[:3, :3] = slerp([n]).as_matrix()[0]
+        pose[:3, 3] = [np.interp(n, [0, 20, 40], keys[:, i, 3]) for i in range(3)]
+        _txt(scan / "pose" / f"{n}.txt", pose)
+        cv2.imwrite(str(scan / "depth" / f"{n}.png"),
+                    np.round(splat_depth(raw, pose, k_depth, DEPTH_SIZE) * 1000).astype(np.uint16))
+        shutil.copy(DATA / d["img_paths"][min(2, round(n / 20))], scan / "color" / f"{n}.jpg")
+    return scan
+
+
+def test_strided_export_gives_the_unstrided_ground_truth_on_the_same_photos(tmp_path, monkeypatch):
+    """Every 10th frame of the walk (photos 0, 10, 20, 30, 40; frames between held) against every
+    frame of it, each imported with --video-from-frames and its visibility computed on its own
+    (depth occlusion, the scan's depth images): each held frame sees exactly what its photo sees
+    in the unstrided scene (each photo's row computed once, not once per held frame); and at budgets
+    8, 16 and all, every size question's ground truth on the strided video equals the unstrided
+    scene's with only the photos that video shows valid."""
+    from vistest.budget.truth import budget_truth
+    from vistest.questions import parse_questions
+    from vistest.visibility import raster
+    from vistest.visibility.table import compute_visibility
+
+    full = Scene.load(import_scene("scannet", write_walk(tmp_path / "full"), tmp_path / "a", video_from_frames=True))
+    strided = Scene.load(import_scene("scannet", write_walk(tmp_path / "strided", lambda n: n % STRIDE == 0),
+                                      tmp_path / "b", video_from_frames=True))
+    assert count_frames(strided.path(strided.video)) == LAST + 1
+    assert [f.index for f in strided.frames] == list(range(LAST + 1)) and all(f.valid for f in strided.frames)
+    photo = [STRIDE * (n // STRIDE) for n in range(LAST + 1)]
+    vf = compute_visibility(full, occlusion="depth")
+    kernel, computed = raster.visibility_kernel, []
+    monkeypatch.setattr(raster, "visibility_kernel", lambda w2c, *a: (computed.append(len(w2c)), kernel(w2c, *a))[1])
+    vs = compute_visibility(strided, occlusion="depth")
+    monkeypatch.setattr(raster, "visibility_kernel", kernel)
+    assert sum(computed) == LAST // STRIDE + 1  # the photos' frames, not 41
+    assert list(vs.frame_index) == list(range(LAST + 1))
+    for name in ("visible", "evidence", "projected"):
+        np.testing.assert_array_equal(getattr(vs, name), getattr(vf, name)[photo], err_msg=name)
+    seen = vs.visible > 0.05  # ReVSI's rule: no held frame unseen where its photo sees the object
+    held = [n for n in range(LAST + 1) if n % STRIDE]
+    assert seen[held].sum() > 0 and (seen[held] == seen[photo][held]).all()
+    print(f"strided walk: {seen[held].sum()} (held frame, object) sightings; {seen.any(0).sum()} objects seen")
+
+    rows = [json.dumps({"id": i, "scene_id": full.scene_id, "question_type": "object_size_estimation",
+                        "question": "?", "objects": [o.id], "ground_truth": 100}) for i, o in enumerate(full.objects)]
+    questions = parse_questions(rows)
+    got = budget_truth(strided, vs, questions, budgets=(8, 16, "all"))
+    statuses = set()
+    for sel in got.selections:
+        shown = sorted({photo[n] for n in sel.frame_indices})
+        restricted = replace(full, frames=tuple(f if f.index in shown else replace(f, camera_to_world=None)
+                                                for f in full.frames))
+        want = budget_truth(restricted, compute_visibility(restricted, occlusion="depth"), questions, budgets=("all",))
+        mine = [it for it in got.items if it.selection is sel]
+        assert len(mine) == len(want.items) == len(questions)
+        for a, b in zip(mine, want.items):
+            assert (a.status, a.ground_truth, a.unseen) == (b.status, b.ground_truth, b.unseen), \
+                (sel.budget, a.question.id)
+            assert sorted({photo[n] for n in a.evidence_frames}) == sorted(b.evidence_frames)
+            statuses.add(a.status)
+    assert statuses == {"kept", "unanswerable"}
+
+
+def test_audit_reads_each_photo_once(tmp_path):
+    """The real sample's photos 0, 11 and 102 as a 103-frame video: 100 held frames carry a photo's
+    pose, depth and image, and the audit still reads three observations (and passes as it does
+    without the video, tests/test_real_scannet.py)."""
+    from test_real_scannet import FRAMES, write_scan
+    from vistest.datasets.audit import CheckParams, _audit_frames, audit_scene
+
+    scene = Scene.load(import_scene("scannet", write_scan(tmp_path), tmp_path / "scene", video_from_frames=True))
+    assert len(scene.frames) == 103 and all(f.valid for f in scene.frames)
+    assert [f.index for f in _audit_frames(scene, CheckParams())] == list(FRAMES)
+    r = audit_scene(scene, use_depth=False, params=CheckParams())
+    assert r.passed and r.best == "as given", r.text()
+
+
+def test_held_frames_carry_their_photos_validity():
+    """vistest.datasets.framevideo.held_frames by hand: photos at 1 (valid pose), 3 (lost tracking) and
+    6 (no pose file); own pose files at 0 (black), 2, 4 and 7. Frame 0: black, its pose made invalid;
+    2: photo 1's pose (its own replaced); 4, 5: photo 3's lost tracking (invalid, no new invalidation
+    listed for 5, which had no pose file); 6: no entry (a photo without a pose); 7: held frame of
+    photo 6, its own pose made invalid."""
+    from vistest.datasets.framevideo import held_frames, plan
+    from vistest.scene import Frame
+
+    def pose(x):
+        m = np.eye(4)
+        m[0, 3] = x
+        return m
+
+    frames = (Frame(0, 0.0, pose(0)), Frame(1, 0.1, pose(1)), Frame(2, 0.2, pose(2)), Frame(3, 0.3, None),
+              Frame(4, 0.4, pose(4)), Frame(7, 0.7, pose(7)))
+    shown, held, black = plan({1: "1.jpg", 3: "3.jpg", 6: "6.jpg"}, 7)
+    assert shown == [None, 1, 1, 3, 3, 3, 6, 6] and held == [2, 4, 5, 7] and black == [0]
+    out, invalid, posed = held_frames(frames, shown, fps=10.0)
+    assert [f.index for f in out] == [0, 1, 2, 3, 4, 5, 7]
+    assert [f.valid for f in out] == [False, True, True, False, False, False, False]
+    assert out[2].camera_to_world[0, 3] == 1.0 and out[2].time == pytest.approx(0.2)
+    assert out[5].time == pytest.approx(0.5)  # photo 3's time + 2 frames at 10 frames/s
+    assert invalid == [0, 7] and posed == 1

@@ -153,12 +153,22 @@ def test_index_opens_with_a_summary_read_from_the_run(run_dir):
         assert [c.split()[0] for c in row[2:]] == want, (row, want)
     dummies = [json.loads(ln) for ln in (run_dir / "scenes" / "tiny" / "dummy_gt.jsonl").open()]
     scored = [json.loads(ln) for ln in (run_dir / "scenes" / "tiny" / "score" / "rows.jsonl").open()]
+    # dummies: only rows that have a video count (a dummy with no frame left has none; exports leave it out)
+    with_video = {(d["id"], d["variant"], str(d["num_frames"])) for d in dummies if d["video"] is not None}
+    assert len(with_video) < len(dummies)  # the drop dummies of budget 4 lose every frame here
     for row in dummy_table[1:]:
         mode = row[0]
-        mine = [d for d in dummies if d["dummy_mode"] == mode]
+        mine = [d for d in dummies if d["dummy_mode"] == mode and d["video"] is not None]
         assert row[1] == str(len(mine)) and row[2] == str(sum(d["status"] == "unanswerable" for d in mine))
-        rated = [r for r in scored if r["variant"] == f"dummy-{mode}" and r["hallucinated"] is not None]
-        assert rated and row[4].startswith(f"{sum(r['hallucinated'] for r in rated)} of {len(rated)} ")
+        assert row[5] == str(sum(d["dummy_mode"] == mode and d["video"] is None for d in dummies))
+        rated = [r for r in scored if r["variant"] == f"dummy-{mode}" and r["hallucinated"] is not None
+                 and (r["id"], r["variant"], str(r["budget"])) in with_video]
+        print(f"dummy {mode}: table {row}; scored rows with a video {len(rated)}, without "
+              f"{sum(r['variant'] == f'dummy-{mode}' and r['hallucinated'] is not None for r in scored) - len(rated)}")
+        if rated:
+            assert row[4].startswith(f"{sum(r['hallucinated'] for r in rated)} of {len(rated)} ")
+        else:
+            assert row[1] == "0" and row[4] == "no row with a video"
     assert "1 of 12 frames have no pose" in summary
     assert "audit" not in summary
     report = {"format": "vistest.audit/1", "scene_id": "tiny", "passed": False, "message": "boxes sit 2.6 m off"}
@@ -169,6 +179,13 @@ def test_index_opens_with_a_summary_read_from_the_run(run_dir):
     finally:
         audit.unlink()
     assert "audit" in summary and "FAIL" in summary and "boxes sit 2.6 m off" in summary
+    # ranked: errors (the failed audit), then what changes answers (frames without a pose), then the notes,
+    # collapsed in a <details> that lists every kind of sampling note
+    errors, answers = summary.index("<h3>Errors</h3>"), summary.index("<h3>Changes answers</h3>")
+    assert errors < summary.index("boxes sit 2.6 m off") < answers < summary.index("1 of 12 frames have no pose")
+    details = summary[summary.index("<details>"):summary.index("</details>")]
+    assert answers < summary.index("<details>") and 'id="note-1"' in details
+    assert summary.count('id="note-') == details.count('id="note-')
 
 
 def test_summary_survives_damaged_files(run_dir, tmp_path):

@@ -280,3 +280,81 @@ def test_docs_name_every_run_setting():
         for f in dataclasses.fields(cls):
             assert f"`{f.name}`" in table, (cls.__name__, f.name)
             assert len(f.metadata.get("doc", "")) > 10, (cls.__name__, f.name)
+
+
+def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, tmp_path, monkeypatch):
+    """A change to the ground-truth rules (vistest.budget.truth.RULES_VERSION bumped, as a release
+    that changes budget/truth.py does) makes a scene that was current stale, with the reason printed,
+    for each entry point: ``vistest run --if-stale``, ``vistest batch`` and ``make variants`` (its
+    own ``vistest`` bumped through the Makefile's VENV). Control: at the recorded version each says
+    up to date. Three copies of one current run folder, one per entry point."""
+    import vistest.budget.truth as truth
+    from click.testing import CliRunner
+
+    from vistest.batch.local import LocalEngine
+    from vistest.batch.run import DONE, run_batch, summary_table
+    from vistest.batch.specs import discover
+    from vistest.batch.task import run_task
+    from vistest.cli import main
+    from vistest.cli.videos import run as run_command, run_config
+    from vistest.job import SceneJob
+
+    scenes = tmp_path / "scenes"
+    demo_batch(scene_json, EXAMPLES / "demo-questions.jsonl", scenes, ["demo-a"])
+    [spec] = discover(scenes)
+    opts = ["--budgets", "16", "--dummy", "drop", "--preset", "ultrafast"]
+    args = [str(spec.scene_json), str(spec.questions), "-o"]
+    config = run_config(run_command.make_context("run", [*args, "x", *opts]).params)
+    v1 = truth.RULES_VERSION
+    cli("run", *args, tmp_path / "out", *opts, "--quiet")
+    for name in ("run", "batch", "make"):
+        shutil.copytree(tmp_path / "out", tmp_path / name, symlinks=True)  # copy2: times kept, records hold
+        assert SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / name).current
+    record = json.loads((tmp_path / "out" / ".vistest" / "records" / "demo-a.json").read_text())
+    assert record["options"]["rules"] == {"ground_truth": v1, "visibility": 3, "videos": 1}
+    why = f"ground truth rules version {v1} -> {v1 + 1}"
+
+    # make variants, its vistest a wrapper that sets the version (control at v1, then bumped)
+    if shutil.which("make"):
+        venv = tmp_path / "venv"
+        (venv / "bin").mkdir(parents=True)
+        (venv / ".installed").touch()
+        wrapper = venv / "bin" / "vistest"
+        wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys, vistest.budget.truth as t; "
+                           f"t.RULES_VERSION = int(sys.argv.pop(1)); from vistest.cli import main; main()\" "
+                           f"\"$RULES\" \"$@\"\n")
+        wrapper.chmod(0o755)
+
+        def make(version):
+            r = subprocess.run(["make", "-C", str(ROOT), f"VENV={venv}", "-o", f"{venv}/.installed", "variants",
+                                f"SCENES={scenes}", f"OUT={tmp_path / 'make'}", "VARIANT_OPTS=" + " ".join(opts)],
+                               capture_output=True, text=True, env={**os.environ, "RULES": str(version)})
+            assert r.returncode == 0, r.stdout + r.stderr
+            return r.stderr
+
+        assert "demo-a: up to date in" in make(v1)
+        err = make(v1 + 1)
+        assert "demo-a: stale in" in err and why in err and "up to date" not in err, err
+        assert "demo-a: up to date in" in make(v1 + 1)  # rerun under the new rules: current again
+
+    monkeypatch.setattr(truth, "RULES_VERSION", v1 + 1)
+    st = SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / "run")
+    assert st.complete and not st.current and any(why in r for r in st.reasons), st.reasons
+    assert not any("options differ" in r for r in st.reasons)  # the rules, not the options, changed
+    # vistest run --if-stale
+    res = CliRunner().invoke(main, ["run", *args, str(tmp_path / "run"), *opts, "--if-stale", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "demo-a: stale in" in res.output and why in res.output and "up to date" not in res.output
+    assert SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / "run").current
+
+    # vistest batch (its engine runs the task in this process, under the bumped version)
+    class InProcess(LocalEngine):
+        def run(self, tasks, done):
+            for t in tasks:
+                done(run_task(t))
+
+    report = run_batch([spec], tmp_path / "batch", config, InProcess(1, 0), progress=False)
+    [scene] = report.scenes
+    assert scene.status == DONE and any(why in n for n in scene.notes), scene
+    assert why in summary_table(report)
+    assert run_batch([spec], tmp_path / "batch", config, InProcess(1, 0), progress=False).count("up to date") == 1

@@ -7,7 +7,8 @@ is the command a user types: ``vistest import scannet --video-from-frames`` -> `
 generate`` -> ``vistest run`` -> ``vistest export lmms-eval-task``. What must hold at the end:
 the exported task's full-length video has 103 frames and shows each real photo at its own .sens
 frame number (compared with the JPG itself), the frames between repeat the previous photo, and
-every exported row's evidence frames are among the three posed ones.
+witness as that photo does (held frames carry its pose): evidence comes in whole runs of a photo,
+and 16 sampled frames are 16 witnesses, not the two that happen to be photos.
 """
 from __future__ import annotations
 
@@ -41,9 +42,15 @@ def test_sensreader_jpgs_to_lmms_eval_task(tmp_path):
     assert "vistest_all_frame_real.yaml" in tasks and "vistest_16_frame_real.yaml" in tasks
     rows = [json.loads(line) for line in (export / "data" / "vistest_all_frame_real.jsonl").read_text().splitlines()]
     assert rows and all(r["video_frames"] == 103 and r["scene_id"] == "scene0000_00" for r in rows)
+    photo = [max(m for m in FRAMES if m <= n) for n in range(103)]  # the photo decoded frame n shows
     for r in rows:
         evidence = json.loads(r["vistest_record"]).get("evidence_frames") or []
-        assert set(evidence) <= set(FRAMES), evidence  # only the posed frames carry ground truth
+        # a held frame is its photo: it witnesses with it, so evidence comes in whole runs of one photo
+        assert set(evidence) == {n for n in range(103) if photo[n] in {photo[e] for e in evidence}}, evidence
+    rows16 = [json.loads(line) for line in (export / "data" / "vistest_16_frame_real.jsonl").read_text().splitlines()]
+    print("16 frames:", [json.loads(r["vistest_record"]).get("reason_text") for r in rows16])
+    assert rows16 and not any("of 2 frames" in r["vistest_record"] or "all 2 frames" in r["vistest_record"]
+                              for r in rows16)  # 16 frames witness, not the 2 that were photos
     manifest = [json.loads(line) for line in (run_dir / "manifest.jsonl").read_text().splitlines()]
     full = next(m for m in manifest if m["variant"] == "budget" and m["budget"] == "all")
     video = run_dir / full["path"]

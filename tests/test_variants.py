@@ -225,7 +225,7 @@ def test_fps_evaluator_frames_of_all_frame_are_its_function_of_the_written_video
     take = rec["evaluators"][name]["takes"]["all"]
     assert (n, fps) == (300, 30.0) and take["frames"] == want and len(want) == FPS_EVALUATORS[name], take
     assert rec["evaluators"][name]["config"]["profile"] == ev.profile
-    assert any(w.startswith(f"evaluator {name} takes {len(want)} of these 300") for w in rec["warnings"])
+    assert any(w.startswith(f"evaluator {name} takes {len(want)} of this video's 300 frames") for w in rec["warnings"])
     taken = [rec["source_frames"][p] for p in want]
     rows = [json.loads(ln) for ln in (demo["out"] / "scenes" / sid / "evaluators" / name / "all_frame.jsonl")
             .read_text().splitlines()]

@@ -147,15 +147,27 @@ def questions_key(questions: Sequence[Question]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def rules_versions() -> dict[str, int]:
+    """The version of each rule set a run's outputs follow (read when called): ``ground_truth``
+    (vistest.budget.truth.RULES_VERSION), ``visibility`` (vistest.visibility.table.RULES_VERSION)
+    and ``videos`` (vistest.videos.plan.RULES_VERSION). Outputs recorded under other versions are
+    stale (vistest.videos.manifest.check_scene names the rule set that changed)."""
+    from .budget import truth
+    from .videos import plan
+    from .visibility import table
+
+    return {"ground_truth": truth.RULES_VERSION, "visibility": table.RULES_VERSION, "videos": plan.RULES_VERSION}
+
+
 def record_options(config: RunConfig, questions: Sequence[Question], visibility_given: bool = False
                    ) -> dict[str, Any]:
     """What the scene record keeps as the run's options, besides the input files: the config's
     output settings (:meth:`RunConfig.to_json`, its :meth:`~RunConfig.key`; resources never),
-    the questions' content key and whether the visibility table was given or computed.
-    vistest.videos.manifest.check_scene compares their key; vistest.job.SceneJob computes them
-    for a run and for its status alike."""
+    the questions' content key, whether the visibility table was given or computed, and the
+    rules' versions (:func:`rules_versions`). vistest.videos.manifest.check_scene compares their
+    key (and names changed rules); vistest.job.SceneJob computes them for a run and for its status alike."""
     return {"config": config.to_json(), "config_key": config.key(), "questions_key": questions_key(questions),
-            "visibility": "given" if visibility_given else "computed"}
+            "visibility": "given" if visibility_given else "computed", "rules": rules_versions()}
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,

@@ -5,8 +5,8 @@
 1. read each scene's id (vistest.batch.specs.read_scene_id); a scene.json without a usable
    one fails at once (``input``, stage ``scene``); two scenes with one id stop the batch;
 2. skip every scene whose record says it is current (vistest.job.SceneJob.status: outputs as
-   written, inputs and options unchanged; the rule of ``vistest run --if-stale`` too), and
-   nothing else;
+   written, inputs, options and rules versions unchanged; the rule of ``vistest run --if-stale``
+   too), and nothing else; a scene with a record that is not current runs with why in its notes;
 3. remove the manifest lines of the scenes about to run (vistest.batch.merge.forget);
 4. run them on the engine (``local`` or ``ray``), one progress bar over scenes on stderr;
 5. merge (vistest.batch.merge.merge): manifest.jsonl, failed.jsonl, index.html; also after
@@ -110,13 +110,20 @@ def current_lines(job: SceneJob, run_dir: Path) -> list[dict] | None:
     """The manifest lines the scene's record keeps when the record says the scene is current
     (vistest.job.SceneJob.status), else None. Unreadable inputs count as not current (the
     task then fails on them with its error)."""
+    return scene_state(job, run_dir)[0]
+
+
+def scene_state(job: SceneJob, run_dir: Path) -> tuple[list[dict] | None, str | None]:
+    """(:func:`current_lines`, why a scene with a record is not current: its status's reasons, at
+    most three; None when current or never run here)."""
     try:
         status = job.status(run_dir)
     except InputError:
-        return None
+        return None, None
     if not status.current or not isinstance(status.record.get("manifest"), list):
-        return None
-    return list(status.record["manifest"])
+        why = "; ".join(status.reasons[:3]) if status.record is not None else None
+        return None, (f"stale: {why}" if why else None)
+    return list(status.record["manifest"]), None
 
 
 def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: RunConfig, engine: Engine,
@@ -130,13 +137,16 @@ def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: Ru
     run_id = uuid.uuid4().hex
     finished: dict[str, list[dict]] = {}  # scene id -> its manifest lines, from its record
     todo: list[SceneTask] = []
+    stale: dict[str, str] = {}  # scene id -> why its record is not current (the report's notes)
     for spec, sid in ids.items():
-        lines = current_lines(scene_job(spec, config, visibility), run_dir)
+        lines, why = scene_state(scene_job(spec, config, visibility), run_dir)
         if lines is not None:
             finished[sid] = lines
             reports[spec] = SceneReport(spec, sid, UP_TO_DATE)
         else:
             todo.append(SceneTask(spec, sid, run_dir, config, visibility, run_id))
+            if why:
+                stale[sid] = why
     spec_of = {t.scene_id: t.spec for t in todo}
     forget(run_dir, spec_of)
     interrupted = False
@@ -155,6 +165,8 @@ def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: Ru
                                               f"every node shares, at the same path"))
                 else:
                     finished[outcome.scene_id] = lines
+            if outcome.scene_id in stale:
+                outcome = dataclasses.replace(outcome, notes=(stale[outcome.scene_id], *outcome.notes))
             reports[spec] = _from_outcome(spec, outcome)
             bar.update(1)
 

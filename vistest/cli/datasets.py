@@ -121,32 +121,28 @@ def _import_questions(layout: str, path: str, output: str, quiet: bool) -> None:
               help="Also write the report as JSON.")
 @click.option("--objects", is_flag=True, help="Also print the per-object table (with --questions: the per-row table).")
 @click.option("--questions", "questions", type=click.Path(dir_okay=False), default=None,
-              help="Audit this question file's 3D answers instead (camera-frame centres at an instant: time + "
-                   "answer_center or a keyed '(x, y, z)' option; docs/audit.md, answer audit).")
+              help="Audit this question file's answers instead: static answers (size, distance, room size, "
+                   "relative distance/direction, counting, appearance order) recomputed from the scene, and 3D "
+                   "answers (camera-frame centres at an instant: time + answer_center or a keyed '(x, y, z)' "
+                   "option) back-projected; docs/audit.md, answer audit.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="With --questions: also write the report as markdown.")
 @quiet_option("No progress bar and no report: the exit status only.")
 def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_path, objects, questions,
               markdown_path, quiet):
     """Check that SCENE_JSON's boxes, poses and intrinsics agree with its depth/mesh, and which
-    convention fix fits best; with --questions, that a question file's 3D answers land on its objects, and
-    which convention error explains them. Exit status 0 = pass, 1 = fails (docs/audit.md), 2 = bad input."""
+    convention fix fits best; with --questions, that a question file's static answers agree with the scene
+    and its 3D answers land on its objects (which convention error explains them). Exit status 0 = pass,
+    1 = fails (docs/audit.md), 2 = bad input."""
     from ..datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
     from ..scene import Scene
 
     scene = Scene.load(scene_json)
     if questions is not None:
-        from ..datasets.answer_audit import audit_answers, write_answer_report
-
         if alignments:
             raise click.UsageError("--alignment goes with the scene audit; the answer audit (--questions) uses the "
                                    "scene's boxes_to_world")
-
-        answers = audit_answers(scene, questions)
-        write_answer_report(answers, json_path, markdown_path)
-        if not quiet:
-            click.echo(answers.markdown(per_row=objects), nl=False)
-        if not answers.passed:
+        if not _audit_questions(scene, questions, json_path, markdown_path, objects, quiet):
             click.get_current_context().exit(1)
         return
     if markdown_path is not None:
@@ -163,3 +159,38 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
         click.echo(report.text(per_object=objects), nl=False)
     if not report.passed:
         click.get_current_context().exit(1)
+
+
+def _audit_questions(scene, questions: str, json_path: str | None, markdown_path: str | None, per_row: bool,
+                     quiet: bool) -> bool:
+    """``vistest audit --questions``: the static answers recomputed from the scene, and the 3D
+    (grounding) answers back-projected, each where the file has rows for it (docs/audit.md).
+    The JSON: the grounding report (with the static one under ``static`` when it checked a row), or the
+    static one alone.
+    Returns whether both pass."""
+    import json
+
+    from ..atomic import write_atomic
+    from ..datasets.answer_audit import audit_answers, audit_static, read_answer_rows
+    from ..errors import InputError
+
+    static = audit_static(scene, questions)
+    grounding, skipped = read_answer_rows(questions, scene.scene_id)
+    if not grounding and not static.checked:
+        reasons = sorted({r.why for r in static.rows} | {why for _, why in skipped})
+        raise InputError(f"{questions}: no row to audit: expected static questions (size, distance, room size, "
+                         f"relative distance and direction, counting, appearance order) or rows with time (seconds) "
+                         f"and a 3D answer, for scene {scene.scene_id} ({len(static.rows)} rows of this scene: "
+                         f"{'; '.join(reasons) or '-'})")
+    answers = audit_answers(scene, questions) if grounding else None
+    doc = (static.to_dict() if answers is None else
+           {**answers.to_dict(), **({"static": static.to_dict()} if static.checked else {})})
+    text = "".join(([answers.markdown(per_row)] if answers is not None else [])
+                   + ([static.markdown(per_row)] if static.checked else []))
+    if json_path is not None:
+        write_atomic(json_path, json.dumps(doc, indent=1, default=str) + "\n")
+    if markdown_path is not None:
+        write_atomic(markdown_path, text)
+    if not quiet:
+        click.echo(text, nl=False)
+    return static.passed and (answers is None or answers.passed)

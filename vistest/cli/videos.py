@@ -136,9 +136,12 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, if_s
     if if_stale:
         status = job.status(outdir, kw["verify"])
         if status.current:  # said even with --quiet: make's log shows which scenes ran
-            click.echo(f"{status.scene_id}: up to date in {outdir} (its record: every output, input and "
-                       f"option unchanged)", err=True)
+            click.echo(f"{status.scene_id}: up to date in {outdir} (its record: every output, input, "
+                       f"option and rules version unchanged)", err=True)
             return
+        if status.record is not None:  # said even with --quiet: why make's log shows the scene running again
+            click.echo(f"{status.scene_id}: stale in {outdir}: {'; '.join(status.reasons[:3])}"
+                       + (f" (and {len(status.reasons) - 3} more)" if len(status.reasons) > 3 else ""), err=True)
     loaded = job.load()
     if not loaded.questions:
         warn(f"{questions_jsonl}: no questions (the file holds no question line): only the budget videos are "

@@ -1,4 +1,10 @@
-"""Answer audit: do a question file's 3D answers land on the scene's objects?
+"""Answer audit: do a question file's 3D answers land on the scene's objects, and do its static
+answers agree with the scene?
+
+Static answers (:func:`audit_static`, last section): size, distance, room size, relative distance
+and direction, counting and appearance order recomputed from the scene with the generator's own
+geometry (vistest.generate) and compared within :class:`StaticAuditConfig`'s tolerances.
+The rest of this docstring is the 3D answers' audit (:func:`audit_answers`).
 
 ReSTI's check of STI-Bench, made a tool: back-project each answer into the source scene and
 measure the distance to the object it names. Audited rows are those whose answer is a 3D
@@ -59,6 +65,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -515,12 +522,316 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
                              tuple(skipped), tuple(summary), best, passed, message)
 
 
-def write_answer_report(report: AnswerAuditReport, json_path: str | os.PathLike | None = None,
-                        markdown_path: str | os.PathLike | None = None) -> None:
-    """Write the report as JSON and/or markdown, atomically."""
-    from ..atomic import write_atomic
+# ---------------------------------------------------------------------------------------
+# static answers: recomputed from the scene with the generator's own geometry
+# ---------------------------------------------------------------------------------------
+STATIC_FAMILIES = {
+    "size": ("object_size_estimation", "object_size_estimation_mcq"),
+    "distance": ("object_abs_distance", "object_abs_distance_mcq"),
+    "room size": ("room_size_estimation", "room_size_estimation_single", "room_size_estimation_multiple",
+                  "room_size_estimation_mcq"),
+    "relative distance": ("object_rel_distance", "object_rel_distance_closest", "object_rel_distance_farthest"),
+    "relative direction": ("object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
+                           "object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
+                           "object_rel_direction_forward_hard", "object_rel_direction_backward_hard"),
+    "counting": ("object_counting", "object_counting_single", "object_counting_multiple"),
+    "appearance order": ("obj_appearance_order",),
+}
+FAMILY_OF = {t: fam for fam, types in STATIC_FAMILIES.items() for t in types}
+OTHER = "other"
+AGREE, DISAGREE, NOT_CHECKABLE = "agree", "disagree", "not checkable"
+# VSI-Bench's direction types as the generator's levels (vistest.generate.direction.VSIBENCH_LEVELS)
+_LEVEL = {"object_rel_direction_easy": "forward_lr", "object_rel_direction_medium": "forward_easy",
+          "object_rel_direction_hard": "forward_hard"}
 
-    if json_path is not None:
-        write_atomic(json_path, json.dumps(report.to_dict(), indent=1) + "\n")
-    if markdown_path is not None:
-        write_atomic(markdown_path, report.markdown())
+
+@dataclass(frozen=True)
+class StaticAuditConfig:
+    """Tolerances of the static answer audit (docs/audit.md, "Static answers"). A given answer
+    disagrees with the scene only beyond them."""
+
+    rel_tol: float = 0.10
+    """numbers (size cm, distance m, room m^2): |given - recomputed| / recomputed at most this agrees
+    (MRA's 0.90 threshold: an answer scored correct at every MRA threshold up to 0.90)."""
+    tie_m: float = 0.05
+    """metres: relative distance: a keyed option at most this much closer (farther) than the
+    recomputed winner is a tie, not a disagreement."""
+    angle_tol_deg: float = 10.0
+    """degrees: relative direction: the keyed answer agrees when it is the answer of some angle
+    within this of the recomputed one (a query object near a boundary)."""
+    order_tol_s: float = 0.5
+    """seconds: appearance order: two labels whose first appearances are at most this far apart
+    may be given in either order."""
+
+
+@dataclass(frozen=True)
+class StaticRow:
+    """One row: its family (key of :data:`STATIC_FAMILIES`, or ``other``), the answer given
+    (number or text), the recomputed one, the verdict (``agree``, ``disagree``, ``not checkable``)
+    and why (the recomputation in words: objects, values with units, tolerance)."""
+
+    id: str
+    line: int
+    question_type: str
+    family: str
+    given: Any
+    recomputed: Any
+    verdict: str
+    why: str
+
+
+@dataclass(frozen=True)
+class StaticAuditReport:
+    """The static answer audit of one question file against one scene."""
+
+    scene_id: str
+    questions: str
+    config: StaticAuditConfig
+    rows: tuple[StaticRow, ...]
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Per family (those with rows, in :data:`STATIC_FAMILIES` order, then ``other``):
+        checked (agree + disagree), agree, disagree, not checkable."""
+        out: dict[str, dict[str, int]] = {}
+        for fam in (*STATIC_FAMILIES, OTHER):
+            rows = [r for r in self.rows if r.family == fam]
+            if rows:
+                n = {v: sum(r.verdict == v for r in rows) for v in (AGREE, DISAGREE, NOT_CHECKABLE)}
+                out[fam] = {"checked": n[AGREE] + n[DISAGREE], **n}
+        return out
+
+    @property
+    def disagreements(self) -> tuple[StaticRow, ...]:
+        return tuple(r for r in self.rows if r.verdict == DISAGREE)
+
+    @property
+    def checked(self) -> int:
+        return sum(r.verdict != NOT_CHECKABLE for r in self.rows)
+
+    @property
+    def passed(self) -> bool:
+        return not self.disagreements
+
+    def to_dict(self) -> dict:
+        return {"format": "vistest.static_answer_audit/1", "scene_id": self.scene_id, "questions": self.questions,
+                "passed": self.passed, "config": asdict(self.config), "summary": self.summary(),
+                "rows": [asdict(r) for r in self.rows]}
+
+    def markdown(self, per_row: bool = True) -> str:
+        """Verdict, the table per family, every disagreement with the recomputed value and why;
+        with ``per_row`` every row."""
+        bad = self.disagreements
+        lines = [f"# Static answers: {self.questions} on {self.scene_id}", "",
+                 f"**{'PASS' if self.passed else 'FAIL'}**: {len(bad)} of {self.checked} checked answers disagree "
+                 f"with the scene beyond the tolerances (numbers {self.config.rel_tol:.0%} relative, counts exact, "
+                 f"ties {self.config.tie_m} m, angles {self.config.angle_tol_deg:g} deg, first appearances "
+                 f"{self.config.order_tol_s:g} s)", "",
+                 "| type | checked | agree | disagree | not checkable |", "|---|---:|---:|---:|---:|"]
+        for fam, n in self.summary().items():
+            lines.append(f"| {fam} | {n['checked']} | {n[AGREE]} | {n[DISAGREE]} | {n[NOT_CHECKABLE]} |")
+        shown = self.rows if per_row else bad
+        if shown:
+            lines += ["", "| row | type | given | recomputed | verdict | why |", "|---|---|---|---|---|---|"]
+            for r in shown:
+                lines.append(f"| {r.id} | {r.question_type} | {_show(r.given)} | {_show(r.recomputed)} | "
+                             f"{r.verdict} | {r.why} |")
+        return "\n".join(lines) + "\n"
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return "-" if x is None else str(x).replace("|", "/")
+
+
+class _StaticScene:
+    """The scene as the generator's templates see it: boxes in the pose world, labels, and (on
+    demand) first appearances from a visibility table under the budget stage's default seen rule."""
+
+    def __init__(self, scene: Scene, visibility=None):
+        self.scene, self._vis, self._facts = scene, visibility, None
+        centers, sizes, rots = scene.world_boxes()
+        self.box = {o.id: (centers[i], sizes[i], rots[i]) for i, o in enumerate(scene.objects)}
+        self.label = {o.id: o.label for o in scene.objects}
+        self.moving = {o.id for o in scene.objects if o.track is not None}
+        self.moving_labels = {o.label for o in scene.objects if o.track is not None}
+
+    def instances(self, label: str) -> list[str]:
+        return [oid for oid, lab in self.label.items() if lab == label]
+
+    def facts(self):
+        if self._facts is None:
+            from ..budget.seen import DEFAULT_SEEN_THRESHOLD
+            from ..generate.facts import SceneFacts
+            from ..visibility.table import compute_visibility
+
+            vis = self._vis if self._vis is not None else compute_visibility(self.scene)
+            self._facts = SceneFacts(self.scene, vis, DEFAULT_SEEN_THRESHOLD)
+        return self._facts
+
+
+def _given(q) -> tuple[Any, str]:
+    """(the answer the row gives, "") or (None, why it has none to check): the keyed option's text
+    for multiple choice, else ``ground_truth``."""
+    gt = q.ground_truth
+    if q.options and isinstance(gt, str) and len(gt.strip()) == 1:
+        from ..answers import is_special_option, split_option
+
+        for opt in q.options:
+            letter, text = split_option(opt)
+            if letter == gt.strip().upper():
+                if is_special_option(text):
+                    return None, f"the keyed option is {text!r}"
+                return text.strip(), ""
+        return None, f"no option keyed {gt!r}"
+    return gt, ""
+
+
+def _number_of(x: Any) -> float | None:
+    from ..questions import option_number
+
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    return option_number(str(x)) if x is not None else None
+
+
+def _check_number(given: Any, value: float, unit: str, what: str, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    g = _number_of(given)
+    if g is None:
+        return None, NOT_CHECKABLE, f"the answer {given!r} is not a number"
+    err = abs(g - value) / value if value > 0 else (0.0 if g == value else math.inf)
+    verdict = AGREE if err <= cfg.rel_tol else DISAGREE
+    return (round(value, 3), verdict, f"{what} is {value:.3g} {unit}; the answer {g:g} {unit} is off by "
+            f"{err:.0%} ({'within' if verdict == AGREE else 'beyond'} {cfg.rel_tol:.0%})")
+
+
+def _static_row(q, fam: str, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    """(recomputed, verdict, why) of one parsed question of family ``fam``."""
+    from ..generate import direction as gdir
+    from ..generate import geometry as geo
+    from ..generate.rules import RelDirectionRules
+    from ..generate.size import longest_side_cm
+    from ..questions import option_labels
+
+    given, why = _given(q)
+    if given is None:
+        return None, NOT_CHECKABLE, why
+    named = [*q.objects, *(oid for lab in q.category for oid in s.instances(lab))]
+    if any(oid in s.moving for oid in named) or any(lab in s.moving_labels for lab in q.category):
+        return None, NOT_CHECKABLE, "it names a moving object: a static answer is not defined"
+    if fam == "size":
+        o = q.objects[0]
+        return _check_number(given, longest_side_cm(s.box[o][1]), "cm",
+                             f"the longest side of {s.label[o]} {o}'s box", cfg)
+    if fam == "distance":
+        a, b = q.objects[:2]
+        d = geo.box_distance(s.box[a], s.box[b])
+        return _check_number(given, d, "m", f"the closest-point distance of {s.label[a]} {a} and {s.label[b]} {b}",
+                             cfg)
+    if fam == "room size":
+        area = s.scene.room_area_m2
+        if area is None:
+            return None, NOT_CHECKABLE, "the scene has no room area"
+        return _check_number(given, float(area), "m^2", "the scene's room area", cfg)
+    if fam == "counting":
+        g = _number_of(given)
+        n = sum(len(s.instances(lab)) for lab in q.category)
+        if g is None:
+            return None, NOT_CHECKABLE, f"the answer {given!r} is not a number"
+        per = ", ".join(f"{lab} {len(s.instances(lab))}" for lab in q.category)
+        return n, AGREE if g == n else DISAGREE, f"the scene has {n} instances ({per}); the answer is {g:g}"
+    if fam == "relative distance":
+        p, farthest = q.objects[0], q.question_type.endswith("farthest")
+        dists: dict[str, float] = {}
+        notes = []
+        for opt in q.options or ():
+            lab = option_labels(opt)[0] if option_labels(opt) else ""
+            ids = [o for o in q.objects[1:] if s.label[o].lower() == lab] or \
+                [o for o, lb in s.label.items() if lb.lower() == lab and o != p]
+            if not ids:
+                continue
+            if len(ids) > 1:
+                notes.append(f"{lab}: {len(ids)} instances, the {'farthest' if farthest else 'nearest'} counts")
+            ds = [geo.box_distance(s.box[p], s.box[o]) for o in ids]
+            dists[lab] = max(ds) if farthest else min(ds)
+        key = str(given).lower()
+        if key not in dists:
+            return None, NOT_CHECKABLE, f"the answer {given!r} names no object of the scene"
+        best = (max if farthest else min)(dists, key=lambda k: dists[k])
+        gap = abs(dists[best] - dists[key])
+        verdict = AGREE if gap <= cfg.tie_m else DISAGREE
+        text = ", ".join(f"{k} {v:.2f} m" for k, v in sorted(dists.items(), key=lambda kv: kv[1]))
+        return best, verdict, (f"closest-point distances from {s.label[p]} {p}: {text}; {best} is the "
+                               f"{'farthest' if farthest else 'closest'}" + (f" ({'; '.join(notes)})" if notes else "")
+                               + ("" if key == best else f"; the answer {key} is {gap:.2f} m "
+                                  f"{'nearer' if farthest else 'farther'} "
+                                  f"({'within' if verdict == AGREE else 'beyond'} the {cfg.tie_m} m tie)"))
+    if fam == "relative direction":
+        if len(q.objects) < 3:
+            return None, NOT_CHECKABLE, "objects: expected [standing by, facing, asked about]"
+        level = _LEVEL.get(q.question_type, q.question_type.removeprefix("object_rel_direction_"))
+        a, b, c = (s.box[o][0][:2] for o in q.objects[:3])
+        facing = (a - b) if level.startswith("backward") else (b - a)
+        back = RelDirectionRules().back_turn_deg
+        ang = float(geo.ccw_angle_deg(facing, (c - a)[None])[0])
+        words = gdir.answer_words(level)
+        reg = gdir.region(np.array([ang, ang - cfg.angle_tol_deg, ang + cfg.angle_tol_deg]) % 360.0, level, back)
+        near = [words[i] if i < len(words) else "back" for i in reg]
+        key = str(given).strip().lower()
+        if key not in words:
+            return near[0], NOT_CHECKABLE, f"the answer {given!r} is not one of {', '.join(words)}"
+        verdict = AGREE if key in near else DISAGREE
+        na, nb, nc = (f"{s.label[o]} {o}" for o in q.objects[:3])
+        away = "away from " if level.startswith("backward") else ""
+        other = next((w for w in near[1:] if w != near[0]), None)
+        return near[0], verdict, (f"standing by {na} facing {away}{nb}, {nc} is {ang:.0f} deg counter-clockwise "
+                                  f"from ahead (90 left, 270 right): {near[0]}"
+                                  + (f" (within {cfg.angle_tol_deg:g} deg of {other})" if other else ""))
+    # appearance order
+    f = s.facts()
+    labels = list(q.category) or [s.label[o] for o in q.objects]
+    times = {lab.lower(): f.label_first_time(lab) if lab in f.by_label else None for lab in labels}
+    unseen = [lab for lab, t in times.items() if t is None]
+    order = sorted(times, key=lambda lab: (times[lab] is None, times[lab] or 0.0))
+    text = ", ".join(f"{lab} {times[lab]:.2f} s" if times[lab] is not None else f"{lab} never" for lab in order)
+    if unseen:
+        return None, NOT_CHECKABLE, f"first appearances: {text}: {', '.join(unseen)} never seen in the video"
+    got = [x.strip().lower() for x in str(given).split(",")]
+    if sorted(got) != sorted(times):
+        return ", ".join(order), NOT_CHECKABLE, f"the answer {given!r} does not list the question's labels"
+    wrong = [(x, y) for i, x in enumerate(got) for y in got[i + 1:] if times[x] - times[y] > cfg.order_tol_s]
+    verdict = DISAGREE if wrong else AGREE
+    return ", ".join(order), verdict, (f"first appearances: {text}"
+                                       + (f"; the answer puts {wrong[0][0]} before {wrong[0][1]}" if wrong else ""))
+
+
+def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAuditConfig = StaticAuditConfig(),
+                 visibility=None) -> StaticAuditReport:
+    """Recompute every static answer of ``questions`` (JSONL) from ``scene`` with the generator's
+    geometry (vistest.generate: longest box side, closest-point box distances, floor-plane angles,
+    first appearances under the default seen rule from ``visibility``, computed when needed and
+    not given) and compare within ``config``'s tolerances. Rows of another ``scene_id`` are left
+    out; rows of other types (grounding, route, time windows, tracks) are ``other``, not checkable.
+    A row of a static type that does not validate raises QuestionError (file, line, field)."""
+    from ..questions import QUESTION_TYPES, parse_questions
+
+    path = Path(questions)
+    s = _StaticScene(scene, visibility)
+    rows = []
+    for line, doc in iter_jsonl(read_text(path, InputError, "question file").splitlines(), str(path), InputError):
+        if doc.get("scene_id") not in (None, scene.scene_id):
+            continue
+        qtype = str(doc.get("question_type"))
+        fam = FAMILY_OF.get(qtype, OTHER)
+        rid = str(doc.get("id", f"line {line}"))
+        if fam == OTHER:
+            what = (f"type {qtype}: not a static question (3D answers at an instant are back-projected instead)"
+                    if qtype not in QUESTION_TYPES else f"type {qtype}: no static answer (a route, a time window "
+                    f"or a track)")
+            rows.append(StaticRow(rid, line, qtype, OTHER, doc.get("ground_truth"), None, NOT_CHECKABLE, what))
+            continue
+        lines = [""] * (line - 1) + [json.dumps(doc)]  # keeps the line number in messages
+        [q] = parse_questions(lines, str(path), scene=scene)
+        recomputed, verdict, why = _static_row(q, fam, s, config)
+        rows.append(StaticRow(q.id, line, qtype, fam, _given(q)[0], recomputed, verdict, why))
+    return StaticAuditReport(scene.scene_id, str(path), config, tuple(rows))

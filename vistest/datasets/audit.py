@@ -376,8 +376,16 @@ class Evidence:
 
 
 def _audit_frames(scene: Scene, params: CheckParams) -> tuple[Frame, ...]:
-    """Up to ``max_frames`` evenly spaced valid frames (with depth when the scene has depth)."""
-    cands = [f for f in scene.frames if f.valid and (f.depth is not None or not any(g.depth for g in scene.frames))]
+    """Up to ``max_frames`` evenly spaced valid frames (with depth when the scene has depth), each
+    observation once: a frame with the same image or depth file and pose as the one before it (a held
+    frame of ``--video-from-frames``, which is its photo) is left out."""
+    cands, last = [], None
+    for f in scene.frames:
+        if f.valid and (f.depth is not None or not any(g.depth for g in scene.frames)):
+            key = (f.image, f.depth, f.camera_to_world.tobytes())
+            if key != last or (f.image is None and f.depth is None):
+                cands.append(f)
+            last = key
     if len(cands) <= params.max_frames:
         return tuple(cands)
     pick = np.unique(np.linspace(0, len(cands) - 1, params.max_frames).round().astype(int))
@@ -855,10 +863,13 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
         failures.append(_describe(base, best, ev.depth is not None))
     passed = not failures
     if passed:
-        message = (f"boxes agree with the observed geometry (median box-to-surface distance "
-                   f"{_num(base.surface_dist, '.2f')} m, depth contradicts {_num(base.contradicted_share, '.0%')} "
-                   f"of sightings, colour rank correlation {_num(base.colour, '.2f')}); no convention change "
-                   f"fits better")
+        measured = [text for x, text in (
+            (base.surface_dist, f"median box-to-surface distance {_num(base.surface_dist, '.2f')} m"),
+            (base.contradicted_share, f"depth contradicts {_num(base.contradicted_share, '.0%')} of "
+                                      f"{base.sightings} sightings"),
+            (base.colour, f"colour rank correlation {_num(base.colour, '.2f')}")) if np.isfinite(x)]
+        message = (f"boxes agree with the observed geometry ({', '.join(measured) or 'nothing measured'}); "
+                   f"no convention change fits better")
     elif suspect:
         message = _describe(base, best, ev.depth is not None)
     else:

@@ -11,11 +11,19 @@ ARKitScenes: the rank of the timestamp). Gaps are kept, never closed up:
   SensReader's ``frame_skip``) repeats the previous image, as a constant-frame-rate
   conversion of a variable-rate sequence does, so every later image stays at its own number;
 * frame numbers before the first image (an export that starts late) are black;
-* a scene frame that has a pose but no image of its own is made invalid (pose ``null``): the
-  video shows another frame's picture there, so that pose would describe the wrong image.
+* a held frame (one that repeats the previous image) **is that photo**: the scene gets a frame
+  there with the photo's pose, intrinsics, depth and image (and its validity: a photo with an
+  invalid pose gives invalid held frames), timed at its own place in the video (the photo's
+  ``time`` + the frames since it / ``fps``); a pose of the held frame's own (a pose file with no
+  image) is replaced, since the video shows the photo there. Visibility, ground truth, dummies
+  and overlays then see in a held frame what the photo sees;
+* only frames with no photo before them (black), or held frames whose photo has no pose, are
+  without a valid pose: a pose of their own is made invalid (pose ``null``), a frame with none
+  gets no entry.
 
 ``provenance.json`` records it under ``video_from_frames``: the decoded frame count, the
-ranges of held and black frames, the frames made invalid, the encoder settings and a key
+ranges of held and black frames, the frames made invalid, the number of held frames that carry
+their photo's pose, the encoder settings and a key
 (sha256 of the image list with sizes and times, and the settings). The video is H.264,
 yuv420p, constant frame rate ``fps`` (the scene's), libx264 ``crf`` 18, written atomically and
 verified by decoding (:class:`vistest.videos.ffmpeg.VideoWriter`); a rerun with the same key and
@@ -158,8 +166,7 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
                     current, current_n = _read_rgb(images[src], src, color, (w, h)), src
                 writer.write(current)
                 bar.update(1)
-    invalid = [f.index for f in capture.frames if f.index not in images and f.valid]
-    frames = tuple(replace(f, camera_to_world=None) if f.index in invalid else f for f in capture.frames)
+    frames, invalid, posed = held_frames(capture.frames, shown, float(capture.fps))
     record = {
         "video": VIDEO_NAME,
         "frame_numbers": "decoded frame n of the video = the scene's frame index n = the source frame number "
@@ -171,6 +178,9 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
         "held": _runs(held),
         "black": _runs(black),
         "made_invalid": invalid,
+        "held_posed": posed,
+        "held_frames": "a held frame is the photo it repeats: its pose, intrinsics, depth, image and validity; "
+                       "time: its own (the photo's time + frames since it / fps)",
         "fps": float(capture.fps),
         "rotation": color.turn,
         "resized": color.resize,
@@ -184,6 +194,37 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
                              + (f"; -O frame_step={step} makes a video of the images alone"
                                 if color.frame_step else ""))
     return replace(capture, frames=frames), out, record
+
+
+def held_frames(frames: tuple[c.Frame, ...], shown: list[int | None], fps: float
+                ) -> tuple[tuple[c.Frame, ...], list[int], int]:
+    """The scene's frames for a video whose decoded frame ``n`` shows the image of frame ``shown[n]``
+    (:func:`plan`; None: black). ``frames``: the source's frames (a pose file each), any order.
+
+    A frame showing its own image is kept as it is. A held frame (``shown[n] < n``) becomes a
+    copy of its photo's frame (pose, intrinsics, depth, image, validity) at index ``n`` and time
+    ``photo.time + (n - shown[n]) / fps`` (seconds), replacing any pose of its own. A black
+    frame, or a held frame whose photo has no frame, keeps no pose: a valid pose of its own is
+    made invalid (listed), and with none it gets no entry. Returns (frames in index order, the
+    indices made invalid, the number of held frames given a photo's valid pose).
+    """
+    by_index = {f.index: f for f in frames}
+    out: list[c.Frame] = []
+    invalid: list[int] = []
+    posed = 0
+    for n, src in enumerate(shown):
+        own, photo = by_index.get(n), (None if src is None else by_index.get(src))
+        if src == n:
+            if own is not None:
+                out.append(own)
+        elif photo is not None:
+            out.append(replace(photo, index=n, time=photo.time + (n - src) / fps))
+            posed += photo.valid
+        elif own is not None:
+            if own.valid:
+                invalid.append(n)
+            out.append(replace(own, camera_to_world=None))
+    return tuple(out), invalid, posed
 
 
 def _common_step(numbers: list[int]) -> int:

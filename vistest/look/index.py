@@ -3,8 +3,9 @@
 ``vistest index RUN_DIR`` writes ``RUN_DIR/index.html`` (plain HTML and inline CSS, no
 script, relative links: it opens from disk, no server). It opens with a **summary**
 (vistest.look.summary): per budget the questions kept / changed / unanswerable, per dummy mode
-its rows and the scored model's hallucination rate, and the warnings (pose coverage, audit
-verdict, the videos' sampling notes, one line per kind of note). Then per scene (the scene ids
+its rows that have a video and the scored model's hallucination rate over them, and the warnings
+ranked: errors (a failed audit, no pose at all), what changes answers (frames without a pose),
+then the videos' sampling notes collapsed in a ``<details>``, one line per kind of note. Then per scene (the scene ids
 of ``manifest.jsonl`` and of ``scenes/*/``):
 
 * **pictures**: every PNG under ``scenes/{scene_id}/`` (the timeline and overlay sheet
@@ -86,8 +87,12 @@ def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path
     """The summary section (module docstring): totals over the scenes, then the warnings."""
     budgets: dict[str, Counter] = {}
     dummies: dict[str, Counter] = {}
+    no_video: Counter = Counter()
     halluc: dict[str, list[int]] = {}
     for s in summaries:
+        no_video.update(s.no_video)
+        for m in s.no_video:
+            dummies.setdefault(m, Counter())
         for b, c in s.budgets.items():
             budgets.setdefault(b, Counter()).update(c)
         for m, c in s.dummies.items():
@@ -110,38 +115,58 @@ def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path
                    + "</caption>" + "".join(rows) + "</table>")
     if dummies:
         scored = any(s.score_report for s in summaries)
-        rows = ["<tr><th>dummy mode</th><th>rows</th><th>unanswerable</th><th>changed</th>"
-                "<th>hallucination</th></tr>"]
+        rows = ["<tr><th>dummy mode</th><th>rows with a video</th><th>unanswerable</th><th>changed</th>"
+                "<th>hallucination</th><th>rows without a video</th></tr>"]
         for m in sorted(dummies):
             c = dummies[m]
             h = halluc.get(m)
-            cell = f"{h[0]} of {h[1]} ({_pct(h[0], h[1])})" if h else ("not scored" if scored else
-                                                                      "no score yet")
+            cell = (f"{h[0]} of {h[1]} ({_pct(h[0], h[1])})" if h else "no row with a video" if not c
+                    else "not scored" if scored else "no score yet")
             rows.append(f"<tr><td>{html.escape(m)}</td><td class=n>{sum(c.values())}</td>"
-                        f"<td class=n>{c['unanswerable']}</td><td class=n>{c['changed']}</td><td>{cell}</td></tr>")
+                        f"<td class=n>{c['unanswerable']}</td><td class=n>{c['changed']}</td><td>{cell}</td>"
+                        f"<td class=n>{no_video[m]}</td></tr>")
         reports = [s.score_report for s in summaries if s.score_report]
         src = ("from " + ", ".join(_link(p, run_dir) for p in reports[:3]) + (" ..." if len(reports) > 3 else "")
                if reports else "<code>vistest score</code> adds it")
-        out.append("<table><caption>Dummies per mode (hallucination: the scored model answers although the frames "
-                   f"hold no evidence; {src})</caption>" + "".join(rows) + "</table>")
-    items = []
+        out.append("<table><caption>Dummies per mode, over the rows that have a video (hallucination: the scored "
+                   f"model answers although the frames hold no evidence; {src}; a row whose dummy has no frame "
+                   "left has no video, exports leave it out)</caption>" + "".join(rows) + "</table>")
+    out.append(_warnings_html(summaries, recs, run_dir, collapsed))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _warnings_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path, collapsed: list[tuple]) -> str:
+    """The warnings, ranked: errors (an audit that fails, no pose at all), then what changes answers
+    (frames without a pose), then the audits that pass, then the videos' sampling notes collapsed
+    (``<details>``: one line per kind, each with how many videos carry it; the video tables link to them)."""
+    many = len(summaries) > 1
+    errors, answers, passed = [], [], []
     for s in summaries:
         who = f"{html.escape(s.scene_id)}: " if many else ""
         if s.audit is not None:
-            passed, message, path = s.audit
-            verdict = '<span class="ok">PASS</span>' if passed else '<span class="fail">FAIL</span>'
-            items.append(f"<li>{who}audit {verdict} {html.escape(message)} ({_link(path, run_dir, path.name)})</li>")
-        items += [f'<li class="warn">{who}{html.escape(w)}</li>' for w in s.warnings]
+            ok, message, path = s.audit
+            verdict = '<span class="ok">PASS</span>' if ok else '<span class="fail">FAIL</span>'
+            line = f"{who}audit {verdict}: {html.escape(message)} ({_link(path, run_dir, path.name)})"
+            (passed if ok else errors).append(f"<li>{line}</li>")
+        errors += [f'<li class="fail">{who}{html.escape(w)}</li>' for w in s.errors]
+        answers += [f'<li class="warn">{who}{html.escape(w)}</li>' for w in s.warnings]
     limit = 12  # scene lines; a batch of many scenes keeps the summary short
-    if len(items) > limit:
-        items = items[:limit] + [f"<li>... and {len(items) - limit} more</li>"]
+    out = []
+    for title, items in (("Errors", errors), ("Changes answers", answers), ("Audit", passed)):
+        if items:
+            more = [f"<li>... and {len(items) - limit} more</li>"] if len(items) > limit else []
+            out.append(f"<h3>{title}</h3><ul>" + "".join(items[:limit] + more) + "</ul>")
+    notes = []
     for i, (_kind, first, n, path) in enumerate(collapsed, 1):  # every kind: the video tables link here
         others = f"{n} of {len(recs)} videos" + (f", e.g. {html.escape(path)}" if n > 1 else f": {html.escape(path)}")
-        items.append(f'<li id="note-{i}" class="warn">note {i}: {html.escape(first)} ({others}'
+        notes.append(f'<li id="note-{i}">note {i}: {html.escape(first)} ({others}'
                      + ("; the others differ in numbers only" if n > 1 else "") + ")</li>")
-    out.append("<h3>Warnings</h3><ul>" + "".join(items) + "</ul>" if items else "<p>No warnings.</p>")
-    out.append("</section>")
-    return "\n".join(out)
+    if notes:
+        out.append(f"<details><summary>Notes: {len(notes)} kind(s) of note on how evaluators sample the videos "
+                   "(routine; each evaluator's own ground truth already follows the frames it takes)</summary><ul>"
+                   + "".join(notes) + "</ul></details>")
+    return "".join(out) if out else "<p>No warnings.</p>"
 
 
 def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path, notes: dict[str, int] | None = None) -> str:

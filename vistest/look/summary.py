@@ -5,17 +5,22 @@ Read from the run folder only (nothing is recomputed), per scene and totalled:
 * **per budget**: how many questions the budget's frames keep (``kept``: the all-frame answer
   stands), change (``changed``: another answer) or leave ``unanswerable``, from the ``status``
   of ``scenes/{scene_id}/{n}_frame.jsonl`` (vistest.budget.truth.STATUSES);
-* **per dummy mode**: the dummy rows (``scenes/{scene_id}/dummy_gt.jsonl``) and, when ``vistest
-  score`` wrote a report under the scene folder (``*/report.json``), the scored model's
-  hallucination rate on that mode's dummies: hallucinated / rows, pooled over budgets and types
-  (report.json ``hallucination`` cells of variant ``dummy-{mode}``);
-* **warnings**: pose coverage (decoded frames without a camera pose, from the scene's
-  ``visibility.npz`` ``valid`` and ``frame_index``: a decoded frame the table does not list counts
-  as without pose; else from the scene file the run's record names), the audit verdict when a
-  ``vistest audit --json`` report (``format: vistest.audit/1``) named ``audit*.json`` lies in
-  the scene folder of the run or beside the scene file, and the videos' sampling notes
-  (``manifest.jsonl`` ``warnings``) collapsed to one line per kind of note: notes that differ
-  only in numbers and frame lists are one kind, shown once with how many videos have it.
+* **per dummy mode**: the dummy rows that have a video (``scenes/{scene_id}/dummy_gt.jsonl``,
+  ``video`` not null; rows whose dummy has no frame left are counted apart: exports leave them out
+  as ``no_video``, so no model sees them) and, when ``vistest score`` wrote a report under the scene
+  folder (``*/report.json``), the scored model's hallucination rate on that mode's dummies:
+  hallucinated / rows, pooled over budgets and types, over the rows that have a video (from the
+  ``rows.jsonl`` beside the report; without it, the report's ``hallucination`` cells of variant
+  ``dummy-{mode}``);
+* **warnings**, ranked (the page: errors, then what changes answers, then the notes collapsed):
+  ``errors``: an audit that fails (a ``vistest audit --json`` report, ``format: vistest.audit/1``,
+  named ``audit*.json`` in the scene folder of the run or beside the scene file), a scene with no
+  pose at all; ``warnings`` (what changes answers): decoded frames without a camera pose (they
+  witness nothing), from the scene's ``visibility.npz`` ``valid`` and ``frame_index`` (a decoded
+  frame the table does not list counts as without pose; else from the scene file the run's record
+  names); an audit that passes is listed after them; the notes are the videos' sampling notes
+  (``manifest.jsonl`` ``warnings``) collapsed to one line per kind of note: notes that differ only
+  in numbers and frame lists are one kind, shown once with how many videos have it.
 
 Unreadable inputs are skipped (the page is a view; the commands that wrote them check them).
 """
@@ -42,15 +47,18 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 @dataclass
 class SceneSummary:
-    """One scene's figures: ``budgets`` {label: Counter(status)}, ``dummies`` {mode: Counter(status)},
-    ``hallucination`` {mode: (hallucinated, rows)} from ``score_report`` (a path, or None),
-    ``warnings`` (pose coverage, audit) as text."""
+    """One scene's figures: ``budgets`` {label: Counter(status)}, ``dummies`` {mode: Counter(status)}
+    over the dummy rows with a video, ``no_video`` {mode: rows without one}, ``hallucination``
+    {mode: (hallucinated, rows)} from ``score_report`` (a path, or None), ``errors`` and
+    ``warnings`` (what changes answers) as text, ``audit``."""
 
     scene_id: str
     budgets: dict[str, Counter] = field(default_factory=dict)
     dummies: dict[str, Counter] = field(default_factory=dict)
+    no_video: Counter = field(default_factory=Counter)
     hallucination: dict[str, tuple[int, int]] = field(default_factory=dict)
     score_report: Path | None = None
+    errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     audit: tuple[bool, str, Path] | None = None
 
@@ -124,9 +132,16 @@ def find_audit(run_dir: Path, scene_id: str) -> tuple[bool, str, Path] | None:
     return None
 
 
-def find_score(run_dir: Path, scene_id: str) -> tuple[dict[str, tuple[int, int]], Path] | None:
+def _row_key(d: dict, budget_field: str) -> tuple[str, str, str]:
+    return str(d.get("id")), str(d.get("variant")), str(d.get(budget_field))
+
+
+def find_score(run_dir: Path, scene_id: str, with_video: set | None = None
+               ) -> tuple[dict[str, tuple[int, int]], Path] | None:
     """Hallucination per dummy mode, {mode: (hallucinated, rows)}, from the first ``report.json``
-    (sorted by path) under the scene folder with dummy cells; None when there is none."""
+    (sorted by path) under the scene folder with dummy cells; None when there is none. With
+    ``with_video`` (the (id, variant, budget) keys of the dummy rows that have a video) and a
+    ``rows.jsonl`` beside the report, counted over those rows only."""
     folder = layout.scene_dir(run_dir, scene_id)
     for path in sorted(folder.glob("*/report.json")):
         doc = _json(path)
@@ -134,7 +149,15 @@ def find_score(run_dir: Path, scene_id: str) -> tuple[dict[str, tuple[int, int]]
         if not isinstance(cells, list):
             continue
         out: dict[str, list[int]] = {}
-        for c in cells:
+        rows = _jsonl(path.parent / "rows.jsonl") if with_video is not None else []
+        for r in rows:
+            variant = str(r.get("variant", ""))
+            if variant.startswith("dummy-") and r.get("hallucinated") is not None \
+                    and _row_key(r, "budget") in with_video:
+                acc = out.setdefault(variant.removeprefix("dummy-"), [0, 0])
+                acc[0] += bool(r["hallucinated"])
+                acc[1] += 1
+        for c in cells if not rows else []:
             variant = str(c.get("variant", "")) if isinstance(c, dict) else ""
             if not variant.startswith("dummy-"):
                 continue
@@ -155,16 +178,24 @@ def scene_summary(run_dir: Path, scene_id: str) -> SceneSummary:
         if label is not None:
             s.budgets[label] = Counter(str(d.get("status")) for d in _jsonl(path))
     s.budgets = dict(sorted(s.budgets.items(), key=lambda kv: budget_sort_key(kv[0])))
+    with_video = set()
     for d in _jsonl(folder / layout.DUMMY_GT):
-        s.dummies.setdefault(str(d.get("dummy_mode")), Counter())[str(d.get("status"))] += 1
-    found = find_score(run_dir, scene_id)
+        mode = str(d.get("dummy_mode"))
+        if d.get("video") is None:
+            s.no_video[mode] += 1
+            continue
+        s.dummies.setdefault(mode, Counter())[str(d.get("status"))] += 1
+        with_video.add(_row_key(d, "num_frames"))
+    found = find_score(run_dir, scene_id, with_video)
     if found:
         s.hallucination, s.score_report = found
     cover = pose_coverage(run_dir, scene_id)
     if cover and cover[0]:
         missing, n = cover
-        s.warnings.append(f"{missing} of {n} frames have no pose" + (": no frame has one" if missing == n else "")
-                          + " (no boxes, no visibility there; overlays leave them out by default)")
+        text = (f"{missing} of {n} frames have no pose" + (": no frame has one" if missing == n else "")
+                + " (no boxes, no visibility there: no object counts as seen in them; overlays leave them out "
+                  "by default)")
+        (s.errors if missing == n else s.warnings).append(text)
     s.audit = find_audit(run_dir, scene_id)
     return s
 

@@ -218,6 +218,18 @@ def options_key(options: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(options, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+def rules_changed(recorded: Mapping[str, Any] | None, options: Mapping[str, Any]) -> list[str]:
+    """One line per rule set whose version in ``options["rules"]`` (vistest.pipeline.rules_versions)
+    differs from the recorded options' (a record without versions: written before vistest kept them)."""
+    old = (recorded or {}).get("rules")
+    new = options.get("rules") or {}
+    if not isinstance(old, Mapping):
+        return [f"rules changed: the record keeps no rules versions (written by an older vistest); now "
+                f"{', '.join(f'{k} {v}' for k, v in new.items())}"] if new else []
+    return [f"rules changed: {k.replace('_', ' ')} rules version {old.get(k, 'none')} -> {v} (outputs made under "
+            f"the old rules)" for k, v in new.items() if old.get(k) != v]
+
+
 def read_scene_record(outdir: str | os.PathLike, scene_id: str) -> dict | None:
     """The scene's record (module docstring), or None when there is none or it is unreadable
     (then nothing of the scene is trusted: a rerun checks every output)."""
@@ -277,7 +289,8 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
     when its modification time changed or ``verify``); every recorded input must still match
     (the video included), and those given in ``inputs`` ({name: path}, e.g. ``scene``,
     ``questions``) must be the recorded files; ``options`` (as the record keeps them) must have
-    the recorded key. Cheap when nothing changed: one ``stat`` per file. Takes no lock: a run
+    the recorded key, and their rules versions the recorded ones (each changed rule set is named:
+    :func:`rules_changed`). Cheap when nothing changed: one ``stat`` per file. Takes no lock: a run
     of the scene in progress shows as incomplete or not current."""
     outdir = Path(outdir)
     rec = read_scene_record(outdir, scene_id)
@@ -306,6 +319,10 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
         if not isinstance(irec, dict) or irec.get("path") != str(Path(given).resolve()):
             reasons.append(f"input {name}: {given} is not the recorded input "
                            f"{irec.get('path') if isinstance(irec, dict) else '(none)'}")
-    if options is not None and rec.get("options_key") != options_key(options):
-        reasons.append("the options differ from the recorded run's")
+    if options is not None:
+        reasons += rules_changed(rec.get("options"), options)
+        others = {k: v for k, v in options.items() if k != "rules"}
+        kept = {k: v for k, v in (rec.get("options") or {}).items() if k != "rules"}
+        if rec.get("options_key") != options_key(options) and options_key(others) != options_key(kept):
+            reasons.append("the options differ from the recorded run's")
     return SceneStatus(scene_id, complete, not reasons, tuple(reasons), rec)

@@ -116,8 +116,12 @@ def all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
             if t.error is not None:
                 out.append(f"evaluator {t.evaluator.name} fails on this {t.num_frames}-frame video: {t.error}")
             elif not t.every_frame:
-                out.append(f"evaluator {t.evaluator.name} takes {len(t.frames)} of these {t.num_frames} frames "
-                           f"({len(set(t.frames))} distinct; asked {t.request}): its all ground truth is "
+                n, distinct = len(t.frames), len(set(t.frames))
+                what = (f"takes {n} frames of this {t.num_frames}-frame video, repeating {n - distinct} "
+                        f"({distinct} distinct)" if n > distinct else
+                        f"takes {n} of this video's {t.num_frames} frames")
+                out.append(f"evaluator {t.evaluator.name} {what} (its frame request: {t.request}): a model run "
+                           f"through it sees only those, so its all-frame ground truth is computed over them: "
                            f"{evaluator_file(scene_id, t.evaluator.name)}")
     return tuple(out)
 

@@ -51,6 +51,7 @@ depth frames, else the boxes (:func:`choose_occlusion`).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 import sys
@@ -303,10 +304,23 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
     turned away from the camera hide nothing (default False: a scan mesh is two-sided).
     Objects of a labelled mesh with no vertex in it fall back to ``visible = evidence``:
     listed in ``params["box_fallback"]`` and in one warning line on stderr.
+    In a static scene, frames with the same pose, intrinsics and depth image (the held frames of
+    ``vistest import --video-from-frames``, which repeat a photo) are computed once and their row copied.
     """
     from . import raster
     from ..progress import progress_bar
 
+    first: dict = {}
+    same = [first.setdefault((f.camera_to_world.tobytes() if f.valid else None, repr(f.intrinsics), f.depth), i)
+            for i, f in enumerate(scene.frames)]
+    if len(first) < len(same) and not scene.dynamic:
+        once = sorted(first.values())
+        vis = compute_visibility(dataclasses.replace(scene, frames=tuple(scene.frames[i] for i in once)), occlusion,
+                                 scale, near, depth_tol, chunk, progress, cull_back)
+        rows = np.searchsorted(once, same)
+        return dataclasses.replace(vis, projected=vis.projected[rows], visible=vis.visible[rows],
+                                   evidence=vis.evidence[rows], bbox=vis.bbox[rows], valid=vis.valid[rows],
+                                   frame_index=np.array([f.index for f in scene.frames], np.int64))
     occlusion, _ = choose_occlusion(scene, occlusion)
     if scale is None:
         scale = default_scale(scene.image_size)
