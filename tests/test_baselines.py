@@ -346,21 +346,16 @@ def test_nota_position_and_answer_length_attacks():
 
 
 def test_attacks_over_fold_seeds_worst_and_mean():
-    """worst_of: per cell the largest gap, per row the mean score; across_seeds: per cell the gap
-    of each seed, judged on the mean (the generator's report), the worst and its seeds listed."""
-    from vistest.eval.attacks import across_seeds, blind_attacks, worst_of
+    """across_seeds: per cell the gap of each seed, judged on the mean (the generator's report),
+    the worst and its seeds listed."""
+    from vistest.eval.attacks import across_seeds, blind_attacks
 
     rows = _attack_set(scenes=15)  # 15 scenes: 5 seeded folds (leave-one-out up to 10)
     reps = [blind_attacks(rows, holdout_folds(rows, seed=s), REVSI, min_judged=20) for s in (0, 1, 2)]
     assert len({tuple(sorted(r.folds.fold_of.items())) for r in reps}) == 3
-    w = worst_of(reps)
-    for c in w.cells:
+    for c in across_seeds(reps, (0, 1, 2)):
         gaps = [x.gap for r in reps for x in r.cells if (x.question_type, x.attack) == (c.question_type, c.attack)]
-        assert c.gap == max(gaps)
-    for a, s in w.row_scores.scores.items():
-        stack = np.vstack([r.row_scores.scores[a] for r in reps])
-        ok = ~np.isnan(stack).all(axis=0)
-        assert np.allclose(s[ok], np.nanmean(stack[:, ok], axis=0))
+        assert c.worst == max(gaps)
     cells = {(c.question_type, c.attack): c for c in across_seeds(reps, (0, 1, 2))}
     label = cells[("object_rel_distance_closest", "option-label")]  # the planted prior: above on every seed
     assert label.seeds_above == (0, 1, 2) and label.above and not label.ok

@@ -662,31 +662,6 @@ def _cell_order(c) -> tuple:
     return (c.pooled != (), c.question_type, ATTACKS.index(base_attack(c.attack)), is_complement(c.attack))
 
 
-def worst_of(reports: Sequence[AttackReport]) -> AttackReport:
-    """Reports of the same rows held out with different folds (fold seeds) as one: per (type,
-    attack) the cell with the largest gap (the failed target if any report fails it); per row
-    and attack the mean score over the reports (NaN where the attack answers it in none); the
-    first report's folds and budget. What the generator's balancing prunes from
-    (vistest.generate.balance: cross-fitted on fold seeds the report never judges on)."""
-    first = reports[0]
-    if any(len(r.row_scores.rows) != len(first.row_scores.rows) for r in reports):
-        raise ValueError("worst_of: the reports must score the same rows")
-    worst: dict[tuple[str, str], AttackCell] = {}
-    for r in reports:
-        for c in r.cells:
-            k = (c.question_type, c.attack)
-            if k not in worst or (c.judged, c.gap) > (worst[k].judged, worst[k].gap):
-                worst[k] = c
-    scores = {}
-    for a in first.row_scores.scores:
-        stack = np.vstack([r.row_scores.scores[a] for r in reports])
-        with np.errstate(invalid="ignore"):
-            n = (~np.isnan(stack)).sum(axis=0)
-            scores[a] = np.where(n > 0, np.nansum(stack, axis=0) / np.maximum(n, 1), np.nan)
-    rs = RowScores(first.row_scores.rows, first.row_scores.chance, scores)
-    return AttackReport(first.folds, first.budget, tuple(sorted(worst.values(), key=_cell_order)), rs)
-
-
 @dataclass(frozen=True)
 class SeedCell:
     """One (attack, type) judged on several fold seeds: its ``gaps`` (the judged gap
