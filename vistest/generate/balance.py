@@ -302,12 +302,12 @@ class Balanced:
 
 
 def answer_class(c: Candidate) -> str | None:
-    """The class a stratified draw balances (module docstring, step 1): a direction word or any
-    option text answer (multiple choice over words), a count; for size, distance and room-size
-    questions whether the answer lies above or below the world prior's typical value
-    (vistest.eval.world_prior), so that "always the typical value" is wrong on both sides alike;
-    None where nothing is balanced (numeric dynamic types, appearance orders, routes, relative
-    distance: their answers are option texts drawn per question)."""
+    """The class a stratified draw balances (module docstring, step 1): a direction word (the
+    relative directions, the dynamic heading), a count; for size, distance and room-size questions
+    (and their numeric-option twins) whether the answer lies above or below the world prior's
+    typical value (vistest.eval.world_prior), so that "always the typical value" is wrong on both
+    sides alike; None where nothing is balanced (the numeric dynamic types, appearance orders,
+    routes, relative distance: their options are drawn per question)."""
     qt = c.question_type
     if is_direction(qt):
         return c.answer
