@@ -782,3 +782,67 @@ def test_sheet_writes_its_sheets_as_one_set_with_a_progress_bar(clean, tmp_path)
     bad.write_bytes(good)
     assert invoke("sheet", run, "-o", sheets, "--no-index", "--quiet").exit_code == 0
     assert leftovers(sheets) == [] and state(sheets) == state(ref)
+
+
+# ---- issue #35: the newer parts under bad input --------------------------------------------------
+STI_Q = {"id": "w1", "scene_id": SID, "question_type": "sti_speed_acceleration", "question": "?",
+         "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "A", "time_start": 0}
+
+
+def write_jsonl(path: Path, *docs) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def test_times_are_bounded_where_they_enter(tmp_path):
+    """A window ending at 1e308 s was an OverflowError in window_range (budget, run, windows)."""
+    from vistest.budget.windows import window_range
+    from vistest.questions import MAX_TIME_S
+
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1e308})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: {"num_frames": 40, "fps": 30}}))
+    r = invoke("windows", q, "--video-info", info)
+    assert r.exit_code == 2, r.output
+    assert f"Error: {q}:1: time_end: expected seconds from the video's first frame (a number in 0..10000000" in r.output
+    assert "1e+308" in r.output and "Traceback" not in r.output
+    write_jsonl(q, {**STI_Q, "time_end": MAX_TIME_S})  # the bound itself is a time
+    assert invoke("windows", q, "--video-info", info).exit_code == 0
+    # no finite time at any finite rate overflows: the frame numbers stop past any video's last frame
+    assert window_range(0.0, MAX_TIME_S, 1e300) == (0, 10_000_000)
+    assert window_range(1e300, 1e300, 30.0)[0] == 10_000_000
+
+
+@pytest.mark.parametrize("entry, what", [
+    ({"num_frames": 1_000_000_000_000, "fps": 30}, "1000000000000"),  # was a 7.28 TiB MemoryError
+    ({"num_frames": 40, "fps": float("inf")}, "inf"), ({"num_frames": 0, "fps": 30}, "0")])
+def test_video_info_is_bounded_like_a_scene(entry, what, tmp_path):
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: entry}).replace("Infinity", "1e999"))
+    out = tmp_path / "report.md"
+    r = invoke("windows", q, "--video-info", info, "-o", out)
+    assert r.exit_code == 2, r.output
+    assert (f"Error: {info}: {SID}: expected {{\"num_frames\": an integer in 1..10000000 (the most decoded frames a "
+            f"scene may give), \"fps\": a positive finite number}}") in r.output and what in r.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_instant_tolerance_must_be_finite_seconds(value, tmp_path):
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: {"num_frames": 40, "fps": 30}}))
+    r = invoke("windows", q, "--video-info", info, "--instant-tolerance", value)
+    assert r.exit_code == 2, r.output
+    assert f"Error: --instant-tolerance: expected seconds, a finite number >= 0, got {float(value)}" in r.output
+
+
+def test_a_matrix_file_with_nan_names_the_value_plainly(tmp_path):
+    from vistest.datasets.common import AdapterError, read_matrix_txt
+
+    pose = tmp_path / "0.txt"
+    pose.write_text("1 0 0 0\n0 nan 0 0\n0 0 1 0\n0 0 0 1\n")
+    with pytest.raises(AdapterError) as e:
+        read_matrix_txt(pose)
+    assert str(e.value) == f"{pose}: expected finite numbers, got nan"  # was np.float64(nan)
