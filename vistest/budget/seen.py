@@ -28,7 +28,8 @@ source):
 
 A rule reads the array it names (``array``, one of :data:`SEEN_ARRAYS`: default ``visible``;
 ``evidence``, the box bound, and ``projected``, occlusion ignored, are the others). The two
-"at least" kinds take a threshold above 0 (at least 0 would count objects never in view as seen). The silhouette rule always divides by ``projected``, the box silhouette: with a box
+"at least" kinds take a threshold above 0 (at least 0 would count objects never in view as seen).
+The silhouette rule always divides by ``projected``, the box silhouette: with a box
 ``visible`` that is the share of the box silhouette that shows; with an instance ``visible``
 (``params["visible"] == "instance"``) it is the object's own visible surface over its box
 silhouette, a lower bound of BOP's ``visib_fract`` (whose denominator is the object's own
