@@ -846,3 +846,58 @@ def test_a_matrix_file_with_nan_names_the_value_plainly(tmp_path):
     with pytest.raises(AdapterError) as e:
         read_matrix_txt(pose)
     assert str(e.value) == f"{pose}: expected finite numbers, got nan"  # was np.float64(nan)
+
+
+def test_export_onto_a_full_disk_removes_what_it_staged(clean, tmp_path, monkeypatch):
+    """Issue #35: `export revsi --link copy` onto a full disk exited 2 but left a complete video and the
+    provisional vistest_export.json. ENOSPC on the first data file (after the videos were copied):
+    every file the export made goes again; only the folder's (empty) lock file stays (docs/faults.md)."""
+    write_text = Path.write_text
+
+    def full(self, data, *a, **kw):
+        if self.suffix == ".jsonl":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(self, data, *a, **kw)
+
+    out = tmp_path / "revsi"
+    with monkeypatch.context() as m:
+        m.setattr(Path, "write_text", full)
+        r = invoke("export", "revsi", clean, "-o", out, "--link", "copy", "--quiet")
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"Error: {out}/data/"), r.output
+    assert "cannot write (No space left on device); free some space" in r.output
+    assert sorted(p.name for p in out.rglob("*")) == [".vistest_export.lock"]
+    r = invoke("export", "revsi", clean, "-o", out, "--link", "copy", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert list(out.rglob("*.mp4")) and json.loads((out / "vistest_export.json").read_text())["format"] == "revsi"
+
+
+def test_the_export_lock_is_named_as_such(clean, tmp_path):
+    out = tmp_path / "jsonl"
+    (out / ".vistest_export.lock").mkdir(parents=True)  # a folder where the lock file goes
+    r = invoke("export", "jsonl", clean, "-o", out, "--quiet")
+    assert r.exit_code == 2, r.output
+    assert f"Error: {out}/.vistest_export.lock: cannot open the export lock (Is a directory)" in r.output
+    assert "scene lock" not in r.output
+
+
+def test_ffmpeg_on_a_full_disk_says_free_some_space(tmp_path):
+    """Issue #35: disk full while encoding showed ffmpeg's raw lines; the contract's message instead
+    (docs/faults.md table), from ffmpeg really writing to /dev/full (ENOSPC) and from its known words."""
+    from vistest.videos.ffmpeg import VideoError, ffmpeg_exe, ffmpeg_failure
+    from vistest.videos.processes import Processes
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "color=size=64x48",
+            "-frames:v", "10", "-f", "rawvideo", "-y", "/dev/full"]
+    with pytest.raises(OutputError) as e:
+        Processes().run(args, "/dev/full")
+    assert str(e.value) == "/dev/full: cannot write (No space left on device); free some space or write elsewhere"
+    out = tmp_path / "v.mp4"
+    for err, rc, want in ((b"[mp4 @ 0x1] Disk quota exceeded\n", 1, "cannot write (Disk quota exceeded); the disk "
+                                                                     "quota is exhausted"),
+                          (b"", -signal.SIGXFSZ, "cannot write (File too large); the file size limit was reached")):
+        assert str(ffmpeg_failure(out, rc, err)) == f"{out}: {want}" + (" (ulimit -f)" if rc < 0 else "")
+    other = ffmpeg_failure(out, 1, b"line 1\n[libx264 @ 0x1] broken\n")
+    assert type(other) is VideoError and str(other) == f"{out}: ffmpeg failed (exit 1):\nline 1\n[libx264 @ 0x1] broken"
