@@ -846,6 +846,14 @@ def test_a_matrix_file_with_nan_names_the_value_plainly(tmp_path):
     with pytest.raises(AdapterError) as e:
         read_matrix_txt(pose)
     assert str(e.value) == f"{pose}: expected finite numbers, got nan"  # was np.float64(nan)
+    # every message of the contract: numpy 2's scalar reprs written as Python's
+    from vistest.budget.seen import SeenRule
+
+    with pytest.raises(InputError) as e:
+        SeenRule("pixels", np.float64("nan"))
+    assert str(e.value) == "seen rule: expected a number, got nan"
+    message = f"f: x: got {np.int64(3)!r}, {np.True_!r}, {[np.float32(1.5)]}"
+    assert str(InputError(message)) == "f: x: got 3, True, [1.5]"
 
 
 def test_export_onto_a_full_disk_removes_what_it_staged(clean, tmp_path, monkeypatch):
