@@ -332,3 +332,46 @@ def test_held_frames_carry_their_photos_validity():
     assert out[2].camera_to_world[0, 3] == 1.0 and out[2].time == pytest.approx(0.2)
     assert out[5].time == pytest.approx(0.5)  # photo 3's time + 2 frames at 10 frames/s
     assert invalid == [0, 7] and posed == 1
+
+
+def test_a_gap_above_ten_seconds_is_refused_unless_allowed(tmp_path):
+    """Issue #35: a stray color/9999999.jpg made --video-from-frames encode ten million held frames
+    (still running after 150 s). A gap of more than MAX_HELD_S (10 s at the scene's 30 fps: 300
+    frames) is refused before anything is written, naming the image after it; --allow-frame-gaps
+    encodes it."""
+    from vistest.datasets.framevideo import MAX_HELD_S
+
+    assert MAX_HELD_S == 10.0
+    scan = write_colour_export(tmp_path)
+    stray = scan / "color" / "9999999.jpg"
+    stray.write_bytes((scan / "color" / "7.jpg").read_bytes())
+    out = tmp_path / "o1"
+    res = CliRunner().invoke(cli, ["import", "scannet", str(scan), "-o", str(out), "--boxes", "none",
+                                   "--video-from-frames", "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"Error: {stray}: frame 9999999 comes 9999991 frames after the previous image "
+                                 f"({scan / 'color' / '7.jpg'}, frame 7), all holding it: 333333.0 s at 30 fps; "
+                                 f"expected gaps of at most 10 s (300 frames) for --video-from-frames: remove a stray "
+                                 f"image, or pass --allow-frame-gaps to encode the gap"), res.output
+    assert not (out / "video.mp4").exists() and not (out / "scene.json").exists()
+    # 301 held frames (10.03 s) are refused, 300 (10 s) are not; the option lets the longer gap through
+    stray.unlink()
+    for n, ok in ((309, False), (308, True)):
+        (scan / "color" / f"{n}.jpg").write_bytes((scan / "color" / "7.jpg").read_bytes())
+        try:
+            import_scene("scannet", scan, tmp_path / f"g{n}", boxes="none", video_from_frames=True)
+            assert ok, n
+        except AdapterError as e:
+            assert not ok and f"frame {n} comes 301 frames after the previous image" in str(e), e
+        (scan / "color" / f"{n}.jpg").unlink()
+    (scan / "color" / "309.jpg").write_bytes((scan / "color" / "7.jpg").read_bytes())
+    path = import_scene("scannet", scan, tmp_path / "allowed", boxes="none", video_from_frames=True,
+                        allow_frame_gaps=True)
+    assert count_frames(Scene.load(path).path("video.mp4")) == 310
+    # posed frames far past the last image are held frames too: named by the scan
+    (scan / "color" / "309.jpg").unlink()
+    pose = np.eye(4)
+    _txt(scan / "pose" / "5000.txt", pose)
+    with pytest.raises(AdapterError, match=r"frame 5000 has a pose, 4993 frames after the last image .*7\.jpg, "
+                                           r"frame 7\), all holding it: 166\.4 s at 30 fps"):
+        import_scene("scannet", scan, tmp_path / "o2", boxes="none", video_from_frames=True)

@@ -160,3 +160,26 @@ def test_multiscan_errors_name_the_file(room, tmp_path):
     (scan / f"{SCAN}.align.json").unlink()
     with pytest.raises(AdapterError, match=r"align\.json: not found; expected coordinate_transform"):
         import_scene("multiscan", scan, tmp_path / "out")
+
+
+def test_more_or_fewer_camera_lines_than_video_frames_are_refused(room, tmp_path):
+    """Issue #35: a camera file with 50 lines for a 40-frame video imported as frames 0-49; only a
+    later run noticed. Line i is decoded frame i: the counts must agree (the video's, else the
+    metadata's number_of_frames), or the import stops naming the camera file, writing nothing."""
+    scan = write_demo_as_multiscan(room, tmp_path)
+    cams = scan / f"{SCAN}.jsonl"
+    lines = cams.read_text().splitlines()
+    n = len(room.frames)
+    for extra in (lines + lines[:10], lines[:-3]):
+        cams.write_text("\n".join(extra) + "\n")
+        out = tmp_path / "out"
+        with pytest.raises(AdapterError) as e:
+            import_scene("multiscan", scan, out)
+        assert str(e.value) == (f"{cams}: {len(extra)} lines, but {SCAN}.mp4 decodes to {n} frames; expected one "
+                                f"line per decoded frame (line i is frame i)")
+        assert not (out / "scene.json").exists()
+    (scan / f"{SCAN}.mp4").unlink()  # without the video: the metadata's count
+    cams.write_text("\n".join(lines + lines[:10]) + "\n")
+    with pytest.raises(AdapterError, match=rf"{SCAN}\.jsonl: {n + 10} lines, but {SCAN}\.json says number_of_frames "
+                                           rf"{n}; expected one line per decoded frame"):
+        import_scene("multiscan", scan, tmp_path / "out")

@@ -307,8 +307,11 @@ def test_baseline_cli_transfer_from_another_run(tmp_path):
     label = [c for c in rep["cells"] if c["attack"] == "option-label"]
     assert label and label[0]["gap"] > 0.2 and label[0]["above"] and label[0]["held_out_chance_gap"] is None
     same = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "test"), "-o", str(tmp_path / "c.jsonl"),
-                                     "--no-attacks", "--transfer-from", str(tmp_path / "test")])
-    assert same.exit_code != 0 and "--transfer-from" in same.output and "share scene" in same.output
+                                     "--transfer-from", str(tmp_path / "test"), "--attacks-report",
+                                     str(tmp_path / "a.json"), "--transfer-report", str(tmp_path / "u.json")])
+    assert same.exit_code == 2 and "--transfer-from" in same.output and "share scene" in same.output
+    # issue #35: the refusal came after the predictions were written; now nothing is
+    assert not any((tmp_path / f).exists() for f in ("c.jsonl", "a.json", "u.json"))
     usage = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "test"), "-o", str(tmp_path / "d.jsonl"),
                                       "--transfer-report", str(tmp_path / "x.json")])
     assert usage.exit_code == 2 and "--transfer-from" in usage.output and not (tmp_path / "d.jsonl").exists()

@@ -452,9 +452,16 @@ def test_seen_rules_are_validated_once():
         budget_truth(*counting_case()[:2], [], seen_threshold=1.5)
     with pytest.raises(InputError, match="non-negative number of pixels"):
         SeenRule("pixels", -1)
-    scene, vis, _ = counting_case()
-    with pytest.raises(InputError, match="instance: the seen rule reads this array"):
-        budget_truth(scene, vis, [], seen_threshold=SeenRule("silhouette", 0.5, "instance"))
+    # only the table's frames x objects image shares (issue #35: @bbox, @frame_index, @__class__ were tracebacks)
+    for array in ("instance", "bbox", "frame_index", "__class__", "source"):
+        with pytest.raises(InputError, match=f"seen rule: expected one of the visibility table's arrays visible, "
+                                             f"evidence, projected, got '{array}'"):
+            SeenRule("silhouette", 0.5, array)
+    # "at least 0" would count objects never in view as seen (issue #35): refused, not read as "> 0"
+    for kind in ("pixels", "silhouette"):
+        with pytest.raises(InputError, match=f"expected a threshold above 0 for the {kind} seen rule"):
+            SeenRule(kind, 0)
+    assert SeenRule("image", 0).passes(np.array([0.0, 1e-9])).tolist() == [False, True]  # "> 0": never-seen unseen
 
 
 def test_cli_seen_rule_and_threshold(tmp_path):
@@ -478,6 +485,13 @@ def test_cli_seen_rule_and_threshold(tmp_path):
     assert res.exit_code == 2 and "--seen-rule: expected one of image, silhouette, pixels" in res.output
     res = runner.invoke(main, base + ["--seen-threshold", "1.5"])
     assert res.exit_code == 2 and "--seen-threshold: expected a fraction of the image area in [0, 1)" in res.output
+    for rule in ("image@bbox", "image@frame_index", "pixels@__class__", "silhouette@source"):
+        res = runner.invoke(main, base + ["--seen-rule", rule])
+        assert res.exit_code == 2, (rule, res.output)
+        assert ("Error: --seen-rule: expected one of the visibility table's arrays visible, evidence, projected, got "
+                f"'{rule.partition('@')[2]}'") in res.output, rule
+    res = runner.invoke(main, base + ["--seen-rule", "pixels", "--seen-threshold", "0"])
+    assert res.exit_code == 2 and "Error: --seen-threshold: expected a threshold above 0 for the pixels" in res.output
 
 
 def test_one_seen_predicate_for_budget_facts_and_timeline():
@@ -508,3 +522,29 @@ def test_every_seen_rule_kind_is_documented_with_unit_and_source():
     for k in SEEN_KINDS.values():
         assert k.unit and k.doc and k.source, k.name
         assert f"| `{k.name}`" in text and f"| {k.default:g} | {k.unit} |" in text, k.name
+
+
+def test_a_window_on_a_type_whose_ground_truth_ignores_it_warns(tmp_path):
+    """Issue #35: a 100-200 s window on a counting question of a 10-frame video gave a kept row in
+    silence. The documented handling (docs/questions-format.md "Time windows"): a warning naming the
+    line and field; windowed types (sti_*, motion_*) get none."""
+    small_box_scene(tmp_path)
+    q = tmp_path / "q.jsonl"
+    rows = [{"id": 1, "scene_id": "s1", "question_type": "object_counting", "question": "?", "category": "chair",
+             "ground_truth": 1, "time_start": 100, "time_end": 200},
+            {"id": 2, "scene_id": "s1", "question_type": "object_size_estimation", "question": "?",
+             "objects": ["c1"], "ground_truth": 30, "time": 0.1},
+            {"id": 3, "scene_id": "s1", "question_type": "sti_spatial_relation", "question": "?", "time": 0.1,
+             "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "A"}]
+    q.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(main, ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "all", "-o",
+                                    str(tmp_path / "out"), "--quiet", "--seen-rule", "silhouette"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("warning: ") == 1
+    assert (f"warning: {q}:1: time_start: the ground truth of object_counting ignores time windows and instants "
+            f"(decided over every sampled frame; only its dummies keep to the window's frames); 2 such question(s) "
+            f"in {q}") in res.output
+    q.write_text(json.dumps(rows[2]) + "\n")
+    res = CliRunner().invoke(main, ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "all", "-o",
+                                    str(tmp_path / "out"), "--quiet"])
+    assert res.exit_code == 0 and "warning" not in res.output, res.output

@@ -782,3 +782,130 @@ def test_sheet_writes_its_sheets_as_one_set_with_a_progress_bar(clean, tmp_path)
     bad.write_bytes(good)
     assert invoke("sheet", run, "-o", sheets, "--no-index", "--quiet").exit_code == 0
     assert leftovers(sheets) == [] and state(sheets) == state(ref)
+
+
+# ---- issue #35: the newer parts under bad input --------------------------------------------------
+STI_Q = {"id": "w1", "scene_id": SID, "question_type": "sti_speed_acceleration", "question": "?",
+         "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "A", "time_start": 0}
+
+
+def write_jsonl(path: Path, *docs) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def test_times_are_bounded_where_they_enter(tmp_path):
+    """A window ending at 1e308 s was an OverflowError in window_range (budget, run, windows)."""
+    from vistest.budget.windows import window_range
+    from vistest.questions import MAX_TIME_S
+
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1e308})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: {"num_frames": 40, "fps": 30}}))
+    r = invoke("windows", q, "--video-info", info)
+    assert r.exit_code == 2, r.output
+    assert f"Error: {q}:1: time_end: expected seconds from the video's first frame (a number in 0..10000000" in r.output
+    assert "1e+308" in r.output and "Traceback" not in r.output
+    write_jsonl(q, {**STI_Q, "time_end": MAX_TIME_S})  # the bound itself is a time
+    assert invoke("windows", q, "--video-info", info).exit_code == 0
+    # no finite time at any finite rate overflows: the frame numbers stop past any video's last frame
+    assert window_range(0.0, MAX_TIME_S, 1e300) == (0, 10_000_000)
+    assert window_range(1e300, 1e300, 30.0)[0] == 10_000_000
+
+
+@pytest.mark.parametrize("entry, what", [
+    ({"num_frames": 1_000_000_000_000, "fps": 30}, "1000000000000"),  # was a 7.28 TiB MemoryError
+    ({"num_frames": 40, "fps": float("inf")}, "inf"), ({"num_frames": 0, "fps": 30}, "0")])
+def test_video_info_is_bounded_like_a_scene(entry, what, tmp_path):
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: entry}).replace("Infinity", "1e999"))
+    out = tmp_path / "report.md"
+    r = invoke("windows", q, "--video-info", info, "-o", out)
+    assert r.exit_code == 2, r.output
+    assert (f"Error: {info}: {SID}: expected {{\"num_frames\": an integer in 1..10000000 (the most decoded frames a "
+            f"scene may give), \"fps\": a positive finite number}}") in r.output and what in r.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_instant_tolerance_must_be_finite_seconds(value, tmp_path):
+    q = write_jsonl(tmp_path / "q.jsonl", {**STI_Q, "time_end": 1})
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({SID: {"num_frames": 40, "fps": 30}}))
+    r = invoke("windows", q, "--video-info", info, "--instant-tolerance", value)
+    assert r.exit_code == 2, r.output
+    assert f"Error: --instant-tolerance: expected seconds, a finite number >= 0, got {float(value)}" in r.output
+
+
+def test_a_matrix_file_with_nan_names_the_value_plainly(tmp_path):
+    from vistest.datasets.common import AdapterError, read_matrix_txt
+
+    pose = tmp_path / "0.txt"
+    pose.write_text("1 0 0 0\n0 nan 0 0\n0 0 1 0\n0 0 0 1\n")
+    with pytest.raises(AdapterError) as e:
+        read_matrix_txt(pose)
+    assert str(e.value) == f"{pose}: expected finite numbers, got nan"  # was np.float64(nan)
+    # every message of the contract: numpy 2's scalar reprs written as Python's
+    from vistest.budget.seen import SeenRule
+
+    with pytest.raises(InputError) as e:
+        SeenRule("pixels", np.float64("nan"))
+    assert str(e.value) == "seen rule: expected a number, got nan"
+    message = f"f: x: got {np.int64(3)!r}, {np.True_!r}, {[np.float32(1.5)]}"
+    assert str(InputError(message)) == "f: x: got 3, True, [1.5]"
+
+
+def test_export_onto_a_full_disk_removes_what_it_staged(clean, tmp_path, monkeypatch):
+    """Issue #35: `export revsi --link copy` onto a full disk exited 2 but left a complete video and the
+    provisional vistest_export.json. ENOSPC on the first data file (after the videos were copied):
+    every file the export made goes again; only the folder's (empty) lock file stays (docs/faults.md)."""
+    write_text = Path.write_text
+
+    def full(self, data, *a, **kw):
+        if self.suffix == ".jsonl":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(self, data, *a, **kw)
+
+    out = tmp_path / "revsi"
+    with monkeypatch.context() as m:
+        m.setattr(Path, "write_text", full)
+        r = invoke("export", "revsi", clean, "-o", out, "--link", "copy", "--quiet")
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"Error: {out}/data/"), r.output
+    assert "cannot write (No space left on device); free some space" in r.output
+    assert sorted(p.name for p in out.rglob("*")) == [".vistest_export.lock"]
+    r = invoke("export", "revsi", clean, "-o", out, "--link", "copy", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert list(out.rglob("*.mp4")) and json.loads((out / "vistest_export.json").read_text())["format"] == "revsi"
+
+
+def test_the_export_lock_is_named_as_such(clean, tmp_path):
+    out = tmp_path / "jsonl"
+    (out / ".vistest_export.lock").mkdir(parents=True)  # a folder where the lock file goes
+    r = invoke("export", "jsonl", clean, "-o", out, "--quiet")
+    assert r.exit_code == 2, r.output
+    assert f"Error: {out}/.vistest_export.lock: cannot open the export lock (Is a directory)" in r.output
+    assert "scene lock" not in r.output
+
+
+def test_ffmpeg_on_a_full_disk_says_free_some_space(tmp_path):
+    """Issue #35: disk full while encoding showed ffmpeg's raw lines; the contract's message instead
+    (docs/faults.md table), from ffmpeg really writing to /dev/full (ENOSPC) and from its known words."""
+    from vistest.videos.ffmpeg import VideoError, ffmpeg_exe, ffmpeg_failure
+    from vistest.videos.processes import Processes
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "color=size=64x48",
+            "-frames:v", "10", "-f", "rawvideo", "-y", "/dev/full"]
+    with pytest.raises(OutputError) as e:
+        Processes().run(args, "/dev/full")
+    assert str(e.value) == "/dev/full: cannot write (No space left on device); free some space or write elsewhere"
+    out = tmp_path / "v.mp4"
+    for err, rc, want in ((b"[mp4 @ 0x1] Disk quota exceeded\n", 1, "cannot write (Disk quota exceeded); the disk "
+                                                                     "quota is exhausted"),
+                          (b"", -signal.SIGXFSZ, "cannot write (File too large); the file size limit was reached")):
+        assert str(ffmpeg_failure(out, rc, err)) == f"{out}: {want}" + (" (ulimit -f)" if rc < 0 else "")
+    other = ffmpeg_failure(out, 1, b"line 1\n[libx264 @ 0x1] broken\n")
+    assert type(other) is VideoError and str(other) == f"{out}: ffmpeg failed (exit 1):\nline 1\n[libx264 @ 0x1] broken"

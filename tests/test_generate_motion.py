@@ -88,6 +88,53 @@ def test_ladder_keeps_the_drawn_rank_and_the_sign_even_near_zero():
             assert np.allclose(np.array(mags[1:]) / mags[:-1], ladder.step_ratio)
 
 
+def windows_by_every_pair(frames, seen, num_frames, fps, rules):
+    """The window rule pair by pair of grid times (the generator's loop before issue #35)."""
+    out = []
+    times = gm.grid_times(num_frames, fps, rules.window_step_s)
+    longest = rules.max_window_s or math.inf
+    for i, t0 in enumerate(times):
+        for t1 in times[i + 1:]:
+            if not rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
+                continue
+            first, last = math.ceil((t0 - 1e-6) * fps), math.floor((t1 + 1e-6) * fps)
+            inside = [f for f in frames if first <= f <= last]
+            observed = [f for f in seen if first <= f <= last]
+            if len(inside) >= 2 and inside[0] in observed and inside[-1] in observed and (
+                    len(observed) >= rules.min_seen_share * len(inside) - 1e-9):
+                out.append((t0, t1, inside, observed))
+    return out
+
+
+def _facts(frames, seen, num_frames, fps):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(scene=SimpleNamespace(num_frames=num_frames, fps=fps), table_frames=np.array(frames),
+                           seen_frames={"o": np.array(seen, dtype=np.int64)})
+
+
+def test_windows_equal_the_pairwise_rule_and_take_linear_time():
+    import time
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n, fps = int(rng.integers(2, 200)), float(rng.choice([10.0, 29.97, 30.0, 7.5]))
+        frames = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
+        seen = sorted(f for f in frames if rng.random() < 0.7)
+        rules = Rules().with_overrides([f"motion.window_step_s={rng.choice([0.5, 0.25, 0.1])}",
+                                        f"motion.min_window_s={rng.choice([0, 0.5, 1])}",
+                                        f"motion.max_window_s={rng.choice([0, 2, 8])}",
+                                        f"motion.min_seen_share={rng.choice([0, 0.5, 1])}"]).motion
+        got = [(w.start_s, w.end_s, w.inside.tolist(), w.observed.tolist())
+               for w in gm.object_windows(_facts(frames, seen, n, fps), "o", rules)]
+        assert got == windows_by_every_pair(frames, seen, n, fps, rules), trial
+    # issue #35: a frame index of 9,999,999 (333,333 s of grid) and a one-hour scene took minutes / 72 s
+    for frames, n in ((list(range(40)) + [9_999_999], 10_000_000), (list(range(0, 108_000, 3)), 108_000)):
+        t = time.perf_counter()
+        wins = gm.object_windows(_facts(frames, frames, n, 30.0), "o", Rules().motion)
+        assert time.perf_counter() - t < 20 and wins and all(1 - 1e-9 <= w.end_s - w.start_s <= 8 + 1e-9
+                                                              for w in wins)
+
+
 def test_types_sets_and_rules():
     assert parse_types("motion") == MOTION_TYPES and set(MOTION_TYPES) <= set(parse_types("all"))
     assert set(MOTION_TYPES) == set(QUESTION_MOTION_TYPES)
@@ -96,6 +143,16 @@ def test_types_sets_and_rules():
     for bad in ("motion.step_ratio=1.0", "motion.min_heading_margin_deg=45", "motion.window_step_s=0"):
         with pytest.raises(InputError, match="motion"):
             Rules().with_overrides([bad])
+    # issue #35: -5 was read as "the whole video"; 1e-6 s made the grid (and the texts' times) meaningless
+    for bad, msg in (("motion.max_window_s=-5", "motion.max_window_s: expected 0 (every length up to the whole "
+                                                "video) or seconds >= min_window_s (1.0), got -5.0"),
+                     ("motion.max_window_s=0.5", "got 0.5"),
+                     ("motion.window_step_s=1e-6", "motion.window_step_s: expected at least 0.001 s (the "
+                                                   "questions write times with at most 3 decimals), got 1e-06")):
+        with pytest.raises(InputError) as e:
+            Rules().with_overrides([bad])
+        assert str(e.value).startswith("--rule: ") and msg in str(e.value), str(e.value)
+    assert Rules().with_overrides(["motion.max_window_s=0"]).motion.max_window_s == 0
     assert gm.time_decimals(0.5) == 1 and gm.time_decimals(0.25) == 2
     assert gm.grid_times(31, 10.0, 0.5) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
 

@@ -14,9 +14,11 @@ import random
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from vistest.budget.evaluators import DEFAULT_EVALUATORS, EVALUATORS, STI_BENCH
 from vistest.budget.sampling import select_frames
+from vistest.cli import main
 from vistest.budget.windows import TIME_EPS_S, frames_in_window, nearest_frame
 from vistest.datasets.sti_bench import LAYOUTS, QuestionSetError, import_question_set
 from vistest.questions import QUESTION_TYPES, STI_TASKS, QuestionError, parse_questions
@@ -180,6 +182,16 @@ def test_sti_bench_parquet_import_and_the_legacy_key_collision(tmp_path):
     (lambda r: r.update(Answer="F"), r"row 0: Answer: expected one of A, B, C, D, E"),
     (lambda r: r.update(time_start=3.0), r"row 0: time_end: expected time_start <= time_end"),
     (lambda r: r.update(Candidates=json.dumps({"A": "1"})), r"row 0: Candidates: expected the five keys"),
+    # issue #35: a TypeError (bytes), a bare NaN written into questions.jsonl, scene id "." (by_scene/..jsonl),
+    # an OverflowError later (1e308 s)
+    (lambda r: r.update({"Answer Detail": b"\x00\xff"}),
+     r"row 0: Answer Detail: expected text, a finite number or null, got b'\\x00\\xff'"),
+    (lambda r: r.update({"Answer Detail": float("nan")}), r"row 0: Answer Detail: expected text, a finite number or "
+                                                           r"null, got nan"),
+    (lambda r: r.update(Scene=b"x"), r"row 0: Scene: expected text, a finite number or null, got b'x'"),
+    (lambda r: r.update(Video="..mp4"), r"row 0: Video '..mp4': scene_id: '.' cannot name files"),
+    (lambda r: r.update(Video="dir/.hidden.mp4"), r"row 0: Video 'dir/.hidden.mp4': scene_id: '.hidden' cannot"),
+    (lambda r: r.update(time_end=1e308), r"row 0: time_end: expected seconds \(a number in 0..10000000\), got 1e\+308"),
 ])
 def test_sti_bench_refuses_bad_rows_naming_file_row_column(tmp_path, edit, msg):
     row = _sti_row(1)
@@ -187,6 +199,15 @@ def test_sti_bench_refuses_bad_rows_naming_file_row_column(tmp_path, edit, msg):
     path = _write_parquet(tmp_path / "qa.parquet", [row])
     with pytest.raises(QuestionSetError, match=msg):
         import_question_set("sti-bench", path)
+
+
+def test_a_refused_question_set_writes_nothing(tmp_path):
+    row = {**_sti_row(1), "Answer Detail": float("nan")}
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps(_sti_row(2)) + "\n" + json.dumps(row) + "\n")  # NaN: Python's JSON reads it
+    r = CliRunner().invoke(main, ["import", "sti-bench", str(path), "-o", str(tmp_path / "out"), "--quiet"])
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {path}:2: Answer Detail: expected text"), r.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_resti_jsonl_import_and_refusals(tmp_path):
@@ -197,6 +218,15 @@ def test_resti_jsonl_import_and_refusals(tmp_path):
     assert q["id"] == "resti-v1:ScanNet:demo-seed0.mp4:1" and q["benchmark"] == "ReSTI"
     assert q["legacy_row_key"].startswith("ScanNet|Displacement") and q["ground_truth"] == "C"
     assert imported.warnings == ()
+    # two rows with id x are made x:row0 and x:row1; a real x:row1 elsewhere is an error naming both rows
+    rows = [_resti_row(1), _resti_row(2), _resti_row(3)]
+    rows[0]["ReSTI ID"] = rows[1]["ReSTI ID"] = "x"
+    rows[2]["ReSTI ID"] = "x:row1"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(QuestionSetError) as e:
+        import_question_set("resti", p)
+    assert str(e.value) == (f"{p}:2: ReSTI ID: id 'x' repeats (2 rows), and its unique form 'x:row1' is the id of "
+                            f"{p}:3; expected unique ids")
     # the STI-Bench layout is not ReSTI's: named missing columns
     p.write_text(json.dumps(_sti_row(1)) + "\n")
     with pytest.raises(QuestionSetError, match=r"resti.jsonl:1: missing column\(s\) ReSTI ID, Legacy Row Key"):

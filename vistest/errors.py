@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 
 class InputError(ValueError):
@@ -36,7 +37,18 @@ class InputError(ValueError):
             if got is not ...:
                 what += f", got {got!r}"
             message = ": ".join(parts + [what])
-        super().__init__(message)
+        super().__init__(plain_values(message))
+
+
+# numpy 2's scalar reprs (np.float64(nan), np.int64(3), np.str_('x'), np.True_), not other code (np.linspace(...))
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:(?:float|int|uint|complex)\d+|bool|str_|bytes_|longdouble)\(([^()]*)\)"
+                           r"|\bnp\.(True|False)_")
+
+
+def plain_values(message: str) -> str:
+    """``message`` with numpy 2's scalar reprs written as Python's: ``np.float64(nan)`` -> ``nan``,
+    ``np.int64(3)`` -> ``3``, ``np.True_`` -> ``True`` (a value a message took from an array)."""
+    return _NUMPY_SCALAR.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), message)
 
 
 # errno values that mean "the environment refuses the write" (a folder that cannot be written,

@@ -26,7 +26,7 @@ from . import layout
 from .atomic import check_writable, file_record, files_record, write_atomic
 from .budget.truth import BudgetTruth, budget_truth, evaluator_truth, write_budget_files
 from .config import RunConfig
-from .questions import Question
+from .questions import Question, ignored_times
 from .budgets import ALL
 from .errors import InputError
 from .scene import Scene, check_scene_id
@@ -209,6 +209,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
     check_scene_id(scene.scene_id, scene.source)
     stage("video")
     scene, info, warnings = check_video(scene, scene_json, config.scale_intrinsics)
+    warnings = list(warnings) + ignored_times(questions)
     check_writable(outdir)
     spool = spool_folder(outdir, spool_dir)
     sid = scene.scene_id

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from .budgets import MAX_BUDGET
 from .errors import InputError
 from .answers import (
     BASE,
@@ -67,6 +68,9 @@ ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
 ANSWER_TEXT = TEXT  # an open-ended categorical answer (reformulation "open")
 ANSWER_KINDS_WITHOUT_OPTIONS = (TEXT, NUMBER)
+# seconds: the latest time a question may name (``time_start``, ``time_end``, ``time``): a video of the most
+# decoded frames a scene may give (vistest.budgets.MAX_BUDGET) at 1 frame/s; about 116 days
+MAX_TIME_S = float(MAX_BUDGET)
 
 
 class QuestionError(InputError):
@@ -358,12 +362,14 @@ class _LineParser:
         return q
 
     def seconds(self, doc: dict, key: str) -> float | None:
-        """A time in seconds from the video's first frame: a finite number >= 0 (not a string), or None."""
+        """A time in seconds from the video's first frame: a number in [0, :data:`MAX_TIME_S`] (not a
+        string), or None."""
         v = doc.get(key)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise self.fail(key, f"expected seconds from the video's first frame (a number >= 0), got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_TIME_S:
+            raise self.fail(key, f"expected seconds from the video's first frame (a number in 0..{MAX_TIME_S:.0f}: "
+                                 f"{MAX_BUDGET} frames at 1 frame/s), got {v!r}")
         return float(v)
 
     def time_fields(self, doc: dict) -> tuple[tuple[float, float] | None, float | None]:
@@ -554,3 +560,22 @@ def load_questions(path: str | os.PathLike, scene: Any | None = None) -> tuple[Q
     path = Path(path)
     text = read_text(path, QuestionError, "questions file")
     return parse_questions(text.splitlines(), source=str(path), scene=scene)
+
+
+def ignored_times(questions: Iterable[Question]) -> list[str]:
+    """Warnings (one per file) for questions whose type's ground truth ignores their time window or
+    instant (every rule but ``window`` and ``track``; docs/questions-format.md "Time windows"): the
+    budget stage decides them over every selected frame, only their dummies keep to the window's
+    frames (vistest.videos.evidence.time_span). Each names the first such line and field."""
+    by_file: dict[str, list[Question]] = {}
+    for q in questions:
+        if (q.window is not None or q.instant is not None) and q.type.rule not in (RULE_WINDOW, RULE_TRACK):
+            by_file.setdefault(q.source, []).append(q)
+    out = []
+    for source, qs in by_file.items():
+        q = qs[0]
+        fld = "time_start" if q.window is not None else "time"
+        out.append(f"{q.where}: {fld}: the ground truth of {q.question_type} ignores time windows and instants "
+                   f"(decided over every sampled frame; only its dummies keep to the window's frames); "
+                   f"{len(qs)} such question(s) in {source}")
+    return out

@@ -26,8 +26,10 @@ source):
   ``min_px_count_visib=1024``, COCO's small/medium object boundary 32^2). Counted at native
   resolution, not at the size a model's processor resizes frames to.
 
-A rule reads the array it names (``array``, default ``visible``; ``evidence``, the box bound,
-is another). The silhouette rule always divides by ``projected``, the box silhouette: with a box
+A rule reads the array it names (``array``, one of :data:`SEEN_ARRAYS`: default ``visible``;
+``evidence``, the box bound, and ``projected``, occlusion ignored, are the others). The two
+"at least" kinds take a threshold above 0 (at least 0 would count objects never in view as seen).
+The silhouette rule always divides by ``projected``, the box silhouette: with a box
 ``visible`` that is the share of the box silhouette that shows; with an instance ``visible``
 (``params["visible"] == "instance"``) it is the object's own visible surface over its box
 silhouette, a lower bound of BOP's ``visib_fract`` (whose denominator is the object's own
@@ -51,6 +53,8 @@ IMAGE, SILHOUETTE, PIXELS = "image", "silhouette", "pixels"
 DEFAULT_SEEN_KIND = IMAGE
 DEFAULT_SEEN_ARRAY = "visible"
 BOUND_ARRAY = "projected"  # the box silhouette with occlusion ignored: the rule's upper bound
+# the visibility table's (frames, objects) image-share arrays (vistest.visibility.table.Visibility) a rule may read
+SEEN_ARRAYS = ("visible", "evidence", "projected")
 RULE_WHERE = "seen rule"  # what a SeenRule's own errors are prefixed with
 
 
@@ -176,8 +180,11 @@ def _problem(kind: Any, threshold: Any, array: Any) -> str | None:
         return f"expected a {spec.unit} in [0, 1) for the {kind} seen rule, got {threshold!r}"
     if not spec.fraction and float(threshold) < 0:
         return f"expected a non-negative number of {spec.unit} for the {kind} seen rule, got {threshold!r}"
-    if not isinstance(array, str) or not array.isidentifier():
-        return f"expected the name of a visibility array (e.g. visible), got {array!r}"
+    if not spec.strict and float(threshold) <= 0:  # ">= 0" would count objects never in view as seen
+        return (f"expected a threshold above 0 for the {kind} seen rule (at least 0 would count objects never in "
+                f"view as seen), got {threshold!r}")
+    if array not in SEEN_ARRAYS:
+        return f"expected one of the visibility table's arrays {', '.join(SEEN_ARRAYS)}, got {array!r}"
     return None
 
 

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..budgets import ALL, BudgetValue, budget_label
+from ..budgets import ALL, MAX_BUDGET, BudgetValue, budget_label
 from ..errors import InputError
 from .sampling import select_frames
 
@@ -37,9 +37,11 @@ def frame_time(index: int, fps: float) -> float:
 
 def window_range(time_start: float, time_end: float, fps: float) -> tuple[int, int]:
     """(first, last) decoded frame numbers inside the closed window, last < first when none is
-    (whatever the video's length: the caller intersects with its frames)."""
-    first = max(0, math.ceil((time_start - TIME_EPS_S) * fps))
-    last = math.floor((time_end + TIME_EPS_S) * fps)
+    (whatever the video's length: the caller intersects with its frames). Both are capped at
+    :data:`vistest.budgets.MAX_BUDGET`, past the last frame any video may have, so that no
+    finite time or rate overflows."""
+    first = math.ceil(min(max(0.0, (time_start - TIME_EPS_S) * fps), MAX_BUDGET))
+    last = math.floor(min((time_end + TIME_EPS_S) * fps, MAX_BUDGET))
     return first, last
 
 

@@ -4,6 +4,7 @@ each question's time window: vistest.budget.windows)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -43,7 +44,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
     print kept / changed / unanswerable per budget and question type."""
     from ..atomic import check_writable
     from ..budget.truth import budget_truth, summary_table, write_budget_files
-    from ..questions import load_questions
+    from ..questions import ignored_times, load_questions
     from ..scene import Scene
     from ..visibility.table import Visibility, choose_occlusion, compute_visibility
 
@@ -51,6 +52,8 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
     questions = load_questions(questions_jsonl, scene=scene)
     if not questions:
         warn(f"{questions_jsonl}: no questions (the file holds no question line): the budget files hold no row")
+    for w in ignored_times(questions):
+        warn(w)
     check_writable(output)
     if visibility_npz:
         vis = Visibility.load(visibility_npz)
@@ -113,6 +116,7 @@ def _video_timings(questions, scenes, video_info, videos_dir) -> dict:
     """{scene_id: VideoTiming} from scene files, a JSON table and/or a video folder (later sources
     fill only what earlier ones left)."""
     from ..budget.windows import VideoTiming
+    from ..budgets import MAX_BUDGET
     from ..errors import InputError
     from ..jsonl import parse_json, read_text
     from ..scene import Scene
@@ -128,10 +132,11 @@ def _video_timings(questions, scenes, video_info, videos_dir) -> dict:
         by_name = {}
         for key, v in doc.items():
             n, fps = (v.get("num_frames"), v.get("fps")) if isinstance(v, dict) else (None, None)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1 or isinstance(fps, bool) or not isinstance(
-                    fps, (int, float)) or not fps > 0:
-                raise InputError(f"{video_info}: {key}: expected {{\"num_frames\": a positive integer, \"fps\": a "
-                                 f"positive number}}, got {v!r}")
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BUDGET or isinstance(
+                    fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps < math.inf:
+                raise InputError(f"{video_info}: {key}: expected {{\"num_frames\": an integer in 1..{MAX_BUDGET} (the "
+                                 f"most decoded frames a scene may give), \"fps\": a positive finite number}}, "
+                                 f"got {v!r}")
             by_name[key] = VideoTiming(n, float(fps))
         for q in questions:
             for key in (q.scene_id, q.record.get("video")):

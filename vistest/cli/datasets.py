@@ -54,9 +54,12 @@ def _import_epilog() -> str:
                    "iphone/rgb, 3RScan sequence, EmbodiedScan posed images) into OUTPUT/video.mp4, decoded frame "
                    "n = frame index n = the source frame number; gaps repeat the previous image "
                    "(docs/adapters.md).")
+@click.option("--allow-frame-gaps", is_flag=True,
+              help="With --video-from-frames: encode gaps of more than 10 s without images too (held frames; "
+                   "refused by default: a stray image far past the others).")
 @key_value_option("Adapter option KEY=VALUE (repeatable).")
 @quiet_option("No progress bar and no summary.")
-def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, options, quiet):
+def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, allow_frame_gaps, options, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
     (a question set, sti-bench or resti: OUTPUT/questions.jsonl)."""
     import json
@@ -68,14 +71,16 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, o
 
     if dataset in LAYOUTS:
         given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
-                                ("--video-from-frames", video_from_frames), ("-O", options)) if v]
+                                ("--video-from-frames", video_from_frames), ("--allow-frame-gaps", allow_frame_gaps),
+                                ("-O", options)) if v]
         if given:
             raise InputError(f"{', '.join(given)}: a question set ({dataset}) takes no scene options")
         _import_questions(dataset, path, output, quiet)
         return
 
     scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
-                              progress=not quiet, video_from_frames=video_from_frames)
+                              progress=not quiet, video_from_frames=video_from_frames,
+                              allow_frame_gaps=allow_frame_gaps)
     scene = Scene.load(scene_path)
     if video_from_frames:
         record = json.loads((Path(scene_path).parent / "provenance.json").read_text())["video_from_frames"]

@@ -120,19 +120,26 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
     """Write a blind model's held-out predictions for the questions of RUN_DIR as plain JSONL
     (score them with 'vistest score'); with --prune, the question set without the most
     guessable questions; print every blind attack against chance (docs/scoring.md)."""
+    import json
+
+    from ..atomic import write_atomic
     from ..eval.attacks import run_attacks, run_transfer
     from ..eval.learned import write_baseline
     from ..eval.tables import text_table
 
     if transfer_out is not None and transfer_dir is None:
         raise click.UsageError("--transfer-report needs --transfer-from")
+    # the transfer first: a refused pair of sets (a shared scene or id) writes nothing
+    transfer = None if transfer_dir is None else run_transfer(run_dir, transfer_dir, protocol)
     res = write_baseline(run_dir, output, model, holdout, folds, seed, prune_out, prune_threshold, prune_rounds)
     if attacks or attacks_out is not None:
         report = run_attacks(run_dir, holdout, folds, seed, protocol, attacks_out, null_permutations)
         if attacks:
             click.echo(text_table(report.table()))
-    if transfer_dir is not None:
-        click.echo(text_table(run_transfer(run_dir, transfer_dir, protocol, transfer_out).table()))
+    if transfer is not None:
+        if transfer_out is not None:
+            write_atomic(transfer_out, json.dumps(transfer.to_dict(), indent=1) + "\n")
+        click.echo(text_table(transfer.table()))
     click.echo(f"{model}: {res.n} predictions, held out {res.folds.scheme} -> {output}", err=True)
     if res.folds.warning:
         click.echo(f"  warning: {res.folds.warning}", err=True)

@@ -14,6 +14,7 @@ aliases*: accepted, not shown in ``--help`` (:class:`AliasOption`): :data:`OUTDI
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Callable
 
 import click
@@ -192,10 +193,16 @@ def min_budget_room_route_option(prefix: str = "") -> Decorator:
                         help=prefix + "Smallest budget at which room size and route planning are answerable.")
 
 
+def _instant_tolerance(ctx, param, value):
+    if not 0 <= value < math.inf:  # nan and inf too
+        raise InputError(f"--instant-tolerance: expected seconds, a finite number >= 0, got {value}")
+    return value
+
+
 def instant_tolerance_option(prefix: str = "") -> Decorator:
     """``--instant-tolerance SECONDS`` (value ``instant_tolerance_s``; default
     :data:`vistest.budget.windows.DEFAULT_INSTANT_TOLERANCE_S`)."""
-    return click.option("--instant-tolerance", "instant_tolerance_s", type=click.FloatRange(0.0),
+    return click.option("--instant-tolerance", "instant_tolerance_s", type=float, callback=_instant_tolerance,
                         default=DEFAULT_INSTANT_TOLERANCE_S, show_default=True, metavar="SECONDS",
                         help=prefix + "Seconds: the nearest sampled frame serves a question's instant (time) when "
                                       "at most this far from it (docs/questions-format.md \"Time windows\").")

@@ -106,7 +106,7 @@ def _split_options(options: dict, *adapters: Adapter) -> list[dict]:
 
 def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLike, boxes: str | None = None,
                  frames: str | None = None, video: str | None = None, options: dict | None = None,
-                 progress: bool = False, video_from_frames: bool = False) -> Path:
+                 progress: bool = False, video_from_frames: bool = False, allow_frame_gaps: bool = False) -> Path:
     """Read ``path`` as ``dataset`` and write ``out_dir/scene.json`` (+ ``provenance.json``).
 
     For a frame source, ``boxes`` picks the annotation: None / ``"native"`` (the
@@ -117,7 +117,8 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
     ``video``: the video file the frame indices refer to (stored relative); default: the scan's own
     video where its layout has one (MultiScan). ``video_from_frames``: encode the scan's colour
     frames into ``out_dir/video.mp4`` at their frame numbers instead (:mod:`vistest.datasets.framevideo`;
-    how is recorded in ``provenance.json``).
+    how is recorded in ``provenance.json``); a gap of more than ``framevideo.MAX_HELD_S`` seconds
+    without images is refused unless ``allow_frame_gaps``.
     ``options``: adapter options by name (see each adapter's ``options``).
     ``progress``: draw a progress bar on stderr while frames are read. Returns the path of the written scene.
     """
@@ -171,8 +172,9 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
         raise AdapterError(f"{video}: --video: file not found")
     record = None
     if video_from_frames:
-        from .framevideo import frames_video
+        from .framevideo import check_gaps, frames_video
 
+        check_gaps(capture, allow_frame_gaps)
         capture, made, record = frames_video(capture, out_dir, progress=progress)
         video = str(made)
     elif video is None and capture.video is not None:

@@ -215,7 +215,7 @@ def read_matrix_txt(path: str | os.PathLike, shape: tuple[int, int] = (4, 4),
     if allow_neg_inf:
         bad &= ~np.isneginf(m)
     if bad.any():
-        raise AdapterError(f"{path}: expected finite numbers, got {m[bad][0]!r}")
+        raise AdapterError(f"{path}: expected finite numbers, got {float(m[bad][0])!r}")  # nan, not np.float64(nan)
     return m
 
 

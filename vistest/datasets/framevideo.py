@@ -231,3 +231,33 @@ def _common_step(numbers: list[int]) -> int:
     """The greatest common divisor of the gaps between consecutive frame numbers (1 for one image)."""
     diffs = np.diff(numbers)
     return int(np.gcd.reduce(diffs)) if len(diffs) else 1
+
+
+MAX_HELD_S = 10.0  # seconds: the longest run of frames without an image of their own encoded without being asked
+
+
+def check_gaps(capture: c.Capture, allow: bool = False) -> None:
+    """Refuse (AdapterError naming the image files) a run of more than :data:`MAX_HELD_S` seconds
+    of frames without an image of their own (at the scene's fps): frames before the first image,
+    between two images or after the last image up to the last posed frame, which the video would
+    hold (or show black). A stray ``color/9999999.jpg`` would otherwise encode ten million held
+    frames. ``allow`` (``--allow-frame-gaps``): any gap is encoded."""
+    if allow or capture.color is None or not capture.color.images:
+        return
+    images = dict(capture.color.images)
+    numbers = sorted(images)
+    most = int(MAX_HELD_S * float(capture.fps))  # frames
+    last_posed = max((f.index for f in capture.frames), default=0)
+    runs = [(numbers[0], f"{images[numbers[0]]}: the first image is frame {numbers[0]}, after {numbers[0]} frames "
+                         f"without an image (black in the video)")]
+    runs += [(b - a - 1, f"{images[b]}: frame {b} comes {b - a - 1} frames after the previous image "
+                         f"({images[a]}, frame {a}), all holding it")
+             for a, b in zip(numbers, numbers[1:])]
+    tail = last_posed - numbers[-1]
+    runs.append((tail, f"{capture.source}: frame {last_posed} has a pose, {tail} frames after the last image "
+                       f"({images[numbers[-1]]}, frame {numbers[-1]}), all holding it"))
+    gap, what = max(runs, key=lambda r: r[0])
+    if gap > most:
+        raise c.AdapterError(f"{what}: {gap / float(capture.fps):.1f} s at {float(capture.fps):g} fps; expected "
+                             f"gaps of at most {MAX_HELD_S:g} s ({most} frames) for --video-from-frames: remove a "
+                             f"stray image, or pass --allow-frame-gaps to encode the gap")

@@ -100,6 +100,25 @@ def _metadata(path: Path) -> dict:
     return out
 
 
+def _check_frame_count(cams: Path, lines: int, video: Path, meta_frames: int | None, meta: Path) -> None:
+    """Line i of the camera file is decoded frame i of ``{scan}.mp4``: their counts must be equal
+    (the video's decoded frame count: its header's estimate when it agrees, else counted by
+    decoding, as ``vistest run`` checks it), else, without the video, the metadata's
+    ``number_of_frames``. AdapterError naming the camera file."""
+    if video.is_file():
+        from ..videos.ffmpeg import count_frames, probe
+
+        n = lines if probe(video).frames_estimate == lines else count_frames(video)
+        source = f"{video.name} decodes to {n} frames"
+    elif meta_frames is not None:
+        n, source = meta_frames, f"{meta.name} says number_of_frames {meta_frames}"
+    else:
+        return
+    if n != lines:
+        raise c.AdapterError(f"{cams}: {lines} lines, but {source}; expected one line per decoded frame (line i is "
+                             f"frame i)")
+
+
 def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) -> c.Capture:
     """Frames from ``{scan}.jsonl`` mapped into the aligned world, the video, mesh and boxes."""
     if not path.is_dir():
@@ -125,6 +144,7 @@ def read_capture(path: Path, opts: dict, out_dir: Path, progress: bool = False) 
         from ..videos.ffmpeg import probe
 
         size = probe(video).size
+    _check_frame_count(cams, len(lines), video, meta.get("frames"), path / f"{scan}.json")
     frames, ks = [], []
     with progress_bar(len(lines), f"MultiScan {scan}", enabled=progress) as bar:
         for i, line in enumerate(lines):

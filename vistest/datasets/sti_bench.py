@@ -43,7 +43,8 @@ from typing import Any
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..questions import STI_TASKS, parse_questions
+from ..questions import MAX_TIME_S, STI_TASKS, parse_questions
+from ..scene import check_scene_id
 
 STI_BENCH, RESTI = "sti-bench", "resti"
 LETTERS = ("A", "B", "C", "D", "E")
@@ -150,9 +151,17 @@ def _seconds(v: Any, where: str, col: str) -> float:
             x = float(v)
         except ValueError:
             x = None
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-        raise QuestionSetError(f"{where}: {col}: expected seconds (a number >= 0), got {v!r}")
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= MAX_TIME_S:
+        raise QuestionSetError(f"{where}: {col}: expected seconds (a number in 0..{MAX_TIME_S:.0f}), got {v!r}")
     return float(x)
+
+
+def _plain(v: Any, where: str, col: str) -> Any:
+    """A column kept as it is (``Answer Detail``, the scene kind, ``QType``, ``Prompt``): text, a
+    finite number, true/false or null (what JSON can hold); bytes, NaN and other values are refused."""
+    if v is None or isinstance(v, (str, bool, int)) or (isinstance(v, float) and math.isfinite(v)):
+        return v
+    raise QuestionSetError(f"{where}: {col}: expected text, a finite number or null, got {v!r}")
 
 
 def _legacy_id(v: Any, where: str) -> int:
@@ -197,6 +206,10 @@ def convert_row(layout: str, where: str, row: dict) -> dict:
         raise QuestionSetError(f"{where}: time_end: expected time_start <= time_end, got {ts!r} > {te!r}")
     legacy = _legacy_id(row["ID"], where)
     stem = Path(video).stem
+    try:
+        check_scene_id(stem, f"{where}: Video {video!r}")
+    except InputError as e:
+        raise QuestionSetError(str(e)) from None
     qid = _text(row["ReSTI ID"], where, "ReSTI ID") if layout == RESTI else f"{stem}:{legacy}"
     q: dict[str, Any] = {
         "id": qid, "scene_id": stem, "question_type": STI_TASKS[task][0],
@@ -207,17 +220,19 @@ def convert_row(layout: str, where: str, row: dict) -> dict:
         q["time"] = ts
     q.update(benchmark="ReSTI" if layout == RESTI else "STI-Bench", task=task,
              dataset=_text(row["Source"], where, "Source"), video=video, legacy_id=legacy,
-             scene_kind=row[scene_col], answer_detail=row["Answer Detail"])
+             scene_kind=_plain(row[scene_col], where, scene_col),
+             answer_detail=_plain(row["Answer Detail"], where, "Answer Detail"))
     if layout == RESTI:
         q["legacy_row_key"] = _text(row["Legacy Row Key"], where, "Legacy Row Key")
     for col, key in (("QType", "qtype"), ("Prompt", "prompt")):
         if col in row:
-            q[key] = row[col]
+            q[key] = _plain(row[col], where, col)
     return q
 
 
 def _unique_ids(questions: list[dict], wheres: list[str], path: Path) -> list[str]:
-    """Make colliding ids unique (``{id}:row{n}``, n the 0-based row number); one warning per id."""
+    """Make colliding ids unique (``{id}:row{n}``, n the 0-based row number); one warning per id.
+    A new id that another row already has is an error naming both rows."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(questions):
         groups[q["id"]].append(i)
@@ -227,7 +242,12 @@ def _unique_ids(questions: list[dict], wheres: list[str], path: Path) -> list[st
             continue
         new = []
         for i in rows:
-            questions[i]["id"] = f"{qid}:row{i}"
+            made = f"{qid}:row{i}"
+            if made in groups:
+                col = "ReSTI ID" if questions[i]["benchmark"] == "ReSTI" else "ID"
+                raise QuestionSetError(f"{wheres[i]}: {col}: id {qid!r} repeats ({len(rows)} rows), and its unique "
+                                       f"form {made!r} is the id of {wheres[groups[made][0]]}; expected unique ids")
+            questions[i]["id"] = made
             new.append(f"{questions[i]['id']} ({wheres[i].rsplit(': ', 1)[-1]}: {questions[i]['task']}: "
                        f"{questions[i]['question'][:60]!r})")
         warnings.append(f"{path}: id {qid!r} (video {questions[rows[0]]['video']}, legacy ID "

@@ -268,6 +268,7 @@ class NumericMcqRules:
 
 
 _STI = "STI-Bench (MINT-SJTU/STI-Bench qa.parquet: five options per question)"
+MIN_WINDOW_STEP_S = 0.001  # seconds: the finest grid whose times the questions write exactly (3 decimals)
 
 
 @dataclass(frozen=True)
@@ -499,6 +500,12 @@ class Rules:
         if mo.num_options < 2 or mo.step_ratio <= 1.0 or mo.window_step_s <= 0 or mo.min_window_s < 0:
             raise InputError("--rule: motion: expected num_options >= 2, step_ratio > 1, window_step_s > 0 and "
                              f"min_window_s >= 0, got {mo}")
+        if mo.window_step_s < MIN_WINDOW_STEP_S:
+            raise InputError(f"--rule: motion.window_step_s: expected at least {MIN_WINDOW_STEP_S} s (the questions "
+                             f"write times with at most 3 decimals), got {mo.window_step_s}")
+        if mo.max_window_s != 0 and not mo.max_window_s >= mo.min_window_s:
+            raise InputError(f"--rule: motion.max_window_s: expected 0 (every length up to the whole video) or "
+                             f"seconds >= min_window_s ({mo.min_window_s}), got {mo.max_window_s}")
         if not 0.0 <= mo.min_seen_share <= 1.0 or not 0.0 <= mo.min_heading_margin_deg < 45.0:
             raise InputError("--rule: motion: expected min_seen_share in [0, 1] and min_heading_margin_deg in [0, 45)")
         for name, v in (("appearance.num_categories", self.appearance.num_categories),

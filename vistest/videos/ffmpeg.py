@@ -27,6 +27,7 @@ arrays in OpenCV's I420 layout (the Y plane, then U, then V, each chroma plane
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -108,6 +109,29 @@ def exit_text(rc: int) -> str:
         return f"killed by signal {-rc}"
     why = {"SIGXFSZ": ": the file size limit (ulimit -f) was reached", "SIGKILL": " (out of memory, or killed)"}
     return f"killed by {name}{why.get(name, '')}"
+
+
+# what ffmpeg's stderr says when the environment refuses its output -> the errno (vistest.errors.output_error)
+WRITE_FAILURES = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT,
+                  "File too large": errno.EFBIG}
+
+
+def ffmpeg_failure(path: str | os.PathLike, rc: int, stderr: bytes, what: str = "ffmpeg failed") -> InputError:
+    """The error for an ffmpeg that failed (exit status or ``-signal`` ``rc``) writing ``path``: the
+    contract's OutputError (``PATH: cannot write (No space left on device); free some space or write
+    elsewhere``) when its stderr says the disk or quota is full or the file is too large, or SIGXFSZ
+    killed it; else a VideoError with ``what``, how it ended and ffmpeg's last lines."""
+    import signal
+
+    from ..errors import output_error
+
+    text = stderr.decode("utf-8", "replace")
+    code = next((e for words, e in WRITE_FAILURES.items() if words in text), None)
+    if code is None and rc == -signal.SIGXFSZ:
+        code = errno.EFBIG
+    if code is not None:
+        return output_error(path, OSError(code, os.strerror(code)))
+    return VideoError(f"{path}: {what} ({exit_text(rc)}):\n{stderr_tail(stderr)}")
 
 
 def frame_bytes(size: tuple[int, int], pix_fmt: str) -> int:
@@ -537,8 +561,8 @@ class VideoWriter:
             self._proc.stdin.write(data)
         except BrokenPipeError:
             self._proc.wait()
-            raise VideoError(f"{self.path}: ffmpeg exited while receiving frame {self.frames_written} "
-                             f"({exit_text(self._proc.returncode)}):\n{self._stderr()}") from None
+            raise ffmpeg_failure(self.path, self._proc.returncode, self._stderr_bytes(),
+                                 f"ffmpeg exited while receiving frame {self.frames_written}") from None
         self.frames_written += 1
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -574,7 +598,7 @@ class VideoWriter:
         self.close_input()
         rc = proc.wait()
         if rc != 0:
-            raise VideoError(f"{self.path}: ffmpeg failed ({exit_text(rc)}):\n{self._stderr()}")
+            raise ffmpeg_failure(self.path, rc, self._stderr_bytes())
         if self.frames_written == 0:
             raise ValueError(f"{self.path}: no frames were written; refusing to create an empty video")
         if self.verify:
@@ -607,8 +631,11 @@ class VideoWriter:
 
     # ---- internals -------------------------------------------------------------------
     def _stderr(self) -> str:
+        return stderr_tail(self._stderr_bytes())
+
+    def _stderr_bytes(self) -> bytes:
         self._err.seek(0)
-        return stderr_tail(self._err.read())
+        return self._err.read()
 
     def _cleanup(self) -> None:
         if self._tmp is not None and self._tmp.exists():

@@ -134,8 +134,9 @@ class SceneLock:
     """
 
     def __init__(self, run_dir: str | os.PathLike, scene_id: str, wait: bool = True,
-                 on_wait: Callable[[str], None] | None = None):
+                 on_wait: Callable[[str], None] | None = None, what: str = "the scene lock"):
         self.run_dir, self.scene_id, self.wait, self.on_wait = Path(run_dir), scene_id, wait, on_wait
+        self.what = what  # the lock in error messages (an export folder's: "the export lock")
         self.path = layout.scene_lock_path(run_dir, scene_id)
         self._fd: int | None = None
 
@@ -150,7 +151,7 @@ class SceneLock:
 
     def __enter__(self) -> "SceneLock":
         ensure_folder(self.path.parent, "lock folder")
-        with output_errors(self.path, "cannot open the scene lock"):
+        with output_errors(self.path, f"cannot open {self.what}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             try:

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from ..atomic import ensure_folder, temp_path_for
-from .ffmpeg import VideoError, VideoWriter, exit_text, ffmpeg_exe, stderr_tail
+from .ffmpeg import VideoError, VideoWriter, ffmpeg_exe, ffmpeg_failure
 
 
 class Processes:
@@ -86,7 +86,7 @@ class Processes:
                 raise
             if proc.returncode != 0:
                 err.seek(0)
-                raise VideoError(f"{what}: ffmpeg failed ({exit_text(proc.returncode)}):\n{stderr_tail(err.read())}")
+                raise ffmpeg_failure(what, proc.returncode, err.read())
             return out or b""
         finally:
             with self._lock:

@@ -36,6 +36,7 @@ cannot be written is an error naming the file.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import json
@@ -45,7 +46,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ...errors import InputError, OutputError
 from ... import __version__
@@ -160,6 +161,8 @@ class OutputFolder:
         self.written = 0
         self.unchanged = 0
         self.warnings: list[str] = []
+        self.created: list[Path] = []  # files this export made where none was (removed again if it cannot finish)
+        self.provisional = False  # this export wrote the provisional record
         self._lock: SceneLock | None = None
         self._precheck()
         self._lock = self._acquire()
@@ -185,7 +188,7 @@ class OutputFolder:
         export holds it). An export of this process that failed may still hold it until its
         object is collected: collected first, before waiting."""
         for wait in (False, True):
-            lock = SceneLock(self.out, "export", wait=wait)
+            lock = SceneLock(self.out, "export", wait=wait, what="the export lock")
             lock.path = self.out / LOCK
             lock.on_wait = lambda _msg, lock=lock: sys.stderr.write(
                 f"vistest: waiting for {self.out}: another export is writing there ({lock.holder()})\n")
@@ -229,6 +232,7 @@ class OutputFolder:
         self._refuse_foreign(lambda p: p.name != LOCK)
         write_atomic(record, json.dumps({"format": self.fmt, "vistest_version": __version__, "complete": False,
                                          "files": []}, indent=1) + "\n")
+        self.provisional = True
         return []
 
     def _refuse_foreign(self, counts) -> None:
@@ -249,11 +253,33 @@ class OutputFolder:
     def text(self, rel: str, content: str) -> Path:
         """Write ``content`` (UTF-8) to ``OUT/rel`` atomically, unless it already holds it."""
         dst = self.path(rel)
-        if write_atomic(dst, content):
+        new = not dst.exists()
+        with self._unstage_on_output_error(dst):
+            changed = write_atomic(dst, content)
+        if new:
+            self.created.append(dst)
+        if changed:
             self.written += 1
         else:
             self.unchanged += 1
         return dst
+
+    @contextlib.contextmanager
+    def _unstage_on_output_error(self, dst: Path) -> Iterator[None]:
+        """On an OutputError writing ``dst`` (a full disk, a folder that cannot be written): remove
+        the files this export created where none was and, when it wrote the provisional record, that
+        record too (files it replaced stay: the previous record still lists them and a rerun rewrites
+        them), with the folders left empty, release the lock, and raise it."""
+        try:
+            yield
+        except OutputError:
+            for p in [*self.created, *([self.out / RECORD] if self.provisional else [])]:
+                if p.is_file() or p.is_symlink():
+                    p.unlink()
+                    _remove_empty_parents(p.parent, self.out)
+            _remove_empty_parents(dst.parent, self.out)
+            self.release()
+            raise
 
     def video(self, rel: str, src: Path, mode: str) -> Path:
         """Place ``src`` at ``OUT/rel`` by ``mode`` (:data:`LINK_MODES`), atomically; an up-to-date
@@ -264,21 +290,25 @@ class OutputFolder:
         if _up_to_date(dst, src, mode):
             self.unchanged += 1
             return dst
+        new = not (dst.exists() or dst.is_symlink())
         tmp = temp_path_for(dst)
         try:
-            with output_errors(dst):
-                tmp.unlink()
-                if mode == "symlink":
-                    os.symlink(src, tmp)
-                elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
-                    shutil.copyfile(src, tmp)
-                    if tmp.stat().st_size != src.stat().st_size:
-                        raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the source "
-                                          f"{src.stat().st_size}; not keeping it")
-            replace_output(tmp, dst)
+            with self._unstage_on_output_error(dst):
+                with output_errors(dst):
+                    tmp.unlink()
+                    if mode == "symlink":
+                        os.symlink(src, tmp)
+                    elif (mode == "hard" and not self._hard_link(src, tmp)) or mode == "copy":
+                        shutil.copyfile(src, tmp)
+                        if tmp.stat().st_size != src.stat().st_size:
+                            raise OutputError(f"{dst}: the copy of {src} holds {tmp.stat().st_size} bytes, the "
+                                              f"source {src.stat().st_size}; not keeping it")
+                replace_output(tmp, dst)
         finally:
             if tmp.is_symlink() or tmp.exists():
                 tmp.unlink()
+        if new:
+            self.created.append(dst)
         self.written += 1
         return dst
 
@@ -313,7 +343,8 @@ class OutputFolder:
                               tuple(self.warnings) + tuple(warnings), dict(info or {}))
         record = self.out / RECORD
         text = json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
-        write_atomic(record, text)  # not when it holds this text already
+        with self._unstage_on_output_error(record):
+            write_atomic(record, text)  # not when it holds this text already
         self.release()
         return result
 
