@@ -227,8 +227,11 @@ def test_route_whose_landmark_was_the_faced_object_through_the_whole_command(tmp
     recs = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
     for r in recs:
         assert len(set(r["objects"])) == len(r["objects"]), r
-    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
-    assert rep["dropped_candidates"] == 0
+    def strict(constant):  # NaN / Infinity are not JSON
+        raise AssertionError(f"report.json holds {constant}")
+
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text(), parse_constant=strict)
+    assert rep["dropped_candidates"] == 0 and rep["curve"] and rep["curve"][0]["removed"] == 0
     assert (tmp_path / "rep" / "bias_scores.jsonl").exists()
 
 

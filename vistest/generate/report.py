@@ -142,7 +142,8 @@ class GenerateReport:
                                                   "cells": [c.to_dict() for c in self.seed_cells]},
                 "kept": [{"question_type": f.question_type, "answerable": f.answerable, "drawn": f.drawn,
                           "kept": f.final} for f in self.funnel],
-                "curve": [dataclasses.asdict(p) for p in self.curve],
+                "curve": [{**dataclasses.asdict(p), "worst_gap": p.worst_gap if np.isfinite(p.worst_gap) else None}
+                          for p in self.curve],
                 "dropped_candidates": self.dropped_candidates,
                 "answerability": [dataclasses.asdict(a) for a in self.answerability],
                 "notes": list(self.notes)}
