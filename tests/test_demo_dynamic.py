@@ -153,7 +153,9 @@ def test_generate_asks_every_dynamic_type_on_the_demo(scene, tables):
 
     recs = generate([SceneInput(scene, tables["depth"])], parse_types("motion"), Rules()).questions[scene.scene_id]
     assert {r["question_type"] for r in recs} == set(parse_types("motion"))
-    assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs)
+    instants = [r for r in recs if r["question_type"] == "motion_instant_speed"]
+    assert instants and all(r["time"] == r["time_start"] == r["time_end"] for r in instants)
+    assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs if r not in instants)
 
 
 def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):

@@ -50,8 +50,8 @@ def reference(doc, vis, rec):
         return float(np.linalg.norm(p[-1] - p[0])), frames
     if qtype == "motion_path_length":
         return float(steps.sum()), frames
-    if qtype == "motion_speed":
-        return float(steps.sum() / (t[-1] - t[0])), frames
+    if qtype == "motion_speed":  # STI-Bench's: the average velocity's magnitude
+        return float(np.linalg.norm(p[-1] - p[0]) / (t[-1] - t[0])), frames
     if qtype == "motion_acceleration":
         v0, v1 = steps[0] / (t[1] - t[0]), steps[-1] / (t[-1] - t[-2])
         return float((v1 - v0) / ((t[-1] + t[-2]) / 2 - (t[0] + t[1]) / 2)), frames
@@ -63,6 +63,27 @@ def reference(doc, vis, rec):
     ang = math.degrees(math.atan2(y / math.hypot(fwd[0], fwd[1]), x / math.hypot(right[0], right[1])))
     word = ["right", "away", "left", "toward"][int(((ang + 45) % 360) // 90)]
     return word, frames, ang
+
+
+def doc_label(doc, rec):
+    return next(o["label"] for o in doc["objects"] if o["id"] == rec["objects"][0])
+
+
+def instant_reference(doc, vis, rec):
+    """The speed at ``time`` over the centred 1 s (ReSTI): the frames seeing the object nearest
+    ``time -/+ 0.5`` s (within 0.1 s), the straight-line distance between its centres there over
+    their time apart; computed here from the track keys and the visibility arrays."""
+    fps, t = doc["fps"], rec["time"]
+    obj = next(o for o in doc["objects"] if o["id"] == rec["objects"][0])
+    col = list(vis.object_ids).index(obj["id"])
+    seen = sorted(int(f) for f, v in zip(vis.frame_index, vis.visible[:, col]) if v > SEEN)
+    ends = []
+    for at in (t - 0.5, t + 0.5):
+        f = min(seen, key=lambda x: (abs(x / fps - at), x))
+        assert abs(f / fps - at) <= 0.1 + 1e-9
+        ends.append(f)
+    a, b = (centre_at(obj["track"], f) for f in ends)
+    return float(np.linalg.norm(b - a) / ((ends[1] - ends[0]) / fps))
 
 
 def option_value(text):
@@ -193,6 +214,14 @@ def test_every_generated_answer_is_recomputed_from_the_track_keys(motion_set):
         for rec in recs:
             qtype = rec["question_type"]
             types[qtype] += 1
+            if qtype == "motion_instant_speed":
+                value = instant_reference(doc, vis, rec)
+                assert rec["time"] == rec["time_start"] == rec["time_end"]
+                head = f"What is the speed of the {doc_label(doc, rec)} at t={rec['time']:.1f} s"
+                assert rec["question"].startswith(head)
+                vals = [option_value(o) for o in rec["options"]]
+                assert int(np.argmin([abs(v - value) for v in vals])) == "ABCDE".index(rec["ground_truth"])
+                continue
             assert rec["question"].startswith(f"From {rec['time_start']:.1f} s to {rec['time_end']:.1f} s, ")
             assert rec["time_end"] - rec["time_start"] >= m.min_window_s - 1e-9
             assert len(rec["options"]) == (m.num_options if qtype in MOTION_NUMERIC_TYPES else 4)

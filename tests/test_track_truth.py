@@ -66,8 +66,8 @@ def quantity(scene, qtype, obj, frames, ts):
         return float(np.linalg.norm(p[-1] - p[0]))
     if qtype == "motion_path_length":
         return float(d.sum())
-    if qtype == "motion_speed":
-        return float(d.sum() / (t[-1] - t[0]))
+    if qtype == "motion_speed":  # STI-Bench's: the average velocity's magnitude
+        return float(np.linalg.norm(p[-1] - p[0]) / (t[-1] - t[0]))
     if qtype == "motion_acceleration":
         v0, v1 = d[0] / (t[1] - t[0]), d[-1] / (t[-1] - t[-2])
         return float((v1 - v0) / ((t[-1] + t[-2]) / 2 - (t[0] + t[1]) / 2))
@@ -360,3 +360,70 @@ def test_open_reformulations_and_none_of_these(demo, tmp_path):
     assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
         "changed", "C", "track_disagrees_with_scene")
     assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
+
+
+# ---------------------------------------------------------------------------------------
+# an instant: ReSTI's speed over the 1 s window centred on it (issue #38)
+# ---------------------------------------------------------------------------------------
+def anchors_ref(frames, t, tol=0.1):
+    """The frames of ``frames`` nearest ``t -/+ 0.5`` s (the earlier on a tie), None when one is
+    farther than ``tol`` seconds (written here, not vistest.motion)."""
+    out = []
+    for at in (t - 0.5, t + 0.5):
+        if not frames:
+            return None
+        f = min(sorted(frames), key=lambda x: abs(x / FPS - at))
+        if abs(f / FPS - at) > tol + 1e-9:
+            return None
+        out.append(f)
+    return out
+
+
+def test_instant_speed_needs_sampled_frames_bracketing_its_second(demo):
+    """The cart's speed at t = 1.4 s over [0.9, 1.9] s (frames 27 and 57): uniform@16 takes frames
+    23 and 31 (0.133 s from 0.9 s), so no seen sampled frame is within 0.1 s of the window's start:
+    unanswerable, saying so; uniform@64 takes 26 and 56 (0.033 s off): kept, its value the
+    straight-line distance between the cart's centres there over their time apart."""
+    out, scene, vis = demo
+    cart = next(o for o in scene.objects if o.id == "cart")
+    t = 1.4
+    seen = seen_frames(scene, vis, "cart")
+    every = anchors_ref(seen, t)
+    assert every == [27, 57]
+    v_all = float(np.linalg.norm(centre(cart, 57) - centre(cart, 27)) / 1.0)
+    assert v_all > 0.3  # the cart is being pushed
+    options = [f"{'ABCDE'[k]}. {v_all * 1.2 ** (k - 2):.3f} m/s" for k in range(5)]
+    rec = {"id": "inst", "scene_id": scene.scene_id, "question_type": "motion_instant_speed",
+           "question": "What is the speed of the cart at t=1.4 s, measured over a 1-second window centered on that "
+                       "instant?", "options": options, "ground_truth": "C", "objects": ["cart"],
+           "time_start": t, "time_end": t, "time": t}
+    path = out / "instant.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    rows = {b: json.loads(budget_jsonl(truth, b)) for b in (16, 64, "all")}
+    s16 = sorted(set(select_frames("uniform", N, 16, fps=FPS).tolist()) & seen)
+    assert anchors_ref(s16, t) is None and {23, 31} <= set(s16)
+    r = rows[16]
+    assert (r["status"], r["reason"], r["ground_truth"]) == ("unanswerable", "track_instant_unbracketed", None)
+    assert "do not bracket the instant's window" in r["reason_text"]
+    assert "no observed frame within 0.1 s of 0.9 s (nearest frame 31 at 1.03 s)" in r["reason_text"]
+    s64 = sorted(set(select_frames("uniform", N, 64, fps=FPS).tolist()) & seen)
+    a, b = anchors_ref(s64, t)
+    assert (a, b) == (26, 56)
+    v64 = float(np.linalg.norm(centre(cart, b) - centre(cart, a)) / ((b - a) / FPS))
+    r = rows[64]
+    assert (r["status"], r["reason"], r["ground_truth"]) == ("kept", "track_supported", "C")
+    assert r["track_value"] == pytest.approx(v64, rel=1e-9) and r["track_value_all"] == pytest.approx(v_all)
+    assert abs(v64 - v_all) > 1e-4  # measured over other frames: another value, the same option
+    assert rows["all"]["track_value"] == pytest.approx(v_all, rel=1e-9) and rows["all"]["status"] == "kept"
+
+
+def test_instant_types_need_an_instant(tmp_path):
+    doc = {"id": "x", "scene_id": "s", "question_type": "motion_instant_speed", "question": "q?",
+           "options": ["A. 1 m/s", "B. 2 m/s"], "ground_truth": "A", "objects": ["cart"], "time_start": 1.0,
+           "time_end": 2.0}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+    with pytest.raises(InputError, match="time: 'motion_instant_speed' needs an instant"):
+        load_questions(path)

@@ -124,7 +124,11 @@ MOTION_TYPES: dict[str, tuple[str, int, str]] = {
     "motion_speed": ("speed", 2, "Speed & Acceleration"),
     "motion_acceleration": ("acceleration", 3, "Speed & Acceleration"),
     "motion_direction": ("heading", 2, "Trajectory Description"),
+    "motion_instant_speed": ("instant_speed", 2, "Speed & Acceleration"),
 }
+# the dynamic types asked at an instant (``time``; ReSTI's rows with time_start == time_end): their anchors
+# (vistest.motion.ANCHORS) must each have a sampled frame seeing the object
+INSTANT_MOTION_TYPES = ("motion_instant_speed",)
 
 
 def _types() -> dict[str, QuestionType]:
@@ -351,7 +355,9 @@ class _LineParser:
         window, instant = self.time_fields(doc)
         if qtype.rule == RULE_WINDOW and window is None and instant is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end) or an instant (time)")
-        if qtype.rule == RULE_TRACK and window is None:
+        if qtype.rule == RULE_TRACK and qtype.name in INSTANT_MOTION_TYPES and instant is None:
+            raise self.fail("time", f"{qtype_name!r} needs an instant (time, seconds)")
+        if qtype.rule == RULE_TRACK and qtype.name not in INSTANT_MOTION_TYPES and window is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end)")
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,

@@ -48,7 +48,10 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   every frame of the window that sees the object (``track_value_all``, the all-frame answer)
   gives the original option, else ``track_disagrees_with_scene`` (the ground truth disagrees
   with the scene, as ``count_exceeds_original``); no value (``track_undefined``), or a heading
-  none of the options (``track_not_in_options``): unanswerable.
+  none of the options (``track_not_in_options``): unanswerable. An instant quantity
+  (``motion_instant_speed``; vistest.motion.ANCHORS) takes its frames from its anchors' span
+  widened by the anchor tolerance, and needs a seen sampled frame within that tolerance of each
+  anchor, else unanswerable (``track_instant_unbracketed``, the anchor named in words).
 * Reformulated questions (vistest/reformulate.py): an open appearance order's answer is the
   new order's labels (``"bed, plant, sofa"``); a question offering "None of these" answers
   it when the new order is none of the other options. Where a rule finds the question
@@ -94,7 +97,7 @@ from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
-RULES_VERSION = 1
+RULES_VERSION = 2
 """The ground-truth rules' version: bump it with any change to this stage (this module, the seen
 rule, dummy ground truth, windows, the samplers) that can change a written row. A run folder's
 scene records keep it (vistest.pipeline.rules_versions): a scene recorded under another version is
@@ -123,6 +126,7 @@ REASON_TRACK_DISAGREES = "track_disagrees_with_scene"  # another answer, and eve
 REASON_TRACK_UNDERSAMPLED = "track_undersampled"      # the object seen in too few sampled frames of the window
 REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no value (e.g. no floor displacement)
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
+REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
@@ -506,9 +510,13 @@ def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
 def track_value(q: Question, frames: Sequence[int], t: _Table) -> float:
     """The quantity of a dynamic question (``q.type.motion``, vistest.motion) over ``frames`` (the
     observed frames, sorted): metres, m/s, m/s^2, or the heading angle in degrees in the frame of
-    the camera at the window's first decoded frame. Raises vistest.motion.MotionError where the
-    frames give none."""
+    the camera at the window's first decoded frame; an instant quantity over its anchors among
+    ``frames`` (vistest.motion.anchor_frames). Raises vistest.motion.MotionError where the frames
+    give none."""
     obj = next(o for o in t.scene.objects if o.id == q.objects[0])
+    if q.type.motion in motion.ANCHORS:
+        anchors = motion.anchor_frames(q.type.motion, frames, q.instant, t.fps)
+        return motion.instant_value(q.type.motion, motion.centers_at(obj, anchors), anchors, t.fps)
     points = motion.centers_at(obj, frames)
     if q.type.motion == motion.HEADING:
         right, forward = motion.camera_axes(t.scene, window_range(q.window[0], q.window[1], t.fps)[0])
@@ -568,10 +576,20 @@ def _track_over(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | 
         return None, str(e)
 
 
+def track_span(q: Question, t: _Table) -> tuple[float, float]:
+    """The seconds a dynamic question's frames are taken from: its window, or for an instant
+    quantity the span of its anchors widened by the anchor tolerance (vistest.motion)."""
+    if q.type.motion in motion.ANCHORS:
+        offs = motion.ANCHORS[q.type.motion]
+        return (q.instant + offs[0] - motion.ANCHOR_TOLERANCE_S, q.instant + offs[-1] + motion.ANCHOR_TOLERANCE_S)
+    return q.window
+
+
 def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     """Rule ``track`` (module docstring): the question's object over the witnessing selected
-    frames of the window that see it, against every witnessing frame of the window that sees it."""
-    oid, (ts, te) = q.objects[0], q.window
+    frames of the window that see it, against every witnessing frame of the window that sees it;
+    an instant quantity needs a seen sampled frame at each anchor (``track_instant_unbracketed``)."""
+    oid, (ts, te) = q.objects[0], track_span(q, t)
     col, need, unit = t.col[oid], q.type.window_frames, TRACK_UNITS[q.type.motion]
     seen_sel = t.seen_in(sel.witnesses, col)
     frames = frames_in_window(seen_sel, ts, te, t.fps)
@@ -586,7 +604,8 @@ def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if len(frames) < need:
         return base
     if value is None:
-        return replace(base, reason=REASON_TRACK_UNDEFINED, note=f"{where}; {why}")
+        reason = REASON_TRACK_UNBRACKETED if q.type.motion in motion.ANCHORS else REASON_TRACK_UNDEFINED
+        return replace(base, reason=reason, note=f"{where}; {why}")
     answer = track_answer(q, value)
     note = f"{where}; {motion.heading(value)[0] + ' at ' if unit == 'deg' else ''}{value:.4g} {unit}".rstrip()
     if answer is None:
@@ -644,6 +663,7 @@ REASON_WORDS = {
     REASON_TRACK_UNDERSAMPLED: "the object is seen in too few sampled frames of the time window",
     REASON_TRACK_UNDEFINED: "the sampled frames of the window that see the object give no value",
     REASON_TRACK_NOT_IN_OPTIONS: "the recomputed heading is none of the options",
+    REASON_TRACK_UNBRACKETED: "the sampled frames that see the object do not bracket the instant's window",
 }
 
 

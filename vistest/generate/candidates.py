@@ -152,6 +152,8 @@ def to_record(c: Candidate, qid: str, options: list[str] | None = None, ground_t
         rec["object_label"] = c.label
     if c.window is not None:
         rec["time_start"], rec["time_end"] = c.window
+        if c.window[0] == c.window[1]:  # an instant (ReSTI's rows: time_start == time_end)
+            rec["time"] = c.window[0]
     return rec
 
 

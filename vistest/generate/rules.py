@@ -274,8 +274,9 @@ MIN_WINDOW_STEP_S = 0.001  # seconds: the finest grid whose times the questions 
 @dataclass(frozen=True)
 class MotionRules:
     """The dynamic types (``motion_*``, vistest.generate.motion): what a tracked object does over
-    a time window (vistest.motion: displacement, path length, mean speed, signed acceleration,
-    heading relative to the camera at the window's start). Windows start and end on a grid of
+    a time window (vistest.motion: displacement, path length, STI-Bench's speed, signed acceleration,
+    heading relative to the camera at the window's start), or at an instant (the speed over the
+    centred second). Windows start and end on a grid of
     ``window_step_s``; the object must be seen (``frames.seen_rule``) at the first and the last
     frame of the window and the answer is computed over the window's frames where it is seen.
 
@@ -294,7 +295,7 @@ class MotionRules:
                                            "displacement (displacement, direction), its path length (path length, "
                                            "speed, acceleration); below, a still object and a moving one look alike",
                                       VISTEST)
-    min_speed_mps: float = param(0.05, "speed: the mean speed at least this (m/s)", VISTEST)
+    min_speed_mps: float = param(0.05, "speed, instant speed: at least this (m/s)", VISTEST)
     min_acceleration_mps2: float = param(0.1, "acceleration: the magnitude of the mean acceleration at least this "
                                               "(m/s^2): speeding up and slowing down are told apart", VISTEST)
     min_speed_change_mps: float = param(0.1, "acceleration: the speeds at the window's two ends differ by at least "
