@@ -2,6 +2,7 @@
 visibility is computed in every occlusion mode, and the moving objects are visible exactly in the
 frames where pyrender (each frame's boxes at their track poses) shows them."""
 import dataclasses
+import math
 import subprocess
 import sys
 
@@ -173,8 +174,8 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
     vis, qs, run = tmp_path / "vis.npz", tmp_path / "q.jsonl", tmp_path / "run"
     cli("visibility", scene.source, "-o", vis, "--quiet")
     cli("generate", scene.source, "--visibility", vis, "--types", "motion", "-o", qs, "--quiet")
-    cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,all", "--profile", "uniform", "--visibility", vis,
-        "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
+    cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,64,all", "--profile", "uniform",
+        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
     ids = {json.loads(line)["id"] for line in qs.read_text().splitlines()}
     assert ids
     out = run / "scenes" / scene.scene_id
@@ -188,6 +189,29 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
         assert {r["id"] for r in rows(out / f"{budget}.jsonl")} == ids
     client = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "all_frame.jsonl")
     assert {r["id"] for r in client} == ids and all(r["track_unit"] for r in client)
+    # issue #38: the client takes 30 frames of the 64-frame budget video (at 1 frame/s): its 64-frame ground
+    # truth is the truth over those 30 source frames (written here from STI-Bench's and qwen-vl-utils' code)
+    from vistest.budget.truth import _rule_table, question_truth
+    from vistest.budget.seen import seen_rule
+    from vistest.questions import load_questions
+    from vistest.visibility.table import Visibility
+
+    src = [int(x) for x in np.linspace(0, N - 1, 64).astype(int)]  # uniform@64: the budget video's source frames
+    fps = 30 / 64  # compute_sample_fps: MAX_FRAMES / duration (64 frames at 1 frame/s)
+    n = math.floor(64 / 1.0 * fps / 2) * 2  # qwen-vl-utils smart_nframes (fps mode)
+    takes = [src[int(i)] for i in np.round(np.linspace(0, 63, n))]
+    assert n == 30 and not (out / "evaluators" / "sti-bench.qwen2_5_vl" / "16_frame.jsonl").exists()
+    manifest = (run / "manifest.jsonl").read_text()
+    assert ("sti-bench.qwen2_5_vl takes 30 of this video's 64 frames (its frame request: 768): a model run through "
+            "it sees only those, so its 64-frame ground truth is computed over them") in manifest
+    capped = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "64_frame.jsonl")
+    sc, questions = Scene.load(scene.source), load_questions(qs, scene)
+    table = _rule_table(sc, Visibility.load(vis), questions, seen_rule(0.05), 32)
+    sel = table.selection("uniform", 64, takes, "sti-bench.qwen2_5_vl")
+    for q, row in zip(questions, capped, strict=True):
+        want = question_truth(q, sel, table, 32)
+        assert row["frame_indices"] == takes and (row["status"], row["ground_truth"]) == (want.status,
+                                                                                         want.ground_truth), q.id
     dummies = rows(out / "dummy_gt.jsonl")
     assert {r["id"] for r in dummies} == ids
     assert all(r["dummy_mode"] == "black" and r["ground_truth"] != r["original_ground_truth"] for r in dummies)

@@ -427,3 +427,40 @@ def test_instant_types_need_an_instant(tmp_path):
     path.write_text(json.dumps(doc) + "\n")
     with pytest.raises(InputError, match="time: 'motion_instant_speed' needs an instant"):
         load_questions(path)
+
+
+def sti_client_takes(video_frames, video_fps=1.0, max_frames=30):
+    """The frames (positions in a video of ``video_frames`` frames at ``video_fps``) STI-Bench's
+    client takes, written here from its code: ``compute_sample_fps`` (MINT-SJTU/STI-Bench
+    opensource_test.py @ 43ddebe: ``max_frames / duration`` when the video has more than
+    ``MAX_FRAMES = 30`` frames, else the video's fps), then qwen-vl-utils' fps mode
+    (``nframes = total / video_fps * fps``, floored to a multiple of 2, at least 4) and
+    ``linspace(0, total - 1, nframes).round()``."""
+    duration = video_frames / video_fps
+    fps = video_fps if video_frames <= max_frames else max_frames / duration
+    n = max(4, math.floor(video_frames / video_fps * fps / 2) * 2)
+    return [int(x) for x in np.round(np.linspace(0, video_frames - 1, n))]
+
+
+def test_capped_client_budget_truth_is_over_the_frames_it_takes(demo, questions):
+    """Issue #38: STI-Bench's client takes 30 frames of the 32- and 64-frame budget videos (written
+    at 1 frame/s), so its ground truth at those budgets is the reference computation over those 30
+    source frames, not over the budget's; at 16 it takes every frame (no file of its own). Somewhere
+    the two differ (else the test would show nothing)."""
+    _, scene, vis = demo
+    sti = EVALUATORS[STI_BENCH]
+    truth = evaluator_truth(scene, vis, questions, sti, seen_threshold=THRESHOLD, budgets=(16, 32, 64, "all"),
+                            profile="uniform", budget_fps=1.0)
+    assert truth.budgets == (32, 64, "all")
+    differs = 0
+    for b in (32, 64):
+        src = [int(x) for x in np.linspace(0, N - 1, b).astype(int)]  # uniform: the budget video's source frames
+        takes = sti_client_takes(b)
+        assert len(takes) == 30
+        sampled = [src[i] for i in takes]
+        rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
+        assert all(r["frame_indices"] == sampled and r["evaluator"] == STI_BENCH for r in rows)
+        check_rows(scene, vis, questions, rows, sampled, f"{STI_BENCH}@{b}")
+        budget_rows = [expected(scene, vis, q, src)[:2] for q in questions]
+        differs += sum(a != b for a, b in zip([(r["status"], r["ground_truth"]) for r in rows], budget_rows))
+    assert differs > 0

@@ -835,32 +835,72 @@ def _bound(table: _Table, vis: Visibility) -> _Table | None:
     return None if vis.params.get("occlusion") == "none" else table.bound()
 
 
+def evaluator_budget_frames(evaluator: Evaluator, budget_frames: Sequence[int], budget: BudgetValue,
+                            budget_fps: float) -> tuple[int, ...] | None:
+    """The source frames ``evaluator`` takes from the budget video of ``budget``, which holds the
+    source frames ``budget_frames`` in order at ``budget_fps`` frames/s (vistest.videos.plan):
+    its client's function of that video (:meth:`Evaluator.takes`) mapped back to the source;
+    None when it takes every frame of the video once, in order (the budget's own ground truth
+    holds for it). InputError where the client fails on that video. E.g. STI-Bench's client
+    (``MAX_FRAMES = 30``, MINT-SJTU/STI-Bench ``opensource_test.py`` line 35) takes 30 of a 64-frame
+    video."""
+    idx = [int(i) for i in evaluator.takes(len(budget_frames), budget_fps, budget)]
+    if idx == list(range(len(budget_frames))):
+        return None
+    return tuple(int(budget_frames[i]) for i in idx)
+
+
 def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question], evaluator: Evaluator,
                     seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                     num_frames: int | None = None,
-                    instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> BudgetTruth:
-    """GT(frames) of the ``all`` budget for one evaluator configuration: every question over
-    the source frames ``evaluator`` takes from the full video (``num_frames`` decoded frames,
-    default ``scene.num_frames``, at ``scene.fps``: what it takes of ``all_frame``, which holds
-    every source frame at the source rate). Room size and route planning compare the distinct
-    frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
-    names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
+                    instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S,
+                    budgets: Sequence[BudgetValue] = (ALL,), profile: str = DEFAULT_PROFILE,
+                    profile_options: Mapping[str, Any] | None = None, budget_fps: float = 1.0,
+                    failures: list | None = None) -> BudgetTruth:
+    """GT(frames) of one evaluator configuration, over the source frames it takes.
+
+    ``all``: every question over the frames ``evaluator`` takes from the full video
+    (``num_frames`` decoded frames, default ``scene.num_frames``, at ``scene.fps``: what it takes
+    of ``all_frame``, which holds every source frame at the source rate). A numeric budget b of
+    ``budgets``: over the frames it takes from b's budget video (``profile`` with
+    ``profile_options`` at b, written at ``budget_fps``; :func:`evaluator_budget_frames`), for the
+    budgets where that is not every frame of the video once (the others are left out: the
+    budget's own ground truth is the evaluator's; with ``failures`` a list, a budget video the client
+    fails on is appended there as (budget, message) and left out, else raises). Room size and route planning compare the
+    distinct frames it takes with ``min_budget_room_route`` (every frame counts as the budget).
+    Each record names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
     rule = seen_rule(seen_threshold, where="seen_threshold")
     table = _rule_table(scene, visibility, questions, rule, min_budget_room_route, instant_tolerance_s)
     bound = _bound(table, visibility)
     n = scene.num_frames if num_frames is None else num_frames
-    try:
-        idx = evaluator.takes(n, scene.fps, ALL)
-    except InputError as e:
-        raise InputError(f"{scene.source}: frames: evaluator {evaluator.name!r} cannot sample the {n}-frame video "
-                         f"at {scene.fps:g} fps: {e}") from None
-    distinct = len(set(idx.tolist()))
-    sel = table.selection(evaluator.profile, ALL, idx, evaluator.name, ALL if distinct == n else distinct)
+    opts = dict(profile_options or {})
+    sels = []
+    for b in (parse_budget(x, "budgets") for x in budgets):
+        try:
+            if b == ALL:
+                idx = evaluator.takes(n, scene.fps, ALL)
+                distinct = len(set(idx.tolist()))
+                rule_b = ALL if distinct == n else distinct
+                sels.append(table.selection(evaluator.profile, ALL, idx, evaluator.name, rule_b))
+                continue
+            src = select_frames(profile, n, b, fps=scene.fps, **opts)
+            taken = evaluator_budget_frames(evaluator, src, b, budget_fps)
+        except InputError as e:
+            what = (f"the {n}-frame video at {scene.fps:g} fps" if b == ALL else
+                    f"the {budget_label(b)}-frame budget video at {budget_fps:g} fps")
+            if b != ALL and failures is not None:
+                failures.append((b, f"evaluator {evaluator.name!r} cannot sample {what}: {e}"))
+                continue
+            raise InputError(f"{scene.source}: frames: evaluator {evaluator.name!r} cannot sample {what}: "
+                             f"{e}") from None
+        if taken is not None:
+            distinct = len(set(taken))
+            sels.append(table.selection(profile, b, taken, evaluator.name, b if distinct >= b else distinct))
     config = evaluator.to_json()
     items = tuple(replace(question_truth(q, sel, table, min_budget_room_route, bound), evaluator_config=config)
-                  for q in questions)
-    return BudgetTruth(scene.scene_id, evaluator.profile, n, rule.threshold, min_budget_room_route, (sel,),
+                  for sel in sels for q in questions)
+    return BudgetTruth(scene.scene_id, evaluator.profile, n, rule.threshold, min_budget_room_route, tuple(sels),
                        items, rule)
 
 
