@@ -131,3 +131,20 @@ def test_heading_sectors_in_a_rotated_camera(deg, sector, margin):
     angle = m.heading_angle(p, right, forward)
     assert angle == pytest.approx(deg % 360, abs=1e-9)
     assert m.heading(angle) == (sector, pytest.approx(margin))
+
+
+@pytest.mark.parametrize("yaw0,yaw1,change", [(0, 30, 30), (30, 0, -30), (170, -170, 20), (-170, 170, -20),
+                                              (0, 180, -180), (10, 190, -180), (45, 44, -1)])
+def test_camera_heading_change_is_signed_ccw_about_up_and_wrapped(yaw0, yaw1, change):
+    """ReSTI's Ego-Centric Orientation: counter-clockwise about +up positive, wrapped to [-180, 180)
+    (180 itself is -180); the forward's pitch does not matter, only its floor projection."""
+    def fwd(yaw, pitch):
+        y, p = math.radians(yaw), math.radians(pitch)
+        return np.array([math.cos(p) * math.cos(y), math.cos(p) * math.sin(y), math.sin(p)])
+    assert m.heading_change(fwd(yaw0, -20), fwd(yaw1, 35)) == pytest.approx(change, abs=1e-9)
+    assert m.wrap_degrees(180.0) == -180.0 and m.wrap_degrees(-180.0) == -180.0
+
+
+def test_camera_heading_change_needs_a_horizontal_forward():
+    with pytest.raises(m.MotionError, match="straight up or down"):
+        m.heading_change(np.array([0, 0, 1.0]), np.array([1.0, 0, 0]))

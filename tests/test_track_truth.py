@@ -464,3 +464,68 @@ def test_capped_client_budget_truth_is_over_the_frames_it_takes(demo, questions)
         budget_rows = [expected(scene, vis, q, src)[:2] for q in questions]
         differs += sum(a != b for a, b in zip([(r["status"], r["ground_truth"]) for r in rows], budget_rows))
     assert differs > 0
+
+
+# ---------------------------------------------------------------------------------------
+# the camera's own motion (rule camera, issue #38), recomputed here from the poses
+# ---------------------------------------------------------------------------------------
+def camera_value(scene, qtype, frames):
+    """Over ``frames`` (the ends first and last): the heading change of the OpenCV forward on the
+    floor (z up; counter-clockwise seen from above; wrapped to [-180, 180)), the displacement or
+    the path of the camera centre; boxes_to_world undone."""
+    inv = np.linalg.inv(np.asarray(scene.boxes_to_world, float))
+    poses = [inv @ np.asarray(scene.frames[f].camera_to_world, float) for f in frames]
+    if qtype == "camera_orientation_change":
+        h0, h1 = (math.degrees(math.atan2(p[1, 2], p[0, 2])) for p in (poses[0], poses[-1]))
+        return (h1 - h0 + 180.0) % 360.0 - 180.0
+    c = np.array([p[:3, 3] for p in poses])
+    if qtype == "camera_displacement":
+        return float(np.linalg.norm(c[-1] - c[0]))
+    return float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum())
+
+
+def camera_frames_ref(sampled, ts, te, tol=0.5):
+    ends = []
+    for at in (ts, te):
+        f = min(sorted(set(sampled)), key=lambda x: abs(x / FPS - at))
+        if abs(f / FPS - at) > tol + 1e-9:
+            return None
+        ends.append(f)
+    return sorted(f for f in set(sampled) if ends[0] <= f <= ends[1]) if ends[0] < ends[1] else None
+
+
+def test_camera_motion_truth_per_budget(demo):
+    """Rule camera: the value over the sampled frames from the one nearest the window's start to
+    the one nearest its end (each within 0.5 s), the nearest option; no frame near an end:
+    unanswerable (camera_ends_unsampled); every budget against this file's computation."""
+    out, scene, vis = demo
+    types = ("camera_orientation_change", "camera_displacement", "camera_path_length")
+    windows = [(0.5, 2.5), (1.0, 3.5), (0.2, 0.3), (0.0, 3.9)]
+    every = list(range(N))
+    lines = []
+    for ts, te in windows:
+        for qtype in types:
+            v = camera_value(scene, qtype, camera_frames_ref(every, ts, te))
+            options = [f"{'ABCDE'[k]}. {v * 1.25 ** (k - 2):.4f}" for k in range(5)]
+            lines.append({"id": f"c{len(lines)}", "scene_id": scene.scene_id, "question_type": qtype,
+                          "question": f"{qtype} from {ts} to {te}?", "options": options, "ground_truth": "C",
+                          "time_start": ts, "time_end": te})
+    path = out / "camera.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    seen_any = set()
+    for b in (16, 64, "all"):
+        sampled = select_frames("uniform", N, b, fps=FPS).tolist()
+        for q, r in zip(qs, (json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()), strict=True):
+            frames = camera_frames_ref(sampled, *q.window)
+            if frames is None:
+                assert (r["status"], r["reason"]) == ("unanswerable", "camera_ends_unsampled"), (b, q.id)
+                seen_any.add("unanswerable")
+                continue
+            value = camera_value(scene, q.question_type, frames)
+            assert r["track_frames"] == frames and r["track_value"] == pytest.approx(value, rel=1e-9, abs=1e-9)
+            letter = nearest_letter(q.options, value, q.question_type)
+            assert (r["status"], r["ground_truth"]) == (("kept", "C") if letter == "C" else ("changed", letter))
+            seen_any.add(r["status"])
+    assert seen_any >= {"kept", "unanswerable"}

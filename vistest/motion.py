@@ -227,3 +227,67 @@ def quantity(name: str, points: np.ndarray, frames: Sequence[int], fps: float) -
     if name == ACCELERATION:
         return acceleration(points, frames, fps)
     raise ValueError(f"quantity: expected one of {QUANTITIES[:5]}, got {name!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# the camera's own motion (STI-Bench's Ego-Centric Orientation, Displacement & Path Length of the camera)
+# ---------------------------------------------------------------------------------------
+CAMERA_HEADING_CHANGE, CAMERA_DISPLACEMENT, CAMERA_PATH_LENGTH = (
+    "camera_heading_change", "camera_displacement", "camera_path_length")
+CAMERA_QUANTITIES = (CAMERA_HEADING_CHANGE, CAMERA_DISPLACEMENT, CAMERA_PATH_LENGTH)
+UNITS.update({CAMERA_HEADING_CHANGE: "deg", CAMERA_DISPLACEMENT: "m", CAMERA_PATH_LENGTH: "m"})
+MIN_FRAMES.update({CAMERA_HEADING_CHANGE: 2, CAMERA_DISPLACEMENT: 2, CAMERA_PATH_LENGTH: 2})
+
+
+def camera_poses(scene: Scene, frames: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """((n, 3) centres in metres, (n, 3) optical-forward unit vectors) of the cameras of decoded
+    frames ``frames`` in the box world (``boxes_to_world`` undone: z up, gravity -z; OpenCV camera,
+    forward = its z axis). MotionError naming a frame without a pose."""
+    a = np.asarray(scene.boxes_to_world, float)
+    inv = np.linalg.inv(a)
+    centres, forwards = [], []
+    for f in frames:
+        pose = scene.frames[f].camera_to_world if 0 <= f < len(scene.frames) else None
+        if pose is None:
+            raise MotionError(f"camera: frame {f} has no camera pose")
+        m = inv @ np.asarray(pose, float)
+        centres.append(m[:3, 3])
+        forwards.append(m[:3, 2])
+    return np.asarray(centres, float).reshape(-1, 3), np.asarray(forwards, float).reshape(-1, 3)
+
+
+def wrap_degrees(angle: float) -> float:
+    """``angle`` wrapped to [-180, 180) degrees."""
+    return (float(angle) + 180.0) % 360.0 - 180.0
+
+
+def heading_change(forward_start: np.ndarray, forward_end: np.ndarray) -> float:
+    """STI-Bench's Ego-Centric Orientation (degrees): the signed horizontal heading change from the
+    first forward direction to the second, each projected on the plane normal to +z (gravity),
+    counter-clockwise about +up seen from above positive, wrapped to [-180, 180). ReSTI's wording:
+    "the signed horizontal heading change of the camera? Project the camera's optical-forward
+    direction onto the plane perpendicular to gravity. Positive angles are counterclockwise about
+    +up when viewed from above; report the wrapped angle in [-180°, 180°)" (pengzhansun/ReSTI
+    ``annotations/resti.jsonl`` @ d4f4eff, ``resti-orientation-v1:Waymo:10203656353524179475_7625_000_7645_000_
+    camera_1.mp4:3``). MotionError when a forward direction is vertical (no heading)."""
+    a, b = np.asarray(forward_start, float)[:2], np.asarray(forward_end, float)[:2]
+    if np.linalg.norm(a) < 1e-9 or np.linalg.norm(b) < 1e-9:
+        raise MotionError("camera heading change: the camera looks straight up or down (no horizontal heading)")
+    return wrap_degrees(math.degrees(math.atan2(a[0] * b[1] - a[1] * b[0], a[0] * b[0] + a[1] * b[1])))
+
+
+def camera_quantity(name: str, scene: Scene, frames: Sequence[int]) -> float:
+    """Camera quantity ``name`` over the observed frames ``frames`` (sorted, distinct; the first and
+    the last are the window's ends): the heading change from the first frame's camera to the last's
+    (degrees, :func:`heading_change`), the displacement of the camera centre (m) or its path length
+    over the frames' chords (m)."""
+    _need(np.zeros((len(frames), 3)), MIN_FRAMES[name], name)
+    _times(frames, 1.0)
+    centres, forwards = camera_poses(scene, frames)
+    if name == CAMERA_HEADING_CHANGE:
+        return heading_change(forwards[0], forwards[-1])
+    if name == CAMERA_DISPLACEMENT:
+        return displacement(centres)
+    if name == CAMERA_PATH_LENGTH:
+        return path_length(centres)
+    raise ValueError(f"camera_quantity: expected one of {CAMERA_QUANTITIES}, got {name!r}")

@@ -86,7 +86,8 @@ from ..errors import InputError
 from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
 from .. import motion
-from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, RULE_TRACK,
+from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
+                         RULE_TRACK,
                          RULE_WINDOW, Question, option_letter, option_number)
 from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
@@ -127,6 +128,7 @@ REASON_TRACK_UNDERSAMPLED = "track_undersampled"      # the object seen in too f
 REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no value (e.g. no floor displacement)
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
 REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
+REASON_CAMERA_ENDS_UNSAMPLED = "camera_ends_unsampled"  # no witnessing sampled frame near an end of the window
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
@@ -620,6 +622,59 @@ def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
                    reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES, note=note)
 
 
+def camera_frames(q: Question, frames: Sequence[int], t: _Table) -> tuple[list[int], str]:
+    """The frames a camera question's value is measured over: the frame of ``frames`` (witnessing
+    frames, sorted) nearest each end of the window (the earlier on a tie), each within the instant
+    tolerance, and those between them; ([], why in words) when an end has none."""
+    ends = []
+    for end in q.window:
+        m = nearest_frame(frames, end, t.fps, t.instant_tolerance_s)
+        if not m.within:
+            near = "no frame" if m.frame is None else f"nearest frame {m.frame} at {m.frame / t.fps:.3g} s"
+            return [], (f"no witnessing frame within {t.instant_tolerance_s:g} s of {end:g} s ({near})")
+        ends.append(m.frame)
+    if ends[0] >= ends[1]:
+        return [], f"the same frame {ends[0]} serves both ends of the window"
+    return [f for f in frames if ends[0] <= f <= ends[1]], ""
+
+
+def _camera_value(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | None, list[int], str]:
+    used, why = camera_frames(q, frames, t)
+    if not used:
+        return None, [], why
+    try:
+        return motion.camera_quantity(q.type.motion, t.scene, used), used, ""
+    except motion.MotionError as e:
+        return None, used, str(e)
+
+
+def _camera(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule ``camera`` (the camera's own motion, vistest.motion.CAMERA_QUANTITIES): the value over
+    the witnessing selected frames from the one nearest the window's start to the one nearest its
+    end (each within the instant tolerance: the quantity compares the camera at those instants),
+    against the same over every witnessing frame; the answer as rule ``track``'s."""
+    ts, te = q.window
+    unit = TRACK_UNITS[q.type.motion]
+    value, frames, why = _camera_value(q, sel.witnesses, t)
+    value_all = _camera_value(q, t.every_witness, t)[0]
+    fields = {"track_frames": frames, "track_value": value, "track_unit": unit, "track_value_all": value_all}
+    base = QuestionTruth(q, sel, None, UNANSWERABLE, REASON_CAMERA_ENDS_UNSAMPLED, (), tuple(frames), track=fields,
+                         note=f"window [{ts:g}, {te:g}] s; {why}")
+    if not frames:
+        return base
+    if value is None:
+        return replace(base, reason=REASON_TRACK_UNDEFINED)
+    answer = track_answer(q, value)
+    note = f"camera over frames {frames[0]}..{frames[-1]} ({len(frames)} sampled): {value:.4g} {unit}"
+    if answer is None:
+        return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
+    if same_answer(q, answer):
+        return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
+    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
+    return replace(base, ground_truth=answer, status=CHANGED, note=note,
+                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES)
+
+
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
     budget = sel.budget if sel.rule_budget is None else sel.rule_budget
     if budget != ALL and int(budget) < minimum:
@@ -664,6 +719,7 @@ REASON_WORDS = {
     REASON_TRACK_UNDEFINED: "the sampled frames of the window that see the object give no value",
     REASON_TRACK_NOT_IN_OPTIONS: "the recomputed heading is none of the options",
     REASON_TRACK_UNBRACKETED: "the sampled frames that see the object do not bracket the instant's window",
+    REASON_CAMERA_ENDS_UNSAMPLED: "no witnessing sampled frame is within the tolerance of each end of the window",
 }
 
 
@@ -731,6 +787,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _window(q, sel, table)
     if rule == RULE_TRACK:
         return _track(q, sel, table)
+    if rule == RULE_CAMERA:
+        return _camera(q, sel, table)
     raise AssertionError(f"no rule for {rule!r}")
 
 
@@ -745,7 +803,7 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
         for lab in q.category:
             if lab not in labels:
                 raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
-        if q.type.rule == RULE_TRACK:
+        if q.type.rule in (RULE_TRACK, RULE_CAMERA):
             _check_track_options(q)
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]

@@ -19,6 +19,8 @@ carries (the question names it by its label):
   boundary (vistest.motion.heading), seen from the camera of the window's first frame (which
   has a pose: the object is seen there).
 * **Instants** (``motion_instant_speed``, ReSTI's instantaneous speed): :func:`instant_candidates`.
+* **The camera** (``camera_orientation_change``, ``camera_displacement``, ``camera_path_length``: STI-Bench's
+  Ego-Centric Orientation and the camera's Displacement & Path Length): :func:`camera_candidates`.
 * **Options**: the numeric types (``motion_displacement``, ``_path_length``, ``_speed``,
   ``_acceleration``) are numeric multiple choice: the balancing pass puts ``num_options``
   values on a geometric ladder around the answer (vistest.generate.balance.numeric_options,
@@ -43,6 +45,8 @@ DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION = (MOTION_TYPE_OF[q] for q in (mo
                                                                           mo.ACCELERATION))
 DIRECTION = MOTION_DIRECTION_TYPE
 INSTANT_SPEED = MOTION_TYPE_OF[mo.INSTANT_SPEED]
+CAMERA_TURN, CAMERA_DISPLACEMENT, CAMERA_PATH = (MOTION_TYPE_OF[q] for q in mo.CAMERA_QUANTITIES)
+CAMERA_TYPES = (CAMERA_TURN, CAMERA_DISPLACEMENT, CAMERA_PATH)
 _WHEN = "From {time_start} s to {time_end} s, "
 TEMPLATES = {
     DISPLACEMENT: _WHEN + ("how far does the {object_name} move (its displacement: the straight-line distance "
@@ -57,6 +61,12 @@ TEMPLATES = {
                            "meters per second squared?"),
     DIRECTION: _WHEN + ("which of these directions ({choices}) does the {object_name} move in, as seen from the "
                         "camera at {time_start} s?"),
+    CAMERA_TURN: _WHEN + ("what is the signed horizontal heading change of the camera (its optical-forward direction "
+                          "projected onto the plane perpendicular to gravity; positive counterclockwise about +up "
+                          "when viewed from above, wrapped to [-180, 180)), in degrees?"),
+    CAMERA_DISPLACEMENT: _WHEN + ("what is the displacement of the camera (the straight-line distance between where "
+                                  "it is at {time_start} s and at {time_end} s), in meters?"),
+    CAMERA_PATH: _WHEN + "what is the trajectory length of the camera (the total distance it travels), in meters?",
     INSTANT_SPEED: ("What is the speed of the {object_name} at t={time} s, measured over a 1-second window centered "
                     "on that instant (the straight-line distance it moves from {anchor_start} s to {anchor_end} s "
                     "divided by 1 second), in meters per second?"),
@@ -185,8 +195,9 @@ def unique_tracked(facts: SceneFacts) -> list:
 
 def candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) -> list[Candidate]:
     """Every dynamic question of ``types`` the scene supports (module docstring)."""
-    want = [t for t in MOTION_TYPES if t in types and t != INSTANT_SPEED]
+    want = [t for t in MOTION_TYPES if t in types and t != INSTANT_SPEED and t not in CAMERA_TYPES]
     out = instant_candidates(facts, rules) if INSTANT_SPEED in types else []
+    out += camera_candidates(facts, rules, tuple(t for t in CAMERA_TYPES if t in types))
     if not want:
         return out
     d = time_decimals(rules.window_step_s)
@@ -257,4 +268,43 @@ def instant_candidates(facts: SceneFacts, rules: MotionRules) -> list[Candidate]
                                  window=(t, t), value=value, decimals=DECIMALS,
                                  detail=(("speed_mps", value), ("anchor_frames", float(len(anchors))),
                                          ("window_frames", float(len(inside))))))
+    return out
+
+
+def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) -> list[Candidate]:
+    """The camera's own motion (``camera_*``; vistest.motion.camera_quantity) over every window of
+    the grid (as the objects' windows: ends on multiples of ``window_step_s``, ``min_window_s`` to
+    ``max_window_s`` long) whose two ends are table frames with a camera pose: the orientation
+    change (its magnitude in [``min_turn_deg``, 180 - ``min_turn_deg``]), the displacement and the
+    path length (at least ``min_displacement_m``), each over the window's table frames (the ends
+    and every frame between: what rule ``camera`` recomputes at ``all``)."""
+    if not types:
+        return []
+    scene, d = facts.scene, time_decimals(rules.window_step_s)
+    grid = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
+    frames = facts.table_frames
+    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
+    out = []
+    for i, t0 in enumerate(grid):
+        for t1 in grid[i + 1:]:
+            if t1 - t0 < rules.min_window_s - 1e-9 or t1 - t0 > longest + 1e-9:
+                continue
+            (a, _), (_, b) = window_range(t0, t0, scene.fps), window_range(t1, t1, scene.fps)
+            inside = frames[(frames >= a) & (frames <= b)]
+            if len(inside) < 2 or inside[0] != a or inside[-1] != b:
+                continue
+            try:
+                values = {q: mo.camera_quantity(mo.CAMERA_QUANTITIES[CAMERA_TYPES.index(q)], scene, inside.tolist())
+                          for q in types}
+            except mo.MotionError:
+                continue
+            fields = (("time_end", f"{t1:.{d}f}"), ("time_start", f"{t0:.{d}f}"))
+            for q, v in values.items():
+                if q == CAMERA_TURN and not rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg:
+                    continue
+                if q != CAMERA_TURN and v < rules.min_displacement_m:
+                    continue
+                out.append(Candidate(scene_id=facts.scene_id, question_type=q, template=TEMPLATES[q], fields=fields,
+                                     window=(t0, t1), value=v, decimals=DECIMALS,
+                                     detail=(("value", v), ("window_frames", float(len(inside))))))
     return out
