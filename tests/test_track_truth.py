@@ -529,3 +529,34 @@ def test_camera_motion_truth_per_budget(demo):
             assert (r["status"], r["ground_truth"]) == (("kept", "C") if letter == "C" else ("changed", letter))
             seen_any.add(r["status"])
     assert seen_any >= {"kept", "unanswerable"}
+
+
+def test_a_pose_change_needs_a_frame_at_each_end(demo):
+    """STI-Bench's Pose Estimation and Ego-Centric Orientation over [ts, te] compare the camera at
+    both ends (ReSTI: "Taking the camera pose at t=0 s as the identity ..., what is the camera pose at
+    t=15 s?"): answerable only with a witnessing sampled frame within the instant tolerance of each,
+    however many frames fall inside. Displacement keeps the count rule (2 frames inside)."""
+    out, scene, vis = demo
+    ts, te, tol = 0.37, 3.3, 0.1
+    lines = [{"id": f"p{k}", "scene_id": scene.scene_id, "question_type": qt, "question": "q?",
+              "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "B", "time_start": ts,
+              "time_end": te} for k, qt in enumerate(("sti_pose_estimation", "sti_ego_centric_orientation",
+                                                      "sti_displacement_path_length"))]
+    path = out / "pose.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64), profile="uniform", seen_threshold=THRESHOLD,
+                         instant_tolerance_s=tol)
+    for b in (16, 64):
+        sampled = sorted(set(select_frames("uniform", N, b, fps=FPS).tolist()))
+        near = [min(sampled, key=lambda f: abs(f / FPS - at)) for at in (ts, te)]
+        ok = all(abs(f / FPS - at) <= tol + 1e-9 for f, at in zip(near, (ts, te)))
+        assert ok == (b == 64)  # 16 frames: the nearest to 0.37 s is frame 15, 0.13 s away
+        rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
+        for r in rows[:2]:
+            assert (r["status"], r["reason"]) == (("kept", "window_ends_sampled") if ok else
+                                                  ("unanswerable", "window_ends_unsampled"))
+            assert r["evidence_frames"] == [f for f, at in zip(near, (ts, te)) if abs(f / FPS - at) <= tol + 1e-9]
+            if not ok:
+                assert "0.37 s: nearest frame 15, 0.13 s away" in r["reason_text"]
+        assert rows[2]["status"] == "kept" and rows[2]["window_frame_count"] > 2

@@ -37,6 +37,9 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   within the tolerance, a window when it holds at least the type's ``window_frames``
   witnessing selected frames (QuestionType.window_frames); kept then, unanswerable otherwise.
   This is a necessary condition only (whether the moving object is seen there needs tracks).
+  A pose change (:data:`POSE_CHANGE_TYPES`: Pose Estimation, Ego-Centric Orientation) with a
+  window compares the camera at its two ends: it needs a witnessing selected frame within the
+  instant tolerance of each (two distinct frames), else unanswerable (``window_ends_unsampled``).
 * Tracks (the dynamic types, rule ``track``; docs/questions-format.md "Dynamic questions"): the
   *seen window frames* are the witnessing selected frames inside the window in which the
   question's object (``objects[0]``) is seen (``track_frames``). Fewer than the type's
@@ -121,6 +124,8 @@ REASON_WINDOW_SAMPLED = "window_sampled"              # the window holds the fra
 REASON_WINDOW_UNDERSAMPLED = "window_undersampled"    # fewer selected frames in the window than the type needs
 REASON_INSTANT_SAMPLED = "instant_sampled"            # a selected frame within the tolerance of the instant
 REASON_INSTANT_UNSAMPLED = "instant_unsampled"        # no selected frame within the tolerance of the instant
+REASON_WINDOW_ENDS_SAMPLED = "window_ends_sampled"    # a pose change: a selected frame near each end of the window
+REASON_WINDOW_ENDS_UNSAMPLED = "window_ends_unsampled"  # a pose change: no selected frame near an end
 REASON_TRACK_SUPPORTED = "track_supported"            # the seen window frames give the original answer
 REASON_TRACK_CHANGED = "track_changed"                # they give another answer (every frame gives the original)
 REASON_TRACK_DISAGREES = "track_disagrees_with_scene"  # another answer, and every frame does not give the original
@@ -134,6 +139,9 @@ DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 OPEN_NUMBER_REL_TOL = 0.05  # an open (answer_kind number) dynamic answer is kept within 5% of the original
 TRACK_UNITS = {**motion.UNITS, motion.HEADING: "deg"}  # the unit of track_value per vistest.motion quantity
+# STI-Bench tasks comparing the camera at the two ends of the window (ReSTI: "Taking the camera pose at t=0 s as the
+# identity ..., what is the camera pose at t=15 s?"; "Between ... 0.000000 and 19.696910 seconds, ... heading change")
+POSE_CHANGE_TYPES = ("sti_pose_estimation", "sti_ego_centric_orientation")
 
 @dataclass(frozen=True)
 class FrameSelection:
@@ -503,6 +511,14 @@ def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
         if not m.within:
             return _unanswerable(q, sel, REASON_INSTANT_UNSAMPLED)
         return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_SAMPLED, (), (m.frame,))
+    if q.question_type in POSE_CHANGE_TYPES and q.window[0] < q.window[1]:
+        ends = [nearest_frame(sel.witnesses, end, t.fps, t.instant_tolerance_s) for end in q.window]
+        found = tuple(sorted({m.frame for m in ends if m.within}))
+        if not all(m.within for m in ends) or len(found) < 2:
+            words = "; ".join(f"{end:g} s: " + ("no frame" if m.frame is None else f"nearest frame {m.frame}, "
+                                                f"{m.offset_s:.3g} s away") for end, m in zip(q.window, ends))
+            return replace(_unanswerable(q, sel, REASON_WINDOW_ENDS_UNSAMPLED, (), found), note=words)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_ENDS_SAMPLED, (), found)
     inside = frames_in_window(sel.witnesses, q.window[0], q.window[1], t.fps)
     if len(inside) < q.type.window_frames:
         return _unanswerable(q, sel, REASON_WINDOW_UNDERSAMPLED, (), inside)
@@ -710,6 +726,9 @@ REASON_WORDS = {
     REASON_WINDOW_UNDERSAMPLED: "too few selected frames fall inside the time window",
     REASON_INSTANT_SAMPLED: "a selected frame is within the tolerance of the instant",
     REASON_INSTANT_UNSAMPLED: "no selected frame is within the tolerance of the instant",
+    REASON_WINDOW_ENDS_SAMPLED: "a selected frame is within the tolerance of each end of the window (a pose change)",
+    REASON_WINDOW_ENDS_UNSAMPLED: "no selected frame is within the tolerance of an end of the window (a pose change "
+                                  "compares the camera at both)",
     REASON_TRACK_SUPPORTED: "the sampled frames of the window that see the object give the original answer",
     REASON_TRACK_CHANGED: "the sampled frames of the window that see the object give another answer",
     REASON_TRACK_DISAGREES: "the sampled frames of the window that see the object give another answer, and every "
