@@ -130,7 +130,8 @@ EVALUATORS: dict[str, Evaluator] = {e.name: e for e in (
               source="MINT-SJTU/STI-Bench opensource_test.py: MAX_FRAMES = 30, compute_sample_fps() = "
                      "MAX_FRAMES / duration (the video's own fps at <= 30 frames), message {'fps': sample_fps, "
                      "'max_pixels': 360*420} to qwen-vl-utils process_vision_info (fps mode: FPS_MIN_FRAMES 4, "
-                     "FPS_MAX_FRAMES 768); max_pixels sets the resolution, not the frames"),
+                     "FPS_MAX_FRAMES 768); max_pixels sets the resolution, not the frames; qwen-vl-utils >= 0.0.10 "
+                     "(floor_by_factor in fps mode; 0.0.8 rounds instead, not reproduced)"),
 )}
 # every configuration but STI-Bench's, which only STI-Bench questions need (``--evaluator sti-bench.qwen2_5_vl``)
 DEFAULT_EVALUATORS: tuple[Evaluator, ...] = tuple(e for e in EVALUATORS.values() if e.name != STI_BENCH)
