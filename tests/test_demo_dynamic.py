@@ -2,6 +2,7 @@
 visibility is computed in every occlusion mode, and the moving objects are visible exactly in the
 frames where pyrender (each frame's boxes at their track poses) shows them."""
 import dataclasses
+import math
 import subprocess
 import sys
 
@@ -153,7 +154,46 @@ def test_generate_asks_every_dynamic_type_on_the_demo(scene, tables):
 
     recs = generate([SceneInput(scene, tables["depth"])], parse_types("motion"), Rules()).questions[scene.scene_id]
     assert {r["question_type"] for r in recs} == set(parse_types("motion"))
-    assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs)
+    instants = [r for r in recs if r["question_type"] == "motion_instant_speed"]
+    assert instants and all(r["time"] == r["time_start"] == r["time_end"] for r in instants)
+    cams = [r for r in recs if r["question_type"].startswith("camera_")]
+    assert all(r["objects"] == ["cart"] and r["time_end"] > r["time_start"] for r in recs
+               if r not in instants and r not in cams)
+    check_camera_questions(scene, cams)
+
+
+def camera_reference(doc, rec):
+    """A camera question's value from scene.json's poses, written here: the frames at the window's
+    ends (i / fps), the OpenCV forward (the rotation's third column) with boxes_to_world undone, its
+    heading on the floor (z up) counter-clockwise seen from above, the change wrapped to [-180, 180)
+    (ReSTI's Ego-Centric Orientation); the centre's displacement; its path over every frame between."""
+    fps = doc["fps"]
+    f0, f1 = round(rec["time_start"] * fps), round(rec["time_end"] * fps)
+    inv = np.linalg.inv(np.array(doc.get("boxes_to_world", np.eye(4).tolist()), float))
+    poses = [inv @ np.array(doc["frames"][f]["camera_to_world"], float) for f in range(f0, f1 + 1)]
+    heads = [math.degrees(math.atan2(p[1, 2], p[0, 2])) for p in (poses[0], poses[-1])]
+    centres = np.array([p[:3, 3] for p in poses])
+    return {"camera_orientation_change": (heads[1] - heads[0] + 180.0) % 360.0 - 180.0,
+            "camera_displacement": float(np.linalg.norm(centres[-1] - centres[0])),
+            "camera_path_length": float(np.linalg.norm(np.diff(centres, axis=0), axis=1).sum())}[rec["question_type"]]
+
+
+def check_camera_questions(scene, cams):
+    """Issue #38: the demo's generated set asks the camera's own motion (each type), and every such
+    answer is the option nearest the value recomputed from the poses (and far from the others)."""
+    import json
+
+    doc = json.loads(open(scene.source).read())
+    assert {r["question_type"] for r in cams} == {"camera_orientation_change", "camera_displacement",
+                                                  "camera_path_length"}
+    for r in cams:
+        value = camera_reference(doc, r)
+        vals = [float(o.split(". ", 1)[1]) for o in r["options"]]
+        err = [abs(v - value) for v in vals]
+        k = "ABCDE".index(r["ground_truth"])
+        assert int(np.argmin(err)) == k and sorted(err)[1] > 5 * err[k], (r, value)
+        if r["question_type"] == "camera_orientation_change":
+            assert 15.0 <= abs(value) <= 165.0 and "counterclockwise about +up" in r["question"]
 
 
 def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
@@ -171,8 +211,8 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
     vis, qs, run = tmp_path / "vis.npz", tmp_path / "q.jsonl", tmp_path / "run"
     cli("visibility", scene.source, "-o", vis, "--quiet")
     cli("generate", scene.source, "--visibility", vis, "--types", "motion", "-o", qs, "--quiet")
-    cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,all", "--profile", "uniform", "--visibility", vis,
-        "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
+    cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,64,all", "--profile", "uniform",
+        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
     ids = {json.loads(line)["id"] for line in qs.read_text().splitlines()}
     assert ids
     out = run / "scenes" / scene.scene_id
@@ -186,6 +226,30 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
         assert {r["id"] for r in rows(out / f"{budget}.jsonl")} == ids
     client = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "all_frame.jsonl")
     assert {r["id"] for r in client} == ids and all(r["track_unit"] for r in client)
+    # issue #38: the client takes 30 frames of the 64-frame budget video (at 1 frame/s): its 64-frame ground
+    # truth is the truth over those 30 source frames (written here from STI-Bench's and qwen-vl-utils' code)
+    from vistest.budget.truth import _rule_table, question_truth
+    from vistest.budget.seen import seen_rule
+    from vistest.questions import load_questions
+    from vistest.visibility.table import Visibility
+
+    src = [int(x) for x in np.linspace(0, N - 1, 64).astype(int)]  # uniform@64: the budget video's source frames
+    fps = 30 / 64  # compute_sample_fps: MAX_FRAMES / duration (64 frames at 1 frame/s)
+    n = math.floor(64 / 1.0 * fps / 2) * 2  # qwen-vl-utils smart_nframes (fps mode)
+    takes = [src[int(i)] for i in np.round(np.linspace(0, 63, n))]
+    assert n == 30 and not (out / "evaluators" / "sti-bench.qwen2_5_vl" / "16_frame.jsonl").exists()
+    manifest = (run / "manifest.jsonl").read_text()
+    assert ("sti-bench.qwen2_5_vl takes 30 of this video's 64 frames (its frame request: 768): a model run through "
+            "it sees only those, so its 64-frame ground truth is computed over them") in manifest
+    capped = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "64_frame.jsonl")
+    sc, questions = Scene.load(scene.source), load_questions(qs, scene)
+    table = _rule_table(sc, Visibility.load(vis), questions, seen_rule(0.05), 32)
+    sel = table.selection("uniform", 64, takes, "sti-bench.qwen2_5_vl")
+    for q, row in zip(questions, capped, strict=True):
+        want = question_truth(q, sel, table, 32)
+        assert row["frame_indices"] == takes and (row["status"], row["ground_truth"]) == (want.status,
+                                                                                         want.ground_truth), q.id
     dummies = rows(out / "dummy_gt.jsonl")
-    assert {r["id"] for r in dummies} == ids
+    with_object = {d["id"] for d in map(json.loads, qs.read_text().splitlines()) if d.get("objects")}
+    assert {r["id"] for r in dummies} == with_object != ids  # a black dummy removes objects, not the camera
     assert all(r["dummy_mode"] == "black" and r["ground_truth"] != r["original_ground_truth"] for r in dummies)

@@ -13,13 +13,14 @@ from vistest.errors import InputError
 from vistest.generate import Rules, SceneInput, generate, parse_types
 from vistest.generate.balance import numeric_options, place_options
 from vistest.generate.blind import attack_report
-from vistest.generate.candidates import MOTION_NUMERIC_TYPES, MOTION_TYPES, to_record
+from vistest.generate.candidates import CAMERA_TYPES, MOTION_NUMERIC_TYPES, MOTION_TYPES, to_record
 from vistest.generate.facts import SceneFacts
 from vistest.generate import motion as gm
 from vistest.questions import MOTION_TYPES as QUESTION_MOTION_TYPES
 from vistest.questions import parse_questions
 
 SEEN = 0.05  # the default seen rule: visible fraction of the image > 5%
+OBJECT_NUMERIC_TYPES = tuple(t for t in MOTION_NUMERIC_TYPES if t not in CAMERA_TYPES)
 
 
 # ---------------------------------------------------------------------------------------
@@ -50,8 +51,8 @@ def reference(doc, vis, rec):
         return float(np.linalg.norm(p[-1] - p[0])), frames
     if qtype == "motion_path_length":
         return float(steps.sum()), frames
-    if qtype == "motion_speed":
-        return float(steps.sum() / (t[-1] - t[0])), frames
+    if qtype == "motion_speed":  # STI-Bench's: the average velocity's magnitude
+        return float(np.linalg.norm(p[-1] - p[0]) / (t[-1] - t[0])), frames
     if qtype == "motion_acceleration":
         v0, v1 = steps[0] / (t[1] - t[0]), steps[-1] / (t[-1] - t[-2])
         return float((v1 - v0) / ((t[-1] + t[-2]) / 2 - (t[0] + t[1]) / 2)), frames
@@ -63,6 +64,44 @@ def reference(doc, vis, rec):
     ang = math.degrees(math.atan2(y / math.hypot(fwd[0], fwd[1]), x / math.hypot(right[0], right[1])))
     word = ["right", "away", "left", "toward"][int(((ang + 45) % 360) // 90)]
     return word, frames, ang
+
+
+def camera_reference(doc, rec):
+    """A camera question's value from the scene's poses (z up; OpenCV forward = the rotation's third
+    column): the heading change counter-clockwise seen from above wrapped to [-180, 180), the
+    displacement, or the path over every frame of the window."""
+    fps = doc["fps"]
+    f0, f1 = round(rec["time_start"] * fps), round(rec["time_end"] * fps)
+    inv = np.linalg.inv(np.array(doc.get("boxes_to_world", np.eye(4).tolist()), float))
+    poses = [inv @ np.array(doc["frames"][f]["camera_to_world"], float) for f in range(f0, f1 + 1)]
+    if rec["question_type"] == "camera_orientation_change":
+        h0, h1 = (math.degrees(math.atan2(p[1, 2], p[0, 2])) for p in (poses[0], poses[-1]))
+        return (h1 - h0 + 180.0) % 360.0 - 180.0
+    c = np.array([p[:3, 3] for p in poses])
+    if rec["question_type"] == "camera_displacement":
+        return float(np.linalg.norm(c[-1] - c[0]))
+    return float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum())
+
+
+def doc_label(doc, rec):
+    return next(o["label"] for o in doc["objects"] if o["id"] == rec["objects"][0])
+
+
+def instant_reference(doc, vis, rec):
+    """The speed at ``time`` over the centred 1 s (ReSTI): the frames seeing the object nearest
+    ``time -/+ 0.5`` s (within 0.1 s), the straight-line distance between its centres there over
+    their time apart; computed here from the track keys and the visibility arrays."""
+    fps, t = doc["fps"], rec["time"]
+    obj = next(o for o in doc["objects"] if o["id"] == rec["objects"][0])
+    col = list(vis.object_ids).index(obj["id"])
+    seen = sorted(int(f) for f, v in zip(vis.frame_index, vis.visible[:, col]) if v > SEEN)
+    ends = []
+    for at in (t - 0.5, t + 0.5):
+        f = min(seen, key=lambda x: (abs(x / fps - at), x))
+        assert abs(f / fps - at) <= 0.1 + 1e-9
+        ends.append(f)
+    a, b = (centre_at(obj["track"], f) for f in ends)
+    return float(np.linalg.norm(b - a) / ((ends[1] - ends[0]) / fps))
 
 
 def option_value(text):
@@ -136,7 +175,7 @@ def test_windows_equal_the_pairwise_rule_and_take_linear_time():
 
 
 def test_types_sets_and_rules():
-    assert parse_types("motion") == MOTION_TYPES and set(MOTION_TYPES) <= set(parse_types("all"))
+    assert parse_types("motion") == MOTION_TYPES and set(MOTION_TYPES) - set(parse_types("all")) == set(CAMERA_TYPES)
     assert set(MOTION_TYPES) == set(QUESTION_MOTION_TYPES)
     assert parse_types("motion_speed,motion_direction") == ("motion_speed", "motion_direction")
     assert Rules().with_overrides(["motion.min_heading_margin_deg=10"]).motion.min_heading_margin_deg == 10.0
@@ -163,7 +202,8 @@ def test_a_static_scene_gets_no_dynamic_questions():
 
     room = random_room_scene(1, num_frames=30)
     gen = generate([SceneInput(room, compute_visibility(room, occlusion="none"))], parse_types("motion"), Rules())
-    assert not any(gen.questions.values())
+    asked = {r["question_type"] for recs in gen.questions.values() for r in recs}
+    assert asked and asked <= set(CAMERA_TYPES)  # the camera moves; no object does
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,6 +233,19 @@ def test_every_generated_answer_is_recomputed_from_the_track_keys(motion_set):
         for rec in recs:
             qtype = rec["question_type"]
             types[qtype] += 1
+            if qtype in CAMERA_TYPES:
+                value = camera_reference(doc, rec)
+                vals = [option_value(o) for o in rec["options"]]
+                assert int(np.argmin([abs(v - value) for v in vals])) == "ABCDE".index(rec["ground_truth"])
+                continue
+            if qtype == "motion_instant_speed":
+                value = instant_reference(doc, vis, rec)
+                assert rec["time"] == rec["time_start"] == rec["time_end"]
+                head = f"What is the speed of the {doc_label(doc, rec)} at t={rec['time']:.1f} s"
+                assert rec["question"].startswith(head)
+                vals = [option_value(o) for o in rec["options"]]
+                assert int(np.argmin([abs(v - value) for v in vals])) == "ABCDE".index(rec["ground_truth"])
+                continue
             assert rec["question"].startswith(f"From {rec['time_start']:.1f} s to {rec['time_end']:.1f} s, ")
             assert rec["time_end"] - rec["time_start"] >= m.min_window_s - 1e-9
             assert len(rec["options"]) == (m.num_options if qtype in MOTION_NUMERIC_TYPES else 4)
@@ -211,7 +264,7 @@ def test_every_generated_answer_is_recomputed_from_the_track_keys(motion_set):
             assert int(np.argmin(err)) == keyed and sorted(err)[1] > 10 * err[keyed], (rec, value)  # one nearest
             assert all(np.sign(v) == np.sign(value) != 0 for v in vals)
             slow += qtype == "motion_speed" and value < 0.1
-    assert set(types) == set(MOTION_TYPES), types
+    assert set(types) >= set(MOTION_TYPES) - set(CAMERA_TYPES), types  # the camera types: test_demo_dynamic
     assert slow >= 3  # near-zero speeds are asked
 
 
@@ -220,23 +273,23 @@ def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
     the keyed option's rank among the values (read from the options) is each rank's 20% +- 3
     points per numeric type, and the held-out option-rank and answer-length attacks (by scene)
     are within chance + 3 points on each."""
-    rules = Rules()
+    rules = Rules()  # the object types: the random scenes' cameras barely move (the camera types: test_demo_dynamic)
     cands = []
     for s in range(40):
         sc, vis = random_motion_scene(200 + s, speed_range=(0.01, 0.15) if s % 3 == 0 else (0.03, 1.0))
-        cs = gm.candidates(SceneFacts(sc, vis, rules.frames.seen), rules.motion, MOTION_NUMERIC_TYPES)
+        cs = gm.candidates(SceneFacts(sc, vis, rules.frames.seen), rules.motion, OBJECT_NUMERIC_TYPES)
         rng = np.random.default_rng(s)
-        for t in MOTION_NUMERIC_TYPES:  # a few windows per scene and type, as the per-scene cap keeps
+        for t in OBJECT_NUMERIC_TYPES:  # a few windows per scene and type, as the per-scene cap keeps
             of_t = [c for c in cs if c.question_type == t]
             cands += [of_t[i] for i in rng.permutation(len(of_t))[:8]]
     rng = np.random.default_rng(0)
     scenes = sorted({c.scene_id for c in cands})
     unit_of = {sid: i % 5 for i, sid in enumerate(scenes)}
     recs = []
-    for t in MOTION_NUMERIC_TYPES:
+    for t in OBJECT_NUMERIC_TYPES:
         placed = place_options([c for c in cands if c.question_type == t], rules.motion.ladder(), rng, unit_of)
         recs += [to_record(p.candidate, f"{t}-{i}", list(p.options), p.letter) for i, p in enumerate(placed)]
-    for t in MOTION_NUMERIC_TYPES:
+    for t in OBJECT_NUMERIC_TYPES:
         rs = [r for r in recs if r["question_type"] == t]
         assert len(rs) >= 75, (t, len(rs))
         ranks = Counter(sorted(range(5), key=lambda i: option_value(r["options"][i])).index("ABCDE".index(
@@ -244,7 +297,7 @@ def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
         assert max(abs(ranks[k] / len(rs) - 0.2) for k in range(5)) <= 0.03, (t, ranks)
     rep = attack_report(recs, attacks=("option-rank", "answer-length"))
     cells = [c for c in rep.cells if c.judged and not c.pooled]
-    assert {(c.question_type, c.attack) for c in cells} >= {(t, "option-rank") for t in MOTION_NUMERIC_TYPES}
+    assert {(c.question_type, c.attack) for c in cells} >= {(t, "option-rank") for t in OBJECT_NUMERIC_TYPES}
     assert all(c.gap <= 0.03 for c in cells), [(c.question_type, c.attack, c.gap) for c in cells if c.gap > 0.03]
 
 
@@ -262,4 +315,5 @@ def test_generate_end_to_end_is_deterministic_and_valid():
     assert at_all and all(x.changed == x.unanswerable == 0 for x in at_all), at_all
     for sc, _ in scenes:
         qs = parse_questions([json.dumps(r) for r in a.questions[sc.scene_id]], source="<t>", scene=sc)
-        assert all(q.window is not None and q.type.rule == "track" for q in qs)
+        assert all(q.window is not None and q.type.rule == ("camera" if q.question_type in CAMERA_TYPES
+                                                            else "track") for q in qs)

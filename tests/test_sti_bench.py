@@ -353,3 +353,24 @@ def test_window_report_reads_frame_counts_from_the_videos(sti_run, tmp_path):
     from vistest.cli import main
     r = CliRunner().invoke(main, ["windows", str(questions), "--evaluator", STI_BENCH])
     assert r.exit_code == 2 and "no frame count and fps for 1 video(s) the questions name: demo-seed0" in r.output
+
+
+def test_sti_bench_client_with_qwen_vl_utils_0_0_8_rounds_to_30():
+    """qwen-vl-utils 0.0.8's smart_nframes rounds the fps-mode count (round_by_factor) where 0.0.10+
+    floors it: written here, ``round(min(max(N / fps * r, 4), floor(min(768, N) / 2) * 2) / 2) * 2``
+    with STI-Bench's ``r = 30 / duration``; where the float product falls just under 30 it takes 30,
+    the current client 28; elsewhere both agree."""
+    from vistest.budget.evaluators import STI_BENCH_OLD_ROUNDING
+
+    old = EVALUATORS[STI_BENCH_OLD_ROUNDING]
+    assert STI_BENCH_OLD_ROUNDING not in {d.name for d in DEFAULT_EVALUATORS}
+    differ = 0
+    for n in range(31, 400):
+        rate = 30 / (n / 30.0)
+        nf = min(max(n / 30.0 * rate, 4), math.floor(min(768, n) / 2) * 2)
+        count = round(nf / 2) * 2
+        want = [int(x) for x in np.round(np.linspace(0, n - 1, count))]
+        got = old.takes(n, 30.0, "all").tolist()
+        assert len(got) == count == 30 and got == want, n
+        differ += len(EVALUATORS[STI_BENCH].takes(n, 30.0, "all")) == 28
+    assert differ > 0

@@ -66,8 +66,8 @@ def quantity(scene, qtype, obj, frames, ts):
         return float(np.linalg.norm(p[-1] - p[0]))
     if qtype == "motion_path_length":
         return float(d.sum())
-    if qtype == "motion_speed":
-        return float(d.sum() / (t[-1] - t[0]))
+    if qtype == "motion_speed":  # STI-Bench's: the average velocity's magnitude
+        return float(np.linalg.norm(p[-1] - p[0]) / (t[-1] - t[0]))
     if qtype == "motion_acceleration":
         v0, v1 = d[0] / (t[1] - t[0]), d[-1] / (t[-1] - t[-2])
         return float((v1 - v0) / ((t[-1] + t[-2]) / 2 - (t[0] + t[1]) / 2))
@@ -361,3 +361,203 @@ def test_open_reformulations_and_none_of_these(demo, tmp_path):
     assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
         "changed", "C", "track_disagrees_with_scene")
     assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
+
+
+# ---------------------------------------------------------------------------------------
+# an instant: ReSTI's speed over the 1 s window centred on it (issue #38)
+# ---------------------------------------------------------------------------------------
+def anchors_ref(frames, t, tol=0.1):
+    """The frames of ``frames`` nearest ``t -/+ 0.5`` s (the earlier on a tie), None when one is
+    farther than ``tol`` seconds (written here, not vistest.motion)."""
+    out = []
+    for at in (t - 0.5, t + 0.5):
+        if not frames:
+            return None
+        f = min(sorted(frames), key=lambda x: abs(x / FPS - at))
+        if abs(f / FPS - at) > tol + 1e-9:
+            return None
+        out.append(f)
+    return out
+
+
+def test_instant_speed_needs_sampled_frames_bracketing_its_second(demo):
+    """The cart's speed at t = 1.4 s over [0.9, 1.9] s (frames 27 and 57): uniform@16 takes frames
+    23 and 31 (0.133 s from 0.9 s), so no seen sampled frame is within 0.1 s of the window's start:
+    unanswerable, saying so; uniform@64 takes 26 and 56 (0.033 s off): kept, its value the
+    straight-line distance between the cart's centres there over their time apart."""
+    out, scene, vis = demo
+    cart = next(o for o in scene.objects if o.id == "cart")
+    t = 1.4
+    seen = seen_frames(scene, vis, "cart")
+    every = anchors_ref(seen, t)
+    assert every == [27, 57]
+    v_all = float(np.linalg.norm(centre(cart, 57) - centre(cart, 27)) / 1.0)
+    assert v_all > 0.3  # the cart is being pushed
+    options = [f"{'ABCDE'[k]}. {v_all * 1.2 ** (k - 2):.3f} m/s" for k in range(5)]
+    rec = {"id": "inst", "scene_id": scene.scene_id, "question_type": "motion_instant_speed",
+           "question": "What is the speed of the cart at t=1.4 s, measured over a 1-second window centered on that "
+                       "instant?", "options": options, "ground_truth": "C", "objects": ["cart"],
+           "time_start": t, "time_end": t, "time": t}
+    path = out / "instant.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    rows = {b: json.loads(budget_jsonl(truth, b)) for b in (16, 64, "all")}
+    s16 = sorted(set(select_frames("uniform", N, 16, fps=FPS).tolist()) & seen)
+    assert anchors_ref(s16, t) is None and {23, 31} <= set(s16)
+    r = rows[16]
+    assert (r["status"], r["reason"], r["ground_truth"]) == ("unanswerable", "track_instant_unbracketed", None)
+    assert "do not bracket the instant's window" in r["reason_text"]
+    assert "no observed frame within 0.1 s of 0.9 s (nearest frame 31 at 1.03 s)" in r["reason_text"]
+    s64 = sorted(set(select_frames("uniform", N, 64, fps=FPS).tolist()) & seen)
+    a, b = anchors_ref(s64, t)
+    assert (a, b) == (26, 56)
+    v64 = float(np.linalg.norm(centre(cart, b) - centre(cart, a)) / ((b - a) / FPS))
+    r = rows[64]
+    assert (r["status"], r["reason"], r["ground_truth"]) == ("kept", "track_supported", "C")
+    assert r["track_value"] == pytest.approx(v64, rel=1e-9) and r["track_value_all"] == pytest.approx(v_all)
+    assert abs(v64 - v_all) > 1e-4  # measured over other frames: another value, the same option
+    assert rows["all"]["track_value"] == pytest.approx(v_all, rel=1e-9) and rows["all"]["status"] == "kept"
+
+
+def test_instant_types_need_an_instant(tmp_path):
+    doc = {"id": "x", "scene_id": "s", "question_type": "motion_instant_speed", "question": "q?",
+           "options": ["A. 1 m/s", "B. 2 m/s"], "ground_truth": "A", "objects": ["cart"], "time_start": 1.0,
+           "time_end": 2.0}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+    with pytest.raises(InputError, match="time: 'motion_instant_speed' needs an instant"):
+        load_questions(path)
+
+
+def sti_client_takes(video_frames, video_fps=1.0, max_frames=30):
+    """The frames (positions in a video of ``video_frames`` frames at ``video_fps``) STI-Bench's
+    client takes, written here from its code: ``compute_sample_fps`` (MINT-SJTU/STI-Bench
+    opensource_test.py @ 43ddebe: ``max_frames / duration`` when the video has more than
+    ``MAX_FRAMES = 30`` frames, else the video's fps), then qwen-vl-utils' fps mode
+    (``nframes = total / video_fps * fps``, floored to a multiple of 2, at least 4) and
+    ``linspace(0, total - 1, nframes).round()``."""
+    duration = video_frames / video_fps
+    fps = video_fps if video_frames <= max_frames else max_frames / duration
+    n = max(4, math.floor(video_frames / video_fps * fps / 2) * 2)
+    return [int(x) for x in np.round(np.linspace(0, video_frames - 1, n))]
+
+
+def test_capped_client_budget_truth_is_over_the_frames_it_takes(demo, questions):
+    """Issue #38: STI-Bench's client takes 30 frames of the 32- and 64-frame budget videos (written
+    at 1 frame/s), so its ground truth at those budgets is the reference computation over those 30
+    source frames, not over the budget's; at 16 it takes every frame (no file of its own). Somewhere
+    the two differ (else the test would show nothing)."""
+    _, scene, vis = demo
+    sti = EVALUATORS[STI_BENCH]
+    truth = evaluator_truth(scene, vis, questions, sti, seen_threshold=THRESHOLD, budgets=(16, 32, 64, "all"),
+                            profile="uniform", budget_fps=1.0)
+    assert truth.budgets == (32, 64, "all")
+    differs = 0
+    for b in (32, 64):
+        src = [int(x) for x in np.linspace(0, N - 1, b).astype(int)]  # uniform: the budget video's source frames
+        takes = sti_client_takes(b)
+        assert len(takes) == 30
+        sampled = [src[i] for i in takes]
+        rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
+        assert all(r["frame_indices"] == sampled and r["evaluator"] == STI_BENCH for r in rows)
+        check_rows(scene, vis, questions, rows, sampled, f"{STI_BENCH}@{b}")
+        budget_rows = [expected(scene, vis, q, src)[:2] for q in questions]
+        differs += sum(a != b for a, b in zip([(r["status"], r["ground_truth"]) for r in rows], budget_rows))
+    assert differs > 0
+
+
+# ---------------------------------------------------------------------------------------
+# the camera's own motion (rule camera, issue #38), recomputed here from the poses
+# ---------------------------------------------------------------------------------------
+def camera_value(scene, qtype, frames):
+    """Over ``frames`` (the ends first and last): the heading change of the OpenCV forward on the
+    floor (z up; counter-clockwise seen from above; wrapped to [-180, 180)), the displacement or
+    the path of the camera centre; boxes_to_world undone."""
+    inv = np.linalg.inv(np.asarray(scene.boxes_to_world, float))
+    poses = [inv @ np.asarray(scene.frames[f].camera_to_world, float) for f in frames]
+    if qtype == "camera_orientation_change":
+        h0, h1 = (math.degrees(math.atan2(p[1, 2], p[0, 2])) for p in (poses[0], poses[-1]))
+        return (h1 - h0 + 180.0) % 360.0 - 180.0
+    c = np.array([p[:3, 3] for p in poses])
+    if qtype == "camera_displacement":
+        return float(np.linalg.norm(c[-1] - c[0]))
+    return float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum())
+
+
+def camera_frames_ref(sampled, ts, te, tol=0.5):
+    ends = []
+    for at in (ts, te):
+        f = min(sorted(set(sampled)), key=lambda x: abs(x / FPS - at))
+        if abs(f / FPS - at) > tol + 1e-9:
+            return None
+        ends.append(f)
+    return sorted(f for f in set(sampled) if ends[0] <= f <= ends[1]) if ends[0] < ends[1] else None
+
+
+def test_camera_motion_truth_per_budget(demo):
+    """Rule camera: the value over the sampled frames from the one nearest the window's start to
+    the one nearest its end (each within 0.5 s), the nearest option; no frame near an end:
+    unanswerable (camera_ends_unsampled); every budget against this file's computation."""
+    out, scene, vis = demo
+    types = ("camera_orientation_change", "camera_displacement", "camera_path_length")
+    windows = [(0.5, 2.5), (1.0, 3.5), (0.2, 0.3), (0.0, 3.9)]
+    every = list(range(N))
+    lines = []
+    for ts, te in windows:
+        for qtype in types:
+            v = camera_value(scene, qtype, camera_frames_ref(every, ts, te))
+            options = [f"{'ABCDE'[k]}. {v * 1.25 ** (k - 2):.4f}" for k in range(5)]
+            lines.append({"id": f"c{len(lines)}", "scene_id": scene.scene_id, "question_type": qtype,
+                          "question": f"{qtype} from {ts} to {te}?", "options": options, "ground_truth": "C",
+                          "time_start": ts, "time_end": te})
+    path = out / "camera.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    seen_any = set()
+    for b in (16, 64, "all"):
+        sampled = select_frames("uniform", N, b, fps=FPS).tolist()
+        for q, r in zip(qs, (json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()), strict=True):
+            frames = camera_frames_ref(sampled, *q.window)
+            if frames is None:
+                assert (r["status"], r["reason"]) == ("unanswerable", "camera_ends_unsampled"), (b, q.id)
+                seen_any.add("unanswerable")
+                continue
+            value = camera_value(scene, q.question_type, frames)
+            assert r["track_frames"] == frames and r["track_value"] == pytest.approx(value, rel=1e-9, abs=1e-9)
+            letter = nearest_letter(q.options, value, q.question_type)
+            assert (r["status"], r["ground_truth"]) == (("kept", "C") if letter == "C" else ("changed", letter))
+            seen_any.add(r["status"])
+    assert seen_any >= {"kept", "unanswerable"}
+
+
+def test_a_pose_change_needs_a_frame_at_each_end(demo):
+    """STI-Bench's Pose Estimation and Ego-Centric Orientation over [ts, te] compare the camera at
+    both ends (ReSTI: "Taking the camera pose at t=0 s as the identity ..., what is the camera pose at
+    t=15 s?"): answerable only with a witnessing sampled frame within the instant tolerance of each,
+    however many frames fall inside. Displacement keeps the count rule (2 frames inside)."""
+    out, scene, vis = demo
+    ts, te, tol = 0.37, 3.3, 0.1
+    lines = [{"id": f"p{k}", "scene_id": scene.scene_id, "question_type": qt, "question": "q?",
+              "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "B", "time_start": ts,
+              "time_end": te} for k, qt in enumerate(("sti_pose_estimation", "sti_ego_centric_orientation",
+                                                      "sti_displacement_path_length"))]
+    path = out / "pose.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    qs = load_questions(path, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, 64), profile="uniform", seen_threshold=THRESHOLD,
+                         instant_tolerance_s=tol)
+    for b in (16, 64):
+        sampled = sorted(set(select_frames("uniform", N, b, fps=FPS).tolist()))
+        near = [min(sampled, key=lambda f: abs(f / FPS - at)) for at in (ts, te)]
+        ok = all(abs(f / FPS - at) <= tol + 1e-9 for f, at in zip(near, (ts, te)))
+        assert ok == (b == 64)  # 16 frames: the nearest to 0.37 s is frame 15, 0.13 s away
+        rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
+        for r in rows[:2]:
+            assert (r["status"], r["reason"]) == (("kept", "window_ends_sampled") if ok else
+                                                  ("unanswerable", "window_ends_unsampled"))
+            assert r["evidence_frames"] == [f for f, at in zip(near, (ts, te)) if abs(f / FPS - at) <= tol + 1e-9]
+            if not ok:
+                assert "0.37 s: nearest frame 15, 0.13 s away" in r["reason_text"]
+        assert rows[2]["status"] == "kept" and rows[2]["window_frame_count"] > 2

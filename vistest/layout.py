@@ -120,9 +120,10 @@ def evaluator_dir(run_dir: str | os.PathLike, scene_id: str, name: str) -> Path:
     return scene_dir(run_dir, scene_id) / EVALUATORS_DIR / name
 
 
-def evaluator_file(scene_id: str, name: str) -> str:
-    """``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``, relative to the run folder."""
-    return f"{SCENES_DIR}/{scene_id}/{EVALUATORS_DIR}/{name}/{budget_file_name('all')}"
+def evaluator_file(scene_id: str, name: str, budget: BudgetValue = "all") -> str:
+    """``scenes/{scene_id}/evaluators/{name}/{budget}_frame.jsonl`` (default ``all_frame.jsonl``),
+    relative to the run folder."""
+    return f"{SCENES_DIR}/{scene_id}/{EVALUATORS_DIR}/{name}/{budget_file_name(budget)}"
 
 
 def scene_dir(run_dir: str | os.PathLike, scene_id: str) -> Path:

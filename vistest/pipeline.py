@@ -248,7 +248,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                              profile_options=truth_config.profile_options,
                              instant_tolerance_s=truth_config.instant_tolerance_s)
         evaluators, stale_evaluators = [], []
-        if with_budget_files and ALL in truth.budgets:
+        if with_budget_files:
             evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, config, outdir)
             warnings = list(warnings) + failed
         stage("videos")
@@ -318,18 +318,24 @@ def commit_scene(outdir: Path, plan: VariantPlan, report: WriteReport, truth: Bu
 
 def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Question], config: RunConfig,
                      outdir: str | os.PathLike) -> tuple[list[tuple[str, BudgetTruth]], list[str], list[Path]]:
-    """For each of ``config.evaluators``, the ``all`` budget's ground truth over the frames it
-    takes of the full video (vistest.budget.truth.evaluator_truth), to be written to
-    ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl`` (:func:`commit_scene`). Returns
-    (name, truth) per evaluator, a warning per evaluator that fails on the video (as its client
-    would; no file for it), and the earlier run's files of those, which are no longer this
-    video's (removed at commit). Folders of evaluators no longer configured are left alone."""
+    """For each of ``config.evaluators``, the ground truth over the frames it takes
+    (vistest.budget.truth.evaluator_truth): of the full video (``all``), and of each numeric
+    budget's video where it does not take every frame once (STI-Bench's client: 30 of a 32- or
+    64-frame video), to be written to ``scenes/{scene_id}/evaluators/{name}/{b}_frame.jsonl``
+    (:func:`commit_scene`; each video's manifest line warns of it, vistest.videos.takes). Returns
+    (name, truth) per evaluator, a warning per evaluator that fails on the full video (as its client
+    would: no file for it), and the earlier run's files of those, which are no longer
+    this video's (removed at commit). Folders of evaluators no longer configured are left alone."""
     truths, failed, stale = [], [], []
+    tc = config.truth
     for e in config.evaluators:
         try:
-            truths.append((e.name, evaluator_truth(scene, visibility, questions, e, config.truth.seen_threshold,
-                                                   config.truth.min_budget_room_route,
-                                                   instant_tolerance_s=config.truth.instant_tolerance_s)))
+            fails: list = []
+            t = evaluator_truth(scene, visibility, questions, e, tc.seen_threshold, tc.min_budget_room_route,
+                                instant_tolerance_s=tc.instant_tolerance_s, budgets=tc.budgets, profile=tc.profile,
+                                profile_options=tc.profile_options, budget_fps=config.encode.budget_fps,
+                                failures=fails)
+            truths.append((e.name, t))  # a budget video it fails on: that video's manifest line says so
         except InputError as err:
             old = layout.evaluator_dir(outdir, scene.scene_id, e.name) / layout.budget_file_name(ALL)
             gone = f" (removed the earlier run's {old})" if old.is_file() else ""

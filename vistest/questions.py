@@ -63,6 +63,7 @@ RULE_APPEARANCE = "appearance_order"  # order recomputed from first sightings
 RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough frames
 RULE_WINDOW = "window"                # STI-Bench: enough sampled frames in the window (or one near the instant)
 RULE_TRACK = "track"                  # dynamic types: the moving object seen in enough sampled frames of the window
+RULE_CAMERA = "camera"                # the camera's own motion: a sampled frame at each end of the window
 
 ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
@@ -124,7 +125,16 @@ MOTION_TYPES: dict[str, tuple[str, int, str]] = {
     "motion_speed": ("speed", 2, "Speed & Acceleration"),
     "motion_acceleration": ("acceleration", 3, "Speed & Acceleration"),
     "motion_direction": ("heading", 2, "Trajectory Description"),
+    "motion_instant_speed": ("instant_speed", 2, "Speed & Acceleration"),
+    # the camera's own motion (no object; rule camera): vistest.motion.CAMERA_QUANTITIES
+    "camera_orientation_change": ("camera_heading_change", 2, "Ego-Centric Orientation"),
+    "camera_displacement": ("camera_displacement", 2, "Displacement & Path Length"),
+    "camera_path_length": ("camera_path_length", 2, "Displacement & Path Length"),
 }
+CAMERA_MOTION_TYPES = ("camera_orientation_change", "camera_displacement", "camera_path_length")
+# the dynamic types asked at an instant (``time``; ReSTI's rows with time_start == time_end): their anchors
+# (vistest.motion.ANCHORS) must each have a sampled frame seeing the object
+INSTANT_MOTION_TYPES = ("motion_instant_speed",)
 
 
 def _types() -> dict[str, QuestionType]:
@@ -165,7 +175,9 @@ def _types() -> dict[str, QuestionType]:
     # vistest generate from tracks (docs/questions-format.md "Dynamic questions"): one moving object
     # (``objects``) over a window; (sampled frames seeing it the answer needs: vistest.motion.MIN_FRAMES)
     specs += [QuestionType(name, gen, mcq, RULE_TRACK, 1, obj, window_frames=k, task=task, motion=q)
-              for name, (q, k, task) in MOTION_TYPES.items()]
+              for name, (q, k, task) in MOTION_TYPES.items() if name not in CAMERA_MOTION_TYPES]
+    specs += [QuestionType(name, gen, mcq, RULE_CAMERA, window_frames=k, task=task, motion=q)
+              for name, (q, k, task) in MOTION_TYPES.items() if name in CAMERA_MOTION_TYPES]
     return {t.name: t for t in specs}
 
 
@@ -351,7 +363,9 @@ class _LineParser:
         window, instant = self.time_fields(doc)
         if qtype.rule == RULE_WINDOW and window is None and instant is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end) or an instant (time)")
-        if qtype.rule == RULE_TRACK and window is None:
+        if qtype.rule == RULE_TRACK and qtype.name in INSTANT_MOTION_TYPES and instant is None:
+            raise self.fail("time", f"{qtype_name!r} needs an instant (time, seconds)")
+        if qtype.rule in (RULE_TRACK, RULE_CAMERA) and qtype.name not in INSTANT_MOTION_TYPES and window is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end)")
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
@@ -569,7 +583,8 @@ def ignored_times(questions: Iterable[Question]) -> list[str]:
     frames (vistest.videos.evidence.time_span). Each names the first such line and field."""
     by_file: dict[str, list[Question]] = {}
     for q in questions:
-        if (q.window is not None or q.instant is not None) and q.type.rule not in (RULE_WINDOW, RULE_TRACK):
+        if (q.window is not None or q.instant is not None) and q.type.rule not in (RULE_WINDOW, RULE_TRACK,
+                                                                                  RULE_CAMERA):
             by_file.setdefault(q.source, []).append(q)
     out = []
     for source, qs in by_file.items():

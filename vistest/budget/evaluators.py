@@ -44,6 +44,7 @@ from .sampling import QWEN_FPS_MAX_FRAMES, check_options, get_profile, select_fr
 
 EVERY_FRAME = "every-frame"
 STI_BENCH = "sti-bench.qwen2_5_vl"  # STI-Bench's own Qwen2.5-VL client (not a default: name it)
+STI_BENCH_OLD_ROUNDING = "sti-bench.qwen2_5_vl-0.0.8"  # the same with qwen-vl-utils 0.0.8's rounding
 STI_BENCH_MAX_FRAMES = 30  # MINT-SJTU/STI-Bench opensource_test.py MAX_FRAMES ("target frames for time alignment")
 DEFAULT = "default"  # the spec naming every default configuration
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
@@ -130,10 +131,16 @@ EVALUATORS: dict[str, Evaluator] = {e.name: e for e in (
               source="MINT-SJTU/STI-Bench opensource_test.py: MAX_FRAMES = 30, compute_sample_fps() = "
                      "MAX_FRAMES / duration (the video's own fps at <= 30 frames), message {'fps': sample_fps, "
                      "'max_pixels': 360*420} to qwen-vl-utils process_vision_info (fps mode: FPS_MIN_FRAMES 4, "
-                     "FPS_MAX_FRAMES 768); max_pixels sets the resolution, not the frames"),
+                     "FPS_MAX_FRAMES 768); max_pixels sets the resolution, not the frames; qwen-vl-utils >= 0.0.10 "
+                     "(floor_by_factor in fps mode; 0.0.8 rounds: sti-bench.qwen2_5_vl-0.0.8)"),
+    Evaluator(STI_BENCH_OLD_ROUNDING, "qwen-vl-utils-fps", _opts(sample_frames=STI_BENCH_MAX_FRAMES, rounding="round"),
+              frames=QWEN_FPS_MAX_FRAMES,
+              source="STI-Bench's client as sti-bench.qwen2_5_vl, with qwen-vl-utils 0.0.8: round_by_factor where "
+                     ">= 0.0.10 has floor_by_factor (30 frames where the float product falls just under 30)"),
 )}
 # every configuration but STI-Bench's, which only STI-Bench questions need (``--evaluator sti-bench.qwen2_5_vl``)
-DEFAULT_EVALUATORS: tuple[Evaluator, ...] = tuple(e for e in EVALUATORS.values() if e.name != STI_BENCH)
+DEFAULT_EVALUATORS: tuple[Evaluator, ...] = tuple(e for e in EVALUATORS.values()
+                                                  if e.name not in (STI_BENCH, STI_BENCH_OLD_ROUNDING))
 
 
 def _value(raw: str) -> Any:

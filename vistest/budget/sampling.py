@@ -183,13 +183,16 @@ def qwen_floor_by_factor(number: float, factor: int = QWEN_FRAME_FACTOR) -> int:
 
 def qwen_smart_nframes(num_frames: int, fps: float | None = None, *, nframes: float | None = None,
                        sample_fps: float | None = None, min_frames: float | None = None,
-                       max_frames: float | None = None) -> int:
+                       max_frames: float | None = None, rounding: str = "floor") -> int:
     """qwen-vl-utils ``smart_nframes(ele, total_frames, video_fps)``: how many frames it decodes.
 
     ``nframes`` mode (``ele["nframes"]``): ``round_by_factor(nframes, 2)``.
     fps mode (otherwise): ``nf = N / video_fps * sample_fps`` (default 2.0 frames/s), clamped to
     ``[ceil_by_factor(min_frames (4)), floor_by_factor(max_frames (min(768, N)))]`` and to N,
-    then ``floor_by_factor(nf, 2)``. Both modes raise InputError unless ``2 <= nf <= N``,
+    then ``floor_by_factor(nf, 2)`` (qwen-vl-utils 0.0.10 and later); ``rounding="round"``: qwen-vl-utils
+    0.0.8's ``round_by_factor(min(max(nf, min_frames), max_frames), 2)`` (no clamp to N, then the
+    check), which takes 30 where the float product falls just under 30 (STI-Bench's client, issue
+    #38). Both modes raise InputError unless ``2 <= nf <= N``,
     as qwen-vl-utils does (so N < n, or n = 1, fails in that evaluator too).
     """
     if nframes is not None:
@@ -204,7 +207,13 @@ def qwen_smart_nframes(num_frames: int, fps: float | None = None, *, nframes: fl
         lo = qwen_ceil_by_factor(QWEN_FPS_MIN_FRAMES if min_frames is None else min_frames)
         hi = qwen_floor_by_factor(min(QWEN_FPS_MAX_FRAMES, num_frames) if max_frames is None else max_frames)
         nf_f = num_frames / fps * rate
-        nf = qwen_floor_by_factor(min(min(max(nf_f, lo), hi), num_frames))
+        if rounding == "round":
+            nf = qwen_round_by_factor(min(max(nf_f, lo), hi))
+        elif rounding == "floor":
+            nf = qwen_floor_by_factor(min(min(max(nf_f, lo), hi), num_frames))
+        else:
+            raise InputError(f"rounding: expected 'floor' (qwen-vl-utils >= 0.0.10) or 'round' (0.0.8), got "
+                             f"{rounding!r}")
     if not (QWEN_FRAME_FACTOR <= nf <= num_frames):
         raise InputError(f"qwen-vl-utils: nframes should be in [{QWEN_FRAME_FACTOR}, {num_frames}] "
                          f"(the decoded frame count), got {nf}; the evaluator raises here too")
@@ -230,7 +239,7 @@ def qwen_vl_utils(num_frames: int, budget: int, fps: float | None = None, fma: b
 
 def qwen_vl_utils_fps(num_frames: int, budget: int, fps: float | None = None, sample_fps: float = QWEN_FPS,
                       min_frames: float = QWEN_FPS_MIN_FRAMES, max_frames: float | None = None,
-                      fma: bool = True, sample_frames: int | None = None) -> np.ndarray:
+                      fma: bool = True, sample_frames: int | None = None, rounding: str = "floor") -> np.ndarray:
     """qwen-vl-utils, fps mode: ``{"video": ..., "fps": sample_fps, "max_frames": n}``.
 
     Same source as :func:`qwen_vl_utils`; the budget n is passed as ``max_frames`` (the cap
@@ -241,7 +250,9 @@ def qwen_vl_utils_fps(num_frames: int, budget: int, fps: float | None = None, sa
     ``opensource_test.py`` ``compute_sample_fps(video_path, max_frames=MAX_FRAMES)`` does:
     ``duration = N / fps``; ``sample_fps = fps`` when ``N <= sample_frames``, else
     ``sample_frames / duration`` (float64; ``N / fps * sample_fps`` then falls just under
-    ``sample_frames`` for some N, and the even floor takes 2 fewer frames).
+    ``sample_frames`` for some N, and the even floor takes 2 fewer frames). ``rounding``: the
+    frame count's last step, ``"floor"`` (qwen-vl-utils >= 0.0.10) or ``"round"`` (0.0.8;
+    :func:`qwen_smart_nframes`).
     """
     if sample_frames is not None:
         if isinstance(sample_frames, bool) or not isinstance(sample_frames, int) or sample_frames < 1:
@@ -251,7 +262,8 @@ def qwen_vl_utils_fps(num_frames: int, budget: int, fps: float | None = None, sa
         duration = num_frames / fps
         sample_fps = fps if num_frames <= sample_frames or duration == 0 else sample_frames / duration
     cap = budget if max_frames is None else max_frames
-    nf = qwen_smart_nframes(num_frames, fps, sample_fps=sample_fps, min_frames=min_frames, max_frames=cap)
+    nf = qwen_smart_nframes(num_frames, fps, sample_fps=sample_fps, min_frames=min_frames, max_frames=cap,
+                            rounding=rounding)
     return qwen_indices(num_frames, nf, fma=fma)
 
 
@@ -343,7 +355,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             "torch.linspace(0, N-1, nf).round()", options=("fma",)),
     Profile("qwen-vl-utils-fps", qwen_vl_utils_fps, "qwen_vl_utils/vision_process.py smart_nframes (fps, "
             "max_frames=n) + torch.linspace(0, N-1, nf).round()", needs_fps=True,
-            options=("sample_fps", "min_frames", "max_frames", "fma", "sample_frames")),
+            options=("sample_fps", "min_frames", "max_frames", "fma", "sample_frames", "rounding")),
     Profile("lmms-eval-qwen2.5-vl", lmms_eval_qwen2_5_vl, "lmms-eval models/simple/qwen2_5_vl.py generate_until "
             "(qwen-vl-utils fps mode, then np.linspace over decoded frames)", needs_fps=True, options=("fma",)),
     Profile("llava-vid", llava_vid, "lmms-eval models/simple/llava_vid.py load_video; LLaVA-NeXT "

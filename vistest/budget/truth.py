@@ -37,6 +37,9 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   within the tolerance, a window when it holds at least the type's ``window_frames``
   witnessing selected frames (QuestionType.window_frames); kept then, unanswerable otherwise.
   This is a necessary condition only (whether the moving object is seen there needs tracks).
+  A pose change (:data:`POSE_CHANGE_TYPES`: Pose Estimation, Ego-Centric Orientation) with a
+  window compares the camera at its two ends: it needs a witnessing selected frame within the
+  instant tolerance of each (two distinct frames), else unanswerable (``window_ends_unsampled``).
 * Tracks (the dynamic types, rule ``track``; docs/questions-format.md "Dynamic questions"): the
   *seen window frames* are the witnessing selected frames inside the window in which the
   question's object (``objects[0]``) is seen (``track_frames``). Fewer than the type's
@@ -48,7 +51,10 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   every frame of the window that sees the object (``track_value_all``, the all-frame answer)
   gives the original option, else ``track_disagrees_with_scene`` (the ground truth disagrees
   with the scene, as ``count_exceeds_original``); no value (``track_undefined``), or a heading
-  none of the options (``track_not_in_options``): unanswerable.
+  none of the options (``track_not_in_options``): unanswerable. An instant quantity
+  (``motion_instant_speed``; vistest.motion.ANCHORS) takes its frames from its anchors' span
+  widened by the anchor tolerance, and needs a seen sampled frame within that tolerance of each
+  anchor, else unanswerable (``track_instant_unbracketed``, the anchor named in words).
 * Reformulated questions (vistest/reformulate.py): an open appearance order's answer is the
   new order's labels (``"bed, plant, sofa"``); a question offering "None of these" answers
   it when the new order is none of the other options. Where a rule finds the question
@@ -83,7 +89,8 @@ from ..errors import InputError
 from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
 from .. import motion
-from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS, RULE_TRACK,
+from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
+                         RULE_TRACK,
                          RULE_WINDOW, Question, option_letter, option_number)
 from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
@@ -94,7 +101,7 @@ from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
-RULES_VERSION = 1
+RULES_VERSION = 2
 """The ground-truth rules' version: bump it with any change to this stage (this module, the seen
 rule, dummy ground truth, windows, the samplers) that can change a written row. A run folder's
 scene records keep it (vistest.pipeline.rules_versions): a scene recorded under another version is
@@ -117,17 +124,24 @@ REASON_WINDOW_SAMPLED = "window_sampled"              # the window holds the fra
 REASON_WINDOW_UNDERSAMPLED = "window_undersampled"    # fewer selected frames in the window than the type needs
 REASON_INSTANT_SAMPLED = "instant_sampled"            # a selected frame within the tolerance of the instant
 REASON_INSTANT_UNSAMPLED = "instant_unsampled"        # no selected frame within the tolerance of the instant
+REASON_WINDOW_ENDS_SAMPLED = "window_ends_sampled"    # a pose change: a selected frame near each end of the window
+REASON_WINDOW_ENDS_UNSAMPLED = "window_ends_unsampled"  # a pose change: no selected frame near an end
 REASON_TRACK_SUPPORTED = "track_supported"            # the seen window frames give the original answer
 REASON_TRACK_CHANGED = "track_changed"                # they give another answer (every frame gives the original)
 REASON_TRACK_DISAGREES = "track_disagrees_with_scene"  # another answer, and every frame does not give the original
 REASON_TRACK_UNDERSAMPLED = "track_undersampled"      # the object seen in too few sampled frames of the window
 REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no value (e.g. no floor displacement)
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
+REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
+REASON_CAMERA_ENDS_UNSAMPLED = "camera_ends_unsampled"  # no witnessing sampled frame near an end of the window
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
 OPEN_NUMBER_REL_TOL = 0.05  # an open (answer_kind number) dynamic answer is kept within 5% of the original
 TRACK_UNITS = {**motion.UNITS, motion.HEADING: "deg"}  # the unit of track_value per vistest.motion quantity
+# STI-Bench tasks comparing the camera at the two ends of the window (ReSTI: "Taking the camera pose at t=0 s as the
+# identity ..., what is the camera pose at t=15 s?"; "Between ... 0.000000 and 19.696910 seconds, ... heading change")
+POSE_CHANGE_TYPES = ("sti_pose_estimation", "sti_ego_centric_orientation")
 
 @dataclass(frozen=True)
 class FrameSelection:
@@ -497,6 +511,14 @@ def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
         if not m.within:
             return _unanswerable(q, sel, REASON_INSTANT_UNSAMPLED)
         return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_SAMPLED, (), (m.frame,))
+    if q.question_type in POSE_CHANGE_TYPES and q.window[0] < q.window[1]:
+        ends = [nearest_frame(sel.witnesses, end, t.fps, t.instant_tolerance_s) for end in q.window]
+        found = tuple(sorted({m.frame for m in ends if m.within}))
+        if not all(m.within for m in ends) or len(found) < 2:
+            words = "; ".join(f"{end:g} s: " + ("no frame" if m.frame is None else f"nearest frame {m.frame}, "
+                                                f"{m.offset_s:.3g} s away") for end, m in zip(q.window, ends))
+            return replace(_unanswerable(q, sel, REASON_WINDOW_ENDS_UNSAMPLED, (), found), note=words)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_ENDS_SAMPLED, (), found)
     inside = frames_in_window(sel.witnesses, q.window[0], q.window[1], t.fps)
     if len(inside) < q.type.window_frames:
         return _unanswerable(q, sel, REASON_WINDOW_UNDERSAMPLED, (), inside)
@@ -506,9 +528,13 @@ def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
 def track_value(q: Question, frames: Sequence[int], t: _Table) -> float:
     """The quantity of a dynamic question (``q.type.motion``, vistest.motion) over ``frames`` (the
     observed frames, sorted): metres, m/s, m/s^2, or the heading angle in degrees in the frame of
-    the camera at the window's first decoded frame. Raises vistest.motion.MotionError where the
-    frames give none."""
+    the camera at the window's first decoded frame; an instant quantity over its anchors among
+    ``frames`` (vistest.motion.anchor_frames). Raises vistest.motion.MotionError where the frames
+    give none."""
     obj = next(o for o in t.scene.objects if o.id == q.objects[0])
+    if q.type.motion in motion.ANCHORS:
+        anchors = motion.anchor_frames(q.type.motion, frames, q.instant, t.fps)
+        return motion.instant_value(q.type.motion, motion.centers_at(obj, anchors), anchors, t.fps)
     points = motion.centers_at(obj, frames)
     if q.type.motion == motion.HEADING:
         right, forward = motion.camera_axes(t.scene, window_range(q.window[0], q.window[1], t.fps)[0])
@@ -568,10 +594,20 @@ def _track_over(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | 
         return None, str(e)
 
 
+def track_span(q: Question, t: _Table) -> tuple[float, float]:
+    """The seconds a dynamic question's frames are taken from: its window, or for an instant
+    quantity the span of its anchors widened by the anchor tolerance (vistest.motion)."""
+    if q.type.motion in motion.ANCHORS:
+        offs = motion.ANCHORS[q.type.motion]
+        return (q.instant + offs[0] - motion.ANCHOR_TOLERANCE_S, q.instant + offs[-1] + motion.ANCHOR_TOLERANCE_S)
+    return q.window
+
+
 def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     """Rule ``track`` (module docstring): the question's object over the witnessing selected
-    frames of the window that see it, against every witnessing frame of the window that sees it."""
-    oid, (ts, te) = q.objects[0], q.window
+    frames of the window that see it, against every witnessing frame of the window that sees it;
+    an instant quantity needs a seen sampled frame at each anchor (``track_instant_unbracketed``)."""
+    oid, (ts, te) = q.objects[0], track_span(q, t)
     col, need, unit = t.col[oid], q.type.window_frames, TRACK_UNITS[q.type.motion]
     seen_sel = t.seen_in(sel.witnesses, col)
     frames = frames_in_window(seen_sel, ts, te, t.fps)
@@ -586,7 +622,8 @@ def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if len(frames) < need:
         return base
     if value is None:
-        return replace(base, reason=REASON_TRACK_UNDEFINED, note=f"{where}; {why}")
+        reason = REASON_TRACK_UNBRACKETED if q.type.motion in motion.ANCHORS else REASON_TRACK_UNDEFINED
+        return replace(base, reason=reason, note=f"{where}; {why}")
     answer = track_answer(q, value)
     note = f"{where}; {motion.heading(value)[0] + ' at ' if unit == 'deg' else ''}{value:.4g} {unit}".rstrip()
     if answer is None:
@@ -599,6 +636,59 @@ def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
                  f"answer {q.ground_truth!r} not supported")
     return replace(base, ground_truth=answer, status=CHANGED,
                    reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES, note=note)
+
+
+def camera_frames(q: Question, frames: Sequence[int], t: _Table) -> tuple[list[int], str]:
+    """The frames a camera question's value is measured over: the frame of ``frames`` (witnessing
+    frames, sorted) nearest each end of the window (the earlier on a tie), each within the instant
+    tolerance, and those between them; ([], why in words) when an end has none."""
+    ends = []
+    for end in q.window:
+        m = nearest_frame(frames, end, t.fps, t.instant_tolerance_s)
+        if not m.within:
+            near = "no frame" if m.frame is None else f"nearest frame {m.frame} at {m.frame / t.fps:.3g} s"
+            return [], (f"no witnessing frame within {t.instant_tolerance_s:g} s of {end:g} s ({near})")
+        ends.append(m.frame)
+    if ends[0] >= ends[1]:
+        return [], f"the same frame {ends[0]} serves both ends of the window"
+    return [f for f in frames if ends[0] <= f <= ends[1]], ""
+
+
+def _camera_value(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | None, list[int], str]:
+    used, why = camera_frames(q, frames, t)
+    if not used:
+        return None, [], why
+    try:
+        return motion.camera_quantity(q.type.motion, t.scene, used), used, ""
+    except motion.MotionError as e:
+        return None, used, str(e)
+
+
+def _camera(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule ``camera`` (the camera's own motion, vistest.motion.CAMERA_QUANTITIES): the value over
+    the witnessing selected frames from the one nearest the window's start to the one nearest its
+    end (each within the instant tolerance: the quantity compares the camera at those instants),
+    against the same over every witnessing frame; the answer as rule ``track``'s."""
+    ts, te = q.window
+    unit = TRACK_UNITS[q.type.motion]
+    value, frames, why = _camera_value(q, sel.witnesses, t)
+    value_all = _camera_value(q, t.every_witness, t)[0]
+    fields = {"track_frames": frames, "track_value": value, "track_unit": unit, "track_value_all": value_all}
+    base = QuestionTruth(q, sel, None, UNANSWERABLE, REASON_CAMERA_ENDS_UNSAMPLED, (), tuple(frames), track=fields,
+                         note=f"window [{ts:g}, {te:g}] s; {why}")
+    if not frames:
+        return base
+    if value is None:
+        return replace(base, reason=REASON_TRACK_UNDEFINED)
+    answer = track_answer(q, value)
+    note = f"camera over frames {frames[0]}..{frames[-1]} ({len(frames)} sampled): {value:.4g} {unit}"
+    if answer is None:
+        return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
+    if same_answer(q, answer):
+        return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
+    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
+    return replace(base, ground_truth=answer, status=CHANGED, note=note,
+                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES)
 
 
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:
@@ -636,6 +726,9 @@ REASON_WORDS = {
     REASON_WINDOW_UNDERSAMPLED: "too few selected frames fall inside the time window",
     REASON_INSTANT_SAMPLED: "a selected frame is within the tolerance of the instant",
     REASON_INSTANT_UNSAMPLED: "no selected frame is within the tolerance of the instant",
+    REASON_WINDOW_ENDS_SAMPLED: "a selected frame is within the tolerance of each end of the window (a pose change)",
+    REASON_WINDOW_ENDS_UNSAMPLED: "no selected frame is within the tolerance of an end of the window (a pose change "
+                                  "compares the camera at both)",
     REASON_TRACK_SUPPORTED: "the sampled frames of the window that see the object give the original answer",
     REASON_TRACK_CHANGED: "the sampled frames of the window that see the object give another answer",
     REASON_TRACK_DISAGREES: "the sampled frames of the window that see the object give another answer, and every "
@@ -644,6 +737,8 @@ REASON_WORDS = {
     REASON_TRACK_UNDERSAMPLED: "the object is seen in too few sampled frames of the time window",
     REASON_TRACK_UNDEFINED: "the sampled frames of the window that see the object give no value",
     REASON_TRACK_NOT_IN_OPTIONS: "the recomputed heading is none of the options",
+    REASON_TRACK_UNBRACKETED: "the sampled frames that see the object do not bracket the instant's window",
+    REASON_CAMERA_ENDS_UNSAMPLED: "no witnessing sampled frame is within the tolerance of each end of the window",
 }
 
 
@@ -711,6 +806,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _window(q, sel, table)
     if rule == RULE_TRACK:
         return _track(q, sel, table)
+    if rule == RULE_CAMERA:
+        return _camera(q, sel, table)
     raise AssertionError(f"no rule for {rule!r}")
 
 
@@ -725,7 +822,7 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
         for lab in q.category:
             if lab not in labels:
                 raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
-        if q.type.rule == RULE_TRACK:
+        if q.type.rule in (RULE_TRACK, RULE_CAMERA):
             _check_track_options(q)
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]
@@ -815,32 +912,72 @@ def _bound(table: _Table, vis: Visibility) -> _Table | None:
     return None if vis.params.get("occlusion") == "none" else table.bound()
 
 
+def evaluator_budget_frames(evaluator: Evaluator, budget_frames: Sequence[int], budget: BudgetValue,
+                            budget_fps: float) -> tuple[int, ...] | None:
+    """The source frames ``evaluator`` takes from the budget video of ``budget``, which holds the
+    source frames ``budget_frames`` in order at ``budget_fps`` frames/s (vistest.videos.plan):
+    its client's function of that video (:meth:`Evaluator.takes`) mapped back to the source;
+    None when it takes every frame of the video once, in order (the budget's own ground truth
+    holds for it). InputError where the client fails on that video. E.g. STI-Bench's client
+    (``MAX_FRAMES = 30``, MINT-SJTU/STI-Bench ``opensource_test.py`` line 35) takes 30 of a 64-frame
+    video."""
+    idx = [int(i) for i in evaluator.takes(len(budget_frames), budget_fps, budget)]
+    if idx == list(range(len(budget_frames))):
+        return None
+    return tuple(int(budget_frames[i]) for i in idx)
+
+
 def evaluator_truth(scene: Scene, visibility: Visibility, questions: Sequence[Question], evaluator: Evaluator,
                     seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                     min_budget_room_route: int = DEFAULT_MIN_BUDGET_ROOM_ROUTE,
                     num_frames: int | None = None,
-                    instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> BudgetTruth:
-    """GT(frames) of the ``all`` budget for one evaluator configuration: every question over
-    the source frames ``evaluator`` takes from the full video (``num_frames`` decoded frames,
-    default ``scene.num_frames``, at ``scene.fps``: what it takes of ``all_frame``, which holds
-    every source frame at the source rate). Room size and route planning compare the distinct
-    frames it takes with ``min_budget_room_route`` (every frame counts as ``all``). Each record
-    names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
+                    instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S,
+                    budgets: Sequence[BudgetValue] = (ALL,), profile: str = DEFAULT_PROFILE,
+                    profile_options: Mapping[str, Any] | None = None, budget_fps: float = 1.0,
+                    failures: list | None = None) -> BudgetTruth:
+    """GT(frames) of one evaluator configuration, over the source frames it takes.
+
+    ``all``: every question over the frames ``evaluator`` takes from the full video
+    (``num_frames`` decoded frames, default ``scene.num_frames``, at ``scene.fps``: what it takes
+    of ``all_frame``, which holds every source frame at the source rate). A numeric budget b of
+    ``budgets``: over the frames it takes from b's budget video (``profile`` with
+    ``profile_options`` at b, written at ``budget_fps``; :func:`evaluator_budget_frames`), for the
+    budgets where that is not every frame of the video once (the others are left out: the
+    budget's own ground truth is the evaluator's; with ``failures`` a list, a budget video the client
+    fails on is appended there as (budget, message) and left out, else raises). Room size and route planning compare the
+    distinct frames it takes with ``min_budget_room_route`` (every frame counts as the budget).
+    Each record names the evaluator and its configuration (:meth:`QuestionTruth.to_row`)."""
     rule = seen_rule(seen_threshold, where="seen_threshold")
     table = _rule_table(scene, visibility, questions, rule, min_budget_room_route, instant_tolerance_s)
     bound = _bound(table, visibility)
     n = scene.num_frames if num_frames is None else num_frames
-    try:
-        idx = evaluator.takes(n, scene.fps, ALL)
-    except InputError as e:
-        raise InputError(f"{scene.source}: frames: evaluator {evaluator.name!r} cannot sample the {n}-frame video "
-                         f"at {scene.fps:g} fps: {e}") from None
-    distinct = len(set(idx.tolist()))
-    sel = table.selection(evaluator.profile, ALL, idx, evaluator.name, ALL if distinct == n else distinct)
+    opts = dict(profile_options or {})
+    sels = []
+    for b in (parse_budget(x, "budgets") for x in budgets):
+        try:
+            if b == ALL:
+                idx = evaluator.takes(n, scene.fps, ALL)
+                distinct = len(set(idx.tolist()))
+                rule_b = ALL if distinct == n else distinct
+                sels.append(table.selection(evaluator.profile, ALL, idx, evaluator.name, rule_b))
+                continue
+            src = select_frames(profile, n, b, fps=scene.fps, **opts)
+            taken = evaluator_budget_frames(evaluator, src, b, budget_fps)
+        except InputError as e:
+            what = (f"the {n}-frame video at {scene.fps:g} fps" if b == ALL else
+                    f"the {budget_label(b)}-frame budget video at {budget_fps:g} fps")
+            if b != ALL and failures is not None:
+                failures.append((b, f"evaluator {evaluator.name!r} cannot sample {what}: {e}"))
+                continue
+            raise InputError(f"{scene.source}: frames: evaluator {evaluator.name!r} cannot sample {what}: "
+                             f"{e}") from None
+        if taken is not None:
+            distinct = len(set(taken))
+            sels.append(table.selection(profile, b, taken, evaluator.name, b if distinct >= b else distinct))
     config = evaluator.to_json()
     items = tuple(replace(question_truth(q, sel, table, min_budget_room_route, bound), evaluator_config=config)
-                  for q in questions)
-    return BudgetTruth(scene.scene_id, evaluator.profile, n, rule.threshold, min_budget_room_route, (sel,),
+                  for sel in sels for q in questions)
+    return BudgetTruth(scene.scene_id, evaluator.profile, n, rule.threshold, min_budget_room_route, tuple(sels),
                        items, rule)
 
 

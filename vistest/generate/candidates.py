@@ -34,7 +34,10 @@ MOTION_DIRECTION_TYPE = MOTION_TYPE_OF[motion.HEADING]
 MOTION_NUMERIC_TYPES = tuple(name for name in MOTION_TYPE_SPECS if name != MOTION_DIRECTION_TYPE)
 MOTION_TYPES = MOTION_NUMERIC_TYPES + (MOTION_DIRECTION_TYPE,)  # ``--types motion``
 LADDER_TYPES = NUMERIC_MCQ_TYPES + MOTION_NUMERIC_TYPES  # numeric options on a geometric ladder (balance.py)
-ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES + MOTION_TYPES  # ``--types all``
+# the camera's own motion (no object): in ``--types motion``, not in ``all`` (every static scene's camera moves: they
+# would change every static set); by name in any list
+CAMERA_TYPES = tuple(name for name, spec in MOTION_TYPE_SPECS.items() if spec[0] in motion.CAMERA_QUANTITIES)
+ALL_TYPES = GENERATED_TYPES + ROUTE_TYPES + tuple(t for t in MOTION_TYPES if t not in CAMERA_TYPES)  # ``--types all``
 DEFAULT_TYPES = REVSI_TYPES
 # ``--types vsibench``: the types of the stock lmms-eval ``vsibench`` task (lmms_eval/tasks/vsibench/utils.py
 # MCA_QUESTION_TYPES and NA_QUESTION_TYPES), in VSI-Bench's wording (templates.VSIBENCH_*)
@@ -152,6 +155,8 @@ def to_record(c: Candidate, qid: str, options: list[str] | None = None, ground_t
         rec["object_label"] = c.label
     if c.window is not None:
         rec["time_start"], rec["time_end"] = c.window
+        if c.window[0] == c.window[1]:  # an instant (ReSTI's rows: time_start == time_end)
+            rec["time"] = c.window[0]
     return rec
 
 

@@ -10,13 +10,17 @@ carries (the question names it by its label):
   them and in at least ``min_seen_share`` of them. Its *observed frames* are the window's frames
   where it is seen: the answer is vistest.motion's quantity over them (what the budget stage's
   rule ``track`` recomputes at the ``all`` budget, where every frame is sampled).
-* **Well defined** (else not asked): displacement and direction need the displacement, path
-  length, speed and acceleration the path length, at least ``min_displacement_m``; speed at
+* **Well defined** (else not asked): displacement, direction and speed (STI-Bench's: the average
+  velocity's magnitude, vistest.motion) need the displacement, path length and acceleration the
+  path length, at least ``min_displacement_m``; speed at
   least ``min_speed_mps``; acceleration at least ``min_acceleration_mps2`` in magnitude, with the
   speeds of the first and the last chord ``min_speed_change_mps`` apart (the sign is clear);
   direction the displacement's angle at least ``min_heading_margin_deg`` from its sector's
   boundary (vistest.motion.heading), seen from the camera of the window's first frame (which
   has a pose: the object is seen there).
+* **Instants** (``motion_instant_speed``, ReSTI's instantaneous speed): :func:`instant_candidates`.
+* **The camera** (``camera_orientation_change``, ``camera_displacement``, ``camera_path_length``: STI-Bench's
+  Ego-Centric Orientation and the camera's Displacement & Path Length): :func:`camera_candidates`.
 * **Options**: the numeric types (``motion_displacement``, ``_path_length``, ``_speed``,
   ``_acceleration``) are numeric multiple choice: the balancing pass puts ``num_options``
   values on a geometric ladder around the answer (vistest.generate.balance.numeric_options,
@@ -40,19 +44,32 @@ from .rules import MotionRules
 DISPLACEMENT, PATH_LENGTH, SPEED, ACCELERATION = (MOTION_TYPE_OF[q] for q in (mo.DISPLACEMENT, mo.PATH_LENGTH, mo.SPEED,
                                                                           mo.ACCELERATION))
 DIRECTION = MOTION_DIRECTION_TYPE
+INSTANT_SPEED = MOTION_TYPE_OF[mo.INSTANT_SPEED]
+CAMERA_TURN, CAMERA_DISPLACEMENT, CAMERA_PATH = (MOTION_TYPE_OF[q] for q in mo.CAMERA_QUANTITIES)
+CAMERA_TYPES = (CAMERA_TURN, CAMERA_DISPLACEMENT, CAMERA_PATH)
 _WHEN = "From {time_start} s to {time_end} s, "
 TEMPLATES = {
     DISPLACEMENT: _WHEN + ("how far does the {object_name} move (its displacement: the straight-line distance "
                            "between where it is at {time_start} s and at {time_end} s), in meters?"),
     PATH_LENGTH: _WHEN + ("what is the length of the path the {object_name} travels (the distance along its "
                           "trajectory), in meters?"),
-    SPEED: _WHEN + ("what is the average speed of the {object_name} (the length of its path divided by the time), "
-                    "in meters per second?"),
+    SPEED: _WHEN + ("what is the magnitude of the average velocity of the {object_name} (the straight-line "
+                    "displacement between where it is at {time_start} s and at {time_end} s divided by the elapsed "
+                    "time), in meters per second?"),
     ACCELERATION: _WHEN + ("what is the average acceleration of the {object_name} (the change of its speed from "
                            "{time_start} s to {time_end} s divided by the time; negative when it slows down), in "
                            "meters per second squared?"),
     DIRECTION: _WHEN + ("which of these directions ({choices}) does the {object_name} move in, as seen from the "
                         "camera at {time_start} s?"),
+    CAMERA_TURN: _WHEN + ("what is the signed horizontal heading change of the camera (its optical-forward direction "
+                          "projected onto the plane perpendicular to gravity; positive counterclockwise about +up "
+                          "when viewed from above, wrapped to [-180, 180)), in degrees?"),
+    CAMERA_DISPLACEMENT: _WHEN + ("what is the displacement of the camera (the straight-line distance between where "
+                                  "it is at {time_start} s and at {time_end} s), in meters?"),
+    CAMERA_PATH: _WHEN + "what is the trajectory length of the camera (the total distance it travels), in meters?",
+    INSTANT_SPEED: ("What is the speed of the {object_name} at t={time} s, measured over a 1-second window centered "
+                    "on that instant (the straight-line distance it moves from {anchor_start} s to {anchor_end} s "
+                    "divided by 1 second), in meters per second?"),
 }
 DECIMALS = 3  # the answer as written before the options are made (the budget check's single option)
 
@@ -156,9 +173,9 @@ def measure(facts: SceneFacts, frames: np.ndarray, pts: np.ndarray) -> Measures:
 
 def asked(qtype: str, m: Measures, rules: MotionRules) -> bool:
     """Is the quantity of ``qtype`` well defined and unambiguous over the window (module docstring)?"""
-    if qtype in (DISPLACEMENT, DIRECTION) and m.displacement < rules.min_displacement_m:
+    if qtype in (DISPLACEMENT, DIRECTION, SPEED) and m.displacement < rules.min_displacement_m:
         return False
-    if qtype in (PATH_LENGTH, SPEED, ACCELERATION) and m.path_length < rules.min_displacement_m:
+    if qtype in (PATH_LENGTH, ACCELERATION) and m.path_length < rules.min_displacement_m:
         return False
     if qtype == SPEED:
         return m.speed >= rules.min_speed_mps
@@ -178,11 +195,12 @@ def unique_tracked(facts: SceneFacts) -> list:
 
 def candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) -> list[Candidate]:
     """Every dynamic question of ``types`` the scene supports (module docstring)."""
-    want = [t for t in MOTION_TYPES if t in types]
+    want = [t for t in MOTION_TYPES if t in types and t != INSTANT_SPEED and t not in CAMERA_TYPES]
+    out = instant_candidates(facts, rules) if INSTANT_SPEED in types else []
+    out += camera_candidates(facts, rules, tuple(t for t in CAMERA_TYPES if t in types))
     if not want:
-        return []
+        return out
     d = time_decimals(rules.window_step_s)
-    out = []
     for obj in unique_tracked(facts):
         seen = facts.seen_frames[obj.id]
         try:  # the centres at every frame it is seen in, once (a seen object is present: its track has a pose)
@@ -212,4 +230,81 @@ def candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) ->
                     out.append(Candidate(**base, value=value, decimals=DECIMALS,
                                          detail=detail + ((("acceleration_mps2", value),) if qtype == ACCELERATION
                                                           else ())))
+    return out
+
+
+def instant_candidates(facts: SceneFacts, rules: MotionRules) -> list[Candidate]:
+    """``motion_instant_speed`` (module docstring): at every grid instant ``t`` (multiples of
+    ``window_step_s``) whose 1 s window lies inside the video, each unique tracked object seen at
+    both anchors (vistest.motion.anchor_frames over the frames where it is seen: with every frame
+    these are the frames at ``t -/+ 0.5`` s) and at least ``min_seen_share`` of the window's frames,
+    moving at least ``min_speed_mps`` there."""
+    scene, d = facts.scene, time_decimals(rules.window_step_s)
+    grid = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
+    last = (scene.num_frames - 1) / scene.fps
+    out = []
+    for obj in unique_tracked(facts):
+        seen = facts.seen_frames[obj.id]
+        for t in grid:
+            lo, hi = t + mo.ANCHORS[mo.INSTANT_SPEED][0], t + mo.ANCHORS[mo.INSTANT_SPEED][-1]
+            if lo < 0 or hi > last + 1e-9:
+                continue
+            inside = facts.table_frames[(facts.table_frames >= window_range(lo, lo, scene.fps)[0])
+                                        & (facts.table_frames <= window_range(hi, hi, scene.fps)[1])]
+            observed = np.intersect1d(inside, seen)
+            if len(inside) < 2 or len(observed) < rules.min_seen_share * len(inside) - 1e-9:
+                continue
+            try:  # over every frame seeing it, as the budget stage's rule track at the all budget
+                anchors = mo.anchor_frames(mo.INSTANT_SPEED, seen.tolist(), t, scene.fps)
+                value = mo.instant_value(mo.INSTANT_SPEED, mo.centers_at(obj, anchors), anchors, scene.fps)
+            except mo.MotionError:
+                continue
+            if value < rules.min_speed_mps:
+                continue
+            fields = (("anchor_end", f"{hi:.{d}f}"), ("anchor_start", f"{lo:.{d}f}"), ("object_name", obj.label),
+                      ("time", f"{t:.{d}f}"))
+            out.append(Candidate(scene_id=facts.scene_id, question_type=INSTANT_SPEED,
+                                 template=TEMPLATES[INSTANT_SPEED], fields=fields, objects=(obj.id,),
+                                 window=(t, t), value=value, decimals=DECIMALS,
+                                 detail=(("speed_mps", value), ("anchor_frames", float(len(anchors))),
+                                         ("window_frames", float(len(inside))))))
+    return out
+
+
+def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, ...]) -> list[Candidate]:
+    """The camera's own motion (``camera_*``; vistest.motion.camera_quantity) over every window of
+    the grid (as the objects' windows: ends on multiples of ``window_step_s``, ``min_window_s`` to
+    ``max_window_s`` long) whose two ends are table frames with a camera pose: the orientation
+    change (its magnitude in [``min_turn_deg``, 180 - ``min_turn_deg``]), the displacement and the
+    path length (at least ``min_displacement_m``), each over the window's table frames (the ends
+    and every frame between: what rule ``camera`` recomputes at ``all``)."""
+    if not types:
+        return []
+    scene, d = facts.scene, time_decimals(rules.window_step_s)
+    grid = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
+    frames = facts.table_frames
+    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
+    out = []
+    for i, t0 in enumerate(grid):
+        for t1 in grid[i + 1:]:
+            if t1 - t0 < rules.min_window_s - 1e-9 or t1 - t0 > longest + 1e-9:
+                continue
+            (a, _), (_, b) = window_range(t0, t0, scene.fps), window_range(t1, t1, scene.fps)
+            inside = frames[(frames >= a) & (frames <= b)]
+            if len(inside) < 2 or inside[0] != a or inside[-1] != b:
+                continue
+            try:
+                values = {q: mo.camera_quantity(mo.CAMERA_QUANTITIES[CAMERA_TYPES.index(q)], scene, inside.tolist())
+                          for q in types}
+            except mo.MotionError:
+                continue
+            fields = (("time_end", f"{t1:.{d}f}"), ("time_start", f"{t0:.{d}f}"))
+            for q, v in values.items():
+                if q == CAMERA_TURN and not rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg:
+                    continue
+                if q != CAMERA_TURN and v < rules.min_displacement_m:
+                    continue
+                out.append(Candidate(scene_id=facts.scene_id, question_type=q, template=TEMPLATES[q], fields=fields,
+                                     window=(t0, t1), value=v, decimals=DECIMALS,
+                                     detail=(("value", v), ("window_frames", float(len(inside))))))
     return out

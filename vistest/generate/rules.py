@@ -274,8 +274,9 @@ MIN_WINDOW_STEP_S = 0.001  # seconds: the finest grid whose times the questions 
 @dataclass(frozen=True)
 class MotionRules:
     """The dynamic types (``motion_*``, vistest.generate.motion): what a tracked object does over
-    a time window (vistest.motion: displacement, path length, mean speed, signed acceleration,
-    heading relative to the camera at the window's start). Windows start and end on a grid of
+    a time window (vistest.motion: displacement, path length, STI-Bench's speed, signed acceleration,
+    heading relative to the camera at the window's start), or at an instant (the speed over the
+    centred second). Windows start and end on a grid of
     ``window_step_s``; the object must be seen (``frames.seen_rule``) at the first and the last
     frame of the window and the answer is computed over the window's frames where it is seen.
 
@@ -290,11 +291,12 @@ class MotionRules:
     max_window_s: float = param(8.0, "longest window (seconds; 0: the whole video)", VISTEST)
     min_seen_share: float = param(0.5, "the object seen in at least this share of the window's frames (what the "
                                        "answer is computed from must be mostly in view)", VISTEST)
-    min_displacement_m: float = param(0.3, "the object moves at least this far in the window (metres): its "
-                                           "displacement (displacement, direction), its path length (path length, "
-                                           "speed, acceleration); below, a still object and a moving one look alike",
+    min_displacement_m: float = param(0.3, "the object (the camera) moves at least this far in the window "
+                                           "(metres): its displacement (displacement, direction, speed), its path "
+                                           "length (path length, acceleration); below, a still object and a moving "
+                                           "one look alike",
                                       VISTEST)
-    min_speed_mps: float = param(0.05, "speed: the mean speed at least this (m/s)", VISTEST)
+    min_speed_mps: float = param(0.05, "speed, instant speed: at least this (m/s)", VISTEST)
     min_acceleration_mps2: float = param(0.1, "acceleration: the magnitude of the mean acceleration at least this "
                                               "(m/s^2): speeding up and slowing down are told apart", VISTEST)
     min_speed_change_mps: float = param(0.1, "acceleration: the speeds at the window's two ends differ by at least "
@@ -303,6 +305,8 @@ class MotionRules:
         20.0, "direction: the displacement at least this far (degrees) from the boundary of its 90-degree sector "
               "(45: on the camera's axis); ReVSI's 35 (for quadrants) would leave only +-10 degrees about each axis",
         f"{VISTEST} (VLM-3R's direction margin is 10, ReVSI's 35)")
+    min_turn_deg: float = param(15.0, "camera orientation change: at least this in magnitude, and at most 180 minus "
+                                      "this (degrees; near +-180 the wrapped sign is ambiguous)", VISTEST)
     num_options: int = param(5, "options of a numeric type (the direction type offers the four headings)", _STI)
     step_ratio: float = param(1.2, "each numeric option is this times the next smaller one in magnitude",
                               f"{_MC}: margin=0.20, as numeric_mcq.step_ratio")

@@ -74,8 +74,9 @@ class Generated:
 
 def parse_types(text: str) -> tuple[str, ...]:
     """``revsi`` (ReVSI's types, the default), ``all`` (ReVSI's, appearance order, route planning,
-    the numeric options and the dynamic types), ``vsibench`` (the stock lmms-eval ``vsibench``
-    task's), ``motion`` (the dynamic types: questions only from scenes with tracks), or
+    the numeric options and the dynamic types of tracked objects), ``vsibench`` (the stock lmms-eval
+    ``vsibench`` task's), ``motion`` (the dynamic types: of tracked objects, from scenes with tracks,
+    and of the camera's own motion, from any scene with poses), or
     comma-separated type names; in the generator's order. A list may not mix ReVSI-only and VSI-Bench-only types (the
     types both ask are worded differently). Raises InputError."""
     text = text.strip()

@@ -92,7 +92,7 @@ from .config import DEFAULT_DUMMY_LENGTH, LENGTH_BUDGET, LENGTH_FULL, DummyConfi
 from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence, time_span
 from .ffmpeg import VideoInfo
 from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, video_recipe
-from .takes import EvaluatorTakes, Takes, all_frame_warnings, evaluator_takes, take_warnings, video_takes
+from .takes import EvaluatorTakes, Takes, evaluator_takes, evaluator_warnings, take_warnings, video_takes
 from ..visibility.table import Visibility
 
 RULES_VERSION = 1
@@ -239,7 +239,7 @@ def budget_variant(scene_id: str, selection: FrameSelection, source_key: str, si
     fps = source_fps if full else budget_fps
     takes = video_takes(len(frames), fps, (selection.budget,), selection.profile, profile_options)
     etakes = evaluator_takes(len(frames), fps, (selection.budget,), evaluators)
-    warnings = take_warnings(takes) + (all_frame_warnings(scene_id, etakes) if full else ())
+    warnings = take_warnings(takes) + evaluator_warnings(scene_id, etakes)
     key = content_key(video_recipe(source_key, size, fps, settings, frames, intra=not full))
     remux_key = content_key(remux_recipe(source_key, size, fps, frames)) if full and remux_blocker is None else None
     return Variant(scene_id, "budget", budget_video_path(scene_id, selection.budget), float(fps), size, frames, key,

@@ -5,7 +5,8 @@ The one place the manifest's ``profiles`` (:func:`video_takes`: per numeric budg
 profile with its default options, the run's own with its options) and ``evaluators``
 (:func:`evaluator_takes`) of every video come from; a profile that drops or repeats a frame is a
 warning (:func:`take_warnings`), and on ``all_frame`` an evaluator that does not take every frame
-is one naming its ``all`` ground truth (:func:`all_frame_warnings`).
+is one naming its ``all`` ground truth, and on an n-frame budget video one naming its n-frame
+ground truth (:func:`evaluator_warnings`: STI-Bench's client takes 30 of a 64-frame video).
 """
 from __future__ import annotations
 
@@ -107,11 +108,14 @@ def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue],
     return tuple((b, tuple(evaluator_take(e, num_frames, fps, b) for e in evaluators)) for b in budgets)
 
 
-def all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
-    """all_frame: one warning per evaluator that does not take every frame, naming the ``all``
-    ground truth computed over the frames it takes (vistest.pipeline writes it)."""
+def evaluator_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
+    """One warning per evaluator that does not take every frame of the video once (all_frame, or
+    an n-frame budget video: STI-Bench's client takes 30 of 64), naming the ground truth of that
+    budget computed over the frames it takes (vistest.budget.truth.evaluator_truth; vistest.pipeline
+    writes it); one per evaluator that fails on the video."""
     out = []
-    for _b, ts in takes:
+    for b, ts in takes:
+        label = "all" if b == ALL else budget_label(b)
         for t in ts:
             if t.error is not None:
                 out.append(f"evaluator {t.evaluator.name} fails on this {t.num_frames}-frame video: {t.error}")
@@ -121,8 +125,8 @@ def all_frame_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:
                         f"({distinct} distinct)" if n > distinct else
                         f"takes {n} of this video's {t.num_frames} frames")
                 out.append(f"evaluator {t.evaluator.name} {what} (its frame request: {t.request}): a model run "
-                           f"through it sees only those, so its all-frame ground truth is computed over them: "
-                           f"{evaluator_file(scene_id, t.evaluator.name)}")
+                           f"through it sees only those, so its {label}-frame ground truth is computed over them: "
+                           f"{evaluator_file(scene_id, t.evaluator.name, b)}")
     return tuple(out)
 
 
