@@ -27,6 +27,7 @@ loads them (about a second).
 """
 from __future__ import annotations
 
+import blas_threads  # noqa: F401  (first: one BLAS thread per process, before numpy is imported)
 import copy
 import fcntl
 import json
