@@ -25,7 +25,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # `make demo` says where it is: one line per step on stderr, "make demo: step i of N: what", before the step's
-# command (the longer commands draw their own progress bars). N counts the $(call demo_step,...) lines of this
+# command (the longer commands draw their own progress bars; where stderr is not a terminal, a line every 10 s:
+# vistest/progress.py). N counts the $(call demo_step,...) lines of this
 # file; each expansion of demo_step adds one to its counter (step texts must not hold commas).
 DEMO_STEPS := $(shell grep -c '^.$$.call demo_step,' $(lastword $(MAKEFILE_LIST)))
 demo_counter :=
@@ -40,7 +41,7 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest run $(DEMO_SCENE) examples/demo-questions.jsonl -o $(DEMO_OUT)/run \
 		--budgets 16,32,64,all --profile uniform
 	$(call demo_step,the overlay video (vistest overlay))
-	$(VENV)/bin/vistest overlay $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/overlay.mp4 --visibility $(DEMO_VIS) --quiet
+	$(VENV)/bin/vistest overlay $(DEMO_SCENE) -o $(DEMO_RUN_SCENE)/overlay.mp4 --visibility $(DEMO_VIS)
 	$(call demo_step,the overlay contact sheet (vistest overlay --png))
 	$(VENV)/bin/vistest overlay $(DEMO_SCENE) --png -o $(DEMO_RUN_SCENE)/overlay.png --visibility $(DEMO_VIS) --quiet
 	$(call demo_step,the timeline (vistest timeline))
@@ -99,7 +100,7 @@ demo: $(STAMP)
 	$(call demo_step,its visibility with the moving boxes (vistest visibility))
 	$(VENV)/bin/vistest visibility $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/visibility.npz
 	$(call demo_step,its overlay: each moving box at its pose per frame (vistest overlay))
-	$(VENV)/bin/vistest overlay $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/overlay.mp4 --visibility $(DEMO_DYN)/visibility.npz --quiet
+	$(VENV)/bin/vistest overlay $(DEMO_DYN)/scene.json -o $(DEMO_DYN)/overlay.mp4 --visibility $(DEMO_DYN)/visibility.npz
 	$(call demo_step,its questions from the tracks (vistest generate --types motion))
 	$(VENV)/bin/vistest generate $(DEMO_DYN)/scene.json --visibility $(DEMO_DYN)/visibility.npz --types motion \
 		-o $(DEMO_DYN)/generated/questions.jsonl --report $(DEMO_DYN)/generated --quiet

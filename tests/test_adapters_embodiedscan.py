@@ -81,3 +81,47 @@ def test_embodiedscan_boxes_on_scannet_frames_and_safe_unpickling(tmp_path):
     evil.write_bytes(pickle.dumps({"data_list": [Path("x")]}))
     with pytest.raises(AdapterError, match="refusing to load"):
         import_scene("scannet", scan, tmp_path / "out2", boxes=f"embodiedscan:{evil}")
+
+
+def test_a_wrong_embodiedscan_box_file_fails_before_the_frames_are_read(tmp_path, monkeypatch):
+    """``import scannet --boxes embodiedscan:PKL`` checks the pickle's shape (a list of samples under
+    ``data_list``; with -O scene=, that scene among them) before the scan's frames are read: the
+    error contract's message and exit status 2, and the frame reader never called."""
+    import dataclasses
+
+    from click.testing import CliRunner
+    from test_adapters_scannet import write_scannet_scan
+
+    from vistest import datasets
+    from vistest.cli import main
+
+    scan = write_scannet_scan(tmp_path)
+    read = []
+
+    def reader(*a, **kw):
+        read.append(a)
+        raise AssertionError("the frames were read before the box file was checked")
+
+    monkeypatch.setitem(datasets.ADAPTERS, "scannet", dataclasses.replace(datasets.ADAPTERS["scannet"],
+                                                                          read_capture=reader))
+    cases = (({"data_list": {"scannet/scene0000_00": {}}}, [], "data_list: expected a list"),
+             ([{"sample_idx": "scannet/scene0000_00"}], [], "data_list: expected a list"),
+             ({"data_list": [{"sample_idx": "scannet/scene0001_00"}]}, ["-O", "scene=scene0000_00"],
+              "no sample_idx matching 'scene0000_00'"))
+    for n, (doc, opts, msg) in enumerate(cases):
+        bad = tmp_path / f"bad{n}.pkl"
+        bad.write_bytes(pickle.dumps(doc))
+        out = tmp_path / f"out{n}"
+        r = CliRunner().invoke(main, ["import", "scannet", str(scan), "-o", str(out), "--boxes",
+                                      f"embodiedscan:{bad}", *opts, "--quiet"])
+        assert r.exit_code == 2, r.output
+        assert f"Error: {bad}: " in r.output and msg in r.output, r.output
+        assert not (out / "scene.json").exists()
+    assert read == []
+    # the check reads the pickle that the import then uses (a good file still imports)
+    monkeypatch.undo()
+    infos = write_infos(tmp_path / "good")
+    r = CliRunner().invoke(main, ["import", "scannet", str(scan), "-o", str(tmp_path / "ok"), "--boxes",
+                                  f"embodiedscan:{infos}", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "ok" / "scene.json").exists()

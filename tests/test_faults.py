@@ -747,6 +747,7 @@ def _killed_at_stage(k: int, *args) -> None:
     assert r.returncode == -signal.SIGKILL, r.stderr
 
 
+@pytest.mark.slow  # two processes killed mid-set (each a fresh interpreter importing vistest)
 def test_score_writes_its_files_as_one_set(clean, tmp_path):
     preds, out, ref = tmp_path / "preds.jsonl", tmp_path / "score", tmp_path / "ref"
     assert invoke("baseline", "--run-dir", clean, "-o", preds).exit_code == 0
@@ -762,6 +763,7 @@ def test_score_writes_its_files_as_one_set(clean, tmp_path):
     assert (out / "report.md").read_text() == "previous"  # the previous set stays as it was
 
 
+@pytest.mark.slow  # a process killed mid-set; the sheets decoded four times
 def test_sheet_writes_its_sheets_as_one_set_with_a_progress_bar(clean, tmp_path):
     run = copy_run(clean, tmp_path / "run")
     sheets, ref = tmp_path / "sheets", tmp_path / "ref"

@@ -49,8 +49,11 @@ def generated(rooms):
 def generated_every_type(rooms):
     """The same rooms without the bias pruning (balance.removal_budget 0): every template's answers
     are checked, on more questions than the pruned set keeps (the pruning is checked by
-    ``generated`` and tests/test_generate_bias.py)."""
-    return generate(rooms, GENERATED_TYPES, Rules().with_overrides(["balance.removal_budget=0"]), seed=0)
+    ``generated`` and tests/test_generate_bias.py). The report's held-out chance of the complements
+    (``balance.null_permutations``: read by the report only; the questions are the same) is judged on
+    ``generated``."""
+    return generate(rooms, GENERATED_TYPES, Rules().with_overrides(["balance.removal_budget=0",
+                                                                    "balance.null_permutations=0"]), seed=0)
 
 
 def records_of(generated):
@@ -202,9 +205,17 @@ def test_every_answer_recomputed_independently(rooms, generated_every_type):
     assert set(seen_types) == set(GENERATED_TYPES), seen_types  # every template made questions
 
 
-def test_output_is_valid_question_jsonl_kept_by_the_budget_stage(rooms, generated):
+# the pruned 20-room set (``generated``: the balancing's attack refits, ~15 s) in the slow tier; the fast
+# tier checks the same on the unpruned set of the same rooms (``generated_every_type``)
+ON_BOTH_SETS = pytest.mark.parametrize("set_name", ["generated_every_type",
+                                                    pytest.param("generated", marks=pytest.mark.slow)])
+
+
+@ON_BOTH_SETS
+def test_output_is_valid_question_jsonl_kept_by_the_budget_stage(rooms, set_name, request):
     """Objects referenced by id: the budget stage loads them unchanged and keeps every answer
     when the model sees all frames."""
+    generated = request.getfixturevalue(set_name)
     for inp in rooms:
         recs = generated.questions[inp.scene.scene_id]
         qs = parse_questions([json.dumps(r) for r in recs], scene=inp.scene)
@@ -217,7 +228,9 @@ def test_output_is_valid_question_jsonl_kept_by_the_budget_stage(rooms, generate
     assert last[0].kept < last[-1].kept  # 16 frames support fewer of the answers (ReVSI: 67% at 16)
 
 
-def test_numeric_options_follow_their_rules(generated):
+@ON_BOTH_SETS
+def test_numeric_options_follow_their_rules(set_name, request):
+    generated = request.getfixturevalue(set_name)
     m = Rules().numeric_mcq
     for _, r in records_of(generated):
         if r["question_type"] not in ("object_size_estimation_mcq", "object_abs_distance_mcq",
@@ -231,6 +244,7 @@ def test_numeric_options_follow_their_rules(generated):
 
 
 # ---- the debiasing targets on 20 random rooms ------------------------------------------------
+@pytest.mark.slow  # the pruned 20-room set; the fast tier checks the pruning in tests/test_generate_bias.py
 def test_debiasing_targets_on_20_random_rooms(generated):
     """The hard constraints hold exactly (counting and direction caps, letters and ranks, twins as
     pairs); every type keeps at least balance.min_per_type questions (or all of a smaller pool);

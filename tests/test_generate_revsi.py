@@ -206,6 +206,7 @@ def rooms():
                                                            for seed in range(N_ROOMS))]
 
 
+@pytest.mark.slow  # 30 rooms generated with the pruning; each filter is checked fast in tests/test_generate.py
 def test_revsi_filters_pass_on_30_random_rooms(rooms):
     rates, rows = pass_rates(rooms, Rules())
     print(rates)  # the numbers quoted in docs/generate.md (pytest -s)

@@ -149,3 +149,37 @@ def test_timeline_cli(scene_vis, questions, tmp_path):
     assert img is not None and img.shape[1] == 1300
     r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(out), "--budgets", "0"])
     assert r.exit_code == 2 and "Error: --budgets: expected a positive integer" in r.output
+
+
+def test_timeline_rows_use_the_dummies_function_and_options(scene_vis, questions, tmp_path, monkeypatch):
+    """`vistest timeline --evidence-frame-margin K --instant-tolerance S` removes what `vistest videos`
+    with the same options removes (one function, vistest.videos.evidence.dummy_evidence): the margin
+    around each evidence frame and, for a question at an instant, the frames within S seconds of it."""
+    import vistest.look.timeline as timeline_module
+
+    scene, vis = scene_vis
+    timed = tmp_path / "timed.jsonl"
+    timed.write_text(questions.read_text() + json.dumps(
+        {"id": "q3", "scene_id": scene.scene_id, "question_type": "object_size_estimation", "question": "How long?",
+         "objects": ["3"], "ground_truth": "50", "time": 2.0}) + "\n")
+    qs = load_questions(timed, scene=scene)
+    table = EvidenceTable(vis, N, 0.0)
+
+    def planned(margin, tolerance):
+        _, truths = plan_dummies(scene, table, qs, "key", scene.image_size, [],
+                                 DummyConfig(modes=("drop",), evidence_frame_margin=margin),
+                                 instant_tolerance_s=tolerance)
+        return [t.evidence_frames for t in truths]
+
+    want = planned(2, 1.0)
+    assert want != planned(0, 1.0) and want[2] != planned(2, 0.1)[2]  # both options change what is removed
+    assert [r.frames for r in build_timeline(scene, vis, qs, evidence_frame_margin=2,
+                                             instant_tolerance_s=1.0).removals] == want
+    got = []
+    monkeypatch.setattr(timeline_module, "write_timeline", lambda path, tl: got.append(tl))
+    (tmp_path / "scene.json").write_text(json.dumps(scene.to_dict()))
+    r = CliRunner().invoke(main, ["timeline", str(tmp_path / "scene.json"), "-o", str(tmp_path / "t.png"),
+                                  "--questions", str(timed), "--evidence-frame-margin", "2", "--instant-tolerance",
+                                  "1.0", "--evidence-threshold", "0", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert [x.frames for x in got[0].removals] == want

@@ -10,8 +10,9 @@ from ..layout import sheets_dir
 from ..look import (OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH, SHEET_COLUMNS, SHEET_MAX_FRAMES,
                     SHEET_TILE_WIDTH)
 from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
-from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, occlusion_option, output_option,
-                      profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
+from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, evidence_frame_margin_option,
+                      instant_tolerance_option, occlusion_option, output_option, profile_options, quiet_option,
+                      seen_threshold_option, visibility_option, warn)
 
 
 @click.command("overlay")
@@ -58,15 +59,19 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
               help="A frame carries a question's evidence when a referenced object's visible fraction exceeds "
                    "this (the video stage's default; 0 = any visible part).")
 @click.option("--keep-unknown-frames", is_flag=True, help="Dummies keep frames without a valid pose.")
+@evidence_frame_margin_option()
+@instant_tolerance_option()
 @quiet_option()
 def timeline_cmd(scene_json, output, questions_jsonl, budgets, profile, options, visibility_npz, occlusion,
-                 seen_threshold, evidence_threshold, keep_unknown_frames, quiet):
+                 seen_threshold, evidence_threshold, keep_unknown_frames, evidence_frame_margin, instant_tolerance_s,
+                 quiet):
     """A frames x objects heat map of visible coverage (the seen threshold marked), the frames
     each budget selects, and the frames each question's dummy removes, as a PNG."""
     from ..look.timeline import make_timeline
 
     make_timeline(scene_json, output, questions_jsonl, budgets, profile, options, visibility_npz, occlusion,
-                  seen_threshold, evidence_threshold, not keep_unknown_frames, progress=not quiet)
+                  seen_threshold, evidence_threshold, not keep_unknown_frames, progress=not quiet,
+                  evidence_frame_margin=evidence_frame_margin, instant_tolerance_s=instant_tolerance_s)
     if not quiet:
         click.echo(f"timeline -> {output}", err=True)
 

@@ -208,6 +208,14 @@ def instant_tolerance_option(prefix: str = "") -> Decorator:
                                       "at most this far from it (docs/questions-format.md \"Time windows\").")
 
 
+def evidence_frame_margin_option(dest: str = "evidence_frame_margin") -> Decorator:
+    """``--evidence-frame-margin FRAMES`` (value ``dest``; default 0): what the drop and black dummies
+    remove around each evidence frame (vistest.videos.evidence.dummy_evidence); ``vistest videos`` /
+    ``run`` and ``vistest timeline`` read it alike."""
+    return click.option("--evidence-frame-margin", dest, type=click.IntRange(0), default=0, show_default=True,
+                        help="Frames before and after each evidence frame that drop and black dummies remove too.")
+
+
 def quiet_option(help: str = "No progress bar.") -> Decorator:
     """``--quiet``: no progress bar on stderr (and, where ``help`` says so, no summary)."""
     return click.option("--quiet", is_flag=True, help=help)

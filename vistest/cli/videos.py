@@ -14,7 +14,8 @@ from ..videos.config import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_E
                              DummyConfig, EncodeConfig, EncoderSettings, ResourceConfig)
 from ..videos.spool import SPOOL_ENV
 from ..budgets import parse_budgets
-from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, instant_tolerance_option,
+from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, evidence_frame_margin_option,
+                      instant_tolerance_option,
                       min_budget_room_route_option, occlusion_option, output_option, profile_options, quiet_option,
                       seen_threshold_option, visibility_option, warn)
 
@@ -62,9 +63,7 @@ video_options = compose(
     click.option("--budget-fps", type=click.FloatRange(0.0, min_open=True), default=DEFAULT_BUDGET_FPS,
                  show_default=True,
                  help="Frame rate of the n-frame budget videos (1: fps-based samplers take every frame)."),
-    click.option("--evidence-frame-margin", "dummy_evidence_frame_margin", type=click.IntRange(0), default=0,
-                 show_default=True,
-                 help="Frames before and after each evidence frame that drop and black dummies remove too."),
+    evidence_frame_margin_option("dummy_evidence_frame_margin"),
     click.option("--keep-unknown-frames", "dummy_unknown_as_evidence", flag_value=False, default=True,
                  help="Dummies keep frames without a valid pose (default: treated as evidence)."),
     click.option("--crf", type=click.IntRange(0, 51), default=_DEFAULT_SETTINGS.crf, show_default=True,

@@ -39,7 +39,9 @@ class Adapter:
     """One dataset: what it reads and the functions that read it.
 
     ``read_capture(path, options, out_dir, progress=False) -> Capture`` for frame sources;
-    ``read_boxes(path, capture_or_None, options) -> BoxSet`` for box sources.
+    ``read_boxes(path, capture_or_None, options) -> BoxSet`` for box sources;
+    ``check_boxes(path, options) -> None``: a quick check of a box source file's shape (AdapterError
+    naming the field), run before the frames are read so that a wrong file fails in seconds.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Adapter:
     options: tuple[Option, ...] = ()
     read_capture: Callable[..., Capture] | None = None
     read_boxes: Callable[..., BoxSet] | None = None
+    check_boxes: Callable[..., None] | None = None
 
     def describe(self) -> str:
         """One line for help texts."""
@@ -155,6 +158,8 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
         raise AdapterError(f"{box_path}: boxes PATH for {box_adapter.name} not found")
     adapters = [frame_adapter] + ([box_adapter] if box_adapter is not None and box_adapter is not frame_adapter else [])
     opts = _split_options(options, *adapters)
+    if box_adapter is not None and box_adapter is not frame_adapter and box_adapter.check_boxes is not None:
+        box_adapter.check_boxes(box_path, opts[1])  # a wrong box file fails before the frames are read
     capture = frame_adapter.read_capture(frame_path, opts[0], Path(out_dir), progress=progress)
     if box_adapter is None:
         box_set = None

@@ -32,12 +32,29 @@ from . import common as c
 from ..geometry import rigid_inverse
 
 
+_LOADED: dict[tuple, dict] = {}  # the last pickle read (check_boxes, then read_boxes: read once)
+
+
 def load_infos(path: Path) -> dict:
     """The info pickle as a dict with ``data_list`` and ``metainfo`` (read safely, any protocol)."""
+    st = Path(path).stat()
+    key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+    if key in _LOADED:
+        return _LOADED[key]
     doc = c.read_pickle(path, "EmbodiedScan info pickle")
     if not isinstance(doc, dict) or not isinstance(doc.get("data_list"), list):
         raise c.AdapterError(f"{path}: data_list: expected a list of samples")
+    _LOADED.clear()
+    _LOADED[key] = doc
     return doc
+
+
+def check_boxes(path: Path, opts: dict) -> None:
+    """Before the frames are read (``--boxes embodiedscan:PKL``): the pickle's shape (a dict whose
+    ``data_list`` is a list of samples) and, with ``-O scene=``, that it holds that scene."""
+    doc = load_infos(path)
+    if opts.get("scene"):
+        find_sample(doc, opts["scene"], path)
 
 
 def find_sample(doc: dict, scene: str, path: Path) -> dict:
@@ -168,7 +185,7 @@ def _adapter():
                  Option("data_root", "folder the image paths are relative to (first component dropped)", c.text),
                  Option("image_size", "WxH of the posed images (default: read from the first image)", c.size_wh),
                  Option("fps", "frames per second the frame numbers refer to (default 30)", c.positive_float)),
-        read_capture=read_capture, read_boxes=read_boxes)
+        read_capture=read_capture, read_boxes=read_boxes, check_boxes=check_boxes)
 
 
 ADAPTER = _adapter()

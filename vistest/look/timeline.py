@@ -19,9 +19,10 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
 * one row per question: the frames its dummy removes (``drop`` removes them, ``black``
   blacks them out): frames where a referenced object is visible above the video stage's
   ``evidence_threshold`` (:data:`vistest.videos.config.DEFAULT_EVIDENCE_THRESHOLD`, 0 = any
-  visible part), plus unknown frames unless ``unknown_as_evidence`` is off, only inside a
-  timed question's time span (vistest.videos.evidence.time_span) - the same
-  :class:`vistest.videos.evidence.EvidenceTable` the dummies are planned with.
+  visible part), plus unknown frames unless ``unknown_as_evidence`` is off, and each one's
+  ``evidence_frame_margin`` neighbours, only inside a timed question's time span at the
+  ``instant_tolerance_s`` (vistest.videos.evidence.time_span) - the dummies' own function,
+  :func:`vistest.videos.evidence.dummy_evidence`, with the options of ``vistest videos``.
 
 Drawn with matplotlib (Figure API, Agg backend; no pyplot state): axes, tick labels and a
 colour bar are what it is for, and the PNG is a chart, not a video frame.
@@ -43,7 +44,8 @@ from ..budget.sampling import DEFAULT_PROFILE
 from ..budgets import BudgetValue
 from ..scene import Scene
 from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
-from ..videos.evidence import EvidenceTable, evidence_objects, time_span
+from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
+from ..videos.evidence import EvidenceTable, dummy_evidence
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
 BELOW = 0.15  # share of the colour scale given to (0, seen threshold]
@@ -108,10 +110,12 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
                    profile_options: Mapping[str, Any] | None = None,
                    seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
-                   unknown_as_evidence: bool = True) -> Timeline:
+                   unknown_as_evidence: bool = True, evidence_frame_margin: int = 0,
+                   instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> Timeline:
     """The timeline of ``scene``: ``vis`` its visibility; ``budgets``/``profile``/
     ``profile_options`` as for :func:`vistest.budget.truth.budget_truth` (which selects the frames);
-    ``evidence_threshold``/``unknown_as_evidence`` as for the dummy videos. Raises InputError
+    ``evidence_threshold``/``unknown_as_evidence``/``evidence_frame_margin``/``instant_tolerance_s``
+    as for the dummy videos (:func:`vistest.videos.evidence.dummy_evidence`). Raises InputError
     (naming the file and the field) on inconsistent inputs."""
     n = scene.num_frames
     table = EvidenceTable(vis, n, evidence_threshold)
@@ -124,12 +128,12 @@ def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] 
         if 0 <= f < n:
             seen[:, f] = by_row[r]
     truth = budget_truth(scene, vis, list(questions), budgets=list(budgets), profile=profile,
-                         seen_threshold=rule, profile_options=profile_options)
+                         seen_threshold=rule, profile_options=profile_options, instant_tolerance_s=instant_tolerance_s)
     removals = []
     for q in questions:
-        objs = evidence_objects(q, scene)
-        frames = table.evidence_frames(objs, unknown_as_evidence, time_span(q, n, scene.fps)) if objs else \
-            tuple(range(n))
+        objs, _, frames = dummy_evidence(table, q, scene, unknown_as_evidence, evidence_frame_margin,
+                                         instant_tolerance_s)
+        frames = frames if objs else tuple(range(n))  # no object: the all-black dummy only
         labels = {o.id: o.label for o in scene.objects}
         subject = ", ".join(q.category) if q.category else ", ".join(f"{o} {labels[o]}" for o in q.objects)
         removals.append(Removal(q.id, q.question_type, subject, objs, frames))
@@ -313,7 +317,8 @@ def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questio
                   profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
                   occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
                   evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,
-                  progress: bool = False) -> Timeline:
+                  progress: bool = False, evidence_frame_margin: int = 0,
+                  instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
     build the timeline and write its PNG to ``out``. Errors name the file and the field."""
     from ..questions import load_questions
@@ -326,6 +331,6 @@ def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questio
     else:
         vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
     tl = build_timeline(scene, vis, questions, budgets, profile, profile_options, seen_threshold,
-                        evidence_threshold, unknown_as_evidence)
+                        evidence_threshold, unknown_as_evidence, evidence_frame_margin, instant_tolerance_s)
     write_timeline(out, tl)
     return tl

@@ -153,3 +153,23 @@ def shown_evidence(table: EvidenceTable, object_ids: Sequence[str], frames: Sequ
     ev = table.evident(object_ids, span).any(axis=1)
     hidden = set(black) | {f for f, _ in masks}
     return tuple(sorted({int(f) for f in frames if ev[f] and f not in hidden}))
+
+
+def dummy_evidence(table: EvidenceTable, q: Question, scene: Scene, unknown_as_evidence: bool = True,
+                   frame_margin: int = 0, instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S
+                   ) -> tuple[tuple[str, ...], Span, tuple[int, ...]]:
+    """What ``q``'s drop and black dummies remove: (its evidence objects (:func:`evidence_objects`),
+    its :func:`time_span` at ``instant_tolerance_s``, the sorted frames). The frames carry evidence
+    of the objects within the span (unknown frames too unless ``unknown_as_evidence`` is off),
+    plus each one's ``frame_margin`` neighbours before and after (within the span). No objects:
+    no frames (only the all-black dummy exists). The one rule of the dummy videos
+    (vistest.videos.plan) and of ``vistest timeline``'s rows (vistest.look.timeline)."""
+    objs = evidence_objects(q, scene)
+    n = table.num_frames
+    span = time_span(q, n, scene.fps, instant_tolerance_s)  # a timed question: only the frames it asks about
+    evidence = table.evidence_frames(objs, unknown_as_evidence, span) if objs else ()
+    if frame_margin:  # each evidence frame's neighbours too (within the span)
+        m = frame_margin
+        evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))
+                                 if span is None or g in span}))
+    return objs, span, evidence

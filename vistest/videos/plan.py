@@ -89,7 +89,7 @@ from ..questions import Question
 from ..atomic import sha256_file as file_key  # noqa: F401  (the key of a file's bytes, used as plan.file_key)
 from ..scene import Scene, check_scene_id
 from .config import DEFAULT_DUMMY_LENGTH, LENGTH_BUDGET, LENGTH_FULL, DummyConfig, EncodeConfig, EncoderSettings
-from .evidence import EvidenceTable, Rect, evidence_objects, shown_evidence, time_span
+from .evidence import EvidenceTable, Rect, dummy_evidence, shown_evidence
 from .ffmpeg import VideoInfo
 from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, video_recipe
 from .takes import EvaluatorTakes, Takes, evaluator_takes, evaluator_warnings, take_warnings, video_takes
@@ -309,14 +309,9 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
-        objs = evidence_objects(q, scene)
-        span = time_span(q, n, fps, instant_tolerance_s)  # a timed question: only the frames it asks about
+        objs, span, evidence = dummy_evidence(table, q, scene, dummy.unknown_as_evidence,
+                                              dummy.evidence_frame_margin, instant_tolerance_s)
         unknown = all_unknown if span is None else tuple(f for f in all_unknown if f in span)
-        evidence = table.evidence_frames(objs, dummy.unknown_as_evidence, span) if objs else ()
-        if dummy.evidence_frame_margin:  # each evidence frame's neighbours too (within the span)
-            m = dummy.evidence_frame_margin
-            evidence = tuple(sorted({g for f in evidence for g in range(max(0, f - m), min(n, f + m + 1))
-                                     if span is None or g in span}))
         for mode in dummy.modes:
             if mode != "allblack" and not objs:
                 continue

@@ -1,0 +1,12 @@
+"""One BLAS / OpenMP thread per test process: imported first by tests/conftest.py, before numpy, so
+that OpenBLAS reads it when it loads; the xdist workers and the CLI child processes inherit it.
+
+`make test` runs one xdist worker per core, and each worker's OpenBLAS threads spinning on the other
+worker's core about doubled the CPU time of the learned attack fits in the generator's report
+(tests/test_generate*.py). A variable already set is left as it is. The Numba kernels keep their
+own threads (vistest.visibility).
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
