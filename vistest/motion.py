@@ -45,6 +45,7 @@ Conventions (docs/questions-format.md "Dynamic questions"):
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Sequence
 
@@ -134,7 +135,8 @@ def anchor_frames(name: str, frames: Sequence[int], time: float, fps: float,
     out = []
     for off in ANCHORS[name]:
         at = time + off
-        best = min(fs, key=lambda f: (abs(f / fps - at), f)) if fs else None
+        k = bisect.bisect_left(fs, at * fps)  # the nearest frame is fs[k - 1] or fs[k]
+        best = min(fs[max(0, k - 1):k + 1], key=lambda f: (abs(f / fps - at), f)) if fs else None
         if best is None or abs(best / fps - at) > tolerance_s + 1e-9:
             near = "none" if best is None else f"nearest frame {best} at {best / fps:.3g} s"
             raise MotionError(f"{name.replace('_', ' ')} at {time:g} s: no observed frame within {tolerance_s:g} s "

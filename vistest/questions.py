@@ -553,6 +553,12 @@ class _LineParser:
                                                  f"(comma-separated labels after the letter), got {opt!r}")
 
 
+def parse_question(doc: dict, source: str = "<questions>", lineno: int = 1, scene: Any | None = None) -> Question:
+    """One JSON object of a question file (1-based line ``lineno`` of ``source``, named in
+    messages), validated as :func:`parse_questions` validates each line. Raises QuestionError."""
+    return _LineParser(source, lineno, scene).question(doc)
+
+
 def parse_questions(lines: Iterable[str], source: str = "<questions>",
                     scene: Any | None = None) -> tuple[Question, ...]:
     """Validate JSONL text (an iterable of lines). ``scene``: when given, object ids,
@@ -560,7 +566,7 @@ def parse_questions(lines: Iterable[str], source: str = "<questions>",
     out: list[Question] = []
     first_line: dict[str, int] = {}
     for lineno, doc in iter_jsonl(lines, source, QuestionError):
-        q = _LineParser(source, lineno, scene).question(doc)
+        q = parse_question(doc, source, lineno, scene)
         if q.id in first_line:
             raise QuestionError(f"{source}:{lineno}: id: duplicate question id {q.id!r} "
                                 f"(also line {first_line[q.id]})")

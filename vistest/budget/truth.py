@@ -624,18 +624,26 @@ def _track(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if value is None:
         reason = REASON_TRACK_UNBRACKETED if q.type.motion in motion.ANCHORS else REASON_TRACK_UNDEFINED
         return replace(base, reason=reason, note=f"{where}; {why}")
-    answer = track_answer(q, value)
     note = f"{where}; {motion.heading(value)[0] + ' at ' if unit == 'deg' else ''}{value:.4g} {unit}".rstrip()
+    unsupported = (f"; every frame: {'no value' if value_all is None else f'{value_all:.4g} {unit}'.rstrip()}, "
+                   f"answer {q.ground_truth!r} not supported")
+    return _value_verdict(base, q, value, value_all, note, unsupported)
+
+
+def _value_verdict(base: QuestionTruth, q: Question, value: float, value_all: float | None, note: str,
+                   unsupported: str = "") -> QuestionTruth:
+    """Rules ``track`` and ``camera``: ``base`` (unanswerable) judged by the value over the sampled
+    frames: its option (:func:`track_answer`) none of the options, the original answer (kept), or
+    another (changed: ``track_changed`` when the value over every frame gives the original,
+    ``track_disagrees_with_scene`` with ``unsupported`` added to the note otherwise)."""
+    answer = track_answer(q, value)
     if answer is None:
         return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
     if same_answer(q, answer):
         return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
     every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
-    if not every_agrees:
-        note += (f"; every frame: {'no value' if value_all is None else f'{value_all:.4g} {unit}'.rstrip()}, "
-                 f"answer {q.ground_truth!r} not supported")
-    return replace(base, ground_truth=answer, status=CHANGED,
-                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES, note=note)
+    return replace(base, ground_truth=answer, status=CHANGED, note=note + ("" if every_agrees else unsupported),
+                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES)
 
 
 def camera_frames(q: Question, frames: Sequence[int], t: _Table) -> tuple[list[int], str]:
@@ -680,15 +688,8 @@ def _camera(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
         return base
     if value is None:
         return replace(base, reason=REASON_TRACK_UNDEFINED)
-    answer = track_answer(q, value)
     note = f"camera over frames {frames[0]}..{frames[-1]} ({len(frames)} sampled): {value:.4g} {unit}"
-    if answer is None:
-        return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
-    if same_answer(q, answer):
-        return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
-    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
-    return replace(base, ground_truth=answer, status=CHANGED, note=note,
-                   reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES)
+    return _value_verdict(base, q, value, value_all, note)
 
 
 def _min_budget(q: Question, sel: FrameSelection, minimum: int) -> QuestionTruth:

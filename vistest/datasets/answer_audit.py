@@ -59,7 +59,6 @@ median is above ``fit_m`` is reported as "none fits" (no tested convention expla
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -706,88 +705,113 @@ def _check_number(given: Any, value: float, unit: str, what: str, cfg: StaticAud
 
 
 def _static_row(q, fam: str, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
-    """(recomputed, verdict, why) of one parsed question of family ``fam``."""
-    from ..generate import direction as gdir
-    from ..generate import geometry as geo
-    from ..generate.rules import RelDirectionRules
-    from ..generate.size import longest_side_cm
-    from ..questions import option_labels
-
+    """(recomputed, verdict, why) of one parsed question of family ``fam`` (its check in :data:`_CHECKS`)."""
     given, why = _given(q)
     if given is None:
         return None, NOT_CHECKABLE, why
     named = [*q.objects, *(oid for lab in q.category for oid in s.instances(lab))]
     if any(oid in s.moving for oid in named) or any(lab in s.moving_labels for lab in q.category):
         return None, NOT_CHECKABLE, "it names a moving object: a static answer is not defined"
-    if fam == "size":
-        o = q.objects[0]
-        return _check_number(given, longest_side_cm(s.box[o][1]), "cm",
-                             f"the longest side of {s.label[o]} {o}'s box", cfg)
-    if fam == "distance":
-        a, b = q.objects[:2]
-        d = geo.box_distance(s.box[a], s.box[b])
-        return _check_number(given, d, "m", f"the closest-point distance of {s.label[a]} {a} and {s.label[b]} {b}",
-                             cfg)
-    if fam == "room size":
-        area = s.scene.room_area_m2
-        if area is None:
-            return None, NOT_CHECKABLE, "the scene has no room area"
-        return _check_number(given, float(area), "m^2", "the scene's room area", cfg)
-    if fam == "counting":
-        g = _number_of(given)
-        n = sum(len(s.instances(lab)) for lab in q.category)
-        if g is None:
-            return None, NOT_CHECKABLE, f"the answer {given!r} is not a number"
-        per = ", ".join(f"{lab} {len(s.instances(lab))}" for lab in q.category)
-        return n, AGREE if g == n else DISAGREE, f"the scene has {n} instances ({per}); the answer is {g:g}"
-    if fam == "relative distance":
-        p, farthest = q.objects[0], q.question_type.endswith("farthest")
-        dists: dict[str, float] = {}
-        notes = []
-        for opt in q.options or ():
-            lab = option_labels(opt)[0] if option_labels(opt) else ""
-            ids = [o for o in q.objects[1:] if s.label[o].lower() == lab] or \
-                [o for o, lb in s.label.items() if lb.lower() == lab and o != p]
-            if not ids:
-                continue
-            if len(ids) > 1:
-                notes.append(f"{lab}: {len(ids)} instances, the {'farthest' if farthest else 'nearest'} counts")
-            ds = [geo.box_distance(s.box[p], s.box[o]) for o in ids]
-            dists[lab] = max(ds) if farthest else min(ds)
-        key = str(given).lower()
-        if key not in dists:
-            return None, NOT_CHECKABLE, f"the answer {given!r} names no object of the scene"
-        best = (max if farthest else min)(dists, key=lambda k: dists[k])
-        gap = abs(dists[best] - dists[key])
-        verdict = AGREE if gap <= cfg.tie_m else DISAGREE
-        text = ", ".join(f"{k} {v:.2f} m" for k, v in sorted(dists.items(), key=lambda kv: kv[1]))
-        return best, verdict, (f"closest-point distances from {s.label[p]} {p}: {text}; {best} is the "
-                               f"{'farthest' if farthest else 'closest'}" + (f" ({'; '.join(notes)})" if notes else "")
-                               + ("" if key == best else f"; the answer {key} is {gap:.2f} m "
-                                  f"{'nearer' if farthest else 'farther'} "
-                                  f"({'within' if verdict == AGREE else 'beyond'} the {cfg.tie_m} m tie)"))
-    if fam == "relative direction":
-        if len(q.objects) < 3:
-            return None, NOT_CHECKABLE, "objects: expected [standing by, facing, asked about]"
-        level = _LEVEL.get(q.question_type, q.question_type.removeprefix("object_rel_direction_"))
-        a, b, c = (s.box[o][0][:2] for o in q.objects[:3])
-        facing = (a - b) if level.startswith("backward") else (b - a)
-        back = RelDirectionRules().back_turn_deg
-        ang = float(geo.ccw_angle_deg(facing, (c - a)[None])[0])
-        words = gdir.answer_words(level)
-        reg = gdir.region(np.array([ang, ang - cfg.angle_tol_deg, ang + cfg.angle_tol_deg]) % 360.0, level, back)
-        near = [words[i] if i < len(words) else "back" for i in reg]
-        key = str(given).strip().lower()
-        if key not in words:
-            return near[0], NOT_CHECKABLE, f"the answer {given!r} is not one of {', '.join(words)}"
-        verdict = AGREE if key in near else DISAGREE
-        na, nb, nc = (f"{s.label[o]} {o}" for o in q.objects[:3])
-        away = "away from " if level.startswith("backward") else ""
-        other = next((w for w in near[1:] if w != near[0]), None)
-        return near[0], verdict, (f"standing by {na} facing {away}{nb}, {nc} is {ang:.0f} deg counter-clockwise "
-                                  f"from ahead (90 left, 270 right): {near[0]}"
-                                  + (f" (within {cfg.angle_tol_deg:g} deg of {other})" if other else ""))
-    # appearance order
+    return _CHECKS[fam](q, given, s, cfg)
+
+
+def _size(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    from ..generate.size import longest_side_cm
+
+    o = q.objects[0]
+    return _check_number(given, longest_side_cm(s.box[o][1]), "cm", f"the longest side of {s.label[o]} {o}'s box", cfg)
+
+
+def _distance(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    from ..generate import geometry as geo
+
+    a, b = q.objects[:2]
+    d = geo.box_distance(s.box[a], s.box[b])
+    return _check_number(given, d, "m", f"the closest-point distance of {s.label[a]} {a} and {s.label[b]} {b}", cfg)
+
+
+def _room_size(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    area = s.scene.room_area_m2
+    if area is None:
+        return None, NOT_CHECKABLE, "the scene has no room area"
+    return _check_number(given, float(area), "m^2", "the scene's room area", cfg)
+
+
+def _counting(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    g = _number_of(given)
+    n = sum(len(s.instances(lab)) for lab in q.category)
+    if g is None:
+        return None, NOT_CHECKABLE, f"the answer {given!r} is not a number"
+    per = ", ".join(f"{lab} {len(s.instances(lab))}" for lab in q.category)
+    return n, AGREE if g == n else DISAGREE, f"the scene has {n} instances ({per}); the answer is {g:g}"
+
+
+def _relative_distance(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    """Each option's distance from the primary object (an option label with several instances: its
+    nearest, or farthest for a farthest question); a keyed option within ``tie_m`` of the winner agrees."""
+    from ..generate import geometry as geo
+    from ..questions import option_labels
+
+    p, farthest = q.objects[0], q.question_type.endswith("farthest")
+    dists: dict[str, float] = {}
+    notes = []
+    for opt in q.options or ():
+        lab = option_labels(opt)[0] if option_labels(opt) else ""
+        ids = [o for o in q.objects[1:] if s.label[o].lower() == lab] or \
+            [o for o, lb in s.label.items() if lb.lower() == lab and o != p]
+        if not ids:
+            continue
+        if len(ids) > 1:
+            notes.append(f"{lab}: {len(ids)} instances, the {'farthest' if farthest else 'nearest'} counts")
+        ds = [geo.box_distance(s.box[p], s.box[o]) for o in ids]
+        dists[lab] = max(ds) if farthest else min(ds)
+    key = str(given).lower()
+    if key not in dists:
+        return None, NOT_CHECKABLE, f"the answer {given!r} names no object of the scene"
+    best = (max if farthest else min)(dists, key=lambda k: dists[k])
+    gap = abs(dists[best] - dists[key])
+    verdict = AGREE if gap <= cfg.tie_m else DISAGREE
+    text = ", ".join(f"{k} {v:.2f} m" for k, v in sorted(dists.items(), key=lambda kv: kv[1]))
+    return best, verdict, (f"closest-point distances from {s.label[p]} {p}: {text}; {best} is the "
+                           f"{'farthest' if farthest else 'closest'}" + (f" ({'; '.join(notes)})" if notes else "")
+                           + ("" if key == best else f"; the answer {key} is {gap:.2f} m "
+                              f"{'nearer' if farthest else 'farther'} "
+                              f"({'within' if verdict == AGREE else 'beyond'} the {cfg.tie_m} m tie)"))
+
+
+def _relative_direction(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    """The generator's rule (vistest.generate.direction): in the floor plane from A's centre, facing
+    B's centre (backward: away from it), C's centre's counter-clockwise angle seen from above; the
+    keyed word agrees when some angle within ``angle_tol_deg`` gives it."""
+    from ..generate import direction as gdir
+    from ..generate import geometry as geo
+    from ..generate.rules import RelDirectionRules
+
+    if len(q.objects) < 3:
+        return None, NOT_CHECKABLE, "objects: expected [standing by, facing, asked about]"
+    level = _LEVEL.get(q.question_type, q.question_type.removeprefix("object_rel_direction_"))
+    a, b, c = (s.box[o][0][:2] for o in q.objects[:3])
+    facing = (a - b) if level.startswith("backward") else (b - a)
+    back = RelDirectionRules().back_turn_deg
+    ang = float(geo.ccw_angle_deg(facing, (c - a)[None])[0])
+    words = gdir.answer_words(level)
+    reg = gdir.region(np.array([ang, ang - cfg.angle_tol_deg, ang + cfg.angle_tol_deg]) % 360.0, level, back)
+    near = [words[i] if i < len(words) else "back" for i in reg]
+    key = str(given).strip().lower()
+    if key not in words:
+        return near[0], NOT_CHECKABLE, f"the answer {given!r} is not one of {', '.join(words)}"
+    verdict = AGREE if key in near else DISAGREE
+    na, nb, nc = (f"{s.label[o]} {o}" for o in q.objects[:3])
+    away = "away from " if level.startswith("backward") else ""
+    other = next((w for w in near[1:] if w != near[0]), None)
+    return near[0], verdict, (f"standing by {na} facing {away}{nb}, {nc} is {ang:.0f} deg counter-clockwise "
+                              f"from ahead (90 left, 270 right): {near[0]}"
+                              + (f" (within {cfg.angle_tol_deg:g} deg of {other})" if other else ""))
+
+
+def _appearance_order(q, given, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[Any, str, str]:
+    """First appearances under the default seen rule (vistest.generate.facts); two labels at most
+    ``order_tol_s`` apart may come in either order."""
     f = s.facts()
     labels = list(q.category) or [s.label[o] for o in q.objects]
     times = {lab.lower(): f.label_first_time(lab) if lab in f.by_label else None for lab in labels}
@@ -805,6 +829,13 @@ def _static_row(q, fam: str, s: _StaticScene, cfg: StaticAuditConfig) -> tuple[A
                                        + (f"; the answer puts {wrong[0][0]} before {wrong[0][1]}" if wrong else ""))
 
 
+# each static family's check: (question, the answer given, the scene, tolerances) -> (recomputed, verdict, why)
+_CHECKS = {"size": _size, "distance": _distance, "room size": _room_size, "counting": _counting,
+           "relative distance": _relative_distance, "relative direction": _relative_direction,
+           "appearance order": _appearance_order}
+assert set(_CHECKS) == set(STATIC_FAMILIES)
+
+
 def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAuditConfig = StaticAuditConfig(),
                  visibility=None) -> StaticAuditReport:
     """Recompute every static answer of ``questions`` (JSONL) from ``scene`` with the generator's
@@ -813,7 +844,7 @@ def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAudit
     not given) and compare within ``config``'s tolerances. Rows of another ``scene_id`` are left
     out; rows of other types (grounding, route, time windows, tracks) are ``other``, not checkable.
     A row of a static type that does not validate raises QuestionError (file, line, field)."""
-    from ..questions import QUESTION_TYPES, parse_questions
+    from ..questions import QUESTION_TYPES, parse_question
 
     path = Path(questions)
     s = _StaticScene(scene, visibility)
@@ -830,8 +861,7 @@ def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAudit
                     f"or a track)")
             rows.append(StaticRow(rid, line, qtype, OTHER, doc.get("ground_truth"), None, NOT_CHECKABLE, what))
             continue
-        lines = [""] * (line - 1) + [json.dumps(doc)]  # keeps the line number in messages
-        [q] = parse_questions(lines, str(path), scene=scene)
+        q = parse_question(doc, str(path), line, scene)
         recomputed, verdict, why = _static_row(q, fam, s, config)
         rows.append(StaticRow(q.id, line, qtype, fam, _given(q)[0], recomputed, verdict, why))
     return StaticAuditReport(scene.scene_id, str(path), config, tuple(rows))

@@ -249,8 +249,9 @@ def instant_candidates(facts: SceneFacts, rules: MotionRules) -> list[Candidate]
             lo, hi = t + mo.ANCHORS[mo.INSTANT_SPEED][0], t + mo.ANCHORS[mo.INSTANT_SPEED][-1]
             if lo < 0 or hi > last + 1e-9:
                 continue
-            inside = facts.table_frames[(facts.table_frames >= window_range(lo, lo, scene.fps)[0])
-                                        & (facts.table_frames <= window_range(hi, hi, scene.fps)[1])]
+            tf = facts.table_frames  # sorted
+            inside = tf[np.searchsorted(tf, window_range(lo, lo, scene.fps)[0]):
+                        np.searchsorted(tf, window_range(hi, hi, scene.fps)[1], side="right")]
             observed = np.intersect1d(inside, seen)
             if len(inside) < 2 or len(observed) < rules.min_seen_share * len(inside) - 1e-9:
                 continue
@@ -286,8 +287,10 @@ def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, .
     longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
     out = []
     for i, t0 in enumerate(grid):
-        for t1 in grid[i + 1:]:
-            if t1 - t0 < rules.min_window_s - 1e-9 or t1 - t0 > longest + 1e-9:
+        for t1 in grid[i + 1:]:  # ascending: past the longest window nothing more is asked from t0
+            if t1 - t0 > longest + 1e-9:
+                break
+            if t1 - t0 < rules.min_window_s - 1e-9:
                 continue
             (a, _), (_, b) = window_range(t0, t0, scene.fps), window_range(t1, t1, scene.fps)
             inside = frames[(frames >= a) & (frames <= b)]

@@ -23,6 +23,7 @@ against the worst held-out gap, :func:`curve_png`); each question's bias score
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -431,8 +432,6 @@ def curve_png(report: GenerateReport, path) -> bool:
     ax.set_title("Bias pruning: questions kept (labels) vs the worst attack", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    import io
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     write_atomic(path, buf.getvalue())
