@@ -242,6 +242,7 @@ def write_walk(root: Path, keep=lambda n: True) -> Path:
     return scan
 
 
+@pytest.mark.slow  # two imports and two runs
 def test_strided_export_gives_the_unstrided_ground_truth_on_the_same_photos(tmp_path, monkeypatch):
     """Every 10th frame of the walk (photos 0, 10, 20, 30, 40; frames between held) against every
     frame of it, each imported with --video-from-frames and its visibility computed on its own

@@ -219,6 +219,7 @@ OUTPUT_OPTIONS = [["--crf", "20"], ["--budgets", "16"], ["--dummy", "drop,black"
                   ["--evaluator", "every-frame"], ["--dummy-length", "full"]]
 
 
+@pytest.mark.slow  # a run and a status per option
 def test_resources_never_make_a_scene_stale_and_output_options_always_do(scenes, tmp_path):
     """One rule for `vistest run`, `vistest batch` and SceneJob.status (issue #24: run_options
     hashed --jobs, TaskOptions.key did not, so scene_status called a scene stale when only

@@ -303,6 +303,7 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     assert rep.ok == all(c.ok for c in rep.checks)
 
 
+@pytest.mark.slow  # a pruned generation on the 20 rooms
 def test_pruning_never_scores_on_the_report_folds(rooms, monkeypatch):
     """Every scoring of the pruning holds out with folds of its own round's fold seed (seed +
     judge_fold_seeds + round): never the folds of a report fold seed, new folds every round."""
@@ -340,6 +341,7 @@ def test_30_random_rooms_keep_every_type_within_the_budget(rooms):
     assert hard and all(c.ok for c in hard), [c for c in hard if not c.ok]
 
 
+@pytest.mark.slow  # two more generations on the 20 rooms (the pruning: tests/test_generate_bias.py)
 def test_balancing_is_what_brings_the_baselines_to_chance(rooms):
     """Without the caps, the stratified draws and the pruning the same rooms give blind baselines far
     above chance."""
@@ -499,6 +501,7 @@ def test_same_inputs_and_seed_give_identical_bytes_across_processes(tmp_path, ro
     assert sum(len((outs[0] / n).read_text().splitlines()) for n in files) > 20  # 25: leaky types dropped
 
 
+@pytest.mark.slow  # two more generations on the 20 rooms
 def test_in_process_repeat_is_identical(rooms):
     a = generate(rooms[:3], GENERATED_TYPES, Rules(), seed=3)
     b = generate(list(reversed(rooms[:3])), GENERATED_TYPES, Rules(), seed=3)  # input order does not matter

@@ -12,7 +12,7 @@ from vistest.questions import option_letter
 from vistest.visibility.table import compute_visibility
 
 
-@pytest.mark.parametrize("seed", [3, 8])
+@pytest.mark.parametrize("seed", [3, pytest.param(8, marks=pytest.mark.slow)])
 def test_appearance_orders_match_a_pyrender_render(seed):
     from vistest.visibility.render import BoxSegRenderer
 

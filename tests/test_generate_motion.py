@@ -152,8 +152,7 @@ def _facts(frames, seen, num_frames, fps):
                            seen_frames={"o": np.array(seen, dtype=np.int64)})
 
 
-def test_windows_equal_the_pairwise_rule_and_take_linear_time():
-    import time
+def test_windows_equal_the_pairwise_rule():
     rng = np.random.default_rng(0)
     for trial in range(60):
         n, fps = int(rng.integers(2, 200)), float(rng.choice([10.0, 29.97, 30.0, 7.5]))
@@ -166,6 +165,11 @@ def test_windows_equal_the_pairwise_rule_and_take_linear_time():
         got = [(w.start_s, w.end_s, w.inside.tolist(), w.observed.tolist())
                for w in gm.object_windows(_facts(frames, seen, n, fps), "o", rules)]
         assert got == windows_by_every_pair(frames, seen, n, fps, rules), trial
+
+
+@pytest.mark.slow  # a 10-million-frame grid and a one-hour scene
+def test_windows_take_linear_time():
+    import time
     # issue #35: a frame index of 9,999,999 (333,333 s of grid) and a one-hour scene took minutes / 72 s
     for frames, n in ((list(range(40)) + [9_999_999], 10_000_000), (list(range(0, 108_000, 3)), 108_000)):
         t = time.perf_counter()
@@ -301,6 +305,7 @@ def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
     assert all(c.gap <= 0.03 for c in cells), [(c.question_type, c.attack, c.gap) for c in cells if c.gap > 0.03]
 
 
+@pytest.mark.slow  # two generations with the budget stage (the answers: motion_set below)
 def test_generate_end_to_end_is_deterministic_and_valid():
     """The whole command with the budget stage: every pooled answer is kept at ``all`` (the
     generator's answer is what rule ``track`` recomputes over every frame), the same set from

@@ -203,6 +203,7 @@ def test_every_route_on_30_random_rooms_checked_by_independent_geometry(rooms):
     assert n >= 10, n
 
 
+@pytest.mark.slow  # 30 rooms generated (the route geometry: test_analytic_room_turns_left_then_right)
 def test_route_questions_in_a_generated_set(rooms):
     rules = Rules().with_overrides(["route.max_per_scene=0", "route.clearance_m=0.15", "route.landmark_margin_m=0.2",
                                     "balance.null_permutations=0"])  # the report's held-out chance only
@@ -218,6 +219,7 @@ def test_route_questions_in_a_generated_set(rooms):
         assert r["question"].count("[please fill in]") == 1 + len(texts[0].split(", "))  # the note names it once
 
 
+@pytest.mark.slow  # two generations on 30 rooms
 def test_routes_are_deterministic(rooms):
     # null_permutations: the report's held-out chance only (the questions are the same without it)
     rules = Rules().with_overrides(["route.clearance_m=0.15", "route.landmark_margin_m=0.2",

@@ -279,6 +279,7 @@ document.getElementById("page").addEventListener("load", () => {{
 """
 
 
+@pytest.mark.slow  # a headless browser
 def test_index_html_in_headless_chromium(run_dir, tmp_path):
     exe = chromium()
     if exe is None:

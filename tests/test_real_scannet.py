@@ -314,6 +314,7 @@ def test_real_coffee_table_under_the_threshold_says_why(real):
     assert budget_truth(real, vis, q, budgets=("all",), seen_threshold=SeenRule("pixels")).items[0].status == "kept"
 
 
+@pytest.mark.slow  # the stand-in surface over 81k real vertices (its rule: tests/test_zbuffer.py)
 def test_stand_in_surface_has_the_real_meshes_size_and_structure():
     """The stand-in faces over scene0000_00's 81,369 real vertices (NOT the real faces, which
     are not published): about as many triangles as the real ``_vh_clean_2.ply`` (~145k: the

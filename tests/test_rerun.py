@@ -124,6 +124,7 @@ def test_a_taken_temporary_name_is_skipped_not_an_error(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------
 # reruns of the demo
 # ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # four runs of the demo (the atomic writes: the tests above)
 def test_reruns_of_vistest_run_leave_every_file_identical(demo_tiny, tmp_path):
     out = tmp_path / "run"
     cli("run", demo_tiny, QUESTIONS, "-o", out, *FAST)
@@ -143,6 +144,7 @@ def test_reruns_of_vistest_run_leave_every_file_identical(demo_tiny, tmp_path):
     assert not any(p.endswith(".mp4: other bytes") for p in changed)  # the videos do not depend on questions
 
 
+@pytest.mark.slow  # two batches of the demo, each run twice
 def test_reruns_of_vistest_batch_leave_every_file_identical(demo_tiny, tmp_path):
     scenes = tmp_path / "scenes"
     demo_batch(demo_tiny, QUESTIONS, scenes, ["demo-a", "demo-b"])

@@ -103,6 +103,7 @@ def test_cli_errors_name_file_and_field(scene_json, tmp_path):
 
 
 # ---- the mesh and depth images occlusion reads are inputs --------------------------------------------
+@pytest.mark.slow  # three runs of the demo (the inputs' keys: test_depth_images_are_keyed_by_content)
 def test_a_changed_mesh_reruns_the_scene_and_recomputes_its_visibility(scene_json, tmp_path):
     """The demo's mesh (``auto`` occlusion renders it) is an input like scene.json: after it
     changes, the scene is no longer current (named), a rerun computes the table again (equal
@@ -282,6 +283,7 @@ def test_docs_name_every_run_setting():
             assert len(f.metadata.get("doc", "")) > 10, (cls.__name__, f.name)
 
 
+@pytest.mark.slow  # a run, make variants three times, a rerun and two batches
 def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, tmp_path, monkeypatch):
     """A change to the ground-truth rules (vistest.budget.truth.RULES_VERSION bumped, as a release
     that changes budget/truth.py does) makes a scene that was current stale, with the reason printed,

@@ -16,6 +16,7 @@ import json
 
 import cv2
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from test_real_scannet import FRAMES, write_scan
@@ -29,6 +30,7 @@ def _run(*args: str) -> str:
     return res.output
 
 
+@pytest.mark.slow  # the whole chain, import to lmms-eval task (each step: its own module)
 def test_sensreader_jpgs_to_lmms_eval_task(tmp_path):
     scan = write_scan(tmp_path)
     scene_dir, run_dir, export = tmp_path / "scene", tmp_path / "run", tmp_path / "export"

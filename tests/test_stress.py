@@ -282,6 +282,7 @@ def test_learned_number_shortcut():
     assert np.mean([learned.bias[t.key] for t in kitchen]) >= 0.8
 
 
+@pytest.mark.slow  # the baseline command's learned attacks on a large set (in process: the tests above)
 def test_baseline_cli_writes_held_out_predictions_bias_and_the_pruned_set(tmp_path):
     truths, planted = planted_truths()
     for t in truths:  # a run folder of vistest run: scenes/{scene}/16_frame.jsonl

@@ -6,6 +6,7 @@ docs/*.md mention exists."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 import sys
@@ -23,6 +24,17 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 ALLOWED_CYCLES: set[frozenset[str]] = set()
 ALLOWED_UPWARD: set[tuple[str, str]] = set()  # (importer, imported module of a later stage)
 ALLOWED_PACKAGE_CYCLES: set[frozenset[str]] = set()
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+def _parse(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per text (the checks read every module several
+    times; the trees are only read)."""
+    return _parsed(path.read_text(encoding="utf-8"))
 
 
 def _modules() -> dict[str, Path]:
@@ -80,7 +92,7 @@ def private_imports() -> set[tuple[str, str, str]]:
     ``m`` is bound to a vistest module."""
     found = set()
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parse(path)
         module_names: dict[str, str] = {}  # local name -> vistest module it is bound to
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -132,14 +144,14 @@ def _imported(name: str, nodes) -> dict[str, int]:
 def import_graph() -> dict[str, set[str]]:
     """Module -> the vistest modules its module-level imports load (a package's ``__init__``
     counts for every module imported through it)."""
-    return {name: set(_imported(name, _module_level(ast.parse(path.read_text(encoding="utf-8")).body)))
+    return {name: set(_imported(name, _module_level(_parse(path).body)))
             for name, path in MODULES.items()}
 
 
 def all_imports() -> dict[str, dict[str, int]]:
     """Module -> {vistest module it imports: line}, every import statement of the file: module
     level, inside functions (a lazy import is a real dependency) and under TYPE_CHECKING."""
-    return {name: _imported(name, ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    return {name: _imported(name, ast.walk(_parse(path)))
             for name, path in MODULES.items()}
 
 
@@ -248,7 +260,7 @@ def non_standard_imports(modules: list[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name in modules:
         found = set()
-        for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        for node in ast.walk(_parse(MODULES[name])):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom):

@@ -30,7 +30,7 @@ from vistest.visibility.zbuffer import face_objects
 WS, HS = 160, 120
 
 
-@pytest.fixture(scope="module", params=[0, 1])
+@pytest.fixture(scope="module", params=[0, pytest.param(1, marks=pytest.mark.slow)])  # seed 1: the slow tier
 def meshed(request, tmp_path_factory):
     return random_mesh_scene(tmp_path_factory.mktemp(f"mesh{request.param}"), seed=request.param)
 
@@ -197,6 +197,7 @@ def _edge_faces(faces: np.ndarray) -> np.ndarray:
     return np.unique(e, axis=0, return_counts=True)[1]
 
 
+@pytest.mark.slow  # two triangulations of 1,200 points (the real vertices: tests/test_real_scannet.py, slow too)
 def test_stand_in_surface_tiles_a_sampled_plane_once():
     """``surface_from_points`` on a jittered grid of a tilted plane (nearly co-circular
     quadruples: the hard case for local triangulations): the reference is the plane itself.
