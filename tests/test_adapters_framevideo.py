@@ -295,6 +295,7 @@ def test_strided_export_gives_the_unstrided_ground_truth_on_the_same_photos(tmp_
     assert statuses == {"kept", "unanswerable"}
 
 
+@pytest.mark.slow  # the real sample imported as a 103-frame video (held frames by hand: the tests below)
 def test_audit_reads_each_photo_once(tmp_path):
     """The real sample's photos 0, 11 and 102 as a 103-frame video: 100 held frames carry a photo's
     pose, depth and image, and the audit still reads three observations (and passes as it does

@@ -30,6 +30,7 @@ from vistest.questions import QUESTION_TYPES, option_letter, parse_questions
 from vistest.visibility.table import compute_visibility
 
 N_ROOMS = 20
+N_FAST = 8  # the fast tier's unpruned set: the first 8 of the rooms (every template makes questions there)
 RULES = Rules()
 
 
@@ -45,15 +46,30 @@ def generated(rooms):
     return generate(rooms, GENERATED_TYPES, Rules(), seed=0)
 
 
-@pytest.fixture(scope="module")
-def generated_every_type(rooms):
-    """The same rooms without the bias pruning (balance.removal_budget 0): every template's answers
-    are checked, on more questions than the pruned set keeps (the pruning is checked by
-    ``generated`` and tests/test_generate_bias.py). The report's held-out chance of the complements
-    (``balance.null_permutations``: read by the report only; the questions are the same) is judged on
-    ``generated``."""
+def _every_type(rooms):
     return generate(rooms, GENERATED_TYPES, Rules().with_overrides(["balance.removal_budget=0",
                                                                     "balance.null_permutations=0"]), seed=0)
+
+
+@pytest.fixture(scope="module")
+def generated_every_type(rooms):
+    """The first ``N_FAST`` rooms without the bias pruning (balance.removal_budget 0): every
+    template's answers are checked, on more questions than the pruned set keeps (the pruning is
+    checked by ``generated`` and tests/test_generate_bias.py). The report's held-out chance of the
+    complements (``balance.null_permutations``: read by the report only; the questions are the same)
+    is judged on ``generated``. The slow tier checks the same on all 20 rooms
+    (``generated_every_type_20``)."""
+    return _every_type(rooms[:N_FAST])
+
+
+@pytest.fixture(scope="module")
+def generated_every_type_20(rooms):
+    """All 20 rooms without the bias pruning (the slow tier)."""
+    return _every_type(rooms)
+
+
+# rooms per generated set
+SET_ROOMS = {"generated_every_type": N_FAST, "generated_every_type_20": N_ROOMS, "generated": N_ROOMS}
 
 
 def records_of(generated):
@@ -135,8 +151,11 @@ def turn_to_boundary(x, y, hard):
 
 
 # ---- every answer, recomputed ----------------------------------------------------------------
-def test_every_answer_recomputed_independently(rooms, generated_every_type):
-    generated = generated_every_type
+@pytest.mark.parametrize("set_name", ["generated_every_type",
+                                      pytest.param("generated_every_type_20", marks=pytest.mark.slow)])
+def test_every_answer_recomputed_independently(rooms, set_name, request):
+    generated = request.getfixturevalue(set_name)
+    assert len(generated.questions) == SET_ROOMS[set_name]
     # no pruning: every question the caps draw is here
     assert not [f for f in generated.report.funnel if any(s == "bias_pruning" for s, _ in f.removed)]
     scenes = {i.scene.scene_id: i.scene for i in rooms}
@@ -205,9 +224,10 @@ def test_every_answer_recomputed_independently(rooms, generated_every_type):
     assert set(seen_types) == set(GENERATED_TYPES), seen_types  # every template made questions
 
 
-# the pruned 20-room set (``generated``: the balancing's attack refits, ~15 s) in the slow tier; the fast
-# tier checks the same on the unpruned set of the same rooms (``generated_every_type``)
+# the pruned 20-room set (``generated``: the balancing's attack refits, ~15 s) and the unpruned one in the
+# slow tier; the fast tier checks the same on the unpruned set of the first 8 rooms (``generated_every_type``)
 ON_BOTH_SETS = pytest.mark.parametrize("set_name", ["generated_every_type",
+                                                    pytest.param("generated_every_type_20", marks=pytest.mark.slow),
                                                     pytest.param("generated", marks=pytest.mark.slow)])
 
 
@@ -216,7 +236,8 @@ def test_output_is_valid_question_jsonl_kept_by_the_budget_stage(rooms, set_name
     """Objects referenced by id: the budget stage loads them unchanged and keeps every answer
     when the model sees all frames."""
     generated = request.getfixturevalue(set_name)
-    for inp in rooms:
+    assert len(generated.questions) == SET_ROOMS[set_name]
+    for inp in rooms[:SET_ROOMS[set_name]]:
         recs = generated.questions[inp.scene.scene_id]
         qs = parse_questions([json.dumps(r) for r in recs], scene=inp.scene)
         bt = budget_truth(inp.scene, inp.visibility, qs, budgets=["all"])

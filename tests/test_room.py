@@ -112,6 +112,7 @@ def raster_alpha_area(xy: np.ndarray, alpha: float, cell: float = 0.01) -> float
     return float(binary_fill_holes(mask).sum() * cell * cell)
 
 
+@pytest.mark.slow  # rasters of the real scan's 81k vertices (the rule on synthetic rooms: the tests above)
 def test_real_scannet_scene0000_00_room_area_matches_vsibench_recipe():
     v = np.load(VERTS)[:, :3].astype(np.float64)
     r = room_area(v)
