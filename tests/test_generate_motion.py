@@ -213,15 +213,16 @@ def test_a_static_scene_gets_no_dynamic_questions():
 # ---------------------------------------------------------------------------------------
 # generated answers, recomputed
 # ---------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def motion_set():
-    """8 random dynamic scenes (two of them slow: 0.01-0.1 m/s) and their generated questions,
-    the budget check off (the answers are checked here; the budget rule in tests/test_budget*)."""
-    scenes = [random_motion_scene(s) for s in range(6)]
+@pytest.fixture(scope="module", params=[4, pytest.param(6, marks=pytest.mark.slow)])
+def motion_set(request):
+    """4 random dynamic scenes (the slow tier: 6) and two slow ones (0.01-0.1 m/s) and their
+    generated questions, the budget check off (the answers are checked here; the budget rule in
+    tests/test_budget*)."""
+    scenes = [random_motion_scene(s) for s in range(request.param)]
     scenes += [random_motion_scene(100 + s, speed_range=(0.01, 0.1)) for s in range(2)]
     rules = Rules().with_overrides(["frames.answerable_at=[]", "frames.report_budgets=[]",
                                     "balance.removal_budget=0",
-                                    "balance.direction_answer_tolerance=0.75"])  # no answer cap on 8 scenes
+                                    "balance.direction_answer_tolerance=0.75"])  # no answer cap on 6-8 scenes
     gen = generate([SceneInput(sc, vis) for sc, vis in scenes], MOTION_TYPES, rules, seed=0)
     return scenes, gen
 
@@ -272,6 +273,7 @@ def test_every_generated_answer_is_recomputed_from_the_track_keys(motion_set):
     assert slow >= 3  # near-zero speeds are asked
 
 
+@pytest.mark.slow  # 40 random dynamic scenes' candidates and the attacks' refits
 def test_keyed_rank_is_uniform_and_the_rank_and_length_attacks_are_at_chance():
     """Every candidate of 40 random dynamic scenes (a third slow), options placed once (no pruning):
     the keyed option's rank among the values (read from the options) is each rank's 20% +- 3

@@ -282,18 +282,19 @@ def test_cli_report_lists_the_skipped_variants(tmp_path):
 # ---------------------------------------------------------------------------------------
 # the text-only adversary (tests/leak_adversary.py) on every reformulation
 # ---------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def generated_questions(tmp_path_factory):
-    """``vistest generate --types all`` on 6 random rooms (box visibility) and ``--types motion`` on 4
-    random dynamic scenes (tests/motion_scenes.py), as records."""
+@pytest.fixture(scope="module", params=[(3, 2), pytest.param((6, 4), marks=pytest.mark.slow)], ids=["3+2", "6+4"])
+def generated_questions(tmp_path_factory, request):
+    """``vistest generate --types all`` on 3 random rooms (box visibility) and ``--types motion`` on 2
+    random dynamic scenes (tests/motion_scenes.py), as records (the slow tier: 6 rooms and 4 scenes)."""
+    rooms, moving = request.param
     from vistest.datasets.synthetic import random_room_scene
     from vistest.visibility.table import compute_visibility
 
     from motion_scenes import random_motion_scene
 
     tmp = tmp_path_factory.mktemp("gen")
-    static = [(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100) for seed in range(6))]
-    dynamic = [random_motion_scene(seed) for seed in range(4)]
+    static = [(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100) for seed in range(rooms))]
+    dynamic = [random_motion_scene(seed) for seed in range(moving)]
     for scenes, types in ((static, "all"), (dynamic, "motion")):
         args = []
         for scene, vis in scenes:

@@ -264,6 +264,7 @@ class EntryReference:
         self.mesh.close()
 
 
+@pytest.mark.slow  # pyrender per frame for two modes (the depth mode against pyrender: tests/test_demo_dynamic.py)
 @pytest.mark.parametrize("seed", [4])
 def test_moving_boxes_against_static_mesh_and_depth_agree_with_pyrender(tmp_path, seed, capfd):
     """Evidence of moving boxes in ``mesh`` and ``depth`` occlusion: a box sample is hidden where the
