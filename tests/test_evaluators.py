@@ -93,6 +93,7 @@ def test_lmms_eval_qwen2_5_vl_max_num_frames_on_a_full_video(frames, taken):
     assert e.takes(300, 30.0, "all").tolist() == decoded[keep].tolist() and len(keep) == taken
 
 
+@pytest.mark.slow  # a demo of its own and two runs
 def test_an_evaluator_failing_on_the_video_gets_no_all_ground_truth(tmp_path):
     """vistest run: a configuration its client would fail with on the video (qwen-vl-utils asked more frames than
     a 24-frame video has) is a warning and has no all_frame.jsonl; a rerun where it fails removes the file an

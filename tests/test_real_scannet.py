@@ -225,6 +225,7 @@ def real_meshed(tmp_path_factory) -> Scene:
     return Scene.load(import_scene("scannet", scan, root / "scene"))
 
 
+@pytest.mark.slow  # the stand-in surface over the 81k real vertices (real_meshed)
 def test_real_import_labels_the_mesh_vertices(real_meshed):
     scene = real_meshed
     lines = scene.path(scene.mesh_objects).read_text().splitlines()
@@ -234,6 +235,7 @@ def test_real_import_labels_the_mesh_vertices(real_meshed):
     assert all((ln == str(i)) if str(i) in ids else ln == "" for ln, i in zip(lines, ins))
 
 
+@pytest.mark.slow  # real_meshed (mesh instances against pyrender: tests/test_zbuffer.py)
 def test_real_instance_visibility_of_the_coffee_table_matches_pyrender(real_meshed):
     """Frame 102: the table's own faces cover ~1.4% of the image (the issue's pyrender render of
     the real instance mesh: 1.43%); the evidence region (the box bound, what dummies remove) is
