@@ -183,14 +183,16 @@ def demo_tiny(tmp_path_factory) -> Path:
 # ---------------------------------------------------------------------------------------
 # session hooks
 # ---------------------------------------------------------------------------------------
-# The longest modules (CPU time of `make test`, measured per test for issue 39), longest first (test_variants.py:
-# of `make test-slow`). Under pytest-xdist `make test` hands whole modules to the workers in collection order
+# The longest modules (CPU seconds of `make test`'s tests, measured per test in one process with
+# resource.getrusage, issue 39's second round), longest first (test_variants.py: of `make test-slow`). Under
+# pytest-xdist `make test` hands whole modules to the workers in collection order
 # (--dist loadfile --no-loadscope-reorder),
 # so these go first and the workers finish together; the other modules follow in their usual
 # order. A stale list costs balance only, never correctness.
-LONGEST_FIRST = ("test_generate.py", "test_demo_dynamic.py", "test_export.py", "test_run.py", "test_real_scannet.py",
-                 "test_generate_route.py", "test_generate_motion.py", "test_tracks.py", "test_adapters_framevideo.py",
-                 "test_faults.py", "test_generate_vsibench.py", "test_batch.py", "test_variants.py")
+LONGEST_FIRST = ("test_export.py", "test_faults.py", "test_demo_dynamic.py", "test_generate.py",
+                 "test_generate_motion.py", "test_audit.py", "test_batch.py", "test_track_truth.py", "test_run.py",
+                 "test_motion_dummies.py", "test_answer_audit.py", "test_visibility.py", "test_zbuffer.py",
+                 "test_demo.py", "test_variants.py")
 
 
 def pytest_sessionstart(session):
