@@ -163,8 +163,10 @@ $(SCENE_JOBS): variant-scene/%: | $(STAMP)
 # `make test`: the fast tier, every test not marked slow (pytest -m "not slow"), on every core
 # (pytest-xdist, one test module per worker at a time, longest modules first: see tests/conftest.py).
 # `make test-slow`: the slow tier (the cold Numba compile, the 300-frame video decode checks, Ray on
-# two nodes, kill/SIGINT loops, every sampler profile, the random pyrender scenes). CI (.ci/run) runs
+# two nodes, kill/SIGINT loops and reruns, every sampler profile, the random pyrender scenes every frame,
+# the 20- and 30-room generated sets, the real sample's stand-in mesh). CI (.ci/run) runs
 # both; `make test-all` runs both in one pytest run. TEST_JOBS=0: in this process, no workers.
+# The fast tier's aim: 60 s wall on two cores (README, "Tests": what was measured, and how).
 # PYTHONDONTWRITEBYTECODE is cleared so that pytest caches its compiled test modules (__pycache__/, ignored).
 TEST_JOBS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
