@@ -143,11 +143,9 @@ def test_3rscan_rotate_cw_turns_camera_and_depth(tmp_path):
 # the demo room written as a 3RScan scan
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Scene:
-    from vistest.datasets.demo import make_demo_scene
-
-    root = tmp_path_factory.mktemp("demo")
-    return Scene.load(make_demo_scene(root / "demo", num_frames=40, size=(320, 240), quiet=True))
+def demo(demo_room) -> Scene:
+    """The session's demo at 320x240, 40 frames (read only)."""
+    return Scene.load(demo_room)
 
 
 def write_demo_as_3rscan(demo: Scene, root: Path) -> Path:

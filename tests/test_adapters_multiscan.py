@@ -63,11 +63,9 @@ def test_multiscan_box_read_the_other_way_is_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def room(tmp_path_factory) -> Scene:
-    from vistest.datasets.demo import make_demo_scene
-
-    root = tmp_path_factory.mktemp("demo")
-    return Scene.load(make_demo_scene(root / "demo", num_frames=40, size=(320, 240), quiet=True))
+def room(demo_room) -> Scene:
+    """The session's demo at 320x240, 40 frames (read only)."""
+    return Scene.load(demo_room)
 
 
 def coordinate_transform() -> np.ndarray:

@@ -227,9 +227,11 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
     doc = json.loads((tmp_path / "scene.json").read_text())
     doc["objects"][2]["size"][0] = -1
     (tmp_path / "bad.json").write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, "-m", "vistest.cli", "visibility", str(tmp_path / "bad.json"),
-                        "-o", str(tmp_path / "bad.npz")], capture_output=True, text=True)
-    assert r.returncode == 2 and "bad.json: objects[2].size" in r.stderr
+    from click.testing import CliRunner  # in this process (the command's own process: above)
+
+    from vistest.cli import main
+    r = CliRunner().invoke(main, ["visibility", str(tmp_path / "bad.json"), "-o", str(tmp_path / "bad.npz")])
+    assert r.exit_code == 2 and "bad.json: objects[2].size" in r.output
     assert not (tmp_path / "bad.npz").exists()
 
 
