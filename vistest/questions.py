@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -101,6 +101,7 @@ class QuestionType:
     window_frames: int = 0
     task: str = ""
     motion: str = ""
+    needs_3d: bool = False  # the answer needs 3D boxes or camera poses: unanswerable on a 2D scene (needs_3d)
 
 
 # STI-Bench's eight tasks (MINT-SJTU/STI-Bench qa.parquet ``Task``; ReSTI README "Coverage") -> (vistest
@@ -178,6 +179,15 @@ def _types() -> dict[str, QuestionType]:
               for name, (q, k, task) in MOTION_TYPES.items() if name not in CAMERA_MOTION_TYPES]
     specs += [QuestionType(name, gen, mcq, RULE_CAMERA, window_frames=k, task=task, motion=q)
               for name, (q, k, task) in MOTION_TYPES.items() if name in CAMERA_MOTION_TYPES]
+    geometric = (RULE_OBJECTS, RULE_MIN_BUDGET, RULE_TRACK, RULE_CAMERA)  # the types above: sizes, distances, ...
+    specs = [replace(t, needs_3d=True) if t.rule in geometric else t for t in specs]
+    # video QA from 2D tracks (vistest.tracks2d, docs/tracks2d.md): a multiple-choice question about the video
+    # whose evidence is its ``objects`` when given (Perception Test's mc_question), and a grounded question whose
+    # answer is a set of objects (Perception Test's grounded_question: the answer's objects are its evidence),
+    # asked open-ended (answer_kind "text": their labels)
+    pt = ("Perception Test",)
+    specs += [QuestionType("video_mcq", pt, mcq, RULE_OBJECTS, 0, obj),
+              QuestionType("grounded_objects", pt, mcq, RULE_OBJECTS, 1, obj)]
     return {t.name: t for t in specs}
 
 

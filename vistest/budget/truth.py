@@ -6,7 +6,12 @@ question's ground truth is re-derived from them with a status and a reason:
 
 * ``kept``: the frames support the all-frame answer;
 * ``changed``: they support a different answer (``ground_truth`` is the new one);
-* ``unanswerable``: they cannot support any answer (``ground_truth`` is None).
+* ``unanswerable``: they cannot support any answer (``ground_truth`` is None);
+* ``unknown`` (2D scenes, vistest.tracks2d): the answer depends on selected frames where the
+  annotation does not say whether a referenced object is in view (``ground_truth`` is None; the row
+  names the frames and objects, ``unknown_frames``/``unknown_objects``, and gives the answer those
+  frames would have if the objects were unseen there, ``status_if_unknown_unseen``,
+  ``ground_truth_if_unknown_unseen``). Never silently "unseen": :func:`_unknown_truth`.
 
 Rules (each threshold a parameter of :func:`budget_truth`):
 
@@ -64,6 +69,12 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   ``kept`` or ``changed`` against the original, the reason the rule's finding, and the
   record carries ``"unsupported": true``.
 
+2D scenes (a table with ``params["input"] == "tracks2d"``, vistest.visibility.tracks2d): a type
+whose answer needs 3D geometry (:attr:`vistest.questions.QuestionType.needs_3d`: size, distance,
+direction, room size, route planning, tracks, the camera's motion) is unanswerable with reason
+``needs_3d``; a question of the 2D types naming no object is kept (``no_objects_named``: nothing
+to check). Counting and appearance order apply as they are (distinct track ids seen, first sightings).
+
 Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants. Each row also
 says it in words (``reason_text``) and, per referenced object that counts unseen in the selected
 frames, why (``unseen_detail``: in how many of the witnessing frames it is in view, the most it
@@ -94,7 +105,7 @@ from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTIN
                          RULE_WINDOW, Question, option_letter, option_number)
 from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
-from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, TruthRow, real_row
+from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, UNKNOWN, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
 from ..budgets import ALL, BudgetValue, budget_label, parse_budget
 from .sampling import DEFAULT_PROFILE, check_options, select_frames
@@ -134,6 +145,9 @@ REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no 
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
 REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
 REASON_CAMERA_ENDS_UNSAMPLED = "camera_ends_unsampled"  # no witnessing sampled frame near an end of the window
+REASON_NO_OBJECTS = "no_objects_named"                # a 2D question naming no object: nothing to check in the frames
+REASON_NEEDS_3D = "needs_3d"                          # a 2D scene: the type's answer needs 3D boxes or camera poses
+REASON_UNKNOWN_FRAMES = "depends_on_unknown_frames"   # 2D: the answer turns on frames the annotation says nothing of
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
@@ -202,6 +216,7 @@ class QuestionTruth:
     temporal: Mapping[str, Any] | None = None
     track: Mapping[str, Any] | None = None
     note: str = ""
+    unknown: Mapping[str, Any] | None = None  # status unknown: the row's unknown_* and *_if_unknown_unseen fields
 
     @property
     def occlusion_sensitive(self) -> bool:
@@ -235,6 +250,8 @@ class QuestionTruth:
             extra.update(self.temporal)
         if self.track is not None:
             extra.update(self.track)
+        if self.unknown is not None:
+            extra.update(self.unknown)
         return real_row(
             self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
             frame_indices=list(sel.frame_indices),
@@ -334,6 +351,8 @@ class _Table:
         with np.errstate(invalid="ignore"):
             self.in_view = (self.measure > 0) & valid[:, None]
             self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
+        self.unknown = np.isnan(np.asarray(self.measure, np.float64)) & valid[:, None]  # 2D: no annotation says
+        self.is_2d = vis.params.get("input") == "tracks2d"
         self.labels = {o.id: o.label for o in scene.objects}
         self.fps = float(scene.fps)
         self.instant_tolerance_s = DEFAULT_INSTANT_TOLERANCE_S
@@ -345,6 +364,10 @@ class _Table:
         t = copy.copy(self)
         t.seen = self.seen_bound
         return t
+
+    def unknown_in(self, frames: Sequence[int], col: int) -> list[int]:
+        """The frames of ``frames`` (witnessing frames, sorted) where column ``col``'s state is unknown."""
+        return [f for f in frames if self.unknown[self.row[f], col]]
 
     def unseen_detail(self, sel: FrameSelection, oid: str) -> dict:
         """Why object ``oid`` counts unseen in ``sel``'s witnessing frames: in how many it is in
@@ -441,6 +464,8 @@ def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
 
 
 def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    if not q.objects:  # a 2D type's question naming no object (vistest.questions: 3D types need some)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_NO_OBJECTS)
     sights = t.sightings(sel, [t.col[o] for o in q.objects])
     unseen = [o for o, s in zip(q.objects, sights) if not s]
     evidence = sorted({f for s in sights for f in s})
@@ -711,6 +736,10 @@ def offered_answer(qt: QuestionTruth) -> QuestionTruth:
 
 REASON_WORDS = {
     REASON_NO_VALID_FRAMES: "no selected frame can witness anything (invalid pose or no visibility row)",
+    REASON_NO_OBJECTS: "the question names no object: nothing to check in the frames (give its objects to check them)",
+    REASON_NEEDS_3D: "the answer needs 3D geometry (boxes, camera poses); the scene gives 2D tracks only",
+    REASON_UNKNOWN_FRAMES: "the answer depends on selected frames where the annotation does not say whether a "
+                           "referenced object is in view",
     REASON_COUNT_SUPPORTED: "every counted instance is seen",
     REASON_COUNT_REDUCED: "fewer instances are seen than the original count",
     REASON_COUNT_EXCEEDS: "more instances are seen than the original count",
@@ -784,14 +813,87 @@ def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_r
     why in words (:func:`_explain`); with ``bound`` (the table with occlusion ignored,
     :meth:`_Table.bound`) it also carries the finding without occlusion (``without_occlusion``)."""
     qt = _explain(offered_answer(_rule_truth(q, sel, table, min_budget_room_route)), table, min_budget_room_route)
+    if table.unknown.any():
+        qt = _unknown_truth(qt, table)
     qt = replace(qt, temporal=temporal_fields(q, sel, table.fps, table.instant_tolerance_s))
     if bound is not None:
         qt = replace(qt, without_occlusion=offered_answer(_rule_truth(q, sel, bound, min_budget_room_route)))
     return qt
 
 
+def _subject_cols(q: Question, t: _Table) -> list[tuple[str, list[int]]]:
+    """The question's subjects and their columns: each object of ``objects`` (one column), each
+    category label (every instance)."""
+    return [(o, [t.col[o]]) for o in q.objects] + t.category_cols(q.category)
+
+
+def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int], list[str]]:
+    """(selected frames, objects) on which ``q``'s finding turns while the annotation says nothing
+    of them (:data:`vistest.tracks2d.UNKNOWN`); empty when the finding holds whatever they show.
+
+    Counting and "every object seen" are monotone in each object: an object seen in a known frame
+    is settled; one unseen in every known frame, with unknown frames, is not. Appearance order:
+    each subject's first sighting lies between its earliest unknown-or-seen frame and its first
+    seen frame; the order is settled when those intervals are each a single frame, or disjoint.
+    Rules that read no object (room size, route planning, windows, the camera) never turn on one."""
+    frames = sel.witnesses
+    if q.type.rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_APPEARANCE) or not frames:
+        return [], []
+    open_frames: set[int] = set()
+    open_objects: list[str] = []
+    spans: list[tuple[int, float]] = []
+    for _, cols in _subject_cols(q, t):
+        lo, hi = float("inf"), float("inf")
+        pending: list[tuple[str, list[int]]] = []
+        for c in cols:
+            seen, unknown = t.seen_in(frames, c), t.unknown_in(frames, c)
+            first = seen[0] if seen else float("inf")
+            hi = min(hi, first)
+            lo = min(lo, first, unknown[0] if unknown else float("inf"))
+            early = [f for f in unknown if f < first] if q.type.rule == RULE_APPEARANCE else \
+                (unknown if not seen else [])
+            if early:
+                pending.append((t.ids[c], early))
+        spans.append((lo, hi))
+        if q.type.rule != RULE_APPEARANCE:
+            for oid, fs in pending:
+                open_objects.append(oid)
+                open_frames.update(fs)
+        elif pending and lo != hi:
+            for oid, fs in pending:
+                open_objects.append(oid)
+                open_frames.update(fs)
+    if q.type.rule == RULE_APPEARANCE and open_objects:
+        ordered = sorted(spans)
+        if all(a[1] < b[0] for a, b in zip(ordered, ordered[1:])) and all(hi < float("inf") for _, hi in spans):
+            return [], []  # every subject seen, and no interval can cross another: the order holds
+    return sorted(open_frames), open_objects
+
+
+def _unknown_truth(qt: QuestionTruth, t: _Table) -> QuestionTruth:
+    """``qt``, or the ``unknown`` finding when it turns on frames the annotation says nothing of
+    (:func:`_undetermined`): ground truth None, the frames and objects named, and the finding those
+    frames would give if the objects were unseen there kept as ``status_if_unknown_unseen`` /
+    ``ground_truth_if_unknown_unseen`` (module docstring)."""
+    q, sel = qt.question, qt.selection
+    frames, objects = _undetermined(q, sel, t)
+    if not frames:
+        return qt
+    names = ", ".join(f"{t.labels[o]} {o}" for o in objects[:6]) + (" ..." if len(objects) > 6 else "")
+    shown = ", ".join(str(f) for f in frames[:8]) + (" ..." if len(frames) > 8 else "")
+    text = (f"{REASON_WORDS[REASON_UNKNOWN_FRAMES]}: {names} in selected frame(s) {shown} (outside every "
+            f"interpolation gap, or entering or leaving between two annotated frames: docs/tracks2d.md); if unseen "
+            f"there: {qt.status}, {qt.ground_truth!r} ({qt.reason})")
+    fields = {"unknown_frames": frames, "unknown_objects": objects, "status_if_unknown_unseen": qt.status,
+              "ground_truth_if_unknown_unseen": qt.ground_truth, "reason_if_unknown_unseen": qt.reason}
+    return replace(qt, ground_truth=None, status=UNKNOWN, reason=REASON_UNKNOWN_FRAMES, reason_text=text,
+                   unsupported=False, unknown=fields)
+
+
 def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
     rule = q.type.rule
+    if table.is_2d and q.type.needs_3d:
+        return _unanswerable(q, sel, REASON_NEEDS_3D)
     if not sel.witnesses:
         qt = _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
         return replace(qt, track=_track(q, sel, table).track) if rule == RULE_TRACK else qt
@@ -1012,7 +1114,8 @@ def summary_table(truth: BudgetTruth) -> str:
             f"seen: {truth.seen_rule.array} {truth.seen_rule.text}")
     types = sorted({it.question.question_type for it in truth.items})
     w = max([len("question_type")] + [len(t) for t in types] + [len("total")])
-    lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"]
+    lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"
+             f"  {'unknown':>7}"]
     for sel in truth.selections:
         counts = truth.counts(sel.budget)
         bad = len(sel.invalid_frames) + len(sel.frames_without_visibility)
@@ -1021,8 +1124,9 @@ def summary_table(truth: BudgetTruth) -> str:
         for t in types:
             c = counts.get(t, dict.fromkeys(STATUSES, 0))
             tot.update(c)
-            lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}")
-        lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}")
+            lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}  {c[UNKNOWN]:>7}")
+        lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}"
+                     f"  {tot[UNKNOWN]:>7}")
     sensitive = truth.occlusion_sensitive
     if sensitive:
         lines.append(f"warning: {len(sensitive)} row(s) of {len({it.question.id for it in sensitive})} question(s) "
