@@ -6,9 +6,9 @@ visibility of the same video) or in Perception Test's layout (one annotated fram
 A box is the exact bounds of the object's 3D box silhouette inside the image (the box clipped by
 the near plane, its corners and near-plane crossings projected with the scene's intrinsics, OpenCV
 pixel centres at integers, so edge coordinates are ``u + 0.5``; their convex hull clipped to the
-image rectangle): an *amodal* box, as drawn around an object's whole extent. An object gets one at an annotated frame when some of its own
-pixels show there (the 3D table's ``visible`` > 0, the mesh's instance share): what an annotator
-sees.
+image rectangle): an *amodal* box, as drawn around an object's whole extent. An object gets one
+at an annotated frame when some of its own pixels show there (the 3D table's ``visible`` > 0, the
+mesh's instance share): what an annotator sees.
 """
 from __future__ import annotations
 
