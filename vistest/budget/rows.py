@@ -138,11 +138,6 @@ DUMMY_FIELDS = _fields(
     ("evidence_frames", "source frames carrying the removed objects' evidence (sorted)"),
     ("warnings", "what to know about the dummy, e.g. why no video was written"),
     ("unsupported", "true: the answer is the one the question offers where the frames support none", True),
-    ("unknown_frames", "status unknown: selected frames where a referenced object's state is unknown (2D)", True),
-    ("unknown_objects", "status unknown: the objects whose state there is unknown", True),
-    ("status_if_unknown_unseen", "status unknown: the status if those objects were unseen there", True),
-    ("ground_truth_if_unknown_unseen", "status unknown: the answer if those objects were unseen there", True),
-    ("reason_if_unknown_unseen", "status unknown: the reason code if those objects were unseen there", True),
     ("evidence_threshold", "fraction of the image area: a frame carries evidence above it (vistest.videos.plan)"),
 )
 

@@ -1105,7 +1105,7 @@ def write_budget_files(truth: BudgetTruth, outdir: str | os.PathLike) -> list[Pa
 
 
 def summary_table(truth: BudgetTruth) -> str:
-    """Per-budget counts of kept / changed / unanswerable by question type, as text.
+    """Per-budget counts of kept / changed / unanswerable (and unknown, where a row is) by question type, as text.
 
     One block per budget: a row per question type (sorted), then a total row; the header
     line of a block gives the frames selected and how many of them cannot witness.
@@ -1114,8 +1114,13 @@ def summary_table(truth: BudgetTruth) -> str:
             f"seen: {truth.seen_rule.array} {truth.seen_rule.text}")
     types = sorted({it.question.question_type for it in truth.items})
     w = max([len("question_type")] + [len(t) for t in types] + [len("total")])
+    unknown = any(it.status == UNKNOWN for it in truth.items)  # a column of its own only where some row is (2D)
+
+    def cells(c) -> str:
+        return f"{c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}" + (f"  {c[UNKNOWN]:>7}" if unknown else "")
+
     lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"
-             f"  {'unknown':>7}"]
+             + (f"  {'unknown':>7}" if unknown else "")]
     for sel in truth.selections:
         counts = truth.counts(sel.budget)
         bad = len(sel.invalid_frames) + len(sel.frames_without_visibility)
@@ -1124,9 +1129,8 @@ def summary_table(truth: BudgetTruth) -> str:
         for t in types:
             c = counts.get(t, dict.fromkeys(STATUSES, 0))
             tot.update(c)
-            lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}  {c[UNKNOWN]:>7}")
-        lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}"
-                     f"  {tot[UNKNOWN]:>7}")
+            lines.append(f"{'':>6}  {t:<{w}}  {cells(c)}")
+        lines.append(f"{'':>6}  {'total':<{w}}  {cells(tot)}")
     sensitive = truth.occlusion_sensitive
     if sensitive:
         lines.append(f"warning: {len(sensitive)} row(s) of {len({it.question.id for it in sensitive})} question(s) "
