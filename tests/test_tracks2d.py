@@ -319,3 +319,64 @@ def test_import_cli(tmp_path):
     assert r.exit_code == 2 and "PATH for mot not found" in r.output
     r = CliRunner().invoke(cli, ["import", "perception-test", str(ann), "-o", str(tmp_path / "o3"), "-O", "x=1"])
     assert r.exit_code == 2 and "not an option of perception-test" in r.output
+
+
+def _video(path: Path, n: int, size=(64, 48)) -> Path:
+    from vistest.videos.ffmpeg import VideoWriter
+
+    with VideoWriter(path, fps=10.0, size=size, preset="ultrafast") as w:
+        for _ in range(n):
+            w.write(np.zeros((size[1], size[0], 3), np.uint8))
+    return path
+
+
+def test_tao_import(tmp_path):
+    # TAO (docs/TAO-format.txt): images are the annotated frames with frame_index; boxes COCO [x, y, w, h]
+    doc = {"videos": [{"id": 1, "name": "train/YFCC/v_1", "width": 64, "height": 48},
+                      {"id": 2, "name": "other", "width": 64, "height": 48}],
+           "images": [{"id": 10, "video_id": 1, "frame_index": 0}, {"id": 11, "video_id": 1, "frame_index": 10},
+                      {"id": 12, "video_id": 2, "frame_index": 0}],
+           "tracks": [{"id": 5, "category_id": 3, "video_id": 1}, {"id": 6, "category_id": 4, "video_id": 1}],
+           "categories": [{"id": 3, "name": "person"}, {"id": 4, "name": "dog"}],
+           "annotations": [{"image_id": 10, "track_id": 5, "bbox": [2, 4, 10, 8]},
+                           {"image_id": 11, "track_id": 5, "bbox": [12, 4, 10, 8]},
+                           {"image_id": 11, "track_id": 6, "bbox": [0, 0, 4, 4]}]}
+    ann = tmp_path / "tao.json"
+    ann.write_text(json.dumps(doc))
+    video = _video(tmp_path / "v.mp4", 12)
+    with pytest.raises(AdapterError, match="2 videos; pick one"):
+        import_tracks("tao", ann, tmp_path / "o0", video=str(video))
+    scene_path, _ = import_tracks("tao", ann, tmp_path / "out", video=str(video), options={"video": "train/YFCC/v_1"})
+    s = Scene.load(scene_path)
+    assert s.scene_id == "train_YFCC_v_1" and s.num_frames == 12 and s.tracks2d.annotated_frames == (0, 10)
+    person, dog = s.tracks2d.objects
+    assert (person.label, person.regions[0].box.tolist()) == ("person", [2, 4, 12, 12])  # x1 = x + w, no shift
+    st = s.tracks2d.states
+    assert st.state[5, 0] == INTERPOLATED and st.state[5, 1] == UNKNOWN and st.state[0, 1] == ABSENT
+    assert st.state[11, 0] == UNKNOWN  # after the last annotated frame
+
+
+def test_youtube_vis_import_masks(tmp_path):
+    import cv2
+
+    frames = tmp_path / "JPEGImages"
+    (frames / "abc").mkdir(parents=True)
+    for k in range(3):
+        cv2.imwrite(str(frames / "abc" / f"{5 * k:05d}.jpg"), np.full((4, 6, 3), 40 * k, np.uint8))
+    names = [f"abc/{5 * k:05d}.jpg" for k in range(3)]
+    seg = {"size": [4, 6], "counts": [9, 3, 12]}  # column 2, rows 1..3
+    doc = {"videos": [{"id": 1, "width": 6, "height": 4, "length": 3, "file_names": names}],
+           "categories": [{"id": 1, "name": "cat"}],
+           "annotations": [{"id": 7, "video_id": 1, "category_id": 1, "iscrowd": 0,
+                            "segmentations": [seg, None, seg], "bboxes": [[2, 1, 1, 3], None, [2, 1, 1, 3]],
+                            "areas": [3, None, 3]}]}
+    ann = tmp_path / "ytvis.json"
+    ann.write_text(json.dumps(doc))
+    scene_path, _ = import_tracks("youtube-vis", ann, tmp_path / "out", options={"frames": str(frames)})
+    s = Scene.load(scene_path)
+    assert s.scene_id == "abc" and s.num_frames == 3 and s.fps == 6.0 and s.tracks2d.annotated_frames == (0, 1, 2)
+    r = s.tracks2d.objects[0].regions
+    assert [x.frame for x in r] == [0, 2] and r[0].area == 3 and r[0].box.tolist() == [2, 1, 3, 4]
+    vis = compute_visibility(s)
+    assert vis.visible[0, 0] == pytest.approx(3 / 24) and vis.visible[1, 0] == 0.0  # None at an annotated frame
+    assert (tmp_path / "out" / "video.mp4").is_file()
