@@ -380,3 +380,18 @@ def test_youtube_vis_import_masks(tmp_path):
     vis = compute_visibility(s)
     assert vis.visible[0, 0] == pytest.approx(3 / 24) and vis.visible[1, 0] == 0.0  # None at an annotated frame
     assert (tmp_path / "out" / "video.mp4").is_file()
+
+
+def test_3d_commands_refuse_a_2d_scene(tmp_path):
+    ann = write_perception_test(tmp_path / "pt")
+    scene_path, _ = import_tracks("perception-test", ann, tmp_path / "out")
+    r = CliRunner().invoke(cli, ["audit", str(scene_path)])
+    assert r.exit_code == 2 and "vistest audit needs 3D boxes and camera poses" in r.output
+    r = CliRunner().invoke(cli, ["budget", str(scene_path), str(tmp_path / "out" / "questions.jsonl"), "--budgets",
+                                 "4,all", "-o", str(tmp_path / "b"), "--seen-rule", "silhouette"])
+    assert r.exit_code == 2 and "silhouette rule needs the object's 3D silhouette" in r.output
+    r = CliRunner().invoke(cli, ["budget", str(scene_path), str(tmp_path / "out" / "questions.jsonl"), "--budgets",
+                                 "4,all", "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in (tmp_path / "b" / "4_frame.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["kept", "unknown"]  # 4 frames 0, 30, 59, 89: the ball unknown at 89

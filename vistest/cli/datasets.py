@@ -177,6 +177,7 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
     from ..scene import Scene
 
     scene = Scene.load(scene_json)
+    scene.require_3d("vistest audit")
     if questions is not None:
         if alignments:
             raise click.UsageError("--alignment goes with the scene audit; the answer audit (--questions) uses the "
