@@ -395,3 +395,12 @@ def test_3d_commands_refuse_a_2d_scene(tmp_path):
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in (tmp_path / "b" / "4_frame.jsonl").read_text().splitlines()]
     assert [r["status"] for r in rows] == ["kept", "unknown"]  # 4 frames 0, 30, 59, 89: the ball unknown at 89
+
+
+def test_a_resized_video_scales_the_regions():
+    from vistest.videos.source import scale_scene
+
+    objs = [{"id": "c", "label": "cup", "regions": [{"frame": 0, "box": [10, 10, 20, 30]}]}]
+    s = scale_scene(scene2d(objs, num_frames=1), (200, 100))  # twice the annotation's 100 x 50
+    vis = compute_visibility(s)
+    assert vis.visible[0, 0] == pytest.approx(200 / 5000) and vis.bbox[0, 0].tolist() == [20, 20, 40, 60]

@@ -360,7 +360,10 @@ class TruthRow(Keyed):
     @property
     def evidence_removed(self) -> bool:
         """Dummy, unanswerable and unsupported rows: scored for hallucination (an unsupported
-        real row is scored for accuracy too)."""
+        real row is scored for accuracy too). An ``unknown`` row (2D: nothing says whether the evidence
+        shows) is neither: scored for nothing."""
+        if self.status == UNKNOWN and not self.is_dummy:
+            return False
         return self.is_dummy or not self.answerable or self.unsupported
 
     @property

@@ -16,8 +16,12 @@ from .options import key_value_option, output_option, quiet_option
 @click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
 @click.option("--dynamic", is_flag=True, help="The dynamic demo: a cart crossing the room and a ball rolling "
                                               "(moving objects with tracks; vistest.datasets.demo_dynamic).")
+@click.option("--perception-test", "perception_test", type=click.Path(file_okay=False), default=None,
+              help="Also write the demo's objects as 2D tracks in Perception Test's layout into this folder "
+                   "(annotations.json with boxes projected from the 3D boxes at 1 frame/s, grounded questions, "
+                   "the video; input of 'vistest import perception-test'; docs/tracks2d.md).")
 @quiet_option()
-def demo_scene(outdir, seed, num_frames, size, force, dynamic, quiet):
+def demo_scene(outdir, seed, num_frames, size, force, dynamic, perception_test, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
     from ..datasets.demo import make_demo_scene
     from ..datasets.demo_dynamic import make_dynamic_demo_scene
@@ -27,7 +31,14 @@ def demo_scene(outdir, seed, num_frames, size, force, dynamic, quiet):
     except ValueError:
         raise InputError(f"--size: expected WxH such as 640x480, got {size!r}") from None
     make = make_dynamic_demo_scene if dynamic else make_demo_scene
-    click.echo(str(make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)))
+    scene_json = make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)
+    if perception_test is not None:
+        from ..datasets.demo_tracks2d import perception_test_layout
+
+        ann = perception_test_layout(scene_json, perception_test)
+        if not quiet:
+            click.echo(f"Perception Test layout: {ann} (vistest import perception-test {ann} -o SCENE_DIR)", err=True)
+    click.echo(str(scene_json))
 
 
 def _track_formats() -> dict:
