@@ -404,3 +404,23 @@ def test_a_resized_video_scales_the_regions():
     s = scale_scene(scene2d(objs, num_frames=1), (200, 100))  # twice the annotation's 100 x 50
     vis = compute_visibility(s)
     assert vis.visible[0, 0] == pytest.approx(200 / 5000) and vis.bbox[0, 0].tolist() == [20, 20, 40, 60]
+
+
+def test_dummies_remove_a_frame_for_the_question_s_own_unknown_objects_only():
+    from vistest.videos.evidence import EvidenceTable, dummy_evidence
+
+    big = [0, 0, 50, 50]
+    # cup annotated at 0, 10, 20 (seen everywhere 0..20); ball at 20 only: unknown 11..19 (absent at 10), absent 0..9
+    objs = [{"id": "c", "label": "cup", "regions": [{"frame": f, "box": big} for f in (0, 10, 20)]},
+            {"id": "b", "label": "ball", "regions": [{"frame": 20, "box": [60, 0, 70, 10]}]}]
+    s = scene2d(objs, num_frames=21, annotated_frames=[0, 10, 20])
+    table = EvidenceTable(compute_visibility(s), s.num_frames, 0.0)
+    q_ball, q_cup = parse_questions([json.dumps(_q(id="b", question_type="grounded_objects", objects=["b"],
+                                                   answer_kind="text", ground_truth="ball")),
+                                     json.dumps(_q(id="c", question_type="grounded_objects", objects=["c"],
+                                                   answer_kind="text", ground_truth="cup"))], source="q", scene=s)
+    assert dummy_evidence(table, q_ball, s)[2] == tuple(range(11, 21))  # its unknown frames and its frame 20
+    assert dummy_evidence(table, q_cup, s)[2] == tuple(range(21))       # the cup shows everywhere; the ball's
+    assert table.unknown_of(["c"]).sum() == 0                            # unknown frames are not the cup's
+    rects = table.mask_rects(["b"], (100, 50), 2)
+    assert rects == {20: ((58, 0, 72, 12),)}  # the box grown by the 2-pixel margin, even-aligned

@@ -113,7 +113,11 @@ def test_perception_test_layout_end_to_end(demo_small, tmp_path):
     _cli("run", scene_json, questions, "-o", run, "--budgets", "16,32,all", "--dummy-budgets", "16,all", "--quiet")
     _cli("export", "lmms-eval-task", run, "-o", tmp_path / "export")
     exported = json.loads((tmp_path / "export" / "vistest_export.json").read_text())
-    assert exported
+    scene_dir = run / "scenes" / json.loads(ann.read_text()).popitem()[0]
+    unknown = sum(json.loads(x)["status"] == "unknown" for b in ("16", "32", "all")
+                  for x in (scene_dir / f"{b}_frame.jsonl").read_text().splitlines())
+    # every unknown row is left out of the export under its own reason, never as plain unanswerable
+    assert sum(x["n"] for x in exported["left_out"] if x["reason"] == "unknown_frames") == unknown
     assert list((tmp_path / "export" / "data").glob("*dummy_mask*.jsonl"))
 
     demo = Scene.load(demo_small)
