@@ -424,3 +424,30 @@ def test_dummies_remove_a_frame_for_the_question_s_own_unknown_objects_only():
     assert table.unknown_of(["c"]).sum() == 0                            # unknown frames are not the cup's
     rects = table.mask_rects(["b"], (100, 50), 2)
     assert rects == {20: ((58, 0, 72, 12),)}  # the box grown by the 2-pixel margin, even-aligned
+
+
+def test_bdd100k_import_inclusive_corners(tmp_path):
+    import cv2
+
+    imgs = tmp_path / "images" / "b1c66a42-6f7d68ca"
+    imgs.mkdir(parents=True)
+    frames = []
+    for k in range(3):
+        name = f"b1c66a42-6f7d68ca-{k + 1:07d}.jpg"
+        cv2.imwrite(str(imgs / name), np.zeros((20, 30, 3), np.uint8))
+        frames.append({"name": name, "videoName": "b1c66a42-6f7d68ca", "frameIndex": k, "labels": []})
+    # Scalabel: x2, y2 are the last pixel's indices (box2d_to_bbox: width = x2 - x1 + 1)
+    frames[0]["labels"] = [{"id": "7", "category": "car", "attributes": {"occluded": True, "crowd": False},
+                            "box2d": {"x1": 2, "y1": 3, "x2": 11, "y2": 7}},
+                           {"id": "8", "category": "pedestrian", "attributes": {"crowd": True},
+                            "box2d": {"x1": 0, "y1": 0, "x2": 4, "y2": 4}}]
+    frames[2]["labels"] = [{"id": "7", "category": "car", "box2d": {"x1": 4, "y1": 3, "x2": 13, "y2": 7}}]
+    ann = tmp_path / "b1c66a42-6f7d68ca.json"
+    ann.write_text(json.dumps(frames[::-1]))  # any order: sorted by frameIndex
+    scene_path, imp = import_tracks("bdd100k", ann, tmp_path / "out", options={"frames": str(tmp_path / "images")})
+    s = Scene.load(scene_path)
+    assert s.scene_id == "b1c66a42-6f7d68ca" and s.fps == 5.0 and s.num_frames == 3 and s.image_size == (30, 20)
+    assert s.object_ids == ("7",) and imp.provenance["ignored_boxes_skipped"] == 1  # the crowd box
+    car = s.tracks2d.objects[0]
+    assert car.regions[0].box.tolist() == [2, 3, 12, 8] and car.regions[0].area == 50.0  # 10 x 5 pixels
+    assert s.tracks2d.states.state[1, 0] == ABSENT  # every frame annotated: no box at frame 1 is absent

@@ -82,7 +82,7 @@ def _import_epilog() -> str:
 def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, allow_frame_gaps, options, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
     (a question set, sti-bench or resti: OUTPUT/questions.jsonl; 2D object tracks, perception-test, mot,
-    tao or youtube-vis: OUTPUT/scene.json as a 2D scene, and OUTPUT/questions.jsonl where it has questions)."""
+    tao, youtube-vis or bdd100k: OUTPUT/scene.json as a 2D scene, and OUTPUT/questions.jsonl where it has questions)."""
     import json
     from pathlib import Path
 
@@ -125,7 +125,8 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
 
 def _import_tracks(name: str, path: str, output: str, video: str | None, options: dict, quiet: bool,
                    given: list[str]) -> None:
-    """``vistest import perception-test|mot|tao|youtube-vis PATH -o OUTPUT`` (vistest.datasets.tracks2d_import)."""
+    """``vistest import perception-test|mot|tao|youtube-vis|bdd100k PATH -o OUTPUT``
+    (vistest.datasets.tracks2d_import)."""
     from ..datasets.tracks2d_import import import_tracks
 
     if given:

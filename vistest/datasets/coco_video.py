@@ -42,7 +42,8 @@ from .tracks2d_import import Format2D, Imported2D, option
 YTVIS_FPS = 6.0  # YouTube-VOS / YouTube-VIS JPEGs: every 5th frame of 30 frames/s videos
 
 
-def _sid(name: str) -> str:
+def scene_id_of(name: str) -> str:
+    """A scene id from a video's name (characters that cannot name files become ``_``)."""
     s = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).lstrip("._-")
     return s or "video"
 
@@ -69,7 +70,8 @@ def _pick(videos: list, want: Any, path: Path, key: str) -> dict:
     raise AdapterError(f"{path}: videos: no video {want!r} (by {key} or id)")
 
 
-def _probe(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
+def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
+    """(fps, decoded frames, (W, H)) of the video an annotation ``path`` is of; AdapterError without one."""
     if video is None:
         raise AdapterError(f"{path}: --video: give the video the annotation is of (its frame rate and frame count "
                            f"come from it)")
@@ -86,7 +88,7 @@ def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None
         raise AdapterError(f"{path}: expected TAO JSON with videos, images, annotations, tracks (docs/TAO-format.txt)")
     v = _pick(doc["videos"], options.get("video"), path, "name")
     vid = v.get("id")
-    fps, n, size = _probe(video, path)
+    fps, n, size = probe_video(video, path)
     w, h = int(v.get("width", size[0])), int(v.get("height", size[1]))
     if (w, h) != tuple(size):
         raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h} for video {v.get('name')}")
@@ -114,7 +116,7 @@ def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None
         objects.append({"id": str(tid), "label": cats.get(t.get("category_id"), f"category_{t.get('category_id')}"),
                         "regions": regs})
     gap = option(options, "max_gap_s", positive_float, DEFAULT_MAX_GAP_S)
-    scene = {"format": TRACKS2D_FORMAT, "scene_id": _sid(v.get("name", vid)), "fps": fps, "image_size": [w, h],
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v.get("name", vid)), "fps": fps, "image_size": [w, h],
              "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames.values())),
              "source_format": "tao", "objects": objects}
     prov = {"format": "tao", "annotations": str(path), "video": str(video), "video_name": v.get("name"),
@@ -140,7 +142,7 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
     warnings: list[str] = []
     prov: dict[str, Any] = {"format": "youtube-vis", "annotations": str(path), "video_name": v["name"]}
     if video is not None:
-        fps, n, size = _probe(video, path)
+        fps, n, size = probe_video(video, path)
         if tuple(size) != (w, h):
             raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h}")
         frames = []
@@ -155,7 +157,9 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
         folder = Path(option(options, "frames", text, str(path.parent)))
         if out_dir is None:
             raise AdapterError(f"{path}: --video: give the video, or -O frames=DIR with the JPEGs")
-        video = _encode(folder, names, (w, h), fps, out_dir)
+        video, got = encode_images([folder / fn for fn in names], fps, out_dir)
+        if got != (w, h):
+            raise AdapterError(f"{folder / names[0]}: a {got[0]}x{got[1]} image, {path} says {w}x{h}")
         n, frames = len(names), list(range(len(names)))
         prov["frames"] = f"file k = decoded frame k of the encoded video ({folder})"
     cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
@@ -191,31 +195,35 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
                                                                      f"category_{a.get('category_id')}"),
                         "regions": regions})
     gap = option(options, "max_gap_s", positive_float, max(DEFAULT_MAX_GAP_S, 1.0))
-    scene = {"format": TRACKS2D_FORMAT, "scene_id": _sid(v["name"]), "fps": fps, "image_size": [w, h],
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v["name"]), "fps": fps, "image_size": [w, h],
              "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames)),
              "source_format": "youtube-vis", "objects": objects}
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
 
 
-def _encode(folder: Path, names: list, size: tuple[int, int], fps: float, out_dir: Path) -> Path:
-    """The annotated JPEGs encoded into ``out_dir/video.mp4``, frame k = ``names[k]`` (padded to even)."""
+def encode_images(files: list, fps: float, out_dir: Path) -> tuple[Path, tuple[int, int]]:
+    """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
+    ``files[k]`` (padded black to an even size on the right and bottom); returns (video, (W, H) of the images)."""
     import cv2
 
     from ..videos.ffmpeg import VideoWriter
 
-    w, h = size
+    first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+    if first is None:
+        raise AdapterError(f"{files[0]}: cannot read the image")
+    h, w = first.shape[:2]
     ew, eh = w + w % 2, h + h % 2
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "video.mp4"
     with VideoWriter(out, fps=fps, size=(ew, eh), preset="veryfast") as wr:
-        for fn in names:
-            img = cv2.imread(str(folder / fn), cv2.IMREAD_COLOR)
+        for fn in files:
+            img = cv2.imread(str(fn), cv2.IMREAD_COLOR)
             if img is None or img.shape[:2] != (h, w):
-                raise AdapterError(f"{folder / fn}: expected a {w}x{h} image (the annotation's width x height)")
+                raise AdapterError(f"{fn}: expected a {w}x{h} image (the first image's size)")
             frame = np.zeros((eh, ew, 3), np.uint8)
             frame[:h, :w] = img[:, :, ::-1]
             wr.write(frame)
-    return out
+    return out, (w, h)
 
 
 TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",

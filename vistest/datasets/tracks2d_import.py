@@ -1,8 +1,8 @@
 """2D-track importers: video QA benchmarks' per-frame 2D annotations in, a 2D scene out
-(``vistest import perception-test | mot | tao | youtube-vis PATH -o SCENE_DIR``; docs/tracks2d.md).
+(``vistest import perception-test | mot | tao | youtube-vis | bdd100k PATH -o SCENE_DIR``; docs/tracks2d.md).
 
 Each format module (vistest.datasets.perception_test, vistest.datasets.mot,
-vistest.datasets.coco_video for TAO and YouTube-VIS) reads its native
+vistest.datasets.coco_video for TAO and YouTube-VIS, vistest.datasets.bdd100k) reads its native
 files into an :class:`Imported2D`: the 2D scene document (``vistest.tracks2d/1``: regions in
 vistest's pixel-edge coordinates and 0-based decoded frames, converted from the format's own
 convention by the reader, which says how and cites the format's official reader), the video it
@@ -90,9 +90,10 @@ def option(options: dict, name: str, parse: Callable[[Any], Any], default: Any =
 
 def formats() -> dict[str, Format2D]:
     """The 2D-track formats by name."""
-    from . import coco_video, mot, perception_test
+    from . import bdd100k, coco_video, mot, perception_test
 
-    return {f.name: f for f in (perception_test.FORMAT, mot.FORMAT, coco_video.TAO, coco_video.YOUTUBE_VIS)}
+    return {f.name: f for f in (perception_test.FORMAT, mot.FORMAT, coco_video.TAO, coco_video.YOUTUBE_VIS,
+                                bdd100k.FORMAT)}
 
 
 def import_tracks(name: str, path: str | os.PathLike, out_dir: str | os.PathLike, video: str | None = None,
