@@ -257,6 +257,7 @@ def test_perception_test_import(tmp_path):
     st = s.tracks2d.states
     assert st.state[15, 0] == INTERPOLATED and st.state[60, 0] == ABSENT and st.state[15, 1] == ABSENT
     assert st.state[45, 0] == UNKNOWN and st.state[45, 1] == UNKNOWN and st.state[75, 0] == UNKNOWN
+    assert imp.warnings == []  # timestamps (µs) agree with frame_ids at 30 frames/s
     qs = [json.loads(x) for x in (tmp_path / "out" / "questions.jsonl").read_text().splitlines()]
     mc, gq = qs
     assert mc["options"] == ["A. ball", "B. nothing", "C. key"] and mc["ground_truth"] == "B" and mc["objects"] == []
@@ -270,6 +271,10 @@ def test_perception_test_objects_option_and_errors(tmp_path):
     _, imp = import_tracks("perception-test", ann, tmp_path / "out", options={"objects": str(named)})
     assert imp.questions[0]["objects"] == ["0", "1"]
     doc = json.loads(ann.read_text())
+    doc["video_9"]["object_tracking"][0]["timestamps"] = [0, 2000000]  # 60 frames at 30 frames/s, not 30
+    ann.write_text(json.dumps(doc))
+    _, imp = import_tracks("perception-test", ann, tmp_path / "out1")
+    assert len(imp.warnings) == 1 and "timestamps disagree with frame_ids by up to 30.0 frames" in imp.warnings[0]
     doc["video_9"]["grounded_question"][0]["answers"] = [5]
     ann.write_text(json.dumps(doc))
     with pytest.raises(AdapterError, match=r"grounded_question\[0\]\.answers: \['5'\] are not object track ids"):

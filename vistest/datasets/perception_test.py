@@ -16,8 +16,9 @@ Conventions, each from the official reader code (commit 6bd0642):
   (vistest.tracks2d), x2 exclusive.
 * ``frame_ids`` are 0-based decoded frames (``paint_box`` draws on ``video[frame_id]`` of the
   decoded array), normally one per second (README: "0, 30, 60"); ``timestamps`` (microseconds,
-  README) are kept, not used. The annotated frames of the video are the union of its tracks'
-  ``frame_ids`` (the grid the annotators followed); an object with no box at one of them is absent.
+  README) are only checked against them (a warning beyond one frame). The annotated frames of the
+  video are the union of its tracks' ``frame_ids`` (the grid the annotators followed); an object with
+  no box at one of them is absent.
 * ``is_masked`` (cups games: the object hidden under a cup) is kept per region (``extra``); a
   masked object's box is where it is, so it stays its evidence region; its visible share counts it.
 * ``mc_question``: ``options`` (3), ``answer_id`` the 0-based index of the right one
@@ -68,8 +69,10 @@ def _pick_video(doc: Any, path: Path, video_id: str | None) -> tuple[str, dict]:
     return video_id, entry
 
 
-def _tracks(entry: dict, where: str, w: int, h: int, n: int) -> tuple[list[dict], set[int], dict[str, str]]:
-    """The objects (vistest.tracks2d records), the annotated frames and the label by id."""
+def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warnings: list[str]
+            ) -> tuple[list[dict], set[int], dict[str, str]]:
+    """The objects (vistest.tracks2d records), the annotated frames and the label by id; a warning
+    per track whose ``timestamps`` (µs) disagree with its ``frame_ids`` at ``fps`` by more than a frame."""
     tracks = entry.get("object_tracking") or []
     if not isinstance(tracks, list):
         raise AdapterError(f"{where}.object_tracking: expected a list of tracks, got {type(tracks).__name__}")
@@ -87,6 +90,13 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int) -> tuple[list[dict]
                                f"{len(boxes) if isinstance(boxes, list) else boxes!r} and "
                                f"{len(frames) if isinstance(frames, list) else frames!r}")
         masked = t.get("is_masked") if isinstance(t.get("is_masked"), list) else None
+        stamps = t.get("timestamps")
+        if isinstance(stamps, list) and len(stamps) == len(frames) and all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) for s in stamps):
+            off = [abs(s * 1e-6 * fps - f) for s, f in zip(stamps, frames) if isinstance(f, int)]
+            if off and max(off) > 1.0:
+                warnings.append(f"{tw}: timestamps disagree with frame_ids by up to {max(off):.1f} frames at {fps:g} "
+                                f"frames/s; frame_ids are used (decoded frames)")
         regions = []
         for k, (b, f) in enumerate(sorted(zip(boxes, frames), key=lambda bf: bf[1])):
             if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
@@ -172,7 +182,8 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise AdapterError(f"{where}.metadata.num_frames: expected a positive integer, got {n!r}")
     fps = _num(meta["frame_rate"], f"{where}.metadata.frame_rate")
-    objects, annotated, labels = _tracks(entry, where, w, h, n)
+    warnings: list[str] = []
+    objects, annotated, labels = _tracks(entry, where, w, h, n, fps, warnings)
     named = {}
     if "objects" in options:
         named = read_json(Path(option(options, "objects", text)), "objects of each question (JSON {id: [ids]})")
@@ -187,7 +198,6 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
                 break
     scene = {"format": TRACKS2D_FORMAT, "scene_id": video_id, "fps": fps, "image_size": [w, h], "num_frames": n,
              "max_gap_s": gap, "annotated_frames": sorted(annotated), "source_format": NAME, "objects": objects}
-    warnings = []
     if not objects:
         warnings.append(f"{video_id}: no object tracks: every question's objects are unknown to vistest")
     prov = {"format": NAME, "annotations": str(path), "video_id": video_id, "video": str(video),
