@@ -365,10 +365,6 @@ class _Table:
         t.seen = self.seen_bound
         return t
 
-    def unknown_in(self, frames: Sequence[int], col: int) -> list[int]:
-        """The frames of ``frames`` (witnessing frames, sorted) where column ``col``'s state is unknown."""
-        return [f for f in frames if self.unknown[self.row[f], col]]
-
     def unseen_detail(self, sel: FrameSelection, oid: str) -> dict:
         """Why object ``oid`` counts unseen in ``sel``'s witnessing frames: in how many it is in
         the field of view (``projected`` > 0), in view (the rule's measure > 0), the most it shows
@@ -842,18 +838,20 @@ def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int
     open_frames: set[int] = set()
     open_objects: list[str] = []
     spans: list[tuple[int, float]] = []
+    fr = np.asarray(frames, np.int64)
+    rows = np.array([t.row[f] for f in frames], np.int64)
     for _, cols in _subject_cols(q, t):
         lo, hi = float("inf"), float("inf")
         pending: list[tuple[str, list[int]]] = []
         for c in cols:
-            seen, unknown = t.seen_in(frames, c), t.unknown_in(frames, c)
-            first = seen[0] if seen else float("inf")
+            seen, unknown = fr[t.seen[rows, c]], fr[t.unknown[rows, c]]
+            first = int(seen[0]) if len(seen) else float("inf")
             hi = min(hi, first)
-            lo = min(lo, first, unknown[0] if unknown else float("inf"))
-            early = [f for f in unknown if f < first] if q.type.rule == RULE_APPEARANCE else \
-                (unknown if not seen else [])
-            if early:
-                pending.append((t.ids[c], early))
+            lo = min(lo, first, int(unknown[0]) if len(unknown) else float("inf"))
+            early = unknown[unknown < first] if q.type.rule == RULE_APPEARANCE else \
+                (unknown if not len(seen) else unknown[:0])
+            if len(early):
+                pending.append((t.ids[c], [int(f) for f in early]))
         spans.append((lo, hi))
         if q.type.rule != RULE_APPEARANCE:
             for oid, fs in pending:
