@@ -456,3 +456,35 @@ def test_bdd100k_import_inclusive_corners(tmp_path):
     car = s.tracks2d.objects[0]
     assert car.regions[0].box.tolist() == [2, 3, 12, 8] and car.regions[0].area == 50.0  # 10 x 5 pixels
     assert s.tracks2d.states.state[1, 0] == ABSENT  # every frame annotated: no box at frame 1 is absent
+
+
+def test_presence_rule():
+    big = [0, 0, 50, 50]
+    # cups c1 (seen at 0) and c2 (unknown 11..19, then seen at 20); the ball only at 20 (unknown 11..19, absent 0..10)
+    objs = [{"id": "c1", "label": "cup", "regions": [{"frame": 0, "box": big}, {"frame": 10, "box": big}]},
+            {"id": "c2", "label": "cup", "regions": [{"frame": 20, "box": big}]},
+            {"id": "b", "label": "ball", "regions": [{"frame": 20, "box": big}]},
+            {"id": "t", "label": "toy", "regions": [{"frame": 20, "box": [0, 0, 1, 1]}]}]  # too small to be seen
+    s = scene2d(objs, num_frames=21, annotated_frames=[0, 10, 20])
+    opts = ["A. yes", "B. no"]
+    recs = [_q(id="cup", question_type="object_presence", category="cup", options=opts, ground_truth="A"),
+            _q(id="ball", question_type="object_presence", objects=["b"], options=opts, ground_truth="A"),
+            _q(id="ball0", question_type="object_presence", objects=["b"], options=opts, ground_truth="A",
+               allow_zero=True),
+            _q(id="toy", question_type="object_presence", category="toy", options=opts, ground_truth="B",
+               allow_zero=True)]
+    t = _truth(s, recs, ["all", 2, 4])  # uniform: 2 frames 0, 20; 4 frames 0, 6, 13, 20
+    rows = {(str(r.budget), r.id): r for b in t.budgets for r in t.rows(b)}
+    assert rows[("all", "cup")].status == "kept" and rows[("all", "ball")].status == "kept"
+    assert rows[("2", "cup")].status == "kept"       # c1 seen at 0: settled, whatever c2 does
+    assert rows[("2", "ball")].status == "kept"      # frames 0 and 20: the ball is seen at 20
+    assert rows[("2", "toy")].status == "kept"       # seen nowhere, and no selected frame is unknown for it
+    assert rows[("4", "toy")].status == "unknown" and rows[("4", "toy")].fields["unknown_frames"] == [13]
+    sel = parse_questions([json.dumps(r) for r in recs], source="q", scene=s)
+    vis = compute_visibility(s)
+    t5 = budget_truth(s, vis, sel, budgets=[1])      # frame 0 only (uniform, 1 frame): the ball is absent there
+    r = {x.id: x for x in t5.rows(1)}
+    assert r["ball"].status == "unanswerable" and r["ball0"].status == "changed" and r["ball0"].ground_truth == "B"
+    with pytest.raises(InputError, match='offers "yes" and "no"'):
+        _truth(s, [_q(id="x", question_type="object_presence", objects=["b"], options=["A. 1", "B. 2"],
+                      ground_truth="A")], ["all"])

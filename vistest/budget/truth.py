@@ -27,6 +27,10 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   has ``allow_zero`` (then changed to 0).
 * Size / distance / direction: unanswerable when any referenced object is seen in no
   selected frame; kept otherwise (the geometry does not depend on the frames).
+* Presence (``object_presence``: "yes"/"no" options): "yes" when every subject (an object, or any
+  instance of a category) is seen in a selected frame; a subject unseen: "no" with ``allow_zero``,
+  else unanswerable. The original's answer: kept (``presence_supported`` / ``presence_unseen``);
+  the other: changed (``presence_changed``).
 * Appearance order: recomputed from first sightings (earliest selected frame in which the
   object, or any instance of the category, is seen). Unanswerable when a subject is never
   seen, when two first sightings fall on the same frame, or when the new order is not one
@@ -101,7 +105,7 @@ from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
 from .. import motion
 from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
-                         RULE_TRACK,
+                         RULE_PRESENCE, RULE_TRACK,
                          RULE_WINDOW, Question, option_letter, option_number)
 from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
@@ -145,6 +149,9 @@ REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no 
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
 REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
 REASON_CAMERA_ENDS_UNSAMPLED = "camera_ends_unsampled"  # no witnessing sampled frame near an end of the window
+REASON_PRESENT = "presence_supported"                # presence: every subject seen, the answer yes
+REASON_ABSENT = "presence_unseen"                    # presence: a subject unseen, "no" allowed (allow_zero)
+REASON_PRESENCE_CHANGED = "presence_changed"         # presence: the frames give the other answer
 REASON_NO_OBJECTS = "no_objects_named"                # a 2D question naming no object: nothing to check in the frames
 REASON_NEEDS_3D = "needs_3d"                          # a 2D scene: the type's answer needs 3D boxes or camera poses
 REASON_UNKNOWN_FRAMES = "depends_on_unknown_frames"   # 2D: the answer turns on frames the annotation says nothing of
@@ -470,6 +477,37 @@ def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_OBJECTS_SEEN, (), tuple(evidence))
 
 
+def presence_letters(q: Question) -> tuple[str | None, str | None]:
+    """The option letters (or texts, unlettered) of "yes" and "no" of a presence question (None: absent)."""
+    found: dict[str, str] = {}
+    for opt in q.options or ():
+        letter, text = option_letter(opt)
+        if normalize_text(text) in ("yes", "no"):
+            found.setdefault(normalize_text(text), letter if letter is not None else opt)
+    return found.get("yes"), found.get("no")
+
+
+def _presence(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule presence (module docstring): "yes" when every subject (an object, or any instance of a
+    category) is seen in a selected frame; else "no" with ``allow_zero``, unanswerable without."""
+    evidence: set[int] = set()
+    unseen = []
+    for name, cols in _subject_cols(q, t):
+        seen_at = {f for s in t.sightings(sel, cols) for f in s}
+        evidence |= seen_at
+        if not seen_at:
+            unseen.append(name)
+    yes, no = presence_letters(q)
+    if unseen and not q.allow_zero:
+        return _unanswerable(q, sel, REASON_OBJECT_UNSEEN if q.objects else REASON_CATEGORY_UNSEEN, unseen,
+                             sorted(evidence))
+    answer = no if unseen else yes
+    if str(answer).strip().upper() == str(q.ground_truth).strip().upper():
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_ABSENT if unseen else REASON_PRESENT,
+                             tuple(unseen), tuple(sorted(evidence)))
+    return QuestionTruth(q, sel, answer, CHANGED, REASON_PRESENCE_CHANGED, tuple(unseen), tuple(sorted(evidence)))
+
+
 def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     if q.category:
         groups = t.category_cols(q.category)
@@ -732,6 +770,9 @@ def offered_answer(qt: QuestionTruth) -> QuestionTruth:
 
 REASON_WORDS = {
     REASON_NO_VALID_FRAMES: "no selected frame can witness anything (invalid pose or no visibility row)",
+    REASON_PRESENT: "every subject is seen: the answer is yes",
+    REASON_ABSENT: "a subject is seen in no selected frame: the answer is no (allow_zero)",
+    REASON_PRESENCE_CHANGED: "the selected frames give the other answer",
     REASON_NO_OBJECTS: "the question names no object: nothing to check in the frames (give its objects to check them)",
     REASON_NEEDS_3D: "the answer needs 3D geometry (boxes, camera poses); the scene gives 2D tracks only",
     REASON_UNKNOWN_FRAMES: "the answer depends on selected frames where the annotation does not say whether a "
@@ -827,13 +868,14 @@ def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int
     """(selected frames, objects) on which ``q``'s finding turns while the annotation says nothing
     of them (:data:`vistest.tracks2d.UNKNOWN`); empty when the finding holds whatever they show.
 
-    Counting and "every object seen" are monotone in each object: an object seen in a known frame
-    is settled; one unseen in every known frame, with unknown frames, is not. Appearance order:
+    Counting, "every object seen" and presence are monotone in each object: an object seen in a known
+    frame is settled (presence: a subject with one instance seen); one unseen in every known frame,
+    with unknown frames, is not. Appearance order:
     each subject's first sighting lies between its earliest unknown-or-seen frame and its first
     seen frame; the order is settled when those intervals are each a single frame, or disjoint.
     Rules that read no object (room size, route planning, windows, the camera) never turn on one."""
     frames = sel.witnesses
-    if q.type.rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_APPEARANCE) or not frames:
+    if q.type.rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_APPEARANCE, RULE_PRESENCE) or not frames:
         return [], []
     open_frames: set[int] = set()
     open_objects: list[str] = []
@@ -853,6 +895,8 @@ def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int
             if len(early):
                 pending.append((t.ids[c], [int(f) for f in early]))
         spans.append((lo, hi))
+        if q.type.rule == RULE_PRESENCE and hi < float("inf"):
+            continue  # presence: one instance seen settles the subject
         if q.type.rule != RULE_APPEARANCE:
             for oid, fs in pending:
                 open_objects.append(oid)
@@ -901,6 +945,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _objects(q, sel, table)
     if rule == RULE_APPEARANCE:
         return _appearance(q, sel, table)
+    if rule == RULE_PRESENCE:
+        return _presence(q, sel, table)
     if rule == RULE_MIN_BUDGET:
         return _min_budget(q, sel, min_budget_room_route)
     if rule == RULE_WINDOW:
@@ -925,6 +971,12 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
                 raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
         if q.type.rule in (RULE_TRACK, RULE_CAMERA):
             _check_track_options(q)
+        if q.type.rule == RULE_PRESENCE:
+            if not q.objects and not q.category:
+                raise InputError(f"{q.where}: objects: a presence question names its objects or a category")
+            if None in presence_letters(q):
+                raise InputError(f"{q.where}: options: a presence question offers \"yes\" and \"no\" "
+                                 f"(\"A. yes\", \"B. no\"), got {list(q.options or ())}")
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]
             if len(set(labs)) != len(labs):
