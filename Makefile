@@ -12,6 +12,7 @@ DEMO_GEN_RUN := $(DEMO_OUT)/run-generated
 DEMO_STRESS := $(DEMO_OUT)/stress
 DEMO_STRESS_SCENE := $(DEMO_STRESS)/scenes/demo-seed0
 DEMO_DYN := $(DEMO_OUT)/dynamic
+DEMO_PT := $(DEMO_OUT)/perception-test
 export PYOPENGL_PLATFORM ?= egl
 
 .PHONY: demo test test-slow test-all test-clients lint bench bench-videos bench-batch setup clean variants
@@ -95,6 +96,15 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest index $(DEMO_STRESS) > /dev/null
 	$(call demo_step,its lmms-eval task export)
 	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_STRESS) -o $(DEMO_OUT)/export/stress-lmms-eval-task --quiet
+	$(call demo_step,the demo as 2D tracks in Perception Test's layout: boxes projected at 1 frame/s (vistest demo-scene --perception-test))
+	$(VENV)/bin/vistest demo-scene $(DEMO_OUT)/scene --perception-test $(DEMO_PT) --quiet
+	$(call demo_step,its import as a 2D scene with its questions (vistest import perception-test))
+	$(VENV)/bin/vistest import perception-test $(DEMO_PT)/annotations.json -o $(DEMO_PT)/scene --quiet
+	$(call demo_step,its run: visibility from 2D boxes; unknown frames; grounded questions' dummies (vistest run))
+	$(VENV)/bin/vistest run $(DEMO_PT)/scene/scene.json $(DEMO_PT)/scene/questions.jsonl -o $(DEMO_PT)/run \
+		--budgets 16,32,64,all --quiet
+	$(call demo_step,its lmms-eval task export (vistest export lmms-eval-task))
+	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_PT)/run -o $(DEMO_OUT)/export/perception-test-lmms-eval-task --quiet
 	$(call demo_step,the dynamic demo: a cart and a ball that move (vistest demo-scene --dynamic))
 	$(VENV)/bin/vistest demo-scene $(DEMO_DYN) --dynamic
 	$(call demo_step,its visibility with the moving boxes (vistest visibility))
@@ -128,6 +138,7 @@ demo: $(STAMP)
 	@echo "  sheets:        $(abspath $(DEMO_OUT))/run/sheets/"
 	@echo "  generated:     $(abspath $(DEMO_GEN))/questions.jsonl and report.md (vistest generate, docs/generate.md)"
 	@echo "  its pipeline:  $(abspath $(DEMO_GEN_RUN))/ (budget GT, videos, drop dummies, score/report.md)"
+	@echo "  2D tracks:     $(abspath $(DEMO_PT))/run/ (the demo in Perception Test's layout; docs/tracks2d.md)"
 	@echo "  stress test:   $(abspath $(DEMO_STRESS_SCENE))/score/report.md (reformulated questions: $(abspath $(DEMO_OUT))/stress-questions.jsonl;"
 	@echo "                 page: $(abspath $(DEMO_STRESS))/index.html;"
 	@echo "                 variants not written and why: $(abspath $(DEMO_OUT))/stress-reformulate/report.md)"

@@ -782,6 +782,42 @@ def vlmevalkit_tsv(run_dir, tmp_path, target):
     return out
 
 
+def vlmevalkit_method(source: str, cls: str, name: str, env: dict):
+    """``cls.name`` of a VLMEvalKit module's source, compiled alone into a plain function in ``env`` (the
+    module itself is not imported: it needs decord and huggingface_hub)."""
+    tree = ast.parse(source)
+    node = next(f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == cls
+                for f in c.body if isinstance(f, ast.FunctionDef) and f.name == name)
+    exec(compile(ast.Module([node], []), f"vlmeval:{cls}.{name}", "exec"), env)
+    return env[name]
+
+
+@pytest.mark.parametrize("levels", [("easy", "medium", "hard"), ("easy", "hard"), ("medium",)])
+def test_vsibench_overall_is_vlmevalkits_on_partial_sets(levels, capsys):
+    """vistest's vsibench overall (composites: complete, its default) equals VLMEvalKit's ``VsiBench._aggregate``
+    run on per-row hits and MRAs, on sets with every relative-direction level and with some missing."""
+    import pandas as pd
+    from collections import OrderedDict
+
+    from vistest.eval.metrics import lmms_eval_summary, resolve_protocol
+
+    aggregate = vlmevalkit_method(needs_vlmevalkit("vlmeval/dataset/vsibench.py"), "VsiBench", "_aggregate",
+                                  {"pd": pd, "OrderedDict": OrderedDict})
+    mcq = pd.DataFrame([{"question_type": f"object_rel_direction_{lv}", "hit": h}
+                        for i, lv in enumerate(levels) for h in (1.0,) * (i + 1) + (0.0, 0.0)]
+                       + [{"question_type": "route_planning", "hit": h} for h in (1.0, 1.0, 0.0, 0.0, 0.0)])
+    na = pd.DataFrame([{"question_type": "object_counting", "MRA:.5:.95:.05": m} for m in (0.3, 0.9)])
+    theirs = aggregate(None, mcq, na)["overall"] / 100.0
+    capsys.readouterr()
+    per_type = {**mcq.groupby("question_type")["hit"].mean().to_dict(),
+                **na.groupby("question_type")["MRA:.5:.95:.05"].mean().to_dict()}
+    proto = resolve_protocol("vsibench", per_type)
+    assert proto.composite_rule == "complete"
+    assert lmms_eval_summary(per_type, proto)["overall"] == pytest.approx(theirs, abs=1e-12)
+    present = lmms_eval_summary(per_type, resolve_protocol("vsibench", per_type, "present"))["overall"]
+    assert (present == pytest.approx(theirs, abs=1e-12)) == (len(levels) != 2)  # the rules differ on two levels
+
+
 @pytest.mark.parametrize("target,module_path,mcq,number", [
     ("ReVSI", "vlmeval/dataset/revsi.py", "MCQ_QUESTION_TYPES", "NQ_QUESTION_TYPES"),
     ("VsiBench", "vlmeval/dataset/vsibench.py", "mcq_items", "na_items")])

@@ -259,3 +259,26 @@ def test_matches_torch_when_available():
         for steps in (1, 2, 3, 7, 16, 23, 32, 64, 256, 768):
             ref = torch.linspace(0, n_frames - 1, steps).numpy()
             assert np.array_equal(torch_linspace_f32(0, n_frames - 1, steps, fma=fma), ref), (n_frames, steps)
+
+
+@pytest.mark.parametrize("rounding, version, expected", [("floor", "0.0.10 and later", 28), ("round", "0.0.8", 30)])
+def test_frames_says_which_qwen_vl_utils_rounding_it_used(rounding, version, expected):
+    """STI-Bench's client on a 101-frame 29.97 fps clip: sample_fps = 30 / (101 / 29.97) makes the product
+    101 / 29.97 * sample_fps fall just under 30 in float arithmetic, so 0.0.10's floor_by_factor takes 28 and
+    0.0.8's round_by_factor 30; `vistest frames` prints the indices and names the rounding and version."""
+    import json
+
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    product = 101 / 29.97 * (30 / (101 / 29.97))
+    assert product < 30 and (int(product // 2) * 2, round(product / 2) * 2) == (28, 30)
+    r = CliRunner().invoke(main, ["frames", "-p", "qwen-vl-utils-fps", "-n", "30", "-N", "101", "--fps", "29.97",
+                                  "-O", "sample_frames=30", "-O", f"rounding={rounding}"])
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)) == expected
+    assert f"_by_factor, qwen-vl-utils {version} fps mode" in r.stderr and f"; {expected} frames" in r.stderr
+    nframes_mode = CliRunner().invoke(main, ["frames", "-p", "qwen-vl-utils", "-n", "7", "-N", "50"])
+    assert "round_by_factor" in nframes_mode.stderr
+    assert CliRunner().invoke(main, ["frames", "-n", "7", "-N", "50"]).stderr == ""

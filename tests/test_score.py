@@ -232,10 +232,33 @@ def test_revsi_summary_collapses_composites_then_macro_averages():
 
 
 def test_vsibench_summary_names():
-    out = lmms_eval_summary({"object_rel_direction_easy": 1.0, "object_rel_direction_hard": 0.0,
-                             "object_counting": 0.4}, VSI)
+    out = lmms_eval_summary({"object_rel_direction_easy": 1.0, "object_rel_direction_medium": 0.5,
+                             "object_rel_direction_hard": 0.0, "object_counting": 0.4}, VSI)
     assert out == {"object_counting_MRA:.5:.95:.05": 0.4, "object_rel_direction_accuracy": 0.5,
                    "overall": pytest.approx(0.45)}
+
+
+PARTIAL = {"object_rel_direction_easy": 1.0, "object_rel_direction_hard": 0.0, "object_counting": 0.4}
+
+
+def test_partial_composite_rules():
+    """A set without relative direction's medium level: VLMEvalKit's rule (vsibench's default) keeps the two
+    levels apart, three subscores in the overall; the revsi rule averages the levels present, two subscores."""
+    complete = lmms_eval_summary(PARTIAL, VSI)
+    assert complete == {"object_rel_direction_easy_accuracy": 1.0, "object_rel_direction_hard_accuracy": 0.0,
+                        "object_counting_MRA:.5:.95:.05": 0.4, "overall": pytest.approx(1.4 / 3)}
+    present = lmms_eval_summary(PARTIAL, resolve_protocol("vsibench", PARTIAL, "present"))
+    assert present["object_rel_direction_accuracy"] == 0.5 and present["overall"] == pytest.approx(0.45)
+    assert resolve_protocol("auto", ["object_counting_single"]).composite_rule == "present"
+    assert resolve_protocol("revsi", [], "complete").composite_source.startswith("VLMEvalKit")
+    revsi_partial = {"object_counting_single": 1.0, "object_abs_distance": 0.2}
+    assert lmms_eval_summary(revsi_partial, REVSI)["object_counting_acc"] == 1.0
+    assert lmms_eval_summary(revsi_partial, resolve_protocol("revsi", [], "complete")) == {
+        "object_counting_single_acc": 1.0, "object_abs_distance_acc": 0.2, "overall_acc": pytest.approx(0.6)}
+    assert answers.partial_composites(PARTIAL, VSI) == {
+        "object_rel_direction_accuracy": ("object_rel_direction_medium",)}
+    with pytest.raises(ScoreError, match="composites: expected"):
+        resolve_protocol("revsi", [], "mean")
 
 
 def test_resolve_protocol():
@@ -466,7 +489,13 @@ def test_report_files_and_rerun_is_identical(run_dir, tmp_path):
     first = {n: p.read_bytes() for n, p in written.items()}
     written2 = write_report(build_report(rt, load_predictions(preds), prediction_sources=[str(preds)], splits=5), out)
     assert {n: p.read_bytes() for n, p in written2.items()} == first
-    assert "overall [lmms-eval overall_acc]" in render_text(report)
+    text = render_text(report)
+    assert "overall [lmms-eval overall_acc; composites: present]" in text
+    assert "composites: present (a group's members present are averaged" in text
+    # the set holds one counting type of two and one relative-direction level of four: both groups are partial
+    assert "partial group object_counting_acc: no object_counting_multiple in this set" in text
+    assert doc["protocol"]["composite_rule"] == "present"
+    assert doc["protocol"]["partial_composites"]["object_counting_acc"] == ["object_counting_multiple"]
 
 
 def test_cli_score_and_baseline(run_dir, tmp_path):
@@ -478,6 +507,13 @@ def test_cli_score_and_baseline(run_dir, tmp_path):
     r = runner.invoke(main, ["score", str(base), "-r", str(run_dir), "-o", str(tmp_path / "o"), "--splits", "3"])
     assert r.exit_code == 0, r.output
     assert "Scores on the real videos" in r.output and (tmp_path / "o" / "report.json").exists()
+    r = runner.invoke(main, ["score", str(base), "-r", str(run_dir), "-o", str(tmp_path / "c"), "--splits", "3",
+                             "--composites", "complete", "--no-learned"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert doc["protocol"]["composite_rule"] == "complete"
+    summary = next(s for s in doc["summary"] if s["budget"] == "16" and s["model"] == "predictions")
+    assert "object_counting_single_acc" in summary and "object_counting_acc" not in summary
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "q1", "budget": 16}])
     r = runner.invoke(main, ["score", str(bad), "-r", str(run_dir)])
     assert r.exit_code != 0 and "bad.jsonl:1: prediction: missing required field" in r.output

@@ -27,7 +27,7 @@ from conftest import cli, read_jsonl
 
 LETTERS = "ABCDE"
 STI_COLUMNS = ("Source", "Task", "Video", "ID", "Question", "Candidates", "Answer", "Answer Detail", "time_start",
-               "time_end", "Scene")
+               "time_end", "scene")
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ def _sti_row(i, task="Speed & Acceleration", video="demo-seed0.mp4", legacy=None
     return {"Source": "Omni6DPose" if video.startswith("0") else "ScanNet", "Task": task, "Video": video,
             "ID": i if legacy is None else legacy, "Question": question or f"question {i}?",
             "Candidates": json.dumps(cands), "Answer": answer, "Answer Detail": cands[answer],
-            "time_start": ts, "time_end": te, "Scene": "indoor"}
+            "time_start": ts, "time_end": te, "scene": "indoor"}
 
 
 def _write_parquet(path, rows):
@@ -173,6 +173,14 @@ def test_sti_bench_parquet_import_and_the_legacy_key_collision(tmp_path):
     row = {**_sti_row(1), "QType": "Single Choice", "Prompt": ""}
     (q,) = import_question_set("sti-bench", _write_parquet(tmp_path / "qa2.parquet", [row])).questions
     assert (q["qtype"], q["prompt"]) == ("Single Choice", "")
+    # the real rows name the scene column `scene`; opensource_test.py also reads `Scene`, and so does vistest
+    old = {**{k: v for k, v in _sti_row(1).items() if k != "scene"}, "Scene": "indoor"}
+    (q_old,) = import_question_set("sti-bench", _write_parquet(tmp_path / "qa3.parquet", [old])).questions
+    (q_new,) = import_question_set("sti-bench", _write_parquet(tmp_path / "qa4.parquet", [_sti_row(1)])).questions
+    assert q_old == q_new
+    both = {**_sti_row(1), "Scene": "indoor"}
+    with pytest.raises(QuestionSetError, match="unknown column"):
+        import_question_set("sti-bench", _write_parquet(tmp_path / "qa5.parquet", [both]))
 
 
 @pytest.mark.parametrize("edit, msg", [
@@ -188,7 +196,7 @@ def test_sti_bench_parquet_import_and_the_legacy_key_collision(tmp_path):
      r"row 0: Answer Detail: expected text, a finite number or null, got b'\\x00\\xff'"),
     (lambda r: r.update({"Answer Detail": float("nan")}), r"row 0: Answer Detail: expected text, a finite number or "
                                                            r"null, got nan"),
-    (lambda r: r.update(Scene=b"x"), r"row 0: Scene: expected text, a finite number or null, got b'x'"),
+    (lambda r: r.update(scene=b"x"), r"row 0: scene: expected text, a finite number or null, got b'x'"),
     (lambda r: r.update(Video="..mp4"), r"row 0: Video '..mp4': scene_id: '.' cannot name files"),
     (lambda r: r.update(Video="dir/.hidden.mp4"), r"row 0: Video 'dir/.hidden.mp4': scene_id: '.hidden' cannot"),
     (lambda r: r.update(time_end=1e308), r"row 0: time_end: expected seconds \(a number in 0..10000000\), got 1e\+308"),

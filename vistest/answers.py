@@ -161,7 +161,8 @@ class Protocol:
     ``type_key(question_type, kind)``: lmms-eval's per-type subscore name; ``composites``:
     subscores that lmms-eval replaces by the unweighted mean of their member types (question
     types); ``overall``: the name of the unweighted mean of what remains. ``source``: the
-    lmms-eval code reproduced.
+    lmms-eval code reproduced. ``composite_rule``: what a composite group missing a member
+    becomes (:data:`COMPOSITE_RULES`); ``composite_source``: the code that rule follows.
     """
 
     name: str
@@ -171,6 +172,8 @@ class Protocol:
     type_key: Callable[[str, str], str]
     composites: Mapping[str, tuple[str, ...]]
     overall: str
+    composite_rule: str = "present"
+    composite_source: str = "lmms_eval/tasks/revsi/utils.py: _collapse_question_types"  # PRESENT_COMPOSITE_SOURCE
 
 
 def revsi_token(text: str) -> str:
@@ -203,6 +206,16 @@ def vsibench_type_key(qtype: str, kind: str) -> str:
     return f"{qtype}_accuracy" if kind == MCQ else f"{qtype}_MRA:.5:.95:.05"
 
 
+# What a composite group becomes on a set that lacks some of its member types (a partial set):
+COMPOSITE_PRESENT = "present"    # the mean of the members present (lmms-eval revsi `_collapse_question_types`)
+COMPOSITE_COMPLETE = "complete"  # the mean only when every member is present; otherwise the members stay
+#                                  apart, each one subscore of the overall (VLMEvalKit vlmeval/dataset/vsibench.py
+#                                  `VsiBench._aggregate`: `if all(k in output for k in rel_keys)`)
+COMPOSITE_RULES = (COMPOSITE_PRESENT, COMPOSITE_COMPLETE)
+PRESENT_COMPOSITE_SOURCE = Protocol.composite_source
+VLMEVALKIT_COMPOSITE_SOURCE = ("VLMEvalKit vlmeval/dataset/vsibench.py: VsiBench._aggregate (ms-vlmeval 0.0.20); "
+                               "lmms-eval's vsibench raises a KeyError on a partial group")
+
 REVSI_COMPOSITES = MappingProxyType({
     "object_rel_direction_acc": ("object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
                                  "object_rel_direction_forward_hard", "object_rel_direction_backward_hard"),
@@ -223,11 +236,13 @@ PROTOCOLS = MappingProxyType({
     "vsibench": Protocol(
         "vsibench", "lmms_eval/tasks/vsibench/utils.py (since eab6655a, 2026-07-14): vsibench_process_results, "
                     "fuzzy_matching, exact_match, extract_number, mean_relative_accuracy, _compute_all_subscores",
-        vsibench_token, extract_number, vsibench_type_key, VSIBENCH_COMPOSITES, "overall"),
+        vsibench_token, extract_number, vsibench_type_key, VSIBENCH_COMPOSITES, "overall",
+        COMPOSITE_COMPLETE, VLMEVALKIT_COMPOSITE_SOURCE),
     "vsibench-legacy": Protocol(
         "vsibench-legacy", "lmms_eval/tasks/vsibench/utils.py (638db7ee 2025-04-21 to eab6655a^): "
                            "to_float(fuzzy_matching(pred)) for numbers",
-        vsibench_token, vsibench_legacy_number, vsibench_type_key, VSIBENCH_COMPOSITES, "overall"),
+        vsibench_token, vsibench_legacy_number, vsibench_type_key, VSIBENCH_COMPOSITES, "overall",
+        COMPOSITE_COMPLETE, VLMEVALKIT_COMPOSITE_SOURCE),
 })
 
 
@@ -420,21 +435,33 @@ def lmms_eval_subscores(type_scores: Mapping[str, float], protocol: Protocol, ki
                         mean: Callable[[list[float]], float] = mean_of) -> dict[str, float]:
     """lmms-eval's ``_compute_all_subscores`` on per-type mean scores (``type_scores``:
     question type -> mean): each type under its lmms-eval name (``kind_of(type)`` gives its
-    kind), composite groups replaced by the ``mean`` of the members present, and
-    ``protocol.overall`` = the ``mean`` of what remains (0.0 when nothing was scored). A missing
-    group member is skipped, where vsibench would raise a KeyError. lmms-eval takes the means
-    with pandas, numpy or ``sum / len`` in different places; they differ at most in the last
-    bit, and ``mean`` says which one a caller uses."""
+    kind), composite groups replaced by the ``mean`` of their members, and ``protocol.overall``
+    = the ``mean`` of what remains (0.0 when nothing was scored). A group missing a member
+    follows ``protocol.composite_rule``: ``present`` averages the members present (revsi);
+    ``complete`` keeps them apart, each a subscore of its own (VLMEvalKit's vsibench; lmms-eval's
+    vsibench would raise a KeyError). lmms-eval takes the means with pandas, numpy or
+    ``sum / len`` in different places; they differ at most in the last bit, and ``mean`` says
+    which one a caller uses."""
     def key(qtype: str) -> str:
         return protocol.type_key(qtype, kind_of(qtype))
 
     out = {key(t): v for t, v in type_scores.items()}
     for name, members in protocol.composites.items():
         keys = [key(m) for m in members if key(m) in out]
-        if keys:
+        complete = len(keys) == len(members)
+        if keys and (complete or protocol.composite_rule == COMPOSITE_PRESENT):
             out[name] = mean([out.pop(k) for k in keys])
     out[protocol.overall] = mean(list(out.values())) if out else 0.0
     return out
+
+
+def partial_composites(question_types: Iterable[str], protocol: Protocol) -> dict[str, tuple[str, ...]]:
+    """Composite group -> its members missing from ``question_types``, for the groups present
+    but incomplete (the groups where :data:`COMPOSITE_RULES` give different overalls)."""
+    present = set(question_types)
+    return {name: tuple(m for m in members if m not in present)
+            for name, members in protocol.composites.items()
+            if present & set(members) and not set(members) <= present}
 
 
 # ---- stress tests of reformulated questions (vistest/reformulate.py) -----------------------

@@ -11,7 +11,8 @@ Format (docs/questions-format.md): JSONL, one JSON object per line, blank lines 
 * ``category``: a label or list of labels (counting: all objects with that label; the
   ``object_counting_multiple`` sum of several labels; appearance order: the first
   appearance of any instance of each label);
-* ``allow_zero`` (counting only, default false): a count of 0 is a valid answer;
+* ``allow_zero`` (counting and presence only, default false): a count of 0 (presence: "no") is a
+  valid answer;
 * time (optional, any type; docs/questions-format.md "Time windows"): ``time_start`` and
   ``time_end`` (seconds from the video's first frame, both or neither, 0 <= time_start <=
   time_end) name a window, ``time`` (seconds, >= 0; inside the window when both are given) an
@@ -34,7 +35,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -64,6 +65,7 @@ RULE_MIN_BUDGET = "min_budget"        # room size / route planning: needs enough
 RULE_WINDOW = "window"                # STI-Bench: enough sampled frames in the window (or one near the instant)
 RULE_TRACK = "track"                  # dynamic types: the moving object seen in enough sampled frames of the window
 RULE_CAMERA = "camera"                # the camera's own motion: a sampled frame at each end of the window
+RULE_PRESENCE = "presence"            # object presence: every subject seen in a selected frame -> "yes"
 
 ANSWER_MCQ = "mcq"
 ANSWER_NUMBER = "number"
@@ -101,6 +103,7 @@ class QuestionType:
     window_frames: int = 0
     task: str = ""
     motion: str = ""
+    needs_3d: bool = False  # the answer needs 3D boxes or camera poses: unanswerable on a 2D scene (needs_3d)
 
 
 # STI-Bench's eight tasks (MINT-SJTU/STI-Bench qa.parquet ``Task``; ReSTI README "Coverage") -> (vistest
@@ -178,6 +181,17 @@ def _types() -> dict[str, QuestionType]:
               for name, (q, k, task) in MOTION_TYPES.items() if name not in CAMERA_MOTION_TYPES]
     specs += [QuestionType(name, gen, mcq, RULE_CAMERA, window_frames=k, task=task, motion=q)
               for name, (q, k, task) in MOTION_TYPES.items() if name in CAMERA_MOTION_TYPES]
+    geometric = (RULE_OBJECTS, RULE_MIN_BUDGET, RULE_TRACK, RULE_CAMERA)  # the types above: sizes, distances, ...
+    specs = [replace(t, needs_3d=True) if t.rule in geometric else t for t in specs]
+    # video QA from 2D tracks (vistest.tracks2d, docs/tracks2d.md): a multiple-choice question about the video
+    # whose evidence is its ``objects`` when given (Perception Test's mc_question), and a grounded question whose
+    # answer is a set of objects (Perception Test's grounded_question: the answer's objects are its evidence),
+    # asked open-ended (answer_kind "text": their labels)
+    pt = ("Perception Test",)
+    specs += [QuestionType("video_mcq", pt, mcq, RULE_OBJECTS, 0, obj),
+              QuestionType("grounded_objects", pt, mcq, RULE_OBJECTS, 1, obj),
+              # "Is there a cup?": options "A. yes", "B. no"; its objects or a category (any instance)
+              QuestionType("object_presence", gen, mcq, RULE_PRESENCE, 1, ("objects", "category"))]
     return {t.name: t for t in specs}
 
 
@@ -350,8 +364,8 @@ class _LineParser:
         allow_zero = doc.get("allow_zero", False)
         if not isinstance(allow_zero, bool):
             raise self.fail("allow_zero", f"expected true or false, got {allow_zero!r}")
-        if allow_zero and qtype.rule != RULE_COUNTING:
-            raise self.fail("allow_zero", f"only counting questions take allow_zero, not {qtype_name!r}")
+        if allow_zero and qtype.rule not in (RULE_COUNTING, RULE_PRESENCE):
+            raise self.fail("allow_zero", f"only counting and presence questions take allow_zero, not {qtype_name!r}")
         if qtype.rule == RULE_APPEARANCE and not objects and not category:
             raise self.fail("objects", f"{qtype_name} needs objects (ids) or category (labels) to order")
         if qtype.rule == RULE_APPEARANCE and objects and category:
@@ -486,7 +500,8 @@ class _LineParser:
                 raise self.fail("category", f"counting type {qtype.name!r} needs a category (a label or a list)")
             return ()
         if "category" not in qtype.subjects:
-            raise self.fail("category", f"{qtype.name!r} takes no category (only counting and appearance order do)")
+            raise self.fail("category", f"{qtype.name!r} takes no category (only counting, presence and appearance "
+                                        f"order do)")
         labels = [v] if isinstance(v, str) else v
         if not isinstance(labels, list) or not labels:
             raise self.fail("category", f"expected a label or a non-empty list of labels, got {v!r}")

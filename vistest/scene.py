@@ -19,6 +19,10 @@ Conventions, stated once here and relied on everywhere:
   ``SceneObject.center``/``rotation`` of a tracked object are its *first key's* pose (what the
   stages that read static poses see); :meth:`SceneObject.pose_at` gives the pose at a frame.
 
+A 2D scene (format ``vistest.tracks2d/1``: per-frame 2D regions of objects, no poses, no boxes) is
+read by the same :meth:`Scene.load` (vistest.tracks2d, docs/tracks2d.md): its ``tracks2d`` holds them,
+``camera`` is None, its frames have no pose and its objects no box; :meth:`Scene.require_3d` refuses it.
+
 Everything is validated on load; a bad value raises :class:`SceneError` (a
 ``ValueError``) naming the file, the field and what was expected. Numeric fields take JSON
 numbers only (not strings, not booleans); ``scene_id`` must be able to name files
@@ -45,6 +49,7 @@ from .errors import InputError
 from .geometry import box_corners, polygon_area, rotation_slerp
 from .jsonl import parse_json, read_text
 from .layout import is_budget_folder
+from .tracks2d import FORMAT as TRACKS2D_FORMAT, Tracks2D, Tracks2DError
 
 FORMAT = "vistest.scene/1"
 ROOM_AREA_TYPES = ("all_room", "single_room")  # what room.size_m2 / room.polygon cover (ReVSI's scene_area_type)
@@ -205,7 +210,7 @@ class Scene:
     scene_id: str
     fps: float
     image_size: tuple[int, int]
-    camera: Intrinsics
+    camera: Intrinsics | None  # None for a 2D scene (no camera model: vistest.tracks2d)
     frames: tuple[Frame, ...]
     objects: tuple[SceneObject, ...]
     boxes_to_world: np.ndarray = field(default_factory=lambda: _readonly(np.eye(4)))
@@ -216,8 +221,20 @@ class Scene:
     mesh_objects: str | None = None  # per-vertex object ids of ``mesh`` (docs/scene-format.md)
     root: Path = Path(".")
     source: str = "<scene>"  # where it was read from (the scene.json path), for error messages
+    tracks2d: Tracks2D | None = None  # a 2D scene (vistest.tracks2d): no poses, no boxes; None for a 3D one
 
     # ---- derived views -------------------------------------------------------------
+    @property
+    def has_3d(self) -> bool:
+        """Does the scene give 3D boxes and camera poses (False: a 2D scene, vistest.tracks2d)?"""
+        return self.tracks2d is None
+
+    def require_3d(self, what: str) -> None:
+        """SceneError naming ``what`` when the scene is a 2D scene (2D tracks: no boxes, no poses)."""
+        if self.tracks2d is not None:
+            raise SceneError(f"{self.source}: format: {what} needs 3D boxes and camera poses; this scene gives 2D "
+                             f"object tracks only (vistest.tracks2d/1, docs/tracks2d.md)")
+
     @property
     def num_frames(self) -> int:
         """Number of decoded video frames the scene describes (last index + 1)."""
@@ -292,11 +309,16 @@ class Scene:
 
     @classmethod
     def from_dict(cls, doc: Any, root: str | os.PathLike = ".", source: str = "<scene>") -> "Scene":
-        """Validate a parsed scene document (see docs/scene-format.md)."""
+        """Validate a parsed scene document (see docs/scene-format.md); a 2D scene
+        (``vistest.tracks2d/1``, docs/tracks2d.md) is read by vistest.tracks2d."""
+        if isinstance(doc, dict) and doc.get("format") == TRACKS2D_FORMAT:
+            return tracks_scene(Tracks2D.from_dict(doc, source), root)
         return _Parser(source, Path(root)).scene(doc)
 
     def to_dict(self) -> dict:
         """The JSON document for this scene (inverse of from_dict)."""
+        if self.tracks2d is not None:
+            return self.tracks2d.to_dict()
         doc: dict[str, Any] = {"format": FORMAT, "scene_id": self.scene_id}
         if self.video is not None:
             doc["video"] = self.video
@@ -338,6 +360,28 @@ class Scene:
         naming ``path`` (nothing written) when ``scene_id`` cannot name files (:func:`check_scene_id`)."""
         check_scene_id(self.scene_id, str(path))
         write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def _nan(shape: tuple[int, ...]) -> np.ndarray:
+    a = np.full(shape, np.nan)
+    a.setflags(write=False)
+    return a
+
+
+def tracks_scene(tracks: Tracks2D, root: str | os.PathLike = ".") -> Scene:
+    """The Scene of a 2D scene (vistest.tracks2d): ``num_frames`` frames (frame i at i / fps
+    seconds) with no camera pose (no 3D: which frames witness what is the visibility table's
+    business, vistest.visibility.tracks2d), one object per track (id and label; no box: NaN),
+    ``camera`` None and ``tracks2d`` the tracks. Its ``scene_id`` must name files
+    (:func:`check_scene_id`) and its video exist beside it (relative to ``root``); stages that
+    need 3D refuse it (:meth:`Scene.require_3d`)."""
+    check_scene_id(tracks.scene_id, tracks.source)
+    if tracks.video is not None and not (Path(root) / tracks.video).is_file():
+        raise Tracks2DError(f"{tracks.source}: video: file not found: {Path(root) / tracks.video}")
+    frames = tuple(Frame(i, i / tracks.fps, None) for i in range(tracks.num_frames))
+    objects = tuple(SceneObject(t.id, t.label, _nan((3,)), _nan((3,)), _nan((3, 3))) for t in tracks.objects)
+    return Scene(scene_id=tracks.scene_id, fps=tracks.fps, image_size=tracks.image_size, camera=None, frames=frames,
+                 objects=objects, video=tracks.video, root=Path(root), source=tracks.source, tracks2d=tracks)
 
 
 def _object_doc(o: SceneObject) -> dict:
@@ -455,7 +499,7 @@ class _Parser:
         if not isinstance(doc, dict):
             raise self.fail("<top>", f"expected a JSON object, got {type(doc).__name__}")
         if doc.get("format") != FORMAT:
-            raise self.fail("format", f"expected {FORMAT!r}, got {doc.get('format')!r}")
+            raise self.fail("format", f"expected {FORMAT!r} (or {TRACKS2D_FORMAT!r}), got {doc.get('format')!r}")
         for key in ("scene_id", "fps", "image_size", "camera", "frames", "objects"):
             if key not in doc:
                 raise self.fail(key, "missing required field")

@@ -12,7 +12,7 @@ the values by name (:func:`real_row`, :func:`dummy_row`), readers parse a line
 Reading checks what scoring relies on and names file, line, field and the expectation:
 ``id``, ``question_type`` (a vistest type), ``num_frames`` or ``budget`` (a positive integer
 or ``"all"``), ``ground_truth`` (null when unanswerable), ``status`` (kept / changed /
-unanswerable; when absent: unanswerable for a null or ``"unanswerable"`` ground truth, else
+unanswerable / unknown; when absent: unanswerable for a null or ``"unanswerable"`` ground truth, else
 changed, a dummy's 0), ``variant`` (``budget`` or a name starting with ``dummy``), and the
 reformulation fields (vistest/reformulate.py: ``reformulation``, ``group_id``, ``shift``,
 ``answer_kind``, ``accepts_abstention``, ``unsupported``, ``skipped_variants``). Every other
@@ -33,7 +33,9 @@ from ..budgets import Budget
 REAL_VARIANT = "budget"  # the variant of a real budget video's row
 DUMMY_PREFIX = "dummy"   # every dummy variant starts with it: "dummy-{mode}"
 KEPT, CHANGED, UNANSWERABLE = "kept", "changed", "unanswerable"
-STATUSES = (KEPT, CHANGED, UNANSWERABLE)
+UNKNOWN = "unknown"  # 2D scenes: the answer turns on frames the annotation says nothing of (vistest.budget.truth)
+STATUSES = (KEPT, CHANGED, UNANSWERABLE, UNKNOWN)
+NO_ANSWER = (UNANSWERABLE, UNKNOWN)  # statuses whose ground truth is null
 
 # VSI-Bench size template: "... longest dimension (length, width, or height) of the bed, measured in
 # centimeters?": the label is the last "of the X" that ends at a comma, "?", "(" or the end
@@ -60,7 +62,8 @@ REAL_FIELDS = _fields(
     ("frame_indices", "0-based decoded source frames the sampler profile selects, in selection order (repeats "
                       "kept); an evaluator's row: the source frames that configuration takes"),
     ("ground_truth", "the answer the selected frames support, the question's JSON type; null when unanswerable"),
-    ("status", "kept, changed or unanswerable: the supported answer against the all-frame one"),
+    ("status", "kept, changed, unanswerable, or unknown (2D scenes: the answer turns on frames the annotation "
+               "says nothing of): the supported answer against the all-frame one"),
     ("reason", "why: a machine-readable code (vistest.budget.truth REASON_*)"),
     ("original_ground_truth", "the question's all-frame answer"),
     ("sampler_profile", "the sampler profile that selected the frames (vistest.budget.sampling)"),
@@ -72,6 +75,11 @@ REAL_FIELDS = _fields(
     ("unseen_detail", "per referenced object counted unseen: frames in view, the most it shows (the seen rule's "
                       "unit) and in which frame, the sentence saying so"),
     ("unsupported", "true: the answer is the one the question offers where the frames support none", True),
+    ("unknown_frames", "status unknown: selected frames where a referenced object's state is unknown (2D)", True),
+    ("unknown_objects", "status unknown: the objects whose state there is unknown", True),
+    ("status_if_unknown_unseen", "status unknown: the status if those objects were unseen there", True),
+    ("ground_truth_if_unknown_unseen", "status unknown: the answer if those objects were unseen there", True),
+    ("reason_if_unknown_unseen", "status unknown: the reason code if those objects were unseen there", True),
     ("occlusion_sensitive", "true: the status or the answer changes when occlusion is ignored", True),
     ("status_without_occlusion", "with occlusion_sensitive: the status with occlusion ignored", True),
     ("ground_truth_without_occlusion", "with occlusion_sensitive: the answer with occlusion ignored", True),
@@ -347,12 +355,15 @@ class TruthRow(Keyed):
 
     @property
     def answerable(self) -> bool:
-        return self.status != UNANSWERABLE and self.ground_truth is not None
+        return self.status not in NO_ANSWER and self.ground_truth is not None
 
     @property
     def evidence_removed(self) -> bool:
         """Dummy, unanswerable and unsupported rows: scored for hallucination (an unsupported
-        real row is scored for accuracy too)."""
+        real row is scored for accuracy too). An ``unknown`` row (2D: nothing says whether the evidence
+        shows) is neither: scored for nothing."""
+        if self.status == UNKNOWN and not self.is_dummy:
+            return False
         return self.is_dummy or not self.answerable or self.unsupported
 
     @property
@@ -415,7 +426,7 @@ def _answer(doc: Mapping[str, Any], fail) -> tuple[Any, str]:
         status = UNANSWERABLE if gt is None or gt == UNANSWERABLE else CHANGED
     if status not in STATUSES:
         raise fail("status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
-    if status == UNANSWERABLE:
+    if status in NO_ANSWER:
         return None, status
     if gt is None:
         raise fail("ground_truth", f"expected an answer for status {status!r}, got null")

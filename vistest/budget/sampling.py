@@ -364,6 +364,23 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 )}
 
 
+def rounding_note(profile: str, options: Mapping[str, Any]) -> str | None:
+    """How ``profile`` with ``options`` rounds the frame count, and which qwen-vl-utils versions that
+    reproduces (None for profiles that do not round a count: their frame count is the budget).
+    fps mode changed between versions: 0.0.8 ``round_by_factor``, 0.0.10 and later ``floor_by_factor``
+    (:func:`qwen_smart_nframes`); nframes mode is ``round_by_factor`` in every version."""
+    if profile == "qwen-vl-utils":
+        return "frame count: round_by_factor(budget, 2), qwen-vl-utils nframes mode (the same in every version)"
+    if profile == "lmms-eval-qwen2.5-vl":
+        return "frame count: floor_by_factor, qwen-vl-utils 0.0.10 and later fps mode"
+    if profile == "qwen-vl-utils-fps":
+        if options.get("rounding", "floor") == "round":
+            return "frame count: round_by_factor, qwen-vl-utils 0.0.8 fps mode (-O rounding=round)"
+        return ("frame count: floor_by_factor, qwen-vl-utils 0.0.10 and later fps mode "
+                "(0.0.8 rounds: -O rounding=round)")
+    return None
+
+
 def get_profile(name: str) -> Profile:
     """The registered profile ``name``; InputError listing the known ones otherwise."""
     try:

@@ -34,7 +34,8 @@ The silhouette rule always divides by ``projected``, the box silhouette: with a 
 (``params["visible"] == "instance"``) it is the object's own visible surface over its box
 silhouette, a lower bound of BOP's ``visib_fract`` (whose denominator is the object's own
 unoccluded silhouette). Unknown values (invalid frames,
-NaN) are never seen.
+NaN) are never seen. A 2D scene's table (vistest.visibility.tracks2d, ``params["input"] ==
+"tracks2d"``) has no silhouette: the silhouette rule refuses it (image and pixels apply as they are).
 
 Spelling on the command line (``--seen-rule KIND[@ARRAY]``, ``--seen-threshold VALUE``;
 :func:`seen_rule`): ``--seen-rule silhouette --seen-threshold 0.25``, ``--seen-rule pixels``.
@@ -123,6 +124,11 @@ class SeenRule:
         if self.kind == PIXELS:
             w, h = image_size
             return a * float(w) * float(h)
+        params = getattr(vis, "params", None) or {}
+        if params.get("input") == "tracks2d":  # vistest.visibility.tracks2d
+            raise InputError(f"{getattr(vis, 'source', 'visibility')}: --seen-rule: the silhouette rule needs the "
+                             f"object's 3D silhouette; a 2D scene has only its annotated region (its box or mask "
+                             f"is all that is known to show): use --seen-rule image or pixels (docs/tracks2d.md)")
         proj = _array(vis, BOUND_ARRAY)
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(proj > 0, a / np.where(proj > 0, proj, 1.0), 0.0)

@@ -6,7 +6,12 @@ question's ground truth is re-derived from them with a status and a reason:
 
 * ``kept``: the frames support the all-frame answer;
 * ``changed``: they support a different answer (``ground_truth`` is the new one);
-* ``unanswerable``: they cannot support any answer (``ground_truth`` is None).
+* ``unanswerable``: they cannot support any answer (``ground_truth`` is None);
+* ``unknown`` (2D scenes, vistest.tracks2d): the answer depends on selected frames where the
+  annotation does not say whether a referenced object is in view (``ground_truth`` is None; the row
+  names the frames and objects, ``unknown_frames``/``unknown_objects``, and gives the answer those
+  frames would have if the objects were unseen there, ``status_if_unknown_unseen``,
+  ``ground_truth_if_unknown_unseen``). Never silently "unseen": :func:`_unknown_truth`.
 
 Rules (each threshold a parameter of :func:`budget_truth`):
 
@@ -22,6 +27,10 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   has ``allow_zero`` (then changed to 0).
 * Size / distance / direction: unanswerable when any referenced object is seen in no
   selected frame; kept otherwise (the geometry does not depend on the frames).
+* Presence (``object_presence``: "yes"/"no" options): "yes" when every subject (an object, or any
+  instance of a category) is seen in a selected frame; a subject unseen: "no" with ``allow_zero``,
+  else unanswerable. The original's answer: kept (``presence_supported`` / ``presence_unseen``);
+  the other: changed (``presence_changed``).
 * Appearance order: recomputed from first sightings (earliest selected frame in which the
   object, or any instance of the category, is seen). Unanswerable when a subject is never
   seen, when two first sightings fall on the same frame, or when the new order is not one
@@ -64,6 +73,12 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   ``kept`` or ``changed`` against the original, the reason the rule's finding, and the
   record carries ``"unsupported": true``.
 
+2D scenes (a table with ``params["input"] == "tracks2d"``, vistest.visibility.tracks2d): a type
+whose answer needs 3D geometry (:attr:`vistest.questions.QuestionType.needs_3d`: size, distance,
+direction, room size, route planning, tracks, the camera's motion) is unanswerable with reason
+``needs_3d``; a question of the 2D types naming no object is kept (``no_objects_named``: nothing
+to check). Counting and appearance order apply as they are (distinct track ids seen, first sightings).
+
 Reason codes (machine-readable, the ``reason`` field) are the ``REASON_*`` constants. Each row also
 says it in words (``reason_text``) and, per referenced object that counts unseen in the selected
 frames, why (``unseen_detail``: in how many of the witnessing frames it is in view, the most it
@@ -90,11 +105,11 @@ from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
 from .. import motion
 from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
-                         RULE_TRACK,
+                         RULE_PRESENCE, RULE_TRACK,
                          RULE_WINDOW, Question, option_letter, option_number)
 from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
 from .evaluators import Evaluator
-from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, TruthRow, real_row
+from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, UNKNOWN, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
 from ..budgets import ALL, BudgetValue, budget_label, parse_budget
 from .sampling import DEFAULT_PROFILE, check_options, select_frames
@@ -134,6 +149,12 @@ REASON_TRACK_UNDEFINED = "track_undefined"            # the seen frames give no 
 REASON_TRACK_NOT_IN_OPTIONS = "track_not_in_options"  # the recomputed heading is none of the options
 REASON_TRACK_UNBRACKETED = "track_instant_unbracketed"  # an instant's anchor has no sampled frame seeing the object
 REASON_CAMERA_ENDS_UNSAMPLED = "camera_ends_unsampled"  # no witnessing sampled frame near an end of the window
+REASON_PRESENT = "presence_supported"                # presence: every subject seen, the answer yes
+REASON_ABSENT = "presence_unseen"                    # presence: a subject unseen, "no" allowed (allow_zero)
+REASON_PRESENCE_CHANGED = "presence_changed"         # presence: the frames give the other answer
+REASON_NO_OBJECTS = "no_objects_named"                # a 2D question naming no object: nothing to check in the frames
+REASON_NEEDS_3D = "needs_3d"                          # a 2D scene: the type's answer needs 3D boxes or camera poses
+REASON_UNKNOWN_FRAMES = "depends_on_unknown_frames"   # 2D: the answer turns on frames the annotation says nothing of
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
@@ -202,6 +223,7 @@ class QuestionTruth:
     temporal: Mapping[str, Any] | None = None
     track: Mapping[str, Any] | None = None
     note: str = ""
+    unknown: Mapping[str, Any] | None = None  # status unknown: the row's unknown_* and *_if_unknown_unseen fields
 
     @property
     def occlusion_sensitive(self) -> bool:
@@ -235,6 +257,8 @@ class QuestionTruth:
             extra.update(self.temporal)
         if self.track is not None:
             extra.update(self.track)
+        if self.unknown is not None:
+            extra.update(self.unknown)
         return real_row(
             self.question.record, self.question.source, self.question.line, num_frames=sel.budget,
             frame_indices=list(sel.frame_indices),
@@ -334,6 +358,8 @@ class _Table:
         with np.errstate(invalid="ignore"):
             self.in_view = (self.measure > 0) & valid[:, None]
             self.in_fov = (np.asarray(vis.projected, dtype=np.float64) > 0) & valid[:, None]
+        self.unknown = np.isnan(np.asarray(self.measure, np.float64)) & valid[:, None]  # 2D: no annotation says
+        self.is_2d = vis.params.get("input") == "tracks2d"
         self.labels = {o.id: o.label for o in scene.objects}
         self.fps = float(scene.fps)
         self.instant_tolerance_s = DEFAULT_INSTANT_TOLERANCE_S
@@ -441,12 +467,45 @@ def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
 
 
 def _objects(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    if not q.objects:  # a 2D type's question naming no object (vistest.questions: 3D types need some)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_NO_OBJECTS)
     sights = t.sightings(sel, [t.col[o] for o in q.objects])
     unseen = [o for o, s in zip(q.objects, sights) if not s]
     evidence = sorted({f for s in sights for f in s})
     if unseen:
         return _unanswerable(q, sel, REASON_OBJECT_UNSEEN, unseen, evidence)
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_OBJECTS_SEEN, (), tuple(evidence))
+
+
+def presence_letters(q: Question) -> tuple[str | None, str | None]:
+    """The option letters (or texts, unlettered) of "yes" and "no" of a presence question (None: absent)."""
+    found: dict[str, str] = {}
+    for opt in q.options or ():
+        letter, text = option_letter(opt)
+        if normalize_text(text) in ("yes", "no"):
+            found.setdefault(normalize_text(text), letter if letter is not None else opt)
+    return found.get("yes"), found.get("no")
+
+
+def _presence(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
+    """Rule presence (module docstring): "yes" when every subject (an object, or any instance of a
+    category) is seen in a selected frame; else "no" with ``allow_zero``, unanswerable without."""
+    evidence: set[int] = set()
+    unseen = []
+    for name, cols in _subject_cols(q, t):
+        seen_at = {f for s in t.sightings(sel, cols) for f in s}
+        evidence |= seen_at
+        if not seen_at:
+            unseen.append(name)
+    yes, no = presence_letters(q)
+    if unseen and not q.allow_zero:
+        return _unanswerable(q, sel, REASON_OBJECT_UNSEEN if q.objects else REASON_CATEGORY_UNSEEN, unseen,
+                             sorted(evidence))
+    answer = no if unseen else yes
+    if str(answer).strip().upper() == str(q.ground_truth).strip().upper():
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_ABSENT if unseen else REASON_PRESENT,
+                             tuple(unseen), tuple(sorted(evidence)))
+    return QuestionTruth(q, sel, answer, CHANGED, REASON_PRESENCE_CHANGED, tuple(unseen), tuple(sorted(evidence)))
 
 
 def _appearance(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
@@ -711,6 +770,13 @@ def offered_answer(qt: QuestionTruth) -> QuestionTruth:
 
 REASON_WORDS = {
     REASON_NO_VALID_FRAMES: "no selected frame can witness anything (invalid pose or no visibility row)",
+    REASON_PRESENT: "every subject is seen: the answer is yes",
+    REASON_ABSENT: "a subject is seen in no selected frame: the answer is no (allow_zero)",
+    REASON_PRESENCE_CHANGED: "the selected frames give the other answer",
+    REASON_NO_OBJECTS: "the question names no object: nothing to check in the frames (give its objects to check them)",
+    REASON_NEEDS_3D: "the answer needs 3D geometry (boxes, camera poses); the scene gives 2D tracks only",
+    REASON_UNKNOWN_FRAMES: "the answer depends on selected frames where the annotation does not say whether a "
+                           "referenced object is in view",
     REASON_COUNT_SUPPORTED: "every counted instance is seen",
     REASON_COUNT_REDUCED: "fewer instances are seen than the original count",
     REASON_COUNT_EXCEEDS: "more instances are seen than the original count",
@@ -784,14 +850,92 @@ def question_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_r
     why in words (:func:`_explain`); with ``bound`` (the table with occlusion ignored,
     :meth:`_Table.bound`) it also carries the finding without occlusion (``without_occlusion``)."""
     qt = _explain(offered_answer(_rule_truth(q, sel, table, min_budget_room_route)), table, min_budget_room_route)
+    if table.unknown.any():
+        qt = _unknown_truth(qt, table)
     qt = replace(qt, temporal=temporal_fields(q, sel, table.fps, table.instant_tolerance_s))
     if bound is not None:
         qt = replace(qt, without_occlusion=offered_answer(_rule_truth(q, sel, bound, min_budget_room_route)))
     return qt
 
 
+def _subject_cols(q: Question, t: _Table) -> list[tuple[str, list[int]]]:
+    """The question's subjects and their columns: each object of ``objects`` (one column), each
+    category label (every instance)."""
+    return [(o, [t.col[o]]) for o in q.objects] + t.category_cols(q.category)
+
+
+def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int], list[str]]:
+    """(selected frames, objects) on which ``q``'s finding turns while the annotation says nothing
+    of them (:data:`vistest.tracks2d.UNKNOWN`); empty when the finding holds whatever they show.
+
+    Counting, "every object seen" and presence are monotone in each object: an object seen in a known
+    frame is settled (presence: a subject with one instance seen); one unseen in every known frame,
+    with unknown frames, is not. Appearance order:
+    each subject's first sighting lies between its earliest unknown-or-seen frame and its first
+    seen frame; the order is settled when those intervals are each a single frame, or disjoint.
+    Rules that read no object (room size, route planning, windows, the camera) never turn on one."""
+    frames = sel.witnesses
+    if q.type.rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_APPEARANCE, RULE_PRESENCE) or not frames:
+        return [], []
+    open_frames: set[int] = set()
+    open_objects: list[str] = []
+    spans: list[tuple[int, float]] = []
+    fr = np.asarray(frames, np.int64)
+    rows = np.array([t.row[f] for f in frames], np.int64)
+    for _, cols in _subject_cols(q, t):
+        lo, hi = float("inf"), float("inf")
+        pending: list[tuple[str, list[int]]] = []
+        for c in cols:
+            seen, unknown = fr[t.seen[rows, c]], fr[t.unknown[rows, c]]
+            first = int(seen[0]) if len(seen) else float("inf")
+            hi = min(hi, first)
+            lo = min(lo, first, int(unknown[0]) if len(unknown) else float("inf"))
+            early = unknown[unknown < first] if q.type.rule == RULE_APPEARANCE else \
+                (unknown if not len(seen) else unknown[:0])
+            if len(early):
+                pending.append((t.ids[c], [int(f) for f in early]))
+        spans.append((lo, hi))
+        if q.type.rule == RULE_PRESENCE and hi < float("inf"):
+            continue  # presence: one instance seen settles the subject
+        if q.type.rule != RULE_APPEARANCE:
+            for oid, fs in pending:
+                open_objects.append(oid)
+                open_frames.update(fs)
+        elif pending and lo != hi:
+            for oid, fs in pending:
+                open_objects.append(oid)
+                open_frames.update(fs)
+    if q.type.rule == RULE_APPEARANCE and open_objects:
+        ordered = sorted(spans)
+        if all(a[1] < b[0] for a, b in zip(ordered, ordered[1:])) and all(hi < float("inf") for _, hi in spans):
+            return [], []  # every subject seen, and no interval can cross another: the order holds
+    return sorted(open_frames), open_objects
+
+
+def _unknown_truth(qt: QuestionTruth, t: _Table) -> QuestionTruth:
+    """``qt``, or the ``unknown`` finding when it turns on frames the annotation says nothing of
+    (:func:`_undetermined`): ground truth None, the frames and objects named, and the finding those
+    frames would give if the objects were unseen there kept as ``status_if_unknown_unseen`` /
+    ``ground_truth_if_unknown_unseen`` (module docstring)."""
+    q, sel = qt.question, qt.selection
+    frames, objects = _undetermined(q, sel, t)
+    if not frames:
+        return qt
+    names = ", ".join(f"{t.labels[o]} {o}" for o in objects[:6]) + (" ..." if len(objects) > 6 else "")
+    shown = ", ".join(str(f) for f in frames[:8]) + (" ..." if len(frames) > 8 else "")
+    text = (f"{REASON_WORDS[REASON_UNKNOWN_FRAMES]}: {names} in selected frame(s) {shown} (outside every "
+            f"interpolation gap, or entering or leaving between two annotated frames: docs/tracks2d.md); if unseen "
+            f"there: {qt.status}, {qt.ground_truth!r} ({qt.reason})")
+    fields = {"unknown_frames": frames, "unknown_objects": objects, "status_if_unknown_unseen": qt.status,
+              "ground_truth_if_unknown_unseen": qt.ground_truth, "reason_if_unknown_unseen": qt.reason}
+    return replace(qt, ground_truth=None, status=UNKNOWN, reason=REASON_UNKNOWN_FRAMES, reason_text=text,
+                   unsupported=False, unknown=fields)
+
+
 def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room_route: int) -> QuestionTruth:
     rule = q.type.rule
+    if table.is_2d and q.type.needs_3d:
+        return _unanswerable(q, sel, REASON_NEEDS_3D)
     if not sel.witnesses:
         qt = _unanswerable(q, sel, REASON_NO_VALID_FRAMES)
         return replace(qt, track=_track(q, sel, table).track) if rule == RULE_TRACK else qt
@@ -801,6 +945,8 @@ def _rule_truth(q: Question, sel: FrameSelection, table: _Table, min_budget_room
         return _objects(q, sel, table)
     if rule == RULE_APPEARANCE:
         return _appearance(q, sel, table)
+    if rule == RULE_PRESENCE:
+        return _presence(q, sel, table)
     if rule == RULE_MIN_BUDGET:
         return _min_budget(q, sel, min_budget_room_route)
     if rule == RULE_WINDOW:
@@ -825,6 +971,12 @@ def _check_questions(scene: Scene, table: _Table, questions: Sequence[Question])
                 raise InputError(f"{q.where}: category: {lab!r} is absent from scene {scene.scene_id!r}")
         if q.type.rule in (RULE_TRACK, RULE_CAMERA):
             _check_track_options(q)
+        if q.type.rule == RULE_PRESENCE:
+            if not q.objects and not q.category:
+                raise InputError(f"{q.where}: objects: a presence question names its objects or a category")
+            if None in presence_letters(q):
+                raise InputError(f"{q.where}: options: a presence question offers \"yes\" and \"no\" "
+                                 f"(\"A. yes\", \"B. no\"), got {list(q.options or ())}")
         if q.type.rule == RULE_APPEARANCE and q.objects and not isinstance(q.ground_truth, list):
             labs = [table.labels[o].lower() for o in q.objects]
             if len(set(labs)) != len(labs):
@@ -1003,7 +1155,7 @@ def write_budget_files(truth: BudgetTruth, outdir: str | os.PathLike) -> list[Pa
 
 
 def summary_table(truth: BudgetTruth) -> str:
-    """Per-budget counts of kept / changed / unanswerable by question type, as text.
+    """Per-budget counts of kept / changed / unanswerable (and unknown, where a row is) by question type, as text.
 
     One block per budget: a row per question type (sorted), then a total row; the header
     line of a block gives the frames selected and how many of them cannot witness.
@@ -1012,7 +1164,13 @@ def summary_table(truth: BudgetTruth) -> str:
             f"seen: {truth.seen_rule.array} {truth.seen_rule.text}")
     types = sorted({it.question.question_type for it in truth.items})
     w = max([len("question_type")] + [len(t) for t in types] + [len("total")])
-    lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"]
+    unknown = any(it.status == UNKNOWN for it in truth.items)  # a column of its own only where some row is (2D)
+
+    def cells(c) -> str:
+        return f"{c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}" + (f"  {c[UNKNOWN]:>7}" if unknown else "")
+
+    lines = [head, f"{'budget':>6}  {'question_type':<{w}}  {'kept':>5}  {'changed':>7}  {'unanswerable':>12}"
+             + (f"  {'unknown':>7}" if unknown else "")]
     for sel in truth.selections:
         counts = truth.counts(sel.budget)
         bad = len(sel.invalid_frames) + len(sel.frames_without_visibility)
@@ -1021,8 +1179,8 @@ def summary_table(truth: BudgetTruth) -> str:
         for t in types:
             c = counts.get(t, dict.fromkeys(STATUSES, 0))
             tot.update(c)
-            lines.append(f"{'':>6}  {t:<{w}}  {c[KEPT]:>5}  {c[CHANGED]:>7}  {c[UNANSWERABLE]:>12}")
-        lines.append(f"{'':>6}  {'total':<{w}}  {tot[KEPT]:>5}  {tot[CHANGED]:>7}  {tot[UNANSWERABLE]:>12}")
+            lines.append(f"{'':>6}  {t:<{w}}  {cells(c)}")
+        lines.append(f"{'':>6}  {'total':<{w}}  {cells(tot)}")
     sensitive = truth.occlusion_sensitive
     if sensitive:
         lines.append(f"warning: {len(sensitive)} row(s) of {len({it.question.id for it in sensitive})} question(s) "

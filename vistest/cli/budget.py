@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..budget.sampling import select_frames
+from ..budget.sampling import rounding_note, select_frames
 from ..budgets import parse_budget
 from .options import (OUTDIR_ALIAS, budgets_option, instant_tolerance_option, min_budget_room_route_option,
                       output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
@@ -21,8 +21,12 @@ from .options import (OUTDIR_ALIAS, budgets_option, instant_tolerance_option, mi
 @click.option("--num-frames", "-N", required=True, type=int, help="Decoded frames in the video.")
 @click.option("--fps", type=float, default=None, help="Video frames per second (needed by some profiles).")
 def frames(profile: str, options: dict, budget: str, num_frames: int, fps: float | None) -> None:
-    """Print the 0-based frame indices PROFILE samples from a video, as a JSON list."""
+    """Print the 0-based frame indices PROFILE samples from a video, as a JSON list (on stderr: how a
+    qwen-vl-utils profile rounded the frame count, and the client versions that rounding is)."""
     idx = select_frames(profile, num_frames, parse_budget(budget, "--budget"), fps=fps, **options)
+    note = rounding_note(profile, options)
+    if note:
+        click.echo(f"{profile}: {note}; {len(idx)} frames", err=True)
     click.echo(json.dumps([int(i) for i in idx]))
 
 

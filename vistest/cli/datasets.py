@@ -16,8 +16,12 @@ from .options import key_value_option, output_option, quiet_option
 @click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
 @click.option("--dynamic", is_flag=True, help="The dynamic demo: a cart crossing the room and a ball rolling "
                                               "(moving objects with tracks; vistest.datasets.demo_dynamic).")
+@click.option("--perception-test", "perception_test", type=click.Path(file_okay=False), default=None,
+              help="Also write the demo's objects as 2D tracks in Perception Test's layout into this folder "
+                   "(annotations.json with boxes projected from the 3D boxes at 1 frame/s, grounded questions, "
+                   "the video; input of 'vistest import perception-test'; docs/tracks2d.md).")
 @quiet_option()
-def demo_scene(outdir, seed, num_frames, size, force, dynamic, quiet):
+def demo_scene(outdir, seed, num_frames, size, force, dynamic, perception_test, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
     from ..datasets.demo import make_demo_scene
     from ..datasets.demo_dynamic import make_dynamic_demo_scene
@@ -27,7 +31,20 @@ def demo_scene(outdir, seed, num_frames, size, force, dynamic, quiet):
     except ValueError:
         raise InputError(f"--size: expected WxH such as 640x480, got {size!r}") from None
     make = make_dynamic_demo_scene if dynamic else make_demo_scene
-    click.echo(str(make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)))
+    scene_json = make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)
+    if perception_test is not None:
+        from ..datasets.demo_tracks2d import perception_test_layout
+
+        ann = perception_test_layout(scene_json, perception_test)
+        if not quiet:
+            click.echo(f"Perception Test layout: {ann} (vistest import perception-test {ann} -o SCENE_DIR)", err=True)
+    click.echo(str(scene_json))
+
+
+def _track_formats() -> dict:
+    from ..datasets.tracks2d_import import formats
+
+    return formats()
 
 
 def _import_epilog() -> str:
@@ -36,7 +53,10 @@ def _import_epilog() -> str:
     return "\b\nDatasets (options: -O KEY=VALUE; see docs/adapters.md):\n" + "\n".join(
         f"  {a.name}: {a.title}; PATH = {a.path_help}\n    options: {', '.join(o.name for o in a.options) or '-'}"
         for a in ADAPTERS.values()) + (
-        "\n\b\nQuestion sets (OUTPUT/questions.jsonl, by_scene/, import_report.json):\n"
+        "\n\b\n2D object tracks (OUTPUT/scene.json as vistest.tracks2d/1, questions.jsonl; docs/tracks2d.md):\n"
+        + "\n".join(f"  {f.name}: {f.title}; PATH = {f.path_help}\n    options: {', '.join(f.options) or '-'}"
+                    for f in _track_formats().values())
+        + "\n\b\nQuestion sets (OUTPUT/questions.jsonl, by_scene/, import_report.json):\n"
         "  sti-bench: STI-Bench qa.parquet (MINT-SJTU/STI-Bench)\n"
         "  resti: ReSTI annotations/resti.jsonl or resti.parquet (pengzhansun/ReSTI)")
 
@@ -61,7 +81,8 @@ def _import_epilog() -> str:
 @quiet_option("No progress bar and no summary.")
 def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, allow_frame_gaps, options, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
-    (a question set, sti-bench or resti: OUTPUT/questions.jsonl)."""
+    (a question set, sti-bench or resti: OUTPUT/questions.jsonl; 2D object tracks, perception-test, mot,
+    tao, youtube-vis or bdd100k: OUTPUT/scene.json as a 2D scene, and OUTPUT/questions.jsonl where it has questions)."""
     import json
     from pathlib import Path
 
@@ -76,6 +97,11 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
         if given:
             raise InputError(f"{', '.join(given)}: a question set ({dataset}) takes no scene options")
         _import_questions(dataset, path, output, quiet)
+        return
+    if dataset in _track_formats():
+        _import_tracks(dataset, path, output, video, options, quiet,
+                       [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video-from-frames",
+                                       video_from_frames), ("--allow-frame-gaps", allow_frame_gaps)) if v])
         return
 
     scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
@@ -94,6 +120,26 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
         n_valid = sum(f.valid for f in scene.frames)
         click.echo(f"{scene.scene_id}: {len(scene.frames)} frames ({n_valid} valid), {len(scene.objects)} objects "
                    f"-> {scene_path} (check it: vistest audit {scene_path})", err=True)
+    click.echo(str(scene_path))
+
+
+def _import_tracks(name: str, path: str, output: str, video: str | None, options: dict, quiet: bool,
+                   given: list[str]) -> None:
+    """``vistest import perception-test|mot|tao|youtube-vis|bdd100k PATH -o OUTPUT``
+    (vistest.datasets.tracks2d_import)."""
+    from ..datasets.tracks2d_import import import_tracks
+
+    if given:
+        raise InputError(f"{', '.join(given)}: 2D object tracks ({name}) take --video and -O only")
+    scene_path, imported = import_tracks(name, path, output, video=video, options=options)
+    for w in imported.warnings:
+        click.echo(f"Warning: {w}", err=True)
+    if not quiet:
+        doc = imported.scene
+        n_regions = sum(len(o["regions"]) for o in doc["objects"])
+        click.echo(f"{doc['scene_id']}: {doc['num_frames']} frames ({len(doc['annotated_frames'])} annotated), "
+                   f"{len(doc['objects'])} objects, {n_regions} regions, {len(imported.questions)} questions -> "
+                   f"{scene_path}", err=True)
     click.echo(str(scene_path))
 
 
@@ -143,6 +189,7 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
     from ..scene import Scene
 
     scene = Scene.load(scene_json)
+    scene.require_3d("vistest audit")
     if questions is not None:
         if alignments:
             raise click.UsageError("--alignment goes with the scene audit; the answer audit (--questions) uses the "

@@ -13,6 +13,12 @@ def _protocols() -> list[str]:
     return list(PROTOCOL_CHOICES)
 
 
+def _composite_choices() -> list[str]:
+    from ..eval.metrics import COMPOSITE_CHOICES
+
+    return list(COMPOSITE_CHOICES)
+
+
 def _blind_models() -> list[str]:
     from ..eval.baselines import BLIND_MODELS, LEARNED
 
@@ -60,13 +66,18 @@ def _export_choices() -> tuple[list[str], list[str]]:
                required=False, aliases=OUTDIR_ALIAS)
 @click.option("--protocol", type=click.Choice(_protocols()), default="auto", show_default=True,
               help="lmms-eval parsing and aggregation rules (auto: from the question types).")
+@click.option("--composites", type=click.Choice(_composite_choices()), default="protocol", show_default=True,
+              help="A composite group (relative direction's levels, ...) missing a member: 'present' averages the "
+                   "members present (lmms-eval revsi), 'complete' keeps them apart unless all are present "
+                   "(VLMEvalKit vsibench); 'protocol': the protocol's own (revsi: present; vsibench: complete).")
 @click.option("--splits", type=click.IntRange(1), default=200, show_default=True, help="Held-out rank-attack splits.")
 @holdout_options("Seed of the held-out splits and k folds.")
 @click.option("--learned/--no-learned", default=True, show_default=True,
               help="Fit the learned blind model and report the blind score before and after bias pruning.")
 @prune_threshold_option()
 @quiet_option("No table on the terminal.")
-def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned, prune_threshold, quiet):
+def score(predictions, run_dir, output, protocol, composites, splits, seed, holdout, folds, learned, prune_threshold,
+          quiet):
     """Score PREDICTIONS (plain JSONL or lmms-eval --log_samples files, or folders of them)
     against the ground truth of RUN_DIR: accuracy / MRA per budget and type, hallucination and
     abstention, the stress tests of reformulated questions, blind baselines (held out by scene)."""
@@ -81,7 +92,7 @@ def score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, 
             warn(f"{f}: no predictions (the file is empty): nothing of it is scored")
     check_writable(output or score_dir(run_dir))
     report, written = run_score(predictions, run_dir, output, protocol, splits, seed, holdout, folds, learned,
-                                prune_threshold)
+                                prune_threshold, composites)
     if not quiet:
         click.echo(render_text(report), nl=False)
         click.echo("wrote " + ", ".join(str(p) for p in written.values()), err=True)

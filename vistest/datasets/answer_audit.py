@@ -452,6 +452,7 @@ def audit_answers(scene: Scene, questions: str | os.PathLike, config: AnswerAudi
                   ) -> AnswerAuditReport:
     """Audit the 3D answers of ``questions`` (JSONL) against ``scene`` (module docstring).
     Raises InputError when no row can be audited."""
+    scene.require_3d("vistest audit --questions")
     rows, skipped = read_answer_rows(questions, scene.scene_id)
     if not scene.objects:
         raise InputError(f"{scene.source}: objects: expected at least one box to measure answers against, got none")
@@ -844,6 +845,7 @@ def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAudit
     not given) and compare within ``config``'s tolerances. Rows of another ``scene_id`` are left
     out; rows of other types (grounding, route, time windows, tracks) are ``other``, not checkable.
     A row of a static type that does not validate raises QuestionError (file, line, field)."""
+    scene.require_3d("vistest audit --questions")
     from ..questions import QUESTION_TYPES, parse_question
 
     path = Path(questions)

@@ -826,6 +826,7 @@ def audit_scene(scene: Scene, alignments: Iterable[tuple[str, np.ndarray]] = (),
     ``use_colour``: use the mesh's colours against the frames' images when both exist
     (with ``use_mesh``). Raises InputError when the scene has no depth frame and no mesh
     to check against."""
+    scene.require_3d("vistest audit")
     if not scene.objects:
         raise InputError(f"{scene.source}: objects: expected at least one box to audit, got none")
     has_depth = use_depth and any(f.depth for f in scene.frames)

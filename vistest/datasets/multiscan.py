@@ -11,7 +11,8 @@ PATH is a scan folder ``scene_xxxxx_xx/`` of the MultiScan release, holding (*sm
   (``reconstruction/scripts/bridge.py`` ``all_cameras``: "open3d camera pose (flip y and z)");
 * ``{scan}.align.json``: ``coordinate_transform``, 16 numbers, column-major 4x4, "transforms the
   stored meshes back to the original unaligned poses in the same world space as the cameras";
-  the stored meshes and the annotation are in the aligned world (+Z up, floor on z = 0);
+  the stored meshes and the annotation are in the aligned world (+Z up, the floor parallel to the
+  xy plane but not at z = 0: the real sample's spans z -1.33 to -1.23; its height comes from the mesh);
 * ``{scan}.annotations.json``: ``objects[]`` with ``objectId`` (absent in some files: the label
   is the id then), ``label`` = ``category.index`` and ``obb = {centroid, axesLengths,
   normalizedAxes, min, max, front, up}``: ``axesLengths`` full extents, ``normalizedAxes`` "the

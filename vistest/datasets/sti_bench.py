@@ -6,10 +6,11 @@ the file and the column):
 * ``sti-bench``: MINT-SJTU/STI-Bench ``qa.parquet`` (Hugging Face dataset; read as its
   ``opensource_test.py`` reads it): columns ``Source``, ``Task``, ``Video``, ``ID``,
   ``Question``, ``Candidates`` (a mapping A..E -> text, or its JSON text), ``Answer`` (a
-  letter), ``Answer Detail``, ``time_start``, ``time_end`` (seconds) and ``Scene`` (the script
-  also accepts ``scene``; so does this reader); ``QType`` and ``Prompt`` are accepted too (ReSTI
-  says its schema retains the original columns, and it has them). Parquet needs pyarrow (``pip install
-  'vistest[sti-bench]'``); a ``.jsonl`` file with the same columns is read too.
+  letter), ``Answer Detail``, ``time_start``, ``time_end`` (seconds) and ``scene`` (the real
+  rows' name; the script reads ``entry.get("scene") or entry.get("Scene")``, and so does this
+  reader); ``QType`` and ``Prompt`` are accepted too (ReSTI says its schema retains the original
+  columns, and it has them). Parquet needs pyarrow (``pip install 'vistest[sti-bench]'``); a
+  ``.jsonl`` file with the same columns is read too.
 * ``resti``: the ReSTI annotation JSONL (pengzhansun/ReSTI ``annotations/resti.jsonl``, its
   ``docs/data_format.md``): ``ReSTI ID``, ``Legacy Row Key``, ``Video``, ``Source``, ``Task``,
   ``QType``, ``Question``, ``Prompt``, ``time_start``, ``time_end``, ``Candidates``,
@@ -48,7 +49,8 @@ from ..scene import check_scene_id
 
 STI_BENCH, RESTI = "sti-bench", "resti"
 LETTERS = ("A", "B", "C", "D", "E")
-SCENE_COLUMNS = ("Scene", "scene")  # opensource_test.py: entry.get("scene") or entry.get("Scene")
+# the real rows name it scene; opensource_test.py reads entry.get("scene") or entry.get("Scene")
+SCENE_COLUMNS = ("scene", "Scene")
 LAYOUTS: dict[str, tuple[str, ...]] = {
     STI_BENCH: ("Source", "Task", "Video", "ID", "Question", "Candidates", "Answer", "Answer Detail", "time_start",
                 "time_end"),
@@ -127,14 +129,14 @@ def check_columns(layout: str, where: str, row: Any) -> str:
     missing = [c for c in want if c not in row]
     scene = [c for c in SCENE_COLUMNS if c in row]
     if not scene:
-        missing.append(SCENE_COLUMNS[0] if layout == STI_BENCH else SCENE_COLUMNS[1])
+        missing.append(SCENE_COLUMNS[0])
     if missing:
         raise QuestionSetError(f"{where}: missing column(s) {', '.join(missing)} of the {layout} layout "
-                               f"(expected {', '.join(want)} and Scene or scene)")
+                               f"(expected {', '.join(want)} and scene or Scene)")
     unknown = [c for c in row if c not in want and c not in SCENE_COLUMNS and c not in OPTIONAL_COLUMNS[layout]]
     if unknown or len(scene) > 1:
         raise QuestionSetError(f"{where}: unknown column(s) {', '.join(unknown or scene)} for the {layout} layout "
-                               f"(expected {', '.join(want)} and Scene or scene): another layout?")
+                               f"(expected {', '.join(want)} and scene or Scene): another layout?")
     return scene[0]
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -35,11 +35,15 @@ from ..questions import ANSWER_MCQ, ANSWER_TEXT, QUESTION_TYPES
 from ..answers import (
     ABSTAINED_CLASS,
     BASE,
+    COMPOSITE_COMPLETE,
+    COMPOSITE_RULES,
     CONFIDENT_CLASS,
     NONE_CLASS,
+    PRESENT_COMPOSITE_SOURCE,
     PROTOCOLS,
     STRESS_METRICS,
     UNPARSED_CLASS,
+    VLMEVALKIT_COMPOSITE_SOURCE,
     ZERO_CLASS,
     Protocol,
     abstention_rate,
@@ -59,12 +63,25 @@ from ..budget.rows import REAL_VARIANT, TruthRow
 from .records import Prediction, ScoreError, check_unique
 
 PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
+COMPOSITE_CHOICES = ("protocol", *COMPOSITE_RULES)
 
 
-def resolve_protocol(name: str, question_types: Iterable[str]) -> Protocol:
+def resolve_protocol(name: str, question_types: Iterable[str], composites: str = "protocol") -> Protocol:
     """``name`` from :data:`PROTOCOL_CHOICES`. ``auto``: ``vsibench`` when the types include a
     VSI-Bench-only type, else ``revsi``; mixing ReVSI-only and VSI-Bench-only types is an
-    error (no single lmms-eval task scores both)."""
+    error (no single lmms-eval task scores both). ``composites`` (:data:`COMPOSITE_CHOICES`):
+    the protocol's own rule for partial composite groups, or one of vistest.answers.COMPOSITE_RULES."""
+    proto = _named_protocol(name, question_types)
+    if composites == "protocol" or composites == proto.composite_rule:
+        return proto
+    if composites not in COMPOSITE_RULES:
+        raise ScoreError(f"composites: expected one of {', '.join(COMPOSITE_CHOICES)}, got {composites!r}")
+    source = VLMEVALKIT_COMPOSITE_SOURCE if composites == COMPOSITE_COMPLETE else PRESENT_COMPOSITE_SOURCE
+    return replace(proto, composite_rule=composites, composite_source=source)
+
+
+def _named_protocol(name: str, question_types: Iterable[str]) -> Protocol:
+    """:func:`resolve_protocol` without the composite rule."""
     if name != "auto":
         if name not in PROTOCOLS:
             raise ScoreError(f"protocol: expected one of {', '.join(PROTOCOL_CHOICES)}, got {name!r}")

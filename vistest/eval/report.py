@@ -33,7 +33,8 @@ from .. import layout
 from ..atomic import StagedFiles, ensure_folder, output_errors
 from ..questions import ANSWER_MCQ
 from ..reformulate import NOT_APPLICABLE
-from ..answers import BASE, MRA_THRESHOLDS, STRESS_METRICS, Protocol, reformulation_order
+from ..answers import (BASE, COMPOSITE_PRESENT, MRA_THRESHOLDS, STRESS_METRICS, Protocol, partial_composites,
+                       reformulation_order)
 from .baselines import (
     DEFAULT_FOLDS,
     HOLDOUT_AUTO,
@@ -138,6 +139,16 @@ class Report:
         return sorted({c.budget for c in self.scores}, key=budget_sort_key)
 
     @property
+    def partial_composites(self) -> dict[str, tuple[str, ...]]:
+        """Composite groups whose members this set holds only partly at some budget
+        (vistest.answers.partial_composites over the base questions' types with answerable rows)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for b in self.budgets:
+            types = {c.question_type for c in self.scores if c.budget == b and c.reformulation == BASE and c.n_truth}
+            out.update(partial_composites(types, self.protocol))
+        return dict(sorted(out.items()))
+
+    @property
     def reformulations(self) -> list[str]:
         """The reformulations with scorable rows, in vistest.answers.REFORMULATIONS order."""
         return sorted({c.reformulation for c in self.scores}, key=reformulation_order)
@@ -148,7 +159,10 @@ class Report:
         return {
             "vistest_version": __version__,
             "protocol": {"name": self.protocol.name, "lmms_eval_source": self.protocol.source,
-                         "mra_thresholds": [float(x) for x in MRA_THRESHOLDS]},
+                         "mra_thresholds": [float(x) for x in MRA_THRESHOLDS],
+                         "composite_rule": self.protocol.composite_rule,
+                         "composite_source": self.protocol.composite_source,
+                         "partial_composites": {k: list(v) for k, v in self.partial_composites.items()}},
             "inputs": {"run_dir": self.run_dir, "truth_files": list(self.truth_files),
                        "predictions": list(self.prediction_files)},
             "coverage": [asdict(c) for c in self.coverage],
@@ -175,14 +189,15 @@ class Report:
 def build_report(truth: RunTruth, predictions: Sequence[Prediction], protocol: str = "auto",
                  prediction_sources: Sequence[str] = (), run_dir: str = "", splits: int = 200,
                  seed: int = 0, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, learned: bool = True,
-                 prune_threshold: float = DEFAULT_PRUNE_THRESHOLD) -> Report:
+                 prune_threshold: float = DEFAULT_PRUNE_THRESHOLD, composites: str = "protocol") -> Report:
     """Score ``predictions`` against ``truth``; add the blind baselines (vistest.eval.baselines)
     computed from the truths alone. ``protocol``: one of vistest.eval.metrics.PROTOCOL_CHOICES; ``splits``/``seed``:
-    the held-out rank attack's random half-splits (``seed`` also assigns k-fold units).
+    the held-out rank attack's random half-splits (``seed`` also assigns k-fold units); ``composites``: the rule for
+    composite groups missing a member (vistest.eval.metrics.COMPOSITE_CHOICES).
     ``holdout``/``folds``: how the blind baselines are held out (vistest.eval.baselines.holdout_folds);
     ``learned``: fit the learned blind model and prune at ``prune_threshold`` (vistest.eval.learned)."""
     truths = truth.truths
-    proto = resolve_protocol(protocol, {t.question_type for t in truths})
+    proto = resolve_protocol(protocol, {t.question_type for t in truths}, composites)
     m = match_predictions(proto, truths, predictions)
     cells = list(score_cells(PREDICTIONS_MODEL, m.rows, truths))
 
@@ -277,7 +292,7 @@ def _score_table(report: Report, models: Sequence[str], title: str, note: str,
             rows.append(((model,) if len(models) > 1 else ()) + (qt, first.metric, *vals))
         summ = {s.budget: s.values for s in report.summaries if s.model == model and s.reformulation == BASE}
         if summ:
-            name = f"overall [lmms-eval {report.protocol.overall}]"
+            name = f"overall [lmms-eval {report.protocol.overall}; composites: {report.protocol.composite_rule}]"
             rows.append(((model,) if len(models) > 1 else ()) + (name, "", *(_f(summ.get(b, {}).get(
                 report.protocol.overall)) if b in summ else "" for b in budgets)))
     head = (("model",) if len(models) > 1 else ()) + ("question_type", "metric", *budgets)
@@ -445,6 +460,7 @@ def report_tables(report: Report) -> list[Table]:
 
 def _header_lines(report: Report) -> list[str]:
     lines = [f"protocol: {report.protocol.name} (lmms-eval {report.protocol.source})",
+             *_composite_lines(report),
              f"ground truth: {', '.join(report.truth_files)}",
              f"predictions: {', '.join(report.prediction_files) or '(none)'}"]
     if report.folds is not None:
@@ -452,6 +468,18 @@ def _header_lines(report: Report) -> list[str]:
         if report.folds.warning:
             lines.append(f"WARNING: {report.folds.warning}")
     return lines + _check_lines(report)
+
+
+def _composite_lines(report: Report) -> list[str]:
+    """The composite rule behind every overall number, and the groups this set holds partly."""
+    p = report.protocol
+    how = ("a group's members present are averaged" if p.composite_rule == COMPOSITE_PRESENT else
+           "a group is averaged only when every member is present; otherwise its members count apart")
+    lines = [f"composites: {p.composite_rule} ({how}; {p.composite_source}); every overall below follows it"]
+    for name, missing in report.partial_composites.items():
+        lines.append(f"partial group {name}: no {', '.join(missing)} in this set, so the overall differs between the "
+                     f"rules (vistest score --composites present|complete)")
+    return lines
 
 
 def _check_lines(report: Report) -> list[str]:
@@ -678,7 +706,8 @@ def write_report(report: Report, outdir: str | os.PathLike, model: str = PREDICT
 def run_score(prediction_paths: Sequence[str | os.PathLike], run_dir: str | os.PathLike,
               outdir: str | os.PathLike | None = None, protocol: str = "auto", splits: int = 200,
               seed: int = 0, holdout: str = HOLDOUT_AUTO, folds: int = DEFAULT_FOLDS, learned: bool = True,
-              prune_threshold: float = DEFAULT_PRUNE_THRESHOLD) -> tuple[Report, dict[str, Path]]:
+              prune_threshold: float = DEFAULT_PRUNE_THRESHOLD, composites: str = "protocol"
+              ) -> tuple[Report, dict[str, Path]]:
     """``vistest score``: load, score, write (default OUT: ``RUN_DIR/score``). Files of an
     earlier report under OUT are not read as predictions when a folder is given."""
     out = Path(outdir) if outdir else layout.score_dir(run_dir)
@@ -686,5 +715,5 @@ def run_score(prediction_paths: Sequence[str | os.PathLike], run_dir: str | os.P
     files = [f for f in prediction_files(prediction_paths) if out.resolve() not in f.resolve().parents]
     preds = [p for f in files for p in load_predictions(f)]
     report = build_report(truth, preds, protocol, [str(f) for f in files], str(run_dir), splits, seed, holdout, folds,
-                          learned, prune_threshold)
+                          learned, prune_threshold, composites)
     return report, write_report(report, out)

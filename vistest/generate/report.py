@@ -32,7 +32,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..budgets import budget_label, parse_budget
-from ..budget.truth import STATUSES, budget_truth
+from ..budget.rows import CHANGED, KEPT, UNANSWERABLE
+from ..budget.truth import budget_truth
 from ..questions import option_letter, parse_questions
 from ..eval.attacks import AttackReport, SeedCell, across_seeds, seeds_table
 from .balance import CurvePoint, ladder_rules, letter_granularity
@@ -361,7 +362,7 @@ def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, 
             counts[(lab, it.question.question_type)][it.status] += 1
             counts[(lab, "all types")][it.status] += 1
     order = {budget_label(b): i for i, b in enumerate(budgets)}
-    return [Answerability(b, t, *(c[s] for s in STATUSES))
+    return [Answerability(b, t, c[KEPT], c[CHANGED], c[UNANSWERABLE])  # generated scenes are 3D: never unknown
             for (b, t), c in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1] == "all types",
                                                                    kv[0][1]))]
 

@@ -201,6 +201,7 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
     by_id: dict[str, SceneInput] = {}
     for inp in inputs:
         sid = inp.scene.scene_id
+        inp.scene.require_3d("vistest generate")
         if sid in by_id:
             raise InputError(f"{inp.scene.root}: scene_id: {sid!r} given twice; expected distinct scenes")
         by_id[sid] = inp

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from .. import layout
 from ..atomic import write_atomic
-from ..budget.truth import STATUSES
+from ..budget.truth import STATUSES, UNKNOWN
 from ..errors import InputError
 from ..budgets import budget_sort_key
 from ..videos.manifest import read_manifest
@@ -104,12 +104,13 @@ def _summary_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Path
     many = len(summaries) > 1
     out = ['<section class="summary" id="summary"><h2>Summary</h2>']
     if budgets:
-        rows = ["<tr><th>budget</th><th>questions</th>" + "".join(f"<th>{st}</th>" for st in STATUSES) + "</tr>"]
+        shown = [st for st in STATUSES if st != UNKNOWN or any(c.get(UNKNOWN) for c in budgets.values())]
+        rows = ["<tr><th>budget</th><th>questions</th>" + "".join(f"<th>{st}</th>" for st in shown) + "</tr>"]
         for b in sorted(budgets, key=budget_sort_key):
             c = budgets[b]
             n = sum(c.values())
             rows.append(f"<tr><td>{html.escape(b if b == 'all' else b + ' frames')}</td><td class=n>{n}</td>" + "".join(
-                f"<td class=n>{c[st]} ({_pct(c[st], n)})</td>" for st in STATUSES) + "</tr>")
+                f"<td class=n>{c[st]} ({_pct(c[st], n)})</td>" for st in shown) + "</tr>")
         out.append("<table><caption>Questions per budget: does the budget's ground truth keep the all-frame answer?"
                    + (f" ({len(summaries)} scenes)" if many else "")
                    + "</caption>" + "".join(rows) + "</table>")

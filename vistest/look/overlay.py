@@ -434,6 +434,7 @@ class SceneOverlay:
     """
 
     def __init__(self, scene: Scene, vis: Visibility, objects: Sequence[int] | None = None, source: str = "visibility"):
+        scene.require_3d("a box overlay")
         self.scene = scene
         self.objects = tuple(range(len(scene.objects))) if objects is None else tuple(objects)
         ids = [str(x) for x in np.asarray(vis.object_ids).tolist()]

@@ -1,16 +1,17 @@
 """Evidence: which frames of a scene show a question's objects, and where (the dummies' input).
 
-Frame f carries evidence for a question when any referenced object (``objects``, or every
-instance of a ``category``: :func:`evidence_objects`) has ``visible[f, o] > threshold`` in the
-visibility table's evidence region (:class:`EvidenceTable`; the box bound, so that removing
-evidence errs toward "may be visible"). Frames without a valid pose or visibility row are
-*unknown*. A question with a time window or an instant (``time_start``/``time_end``, ``time``)
-asks about those times only: its evidence is restricted to its :func:`time_span`, the frames
-whose content can answer it (the window's frames, and those within the instant tolerance of
-its instant, by the budget stage's own arithmetic: vistest.budget.windows); outside it the
-object's presence answers nothing and stays. Rectangles (:data:`Rect`) are ``(x0, y0, x1, y1)``
-half-open pixel bounds in the written (even) frame size, with even coordinates (yuv420p chroma
-covers 2x2 pixels).
+Frame f carries evidence for a question when any referenced object (``objects``, or every instance
+of a ``category``: :func:`evidence_objects`) has ``visible[f, o] > threshold`` in the visibility
+table's evidence region (:class:`EvidenceTable`; the box bound, so that removing evidence errs
+toward "may be visible"). Frames without a valid pose or visibility row are *unknown*, and so, for
+one object, are frames where its value is unknown (NaN: a 2D scene's frames the annotation says
+nothing of, docs/tracks2d.md). A question with a time window or an instant
+(``time_start``/``time_end``, ``time``) asks about those times only: its evidence is restricted to
+its :func:`time_span`, the frames whose content can answer it (the window's frames, and those within
+the instant tolerance of its instant, by the budget stage's own arithmetic: vistest.budget.windows);
+outside it the object's presence answers nothing and stays. Rectangles (:data:`Rect`) are ``(x0, y0,
+x1, y1)`` half-open pixel bounds in the written (even) frame size, with even coordinates (yuv420p
+chroma covers 2x2 pixels).
 """
 from __future__ import annotations
 
@@ -76,7 +77,16 @@ class EvidenceTable:
         self.bbox[fidx[rows]] = np.asarray(vis.bbox, dtype=np.float64)[rows]
         valid = np.zeros(num_frames, bool)
         valid[fidx[rows]] = np.asarray(vis.valid, bool)[rows]
+        self.valid = valid
         self.known = valid & np.isfinite(self.visible).all(axis=1)
+
+    def unknown_of(self, object_ids: Sequence[str]) -> np.ndarray:
+        """(N,) bool: frames where nothing says whether one of ``object_ids`` shows: no valid row,
+        or that object's value unknown (NaN: a 2D scene's frames outside the annotation, docs/tracks2d.md).
+        For a 3D scene the same frames for every object (a row is NaN as a whole)."""
+        if not object_ids:
+            return ~self.known
+        return ~self.valid | np.isnan(self.visible[:, self.columns(object_ids)]).any(axis=1)
 
     def columns(self, object_ids: Sequence[str]) -> list[int]:
         """Column of each object id; InputError naming the ids the table lacks."""
@@ -110,7 +120,7 @@ class EvidenceTable:
             return ()
         ev = self.evident(object_ids, span).any(axis=1)
         if unknown_as_evidence:
-            ev |= ~self.known & self.in_span(span)
+            ev |= self.unknown_of(object_ids) & self.in_span(span)
         return tuple(int(f) for f in np.flatnonzero(ev))
 
     def mask_rects(self, object_ids: Sequence[str], size: tuple[int, int], margin: int,

@@ -305,12 +305,15 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
     what the source's frames are."""
     opts = dict(profile_options or {})
     n, fps, fill = table.num_frames, scene.fps, dummy.fill
-    all_unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
+    row_unknown = tuple(int(f) for f in np.flatnonzero(~table.known)) if dummy.unknown_as_evidence else ()
     groups: dict[str, dict] = {}  # path -> variant fields and served questions/budgets, in first-seen order
     truths: list[DummyTruth] = []
     for q in questions:
         objs, span, evidence = dummy_evidence(table, q, scene, dummy.unknown_as_evidence,
                                               dummy.evidence_frame_margin, instant_tolerance_s)
+        all_unknown = row_unknown
+        if objs and dummy.unknown_as_evidence:  # the frames where nothing says whether its objects show
+            all_unknown = tuple(int(f) for f in np.flatnonzero(table.unknown_of(objs)))
         unknown = all_unknown if span is None else tuple(f for f in all_unknown if f in span)
         for mode in dummy.modes:
             if mode != "allblack" and not objs:
@@ -420,7 +423,8 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     plan_warnings = list(warnings)
     unknown = int((~table.known).sum())
     if unknown and dummy.modes:
-        plan_warnings.append(f"{unknown} of {n} decoded frames have no valid pose or no visibility row; "
+        plan_warnings.append(f"{unknown} of {n} decoded frames have no valid pose, no visibility row or an object "
+                             f"of unknown state (2D); "
                              + ("dummies treat them as evidence" if dummy.unknown_as_evidence else
                                 "dummies keep them (--keep-unknown-frames)"))
     if size != source_size:

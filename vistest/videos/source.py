@@ -14,8 +14,11 @@ from .ffmpeg import VideoInfo, count_frames, mp4_intact, mp4_sample_count, probe
 
 def scale_scene(scene: Scene, size: tuple[int, int]) -> Scene:
     """The scene for frames resized to ``size`` (W, H): image size and every intrinsics
-    scaled (pixel edges scale, :meth:`Intrinsics.scaled`); poses and boxes unchanged."""
+    scaled (pixel edges scale, :meth:`Intrinsics.scaled`); poses and boxes unchanged. A 2D scene
+    (no camera) gets the new image size only: its table scales the annotated regions."""
     sx, sy = size[0] / scene.image_size[0], size[1] / scene.image_size[1]
+    if scene.camera is None:  # a 2D scene: its visibility scales the regions to image_size (vistest.tracks2d)
+        return dataclasses.replace(scene, image_size=tuple(size))
     frames = tuple(dataclasses.replace(f, intrinsics=f.intrinsics.scaled(sx, sy)) if f.intrinsics else f
                    for f in scene.frames)
     return dataclasses.replace(scene, image_size=tuple(size), camera=scene.camera.scaled(sx, sy), frames=frames)

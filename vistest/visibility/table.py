@@ -44,7 +44,8 @@ Moving objects (tracks, docs/scene-format.md) are taken at their pose in each fr
 The mesh and depth frames are what was observed: moving boxes are tested against them, and a
 moving object's ``visible`` is its ``evidence`` (a static mesh holds no surface of it).
 
-Invalid frames (no pose) give NaN in every field, never zeros. ``occlusion="auto"``
+Invalid frames (no pose) give NaN in every field, never zeros. A 2D scene (vistest.tracks2d) is
+computed by vistest.visibility.tracks2d: the same table from its annotated regions. ``occlusion="auto"``
 (the default) uses the scene's observed geometry when it has some: the mesh, else the
 depth frames, else the boxes (:func:`choose_occlusion`).
 """
@@ -185,10 +186,16 @@ def choose_occlusion(scene, occlusion: str = DEFAULT_OCCLUSION) -> tuple[str, st
     with moving objects (``scene.dynamic``) prefers ``depth`` to the mesh when it has depth
     frames: the mesh is static (moving boxes are tested against it, not against each other),
     while each depth frame observes the moving objects where they are at that frame.
-    Any other value is checked against what the scene has and returned as is.
+    Any other value is checked against what the scene has and returned as is. A 2D scene
+    (vistest.tracks2d) takes ``auto`` or ``none`` only, and gets ``none``.
     """
     if occlusion not in OCCLUSION_CHOICES:
         raise InputError(f"occlusion: expected one of {', '.join(OCCLUSION_CHOICES)}, got {occlusion!r}")
+    if scene.tracks2d is not None:  # 2D regions are what shows (vistest.visibility.tracks2d)
+        if occlusion not in ("auto", "none"):
+            raise InputError(f"{scene.source}: occlusion: a 2D scene's regions are what shows (no boxes, depth or "
+                             f"mesh to occlude them): expected auto or none, got {occlusion!r}")
+        return "none", "a 2D scene: the annotated regions are what shows"
     has_depth = any(f.depth for f in scene.frames)
     faces = scene.mesh is not None and mesh_has_faces(scene.path(scene.mesh))
     if occlusion == "mesh":
@@ -307,6 +314,10 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
     In a static scene, frames with the same pose, intrinsics and depth image (the held frames of
     ``vistest import --video-from-frames``, which repeat a photo) are computed once and their row copied.
     """
+    if scene.tracks2d is not None:  # a 2D scene: the annotated regions (docs/tracks2d.md)
+        from .tracks2d import tracks2d_visibility
+
+        return tracks2d_visibility(scene, occlusion)
     from . import raster
     from ..progress import progress_bar
 

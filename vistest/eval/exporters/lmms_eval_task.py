@@ -47,7 +47,8 @@ from ... import answers
 from ...answers import Protocol
 from ..metrics import resolve_protocol
 from . import lmms_task_functions
-from .output import LEFT_NO_VIDEO, LEFT_UNANSWERABLE, LEFT_UNSCORABLE, ExportResult, OutputFolder, Part, count_left_out
+from .output import (LEFT_NO_VIDEO, LEFT_UNSCORABLE, ExportResult, OutputFolder, Part, count_left_out,
+                     unanswerable_rows)
 from .columns import base_record, jsonl_text
 from .rundir import ExportRow, RunData
 
@@ -210,7 +211,7 @@ def plan_tasks(run: RunData, name: str) -> tuple[list[tuple[str, str, bool, list
     for b in run.budgets:
         real = [r for r in run.real_rows if r.budget == b]
         task = f"{name}_{b}_frame_real"
-        left += count_left_out(task, LEFT_UNANSWERABLE, [r for r in real if not r.answerable])
+        left += [x for why, rs in unanswerable_rows(real) for x in count_left_out(task, why, rs)]
         left += count_left_out(task, LEFT_UNSCORABLE, [r for r in real if r.answerable and not r.scorable])
         tasks.append((b, task, False, [r for r in real if r.answerable and r.scorable]))
         dummies = [r for r in run.dummy_rows if r.budget == b]

@@ -60,6 +60,15 @@ LINK_MODES = ("hard", "symlink", "copy")
 
 # why a row is not in a part
 LEFT_UNANSWERABLE = "unanswerable"                # real row whose frames do not support an answer
+LEFT_UNKNOWN = "unknown_frames"                   # 2D: real row whose answer turns on frames the annotation lacks
+
+
+def unanswerable_rows(rows: Iterable[Any]) -> list[tuple[str, list]]:
+    """The real rows with no answer, by why: (LEFT_UNANSWERABLE, rows), (LEFT_UNKNOWN, rows) (status ``unknown``,
+    2D scenes: docs/tracks2d.md)."""
+    rows = [r for r in rows if not r.answerable]
+    return [(LEFT_UNANSWERABLE, [r for r in rows if r.status != "unknown"]),
+            (LEFT_UNKNOWN, [r for r in rows if r.status == "unknown"])]
 LEFT_UNSCORABLE = "unscorable_ground_truth"       # e.g. an appearance order given as a list of ids
 LEFT_NO_REVSI_TYPE = "no_revsi_question_type"     # revsi: a VSI-Bench type the ReVSI task cannot prompt
 LEFT_NO_VIDEO = "no_video"                        # dummy with no frame left to write

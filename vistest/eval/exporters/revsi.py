@@ -53,7 +53,7 @@ from ...budgets import Budget
 from ...layout import budget_video_path
 from .output import (
     LEFT_NO_REVSI_TYPE,
-    LEFT_UNANSWERABLE,
+    unanswerable_rows,
     LEFT_UNSCORABLE,
     LEFT_VISTEST_ONLY,
     ExportResult,
@@ -187,7 +187,7 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
         config = config_name(b)
         rows = [r for r in run.real_rows if r.budget == b]
         answerable = [r for r in rows if r.answerable]
-        left += count_left_out(config, LEFT_UNANSWERABLE, [r for r in rows if not r.answerable])
+        left += [x for why, rs in unanswerable_rows(rows) for x in count_left_out(config, why, rs)]
         left += count_left_out(config, LEFT_UNSCORABLE, [r for r in answerable if not r.scorable])
         left += count_left_out(config, LEFT_VISTEST_ONLY, [r for r in answerable if r.scorable and r.vistest_scored])
         typed = [(r, revsi_question_type(r)) for r in answerable if r.scorable and not r.vistest_scored]

@@ -63,7 +63,7 @@ from .output import (
     LEFT_NO_OPTIONS,
     LEFT_NO_TARGET_TYPE,
     LEFT_NO_VIDEO,
-    LEFT_UNANSWERABLE,
+    unanswerable_rows,
     LEFT_UNSCORABLE,
     LEFT_VISTEST_ONLY,
     ExportResult,
@@ -227,7 +227,7 @@ def write(run: RunData, out: str | Path, target: str = "auto", skip_unsupported:
         folder = Budget.parse(b).folder  # 16_frame: ReVSI's subset name
         for name, rows, gone in (
                 (f"{folder}.tsv", [r for r in real if r.answerable and r.scorable and not r.vistest_scored],
-                 [(LEFT_UNANSWERABLE, [r for r in real if not r.answerable]),
+                 [*unanswerable_rows(real),
                   (LEFT_UNSCORABLE, [r for r in real if r.answerable and not r.scorable]),
                   (LEFT_VISTEST_ONLY, [r for r in real if r.answerable and r.scorable and r.vistest_scored])]),
                 (f"{folder}_dummy.tsv", [r for r in dummy if r.video is not None and not r.vistest_scored],

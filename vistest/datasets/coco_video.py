@@ -1,0 +1,238 @@
+"""COCO-style video annotations: TAO and YouTube-VIS, one video's tracks as a 2D scene
+(``vistest import tao|youtube-vis ANNOTATIONS.json -o SCENE_DIR --video VIDEO.mp4 [-O video=NAME]``;
+docs/tracks2d.md).
+
+Both are MS COCO JSON with videos (TrackEval ``docs/TAO-format.txt``, from TAO-Dataset/tao
+``tao/toolkit/tao/tao.py``; ``docs/YouTube-VIS-format.txt``). Conventions, from the official readers:
+
+* Boxes ``bbox`` / ``bboxes`` are ``[x, y, width, height]`` in COCO's continuous pixel coordinates
+  (origin at the top-left corner of the top-left pixel, 0-based), so ``x1 = x + width``: TrackEval
+  ``_calculate_box_ious`` (``box_format='xywh'``: ``bboxes[:, 2] = bboxes[:, 0] + bboxes[:, 2]``);
+  vistest's edge coordinates without a shift.
+* **TAO**: ``images`` are the annotated frames (about one per second), each with ``video_id`` and
+  ``frame_index``, its 0-based frame number in the video (TrackEval ``tao.py`` orders a video's
+  images by ``frame_index``); ``annotations`` (``image_id``, ``track_id``, ``bbox``) are boxes of
+  ``tracks`` (``id``, ``category_id``), labelled by ``categories[].name``. The video is ``--video``
+  (TAO's frames are at the source's rate; ``frame_index`` counts them). An object with no box at an
+  annotated frame of its video is absent there.
+* **YouTube-VIS**: ``videos[]`` (``id``, ``width``, ``height``, ``length``, ``file_names``) and
+  ``annotations[]`` per track (``video_id``, ``category_id``, ``segmentations``, ``bboxes``: one
+  entry per file name, ``None`` where the object is absent; TrackEval ``youtube_vis.py`` indexes
+  ``track['segmentations'][t]`` by the file's position t and skips ``None``). A segmentation is a
+  COCO RLE (``counts`` a list, or the compressed string; ``mask_utils.frPyObjects(seg, h, w)`` in
+  ``_prepare_gt_data``) decoded column-major (vistest.tracks2d.rle_decode); a polygon is not read
+  (its ``bboxes`` entry is used, and the import warns). The annotated frames are the file names'
+  frames: with ``--video`` (the full-rate video), the number in each file name (YouTube-VOS names
+  a JPEG by its frame number in the source, ``00005.jpg``); without it, the JPEGs beside the
+  annotation (``-O frames=DIR``, ``DIR/file_name``) are encoded into ``SCENE_DIR/video.mp4``, decoded
+  frame k = file k, at ``-O fps=`` (default 6: YouTube-VOS keeps every 5th frame of 30 frames/s).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, mask_box, rle_decode
+from .common import AdapterError, positive_float, read_json, text
+from .tracks2d_import import Format2D, Imported2D, option
+
+YTVIS_FPS = 6.0  # YouTube-VOS / YouTube-VIS JPEGs: every 5th frame of 30 frames/s videos
+
+
+def scene_id_of(name: str) -> str:
+    """A scene id from a video's name (characters that cannot name files become ``_``)."""
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).lstrip("._-")
+    return s or "video"
+
+
+def _xywh(b: Any, where: str) -> list[float]:
+    if (not isinstance(b, list) or len(b) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b) or b[2] < 0 or b[3] < 0):
+        raise AdapterError(f"{where}: expected [x, y, width, height] (COCO, width and height >= 0), got {b!r}")
+    x, y, w, h = (float(v) for v in b)
+    return [x, y, x + w, y + h]
+
+
+def _pick(videos: list, want: Any, path: Path, key: str) -> dict:
+    if not isinstance(videos, list) or not videos:
+        raise AdapterError(f"{path}: videos: expected a non-empty list")
+    if want is None:
+        if len(videos) != 1:
+            raise AdapterError(f"{path}: videos: {len(videos)} videos; pick one with -O video=NAME or ID "
+                               f"(e.g. {', '.join(str(v.get(key)) for v in videos[:3])})")
+        return videos[0]
+    for v in videos:
+        if str(v.get(key)) == str(want) or str(v.get("id")) == str(want):
+            return v
+    raise AdapterError(f"{path}: videos: no video {want!r} (by {key} or id)")
+
+
+def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
+    """(fps, decoded frames, (W, H)) of the video an annotation ``path`` is of; AdapterError without one."""
+    if video is None:
+        raise AdapterError(f"{path}: --video: give the video the annotation is of (its frame rate and frame count "
+                           f"come from it)")
+    from ..videos.ffmpeg import probe
+
+    info = probe(video, count=True)
+    return info.fps, int(info.num_frames), info.size
+
+
+def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+    """One video of a TAO annotation file (module docstring). Options: ``video`` (name or id)."""
+    doc = read_json(path, "TAO annotations")
+    if not isinstance(doc, dict) or not all(k in doc for k in ("videos", "images", "annotations", "tracks")):
+        raise AdapterError(f"{path}: expected TAO JSON with videos, images, annotations, tracks (docs/TAO-format.txt)")
+    v = _pick(doc["videos"], options.get("video"), path, "name")
+    vid = v.get("id")
+    fps, n, size = probe_video(video, path)
+    w, h = int(v.get("width", size[0])), int(v.get("height", size[1]))
+    if (w, h) != tuple(size):
+        raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h} for video {v.get('name')}")
+    images = {im["id"]: im for im in doc["images"] if isinstance(im, dict) and im.get("video_id") == vid}
+    frames = {}
+    for im in images.values():
+        f = im.get("frame_index")
+        if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
+            raise AdapterError(f"{path}: images[id={im['id']}].frame_index: expected a 0-based frame of the "
+                               f"{n}-frame video, got {f!r}")
+        frames[im["id"]] = f
+    cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
+    tracks = {t["id"]: t for t in doc["tracks"] if isinstance(t, dict) and t.get("video_id") == vid}
+    regions: dict[Any, list] = {t: [] for t in tracks}
+    for i, a in enumerate(doc["annotations"]):
+        if not isinstance(a, dict) or a.get("image_id") not in images:
+            continue
+        if a.get("track_id") not in tracks:
+            raise AdapterError(f"{path}: annotations[{i}].track_id: {a.get('track_id')!r} is no track of the video")
+        box = _xywh(a.get("bbox"), f"{path}: annotations[{i}].bbox")
+        regions[a["track_id"]].append({"frame": frames[a["image_id"]], "box": box})
+    objects = []
+    for tid, t in tracks.items():
+        regs = sorted(regions[tid], key=lambda r: r["frame"])
+        objects.append({"id": str(tid), "label": cats.get(t.get("category_id"), f"category_{t.get('category_id')}"),
+                        "regions": regs})
+    gap = option(options, "max_gap_s", positive_float, DEFAULT_MAX_GAP_S)
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v.get("name", vid)), "fps": fps, "image_size": [w, h],
+             "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames.values())),
+             "source_format": "tao", "objects": objects}
+    prov = {"format": "tao", "annotations": str(path), "video": str(video), "video_name": v.get("name"),
+            "conventions": {"boxes": "COCO xywh -> [x, y, x + w, y + h]", "frames": "images[].frame_index"}}
+    return Imported2D(scene, video, [], prov, [])
+
+
+def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+    """One video of a YouTube-VIS annotation file (module docstring). Options: ``video`` (the
+    first file name's folder or id), ``frames`` (the JPEG folder), ``fps`` (without --video)."""
+    doc = read_json(path, "YouTube-VIS annotations")
+    if not isinstance(doc, dict) or not all(k in doc for k in ("videos", "annotations")):
+        raise AdapterError(f"{path}: expected YouTube-VIS JSON with videos and annotations "
+                           f"(docs/YouTube-VIS-format.txt)")
+    for v in doc["videos"] if isinstance(doc["videos"], list) else []:
+        if isinstance(v, dict) and v.get("file_names"):
+            v.setdefault("name", str(v["file_names"][0]).split("/")[0])
+    v = _pick(doc["videos"], options.get("video"), path, "name")
+    names = v.get("file_names")
+    if not isinstance(names, list) or not names:
+        raise AdapterError(f"{path}: videos[id={v.get('id')}].file_names: expected the annotated frames' files")
+    w, h = int(v["width"]), int(v["height"])
+    warnings: list[str] = []
+    prov: dict[str, Any] = {"format": "youtube-vis", "annotations": str(path), "video_name": v["name"]}
+    if video is not None:
+        fps, n, size = probe_video(video, path)
+        if tuple(size) != (w, h):
+            raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h}")
+        frames = []
+        for k, fn in enumerate(names):
+            m = re.search(r"(\d+)\D*$", str(fn))
+            if m is None or int(m.group(1)) >= n:
+                raise AdapterError(f"{path}: file_names[{k}]: {fn!r} names no frame of the {n}-frame video")
+            frames.append(int(m.group(1)))
+        prov["frames"] = "the number in each file name (frame of --video)"
+    else:
+        fps = option(options, "fps", positive_float, YTVIS_FPS)
+        folder = Path(option(options, "frames", text, str(path.parent)))
+        if out_dir is None:
+            raise AdapterError(f"{path}: --video: give the video, or -O frames=DIR with the JPEGs")
+        video, got = encode_images([folder / fn for fn in names], fps, out_dir)
+        if got != (w, h):
+            raise AdapterError(f"{folder / names[0]}: a {got[0]}x{got[1]} image, {path} says {w}x{h}")
+        n, frames = len(names), list(range(len(names)))
+        prov["frames"] = f"file k = decoded frame k of the encoded video ({folder})"
+    cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
+    objects = []
+    for i, a in enumerate(doc["annotations"]):
+        if not isinstance(a, dict) or a.get("video_id") != v.get("id"):
+            continue
+        where = f"{path}: annotations[{i}]"
+        segs, boxes = a.get("segmentations") or [None] * len(names), a.get("bboxes") or [None] * len(names)
+        if len(segs) != len(names) or len(boxes) != len(names):
+            raise AdapterError(f"{where}: segmentations, bboxes: expected one entry per file name ({len(names)})")
+        regions = []
+        for k, (seg, box) in enumerate(zip(segs, boxes)):
+            if seg is None and box is None:
+                continue
+            region: dict[str, Any] = {"frame": frames[k]}
+            if isinstance(seg, dict):
+                mask = rle_decode(seg, f"{where}.segmentations[{k}]")
+                if mask.shape != (h, w):
+                    raise AdapterError(f"{where}.segmentations[{k}].size: expected [{h}, {w}], got {list(mask.shape)}")
+                if not mask.any():
+                    continue
+                region["mask"] = seg
+                region["box"] = [float(x) for x in mask_box(mask)]
+            elif box is not None:
+                if seg is not None:
+                    warnings.append(f"{where}.segmentations[{k}]: a polygon, not read: its box is the region")
+                region["box"] = _xywh(box, f"{where}.bboxes[{k}]")
+            else:
+                continue
+            regions.append(region)
+        objects.append({"id": str(a.get("id", i)), "label": cats.get(a.get("category_id"),
+                                                                     f"category_{a.get('category_id')}"),
+                        "regions": regions})
+    gap = option(options, "max_gap_s", positive_float, max(DEFAULT_MAX_GAP_S, 1.0))
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v["name"]), "fps": fps, "image_size": [w, h],
+             "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames)),
+             "source_format": "youtube-vis", "objects": objects}
+    return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
+
+
+def encode_images(files: list, fps: float, out_dir: Path) -> tuple[Path, tuple[int, int]]:
+    """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
+    ``files[k]`` (padded black to an even size on the right and bottom); returns (video, (W, H) of the images)."""
+    import cv2
+
+    from ..videos.ffmpeg import VideoWriter
+
+    first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+    if first is None:
+        raise AdapterError(f"{files[0]}: cannot read the image")
+    h, w = first.shape[:2]
+    ew, eh = w + w % 2, h + h % 2
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / "video.mp4"
+    with VideoWriter(out, fps=fps, size=(ew, eh), preset="veryfast") as wr:
+        for fn in files:
+            img = cv2.imread(str(fn), cv2.IMREAD_COLOR)
+            if img is None or img.shape[:2] != (h, w):
+                raise AdapterError(f"{fn}: expected a {w}x{h} image (the first image's size)")
+            frame = np.zeros((eh, ew, 3), np.uint8)
+            frame[:h, :w] = img[:, :, ::-1]
+            wr.write(frame)
+    return out, (w, h)
+
+
+TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",
+               "a TAO annotation JSON (videos, images with frame_index, tracks, annotations); --video its video",
+               {"video": "the video's name or id when the file holds several",
+                "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"}, read_tao)
+YOUTUBE_VIS = Format2D("youtube-vis", "YouTube-VIS (per-frame RLE masks and boxes per track)",
+                       "a YouTube-VIS annotation JSON (videos with file_names, annotations with segmentations)",
+                       {"video": "the video's folder name or id when the file holds several",
+                        "frames": "folder of the JPEGs (file_names relative to it), without --video",
+                        "fps": f"frame rate of the encoded JPEGs, without --video (default {YTVIS_FPS:g})",
+                        "max_gap_s": "longest interpolated gap in seconds (default 1)"}, read_youtube_vis)

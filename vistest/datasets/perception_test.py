@@ -1,0 +1,214 @@
+"""Perception Test (google-deepmind/perception_test): one video's object tracks and questions as a
+2D scene (``vistest import perception-test ANNOTATIONS.json -o SCENE_DIR [--video VIDEO.mp4]``;
+docs/tracks2d.md).
+
+The annotation file maps ``video_id`` to ``{"metadata", "object_tracking", "mc_question",
+"grounded_question", ...}`` (README "Perception Test annotations"; ``load_dataset`` of the
+notebooks' ``PerceptionDataset`` iterates ``db_dict.items()`` and reads ``val['metadata']``).
+Conventions, each from the official reader code (commit 6bd0642):
+
+* ``metadata.resolution`` is ``[height, width]`` (README, "Video metadata": "The height and width
+  of the video in pixels"); ``metadata.frame_rate`` frames/s; ``metadata.num_frames`` the decoded
+  frames (``get_video_frames`` asserts ``num_frames == vid_frames.shape[0]``).
+* ``bounding_boxes`` are ``[x1, y1, x2, y2]`` as *fractions* of the width and height
+  (``data_visualisation.ipynb`` ``paint_box``: ``x1 = int(round(box[0] * width))``, ``y1 =
+  int(round(box[1] * height))``): continuous coordinates, so x * W is a pixel-edge coordinate
+  (vistest.tracks2d), x2 exclusive.
+* ``frame_ids`` are 0-based decoded frames (``paint_box`` draws on ``video[frame_id]`` of the
+  decoded array), normally one per second (README: "0, 30, 60"); ``timestamps`` (microseconds,
+  README) are only checked against them (a warning beyond one frame). The annotated frames of the
+  video are the union of its tracks' ``frame_ids`` (the grid the annotators followed); an object with
+  no box at one of them is absent.
+* ``is_masked`` (cups games: the object hidden under a cup) is kept per region (``extra``); a
+  masked object's box is where it is, so it stays its evidence region; its visible share counts it.
+* ``mc_question``: ``options`` (3), ``answer_id`` the 0-based index of the right one
+  (``data_visualisation.ipynb``: ``question['options'][question['answer_id']]``) -> vistest type
+  ``video_mcq``, options lettered ``"A. ..."``, ground truth the letter; ``area``, ``reasoning``,
+  ``tag`` kept. Its evidence objects are not given by the benchmark: ``-O objects=FILE`` (JSON
+  ``{question id: [object ids]}``) names them; without it the question names none.
+* ``grounded_question``: ``answers`` are object track ids of the same video (README: "specifically
+  the 'id' field for a given object"; ``grounded_vqa.ipynb`` indexes ``gt_tracks[t] for t in
+  q['answers']``, where ids equal list positions): vistest type ``grounded_objects``, asked
+  open-ended (``answer_kind`` text), ground truth the answer objects' labels, and those objects are
+  its evidence (``objects``).
+"""
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any
+
+from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT
+from .common import AdapterError, positive_float, read_json, text
+from .tracks2d_import import Format2D, Imported2D, option
+
+NAME = "perception-test"
+
+
+def _num(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise AdapterError(f"{where}: expected a number, got {v!r}")
+    return float(v)
+
+
+def _pick_video(doc: Any, path: Path, video_id: str | None) -> tuple[str, dict]:
+    if not isinstance(doc, dict) or not doc:
+        raise AdapterError(f"{path}: expected a JSON object mapping video_id to its annotations (Perception Test "
+                           f"annotation file)")
+    if video_id is None:
+        if len(doc) != 1:
+            raise AdapterError(f"{path}: holds {len(doc)} videos; pick one with -O video_id=ID (e.g. "
+                               f"{', '.join(list(doc)[:3])})")
+        video_id = next(iter(doc))
+    if video_id not in doc:
+        raise AdapterError(f"{path}: video_id: {video_id!r} is not in the file (it has {', '.join(list(doc)[:5])}"
+                           f"{' ...' if len(doc) > 5 else ''})")
+    entry = doc[video_id]
+    if not isinstance(entry, dict) or not isinstance(entry.get("metadata"), dict):
+        raise AdapterError(f"{path}: {video_id}.metadata: expected an object with frame_rate, num_frames, resolution")
+    return video_id, entry
+
+
+def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warnings: list[str]
+            ) -> tuple[list[dict], set[int], dict[str, str]]:
+    """The objects (vistest.tracks2d records), the annotated frames and the label by id; a warning
+    per track whose ``timestamps`` (µs) disagree with its ``frame_ids`` at ``fps`` by more than a frame."""
+    tracks = entry.get("object_tracking") or []
+    if not isinstance(tracks, list):
+        raise AdapterError(f"{where}.object_tracking: expected a list of tracks, got {type(tracks).__name__}")
+    objects, annotated, labels = [], set(), {}
+    for i, t in enumerate(tracks):
+        tw = f"{where}.object_tracking[{i}]"
+        if not isinstance(t, dict):
+            raise AdapterError(f"{tw}: expected an object, got {t!r}")
+        for key in ("id", "label", "bounding_boxes", "frame_ids"):
+            if key not in t:
+                raise AdapterError(f"{tw}.{key}: missing required field")
+        boxes, frames = t["bounding_boxes"], t["frame_ids"]
+        if not isinstance(boxes, list) or not isinstance(frames, list) or len(boxes) != len(frames):
+            raise AdapterError(f"{tw}: bounding_boxes and frame_ids: expected two lists of the same length, got "
+                               f"{len(boxes) if isinstance(boxes, list) else boxes!r} and "
+                               f"{len(frames) if isinstance(frames, list) else frames!r}")
+        masked = t.get("is_masked") if isinstance(t.get("is_masked"), list) else None
+        stamps = t.get("timestamps")
+        if isinstance(stamps, list) and len(stamps) == len(frames) and all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) for s in stamps):
+            off = [abs(s * 1e-6 * fps - f) for s, f in zip(stamps, frames) if isinstance(f, int)]
+            if off and max(off) > 1.0:
+                warnings.append(f"{tw}: timestamps disagree with frame_ids by up to {max(off):.1f} frames at {fps:g} "
+                                f"frames/s; frame_ids are used (decoded frames)")
+        regions = []
+        for k, (b, f) in enumerate(sorted(zip(boxes, frames), key=lambda bf: bf[1])):
+            if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
+                raise AdapterError(f"{tw}.frame_ids[{k}]: expected a decoded frame number in 0..{n - 1}, got {f!r}")
+            if not isinstance(b, list) or len(b) != 4:
+                raise AdapterError(f"{tw}.bounding_boxes[{k}]: expected [x1, y1, x2, y2] (fractions of W, H), got "
+                                   f"{b!r}")
+            x1, y1, x2, y2 = (_num(v, f"{tw}.bounding_boxes[{k}]") for v in b)
+            if not (-0.01 <= x1 <= x2 <= 1.01 and -0.01 <= y1 <= y2 <= 1.01):
+                raise AdapterError(f"{tw}.bounding_boxes[{k}]: expected fractions of the width and height with x1 <= "
+                                   f"x2, y1 <= y2 (data_visualisation.ipynb paint_box multiplies by W and H), got {b}")
+            region: dict[str, Any] = {"frame": f, "box": [x1 * w, y1 * h, x2 * w, y2 * h]}
+            if masked is not None and len(masked) == len(frames):
+                region["extra"] = {"is_masked": bool(masked[frames.index(f)])}
+            regions.append(region)
+            annotated.add(f)
+        oid = str(t["id"])
+        labels[oid] = str(t["label"])
+        extra = {k: t[k] for k in ("is_occluder",) if k in t}
+        objects.append({"id": oid, "label": str(t["label"]), "regions": regions, **({"extra": extra} if extra else {})})
+    return objects, annotated, labels
+
+
+def _questions(entry: dict, where: str, video_id: str, labels: dict[str, str], named: dict) -> list[dict]:
+    out: list[dict] = []
+    for i, q in enumerate(entry.get("mc_question") or []):
+        qw = f"{where}.mc_question[{i}]"
+        if not isinstance(q, dict) or not all(k in q for k in ("id", "question", "options", "answer_id")):
+            raise AdapterError(f"{qw}: expected an object with id, question, options, answer_id")
+        opts, ans = q["options"], q["answer_id"]
+        if not isinstance(opts, list) or not opts or len(opts) > 26:
+            raise AdapterError(f"{qw}.options: expected a list of option texts, got {opts!r}")
+        if isinstance(ans, bool) or not isinstance(ans, int) or not 0 <= ans < len(opts):
+            raise AdapterError(f"{qw}.answer_id: expected the 0-based index of an option (0..{len(opts) - 1}), got "
+                               f"{ans!r}")
+        qid = f"{video_id}_mc_{q['id']}"
+        objs = [str(o) for o in named.get(qid, named.get(str(q["id"]), []))]
+        bad = [o for o in objs if o not in labels]
+        if bad:
+            raise AdapterError(f"objects: question {qid}: {bad} are not object ids of {video_id} "
+                               f"({', '.join(list(labels)[:8])})")
+        rec = {"id": qid, "scene_id": video_id, "question_type": "video_mcq", "question": str(q["question"]),
+               "options": [f"{string.ascii_uppercase[k]}. {o}" for k, o in enumerate(opts)],
+               "ground_truth": string.ascii_uppercase[ans], "objects": objs}
+        rec.update({k: q[k] for k in ("area", "reasoning", "tag") if k in q})
+        out.append(rec)
+    for i, q in enumerate(entry.get("grounded_question") or []):
+        qw = f"{where}.grounded_question[{i}]"
+        if not isinstance(q, dict) or not all(k in q for k in ("id", "question", "answers")):
+            raise AdapterError(f"{qw}: expected an object with id, question, answers")
+        answers = q["answers"]
+        if not isinstance(answers, list) or not answers:
+            raise AdapterError(f"{qw}.answers: expected a non-empty list of object track ids, got {answers!r}")
+        ids = [str(a) for a in answers]
+        bad = [a for a in ids if a not in labels]
+        if bad:
+            raise AdapterError(f"{qw}.answers: {bad} are not object track ids of {video_id} (README: the 'id' field "
+                               f"of an object of the same video)")
+        rec = {"id": f"{video_id}_gq_{q['id']}", "scene_id": video_id, "question_type": "grounded_objects",
+               "question": str(q["question"]), "answer_kind": "text",
+               "ground_truth": ", ".join(labels[a] for a in ids), "objects": ids, "answer_object_ids": ids}
+        rec.update({k: q[k] for k in ("area", "reasoning") if k in q})
+        out.append(rec)
+    return out
+
+
+def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+    """Read one video of a Perception Test annotation file (module docstring). Options:
+    ``video_id`` (needed when the file holds several), ``objects`` (a JSON file naming each mc
+    question's objects), ``max_gap_s`` (the longest interpolated gap, default 1 s)."""
+    doc = read_json(path, "Perception Test annotations")
+    video_id, entry = _pick_video(doc, path, option(options, "video_id", lambda v: text(str(v))))
+    where = f"{path}: {video_id}"
+    meta = entry["metadata"]
+    for key in ("frame_rate", "num_frames", "resolution"):
+        if key not in meta:
+            raise AdapterError(f"{where}.metadata.{key}: missing required field")
+    res = meta["resolution"]
+    if not isinstance(res, list) or len(res) != 2 or not all(isinstance(v, int) and v > 0 for v in res):
+        raise AdapterError(f"{where}.metadata.resolution: expected [height, width] in pixels, got {res!r}")
+    h, w = res
+    n = meta["num_frames"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise AdapterError(f"{where}.metadata.num_frames: expected a positive integer, got {n!r}")
+    fps = _num(meta["frame_rate"], f"{where}.metadata.frame_rate")
+    warnings: list[str] = []
+    objects, annotated, labels = _tracks(entry, where, w, h, n, fps, warnings)
+    named = {}
+    if "objects" in options:
+        named = read_json(Path(option(options, "objects", text)), "objects of each question (JSON {id: [ids]})")
+        if not isinstance(named, dict):
+            raise AdapterError(f"{options['objects']}: expected a JSON object {{question id: [object ids]}}")
+    questions = _questions(entry, where, video_id, labels, named)
+    gap = option(options, "max_gap_s", positive_float, DEFAULT_MAX_GAP_S)
+    if video is None:
+        for cand in (path.parent / f"{video_id}.mp4", path.parent / "videos" / f"{video_id}.mp4"):
+            if cand.is_file():
+                video = cand
+                break
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": video_id, "fps": fps, "image_size": [w, h], "num_frames": n,
+             "max_gap_s": gap, "annotated_frames": sorted(annotated), "source_format": NAME, "objects": objects}
+    if not objects:
+        warnings.append(f"{video_id}: no object tracks: every question's objects are unknown to vistest")
+    prov = {"format": NAME, "annotations": str(path), "video_id": video_id, "video": str(video),
+            "conventions": {"boxes": "fractions of [W, H] times W, H -> pixel edges (paint_box)",
+                            "frames": "frame_ids are 0-based decoded frames", "resolution": "[height, width]"}}
+    return Imported2D(scene, video, questions, prov, warnings)
+
+
+FORMAT = Format2D(NAME, "Perception Test (object tracks, mc and grounded questions)",
+                  "an annotation JSON (video_id -> metadata, object_tracking, mc_question, grounded_question)",
+                  {"video_id": "the video to import when the file holds several",
+                   "objects": "JSON file {question id: [object ids]}: the objects each mc question concerns",
+                   "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"},
+                  read)

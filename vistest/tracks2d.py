@@ -1,0 +1,413 @@
+"""Tracks2D: a video's objects as per-frame 2D regions, the input beside ``scene.json`` for video QA
+benchmarks that give 2D annotations instead of 3D boxes and camera poses (stage 1; docs/tracks2d.md).
+
+A 2D scene is one JSON file (format ``vistest.tracks2d/1``, usually named ``scene.json`` so that
+every command taking a scene takes it; :meth:`vistest.scene.Scene.load` reads both formats and
+makes the Scene the later stages read, with these tracks as its ``tracks2d``).
+Conventions, stated once here and relied on by every 2D stage:
+
+* Pixels: continuous *edge* coordinates, origin at the top-left corner of the top-left pixel;
+  pixel (col i, row j) covers ``[i, i+1) x [j, j+1)``. A box ``[x0, y0, x1, y1]`` covers
+  ``x0 <= x < x1``, ``y0 <= y < y1`` (so its area is ``(x1 - x0) * (y1 - y0)`` pixels). Each
+  importer converts its format's convention to this one (docs/tracks2d.md, per format).
+* Frames: ``frame`` is the 0-based decoded frame number of ``video``; ``num_frames`` decoded frames.
+* Masks: COCO run-length encoding (``{"size": [h, w], "counts": ...}``, counts a list of ints or
+  the compressed string), runs alternating 0 and 1 starting with 0 over the mask in
+  *column-major* order (pycocotools ``maskApi.c``: ``rleDecode`` writes runs down each column;
+  ``rleFrString`` the string form): :func:`rle_decode`. A mask is the object's own pixels; its
+  ``box`` is then the mask's bounds (given or computed).
+* ``annotated_frames``: the frames an annotator looked at (Perception Test: about one per second;
+  MOT: every frame). At an annotated frame, an object with a region is *annotated*, one without
+  is *absent* (not in view).
+* Between two consecutive annotated frames at most ``max_gap_s`` seconds apart (plus half a
+  frame): an object with a region at both is *interpolated* (its box linearly, its mask area
+  linearly); absent at both, it is *absent*; present at one end only (it enters or leaves),
+  *unknown*. Farther apart, and before the first or after the last annotated frame, every
+  object is *unknown*: nothing says whether it is in view. Unknown is never unseen: the
+  visibility table holds NaN there and the budget stage reports answers that depend on it
+  (docs/tracks2d.md).
+
+Everything is validated on load; a bad value raises :class:`Tracks2DError` (an InputError)
+naming the file, the field and what was expected.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import InputError
+from .budgets import MAX_BUDGET
+
+FORMAT = "vistest.tracks2d/1"  # vistest.scene.TRACKS2D_FORMAT
+DEFAULT_MAX_GAP_S = 1.0  # seconds: Perception Test annotates about one frame per second (README "frame_ids")
+# per (frame, object) states (:meth:`Tracks2D.states`)
+ANNOTATED, INTERPOLATED, ABSENT, UNKNOWN = 0, 1, 2, 3
+STATE_NAMES = ("annotated", "interpolated", "absent", "unknown")
+
+
+class Tracks2DError(InputError):
+    """Invalid 2D track input: the message names the file, the field and the expectation."""
+
+
+# ---------------------------------------------------------------------------------------
+# COCO run-length masks
+# ---------------------------------------------------------------------------------------
+def rle_counts_from_string(s: str) -> list[int]:
+    """The run lengths of a compressed COCO RLE string (pycocotools ``maskApi.c`` ``rleFrString``):
+    each count is a little-endian sequence of 5-bit groups, one character each (``chr(group + 48)``),
+    0x20 set on every group but the last, 0x10 of the last group its sign; from the fourth count on
+    (index > 2), each is stored as the difference to the count two before it."""
+    counts: list[int] = []
+    p = 0
+    while p < len(s):
+        x, k, more = 0, 0, True
+        while more:
+            if p >= len(s):
+                raise ValueError("the string ends inside a count")
+            c = ord(s[p]) - 48
+            if not 0 <= c < 64:
+                raise ValueError(f"character {s[p]!r} at {p} is not an RLE character ('0' .. 'o')")
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and c & 0x10:
+                x -= 1 << (5 * k)  # sign-extend
+        if len(counts) > 2:
+            x += counts[-2]
+        counts.append(x)
+    return counts
+
+
+def rle_decode(rle: Any, where: str = "mask") -> np.ndarray:
+    """The (h, w) bool mask of a COCO RLE ``{"size": [h, w], "counts": list or str}`` (module
+    docstring: runs of 0 then 1 alternating, column-major). Tracks2DError naming ``where`` when the
+    runs do not add up to h * w."""
+    if not isinstance(rle, dict) or "size" not in rle or "counts" not in rle:
+        raise Tracks2DError(f"{where}: expected a COCO RLE {{\"size\": [h, w], \"counts\": ...}}, got {_short(rle)}")
+    size = rle["size"]
+    if (not isinstance(size, (list, tuple)) or len(size) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
+        raise Tracks2DError(f"{where}.size: expected [h, w], two positive integers, got {_short(size)}")
+    h, w = size
+    counts = rle["counts"]
+    try:
+        if isinstance(counts, str):
+            runs = rle_counts_from_string(counts)
+        elif isinstance(counts, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+            runs = list(counts)
+        else:
+            raise ValueError("expected a list of integers or the compressed string")
+    except ValueError as e:
+        raise Tracks2DError(f"{where}.counts: {e}") from None
+    if any(r < 0 for r in runs) or sum(runs) != h * w:
+        raise Tracks2DError(f"{where}.counts: the runs add up to {sum(runs)} pixels (or one is negative), "
+                            f"expected h * w = {h * w}")
+    flat = np.repeat(np.arange(len(runs)) % 2 == 1, runs)
+    return flat.reshape((w, h)).T  # column-major: the runs go down each column
+
+
+def mask_box(mask: np.ndarray) -> np.ndarray | None:
+    """``[x0, y0, x1, y1]`` edge coordinates of a mask's pixels (half-open), None when empty."""
+    ys, xs = np.nonzero(mask)
+    if not len(xs):
+        return None
+    return np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# the data
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Region2D:
+    """An object's region at one annotated ``frame``: ``box`` (4,) ``[x0, y0, x1, y1]`` edge
+    coordinates (module docstring), ``mask`` a COCO RLE of the whole image or None, ``area`` the
+    region's pixels inside the image (the mask's pixel count, else the clipped box's area),
+    ``extra`` the format's own fields kept verbatim (e.g. Perception Test's ``is_masked``). In the
+    file, ``area`` may give the pixels that show when there is no mask (at most the box's: MOT's
+    box area times its ``visibility``); it is written back only where it differs from the box's."""
+
+    frame: int
+    box: np.ndarray
+    area: float
+    mask: dict | None = None
+    extra: dict | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Track2D:
+    """One object: ``id``, ``label`` and its regions (sorted by frame, one per frame at most)."""
+
+    id: str
+    label: str
+    regions: tuple[Region2D, ...]
+    extra: dict | None = None
+
+
+@dataclass(frozen=True)
+class States:
+    """Per (frame, object) what the annotation says (:meth:`Tracks2D.states`): ``state`` (F, O)
+    int8 (:data:`ANNOTATED`, :data:`INTERPOLATED`, :data:`ABSENT`, :data:`UNKNOWN`), ``box`` (F, O, 4)
+    the region's box (annotated, or linearly interpolated; NaN otherwise), ``evidence_box`` (F, O, 4)
+    where the object may be (the box; between two annotated boxes, the hull of both: an object
+    moving between them stays inside it when it moves monotonically), ``area`` (F, O) its pixels
+    (the mask's or box's; interpolated linearly; 0 absent, NaN unknown). Boxes clipped to the image."""
+
+    state: np.ndarray
+    box: np.ndarray
+    evidence_box: np.ndarray
+    area: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Tracks2D:
+    """A video's 2D tracks (module docstring): ``image_size`` (W, H) pixels, ``num_frames`` decoded
+    frames at ``fps``, ``annotated_frames`` (sorted), ``max_gap_s`` the longest interpolated gap,
+    ``source_format`` the format imported from (``perception-test``, ``mot``, ...; informative)."""
+
+    scene_id: str
+    fps: float
+    image_size: tuple[int, int]
+    num_frames: int
+    annotated_frames: tuple[int, ...]
+    objects: tuple[Track2D, ...]
+    max_gap_s: float = DEFAULT_MAX_GAP_S
+    video: str | None = None
+    source_format: str = ""
+    source: str = "<tracks2d>"
+
+    @property
+    def max_gap_frames(self) -> float:
+        """The longest interpolated gap in frames: ``max_gap_s * fps`` plus half a frame (frame
+        numbers are rounded from times)."""
+        return self.max_gap_s * self.fps + 0.5
+
+    @cached_property
+    def states(self) -> States:
+        """Every object's state at every decoded frame (module docstring)."""
+        n, no = self.num_frames, len(self.objects)
+        w, h = self.image_size
+        state = np.full((n, no), UNKNOWN, np.int8)
+        box = np.full((n, no, 4), np.nan)
+        ebox = np.full((n, no, 4), np.nan)
+        area = np.full((n, no), np.nan)
+        ann = np.asarray(self.annotated_frames, np.int64)
+        lim = np.array([w, h, w, h], np.float64)
+        for o, tr in enumerate(self.objects):
+            at = {r.frame: r for r in tr.regions}
+            for a in ann:
+                r = at.get(int(a))
+                if r is None:
+                    state[a, o], area[a, o] = ABSENT, 0.0
+                else:
+                    state[a, o], area[a, o] = ANNOTATED, r.area
+                    box[a, o] = ebox[a, o] = np.clip(r.box, 0, lim)
+            for a0, a1 in zip(ann[:-1], ann[1:]):
+                if a1 - a0 < 2:
+                    continue
+                mid = np.arange(a0 + 1, a1)
+                if a1 - a0 > self.max_gap_frames:
+                    continue  # unknown
+                r0, r1 = at.get(int(a0)), at.get(int(a1))
+                if r0 is None and r1 is None:
+                    state[mid, o], area[mid, o] = ABSENT, 0.0
+                elif r0 is not None and r1 is not None:
+                    s = ((mid - a0) / (a1 - a0))[:, None]
+                    b0, b1 = np.clip(r0.box, 0, lim), np.clip(r1.box, 0, lim)
+                    state[mid, o] = INTERPOLATED
+                    box[mid, o] = (1 - s) * b0 + s * b1
+                    ebox[mid, o] = np.concatenate([np.minimum(b0[:2], b1[:2]), np.maximum(b0[2:], b1[2:])])
+                    area[mid, o] = (1 - s[:, 0]) * r0.area + s[:, 0] * r1.area
+        return States(state, box, ebox, area)
+
+    # ---- I/O ------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "<tracks2d>") -> "Tracks2D":
+        """Validate a parsed ``vistest.tracks2d/1`` document (docs/tracks2d.md)."""
+        return _Parser(source).tracks(doc)
+
+    def to_dict(self) -> dict:
+        """The JSON document (inverse of :meth:`from_dict`)."""
+        doc: dict[str, Any] = {"format": FORMAT, "scene_id": self.scene_id}
+        if self.video is not None:
+            doc["video"] = self.video
+        doc.update(fps=self.fps, image_size=list(self.image_size), num_frames=self.num_frames,
+                   max_gap_s=self.max_gap_s, annotated_frames=list(self.annotated_frames))
+        if self.source_format:
+            doc["source_format"] = self.source_format
+        objs = []
+        for t in self.objects:
+            od: dict[str, Any] = {"id": t.id, "label": t.label}
+            if t.extra:
+                od["extra"] = t.extra
+            regions = []
+            for r in t.regions:
+                rd: dict[str, Any] = {"frame": r.frame, "box": [float(v) for v in r.box]}
+                if r.mask is not None:
+                    rd["mask"] = r.mask
+                elif r.area != box_area(r.box, self.image_size):
+                    rd["area"] = r.area
+                if r.extra:
+                    rd["extra"] = r.extra
+                regions.append(rd)
+            od["regions"] = regions
+            objs.append(od)
+        doc["objects"] = objs
+        return doc
+
+
+def _short(v: Any, limit: int = 80) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _Parser:
+    """Validates a tracks2d document field by field; every error names source and field."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, fld: str, msg: str) -> Tracks2DError:
+        return Tracks2DError(f"{self.source}: {fld}: {msg}")
+
+    def number(self, v: Any, fld: str, positive: bool = False) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+            raise self.fail(fld, f"expected a finite number, got {_short(v)}")
+        if positive and v <= 0:
+            raise self.fail(fld, f"expected a positive number, got {v!r}")
+        return float(v)
+
+    def integer(self, v: Any, fld: str, lo: int = 0) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise self.fail(fld, f"expected an integer >= {lo}, got {_short(v)}")
+        return int(v)
+
+    def tracks(self, doc: Any) -> Tracks2D:
+        max_frames = MAX_BUDGET  # frames a scene may give (vistest.scene.MAX_FRAME_INDEX + 1)
+        if not isinstance(doc, dict):
+            raise self.fail("<top>", f"expected a JSON object, got {type(doc).__name__}")
+        if doc.get("format") != FORMAT:
+            raise self.fail("format", f"expected {FORMAT!r}, got {doc.get('format')!r}")
+        for key in ("scene_id", "fps", "image_size", "num_frames", "objects"):
+            if key not in doc:
+                raise self.fail(key, "missing required field")
+        sid = doc["scene_id"]
+        if not isinstance(sid, str):
+            raise self.fail("scene_id", f"expected a string, got {_short(sid)}")  # vistest.scene checks the rest
+        fps = self.number(doc["fps"], "fps", positive=True)
+        size = doc["image_size"]
+        if (not isinstance(size, list) or len(size) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
+            raise self.fail("image_size", f"expected [W, H] as two positive integers, got {_short(size)}")
+        w, h = size
+        n = self.integer(doc["num_frames"], "num_frames", 1)
+        if n > max_frames:
+            raise self.fail("num_frames", f"expected at most {max_frames} decoded frames, got {n}")
+        gap = self.number(doc.get("max_gap_s", DEFAULT_MAX_GAP_S), "max_gap_s")
+        if gap < 0:
+            raise self.fail("max_gap_s", f"expected seconds >= 0, got {gap!r}")
+        video = doc.get("video")
+        if video is not None and (not isinstance(video, str) or not video):
+            raise self.fail("video", f"expected a file name, got {_short(video)}")
+        objs_doc = doc["objects"]
+        if not isinstance(objs_doc, list):
+            raise self.fail("objects", f"expected a list, got {type(objs_doc).__name__}")
+        objects: list[Track2D] = []
+        seen: dict[str, int] = {}
+        for i, od in enumerate(objs_doc):
+            fld = f"objects[{i}]"
+            if not isinstance(od, dict):
+                raise self.fail(fld, f"expected an object {{id, label, regions}}, got {_short(od)}")
+            for key in ("id", "label", "regions"):
+                if key not in od:
+                    raise self.fail(f"{fld}.{key}", "missing required field")
+            oid = od["id"]
+            if isinstance(oid, int) and not isinstance(oid, bool):
+                oid = str(oid)
+            if not isinstance(oid, str) or not oid:
+                raise self.fail(f"{fld}.id", f"expected a non-empty string or an integer, got {_short(od['id'])}")
+            if oid in seen:
+                raise self.fail(f"{fld}.id", f"duplicate object id {oid!r} (also objects[{seen[oid]}])")
+            seen[oid] = i
+            label = od["label"]
+            if not isinstance(label, str) or not label:
+                raise self.fail(f"{fld}.label", f"expected a non-empty string, got {_short(label)}")
+            regs = od["regions"]
+            if not isinstance(regs, list):
+                raise self.fail(f"{fld}.regions", f"expected a list of {{frame, box}}, got {_short(regs)}")
+            regions: list[Region2D] = []
+            for k, rd in enumerate(regs):
+                rf = f"{fld}.regions[{k}]"
+                regions.append(self.region(rd, rf, n, (w, h)))
+                if len(regions) > 1 and regions[-1].frame <= regions[-2].frame:
+                    raise self.fail(f"{rf}.frame", f"expected frames strictly increasing, got {regions[-1].frame} "
+                                                   f"after {regions[-2].frame}")
+            extra = od.get("extra")
+            objects.append(Track2D(oid, label, tuple(regions), extra if isinstance(extra, dict) else None))
+        region_frames = sorted({r.frame for t in objects for r in t.regions})
+        if doc.get("annotated_frames") is None:
+            annotated = region_frames
+        else:
+            af = doc["annotated_frames"]
+            if not isinstance(af, list):
+                raise self.fail("annotated_frames", f"expected a list of frame numbers, got {_short(af)}")
+            annotated = [self.integer(v, f"annotated_frames[{i}]") for i, v in enumerate(af)]
+            if any(b <= a for a, b in zip(annotated, annotated[1:])):
+                raise self.fail("annotated_frames", "expected frame numbers strictly increasing")
+            if annotated and annotated[-1] >= n:
+                raise self.fail("annotated_frames", f"frame {annotated[-1]} is past the video's {n} frames")
+            missing = sorted(set(region_frames) - set(annotated))
+            if missing:
+                raise self.fail("annotated_frames", f"frames {missing[:8]} hold regions but are not listed as "
+                                                    f"annotated")
+        fmt = doc.get("source_format", "")
+        return Tracks2D(scene_id=sid, fps=fps, image_size=(w, h), num_frames=n, annotated_frames=tuple(annotated),
+                        objects=tuple(objects), max_gap_s=gap, video=video, source_format=str(fmt), source=self.source)
+
+    def region(self, rd: Any, rf: str, n: int, size: tuple[int, int]) -> Region2D:
+        if not isinstance(rd, dict):
+            raise self.fail(rf, f"expected an object {{frame, box}}, got {_short(rd)}")
+        if "frame" not in rd:
+            raise self.fail(f"{rf}.frame", "missing required field")
+        frame = self.integer(rd["frame"], f"{rf}.frame")
+        if frame >= n:
+            raise self.fail(f"{rf}.frame", f"expected a decoded frame number below num_frames ({n}), got {frame}")
+        w, h = size
+        mask = rd.get("mask")
+        pixels = None
+        if mask is not None:
+            m = rle_decode(mask, f"{self.source}: {rf}.mask")
+            if m.shape != (h, w):
+                raise self.fail(f"{rf}.mask.size", f"expected the image's [h, w] = [{h}, {w}], got {list(m.shape)}")
+            pixels = float(m.sum())
+        if rd.get("box") is not None:
+            b = rd["box"]
+            if not isinstance(b, list) or len(b) != 4:
+                raise self.fail(f"{rf}.box", f"expected [x0, y0, x1, y1] (pixel edges), got {_short(b)}")
+            box = np.array([self.number(v, f"{rf}.box[{i}]") for i, v in enumerate(b)])
+            if box[2] < box[0] or box[3] < box[1]:
+                raise self.fail(f"{rf}.box", f"expected x0 <= x1 and y0 <= y1, got {box.tolist()}")
+        elif mask is not None:
+            mb = mask_box(m)
+            box = mb if mb is not None else np.zeros(4)
+        else:
+            raise self.fail(f"{rf}.box", "missing: a region needs a box, a mask, or both")
+        if pixels is None and rd.get("area") is not None:  # the pixels that show (MOT: box area x visibility)
+            pixels = min(self.number(rd["area"], f"{rf}.area"), box_area(box, size))
+            if pixels < 0:
+                raise self.fail(f"{rf}.area", f"expected the region's visible pixels (>= 0), got {rd['area']!r}")
+        if pixels is None:
+            pixels = box_area(box, size)
+        extra = rd.get("extra")
+        box.setflags(write=False)
+        return Region2D(frame, box, pixels, mask, extra if isinstance(extra, dict) else None)
+
+
+def box_area(box: Sequence[float], size: tuple[int, int]) -> float:
+    """Pixels of ``box`` ``[x0, y0, x1, y1]`` (edge coordinates) inside an image of ``size`` (W, H)."""
+    w, h = size
+    return max(0.0, min(box[2], w) - max(box[0], 0.0)) * max(0.0, min(box[3], h) - max(box[1], 0.0))
