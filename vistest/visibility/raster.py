@@ -1,4 +1,4 @@
-"""Numba kernels of the visibility engine: exact silhouettes, a box k-buffer, the observed-depth test.
+"""Numba kernels of the visibility engine: exact silhouettes, box occlusion, the observed-depth test.
 
 Conventions (shared with :mod:`vistest.visibility.table`):
 
@@ -16,13 +16,14 @@ Conventions (shared with :mod:`vistest.visibility.table`):
   claim a sample on it.
 * The z-buffer holds inverse depth 1/z (0 = empty); a larger value is nearer. In
   ``boxes`` occlusion a box can show through the boxes that contain it (``contains[a,
-  b]``: box a does not hide box b). Boxes in no such pair go to a plain z-buffer; the
-  others ("involved") to a *k-buffer* that keeps, per sample, the ``kd`` nearest of their
-  surfaces, nearest first, ``kd = 1 +`` the largest number of containers of any box:
-  enough for the rule, since a box with more than that many surfaces in front of it has
-  a non-container in front. A sample shows the plain front box when it is nearer than
-  every involved surface; otherwise each involved entry nearer than the plain front
-  whose predecessors all contain it.
+  b]``: box a does not hide box b). Boxes in no such pair go to a plain z-buffer, drawn
+  first; the others ("involved") are resolved per sample from their surfaces in front of the
+  plain front, nearest first: the first box shows, and each box that every box before it
+  contains. When ``kd = 1 +`` the largest number of containers of any box is at most
+  :data:`KBUFFER_LAYERS`, a *k-buffer* keeps the ``kd`` nearest (enough: a box with more
+  surfaces in front of it has a non-container in front); nested deeper, uncapped per-sample
+  lists hold them all (rows listed in bands of bounded memory). Both are exact
+  (:func:`_kbuffer_boxes`, :func:`_listed_boxes`).
 * With observed geometry (a depth row per frame), boxes do not hide each other at all:
   a sample of a box's silhouette is visible unless the observed depth is nearer than
   the box's *entry* surface (where the ray enters the solid; the near plane when the
@@ -161,30 +162,40 @@ def _clip_rect_area(hx, hy, n, x0, y0, x1, y1, tx, ty, bb):
 
 
 @njit_cached()
-def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, vis, vb):
+def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, floor, cur, kd, kr, r0, r1, drow, see_all, vis, vb):
     """Fill a convex polygon of box ``oid`` on the working grid, inverse depth a0 + aj*j + ai*i.
 
-    Without observed depth (``drow`` empty) the polygon is inserted into the z-buffer
-    (``kd`` = 1: ``zk``/``ik`` span the grid) or the k-buffer (``kd`` entries per sample,
-    nearest first, over the rectangle ``kr`` = (j0, i0, width) of the grid that holds the
-    polygon; see the module docstring).
+    Only rows r0 <= i < r1 are filled. Without observed depth (``drow`` empty), one of:
+
+    * ``floor`` empty: the polygon is drawn into the plain z-buffer ``zk``/``ik`` (per sample,
+      row-major over the grid: the nearest inverse depth and its box);
+    * else, at the samples s where the polygon is in front of ``floor[s]`` (the plain front's
+      inverse depth; equal counts as behind), the involved boxes' entries (inverse depth,
+      ``oid``): with ``kd`` > 0 inserted into the k-buffer ``zk``/``ik`` (``kd`` entries per
+      sample, nearest first, over the rectangle ``kr`` = (j0, i0, width) of the grid:
+      :func:`_kbuffer_boxes`); else with ``zk`` empty counted (``cur[s] += 1``), or appended to
+      the sample's list (slot ``cur[s]`` of ``zk``/``ik``, and ``cur[s]`` moves on:
+      :func:`_listed_boxes`).
+
     With it (``drow``: per sample ``d + tol`` for the frame's observed z-depth d in metres,
     ``inf`` where the depth is missing), each covered sample is tested at once: visible
     unless the observed depth is nearer than the polygon by more than ``tol``, i.e. when
     ``z (d + tol) >= 1`` for the polygon's inverse depth z (no division; missing depth is
     always visible, and so is everything with ``see_all``); visible samples are counted in
     ``vis[oid]`` and bound ``vb[oid]`` (j0, i0, j1, i1).
-    Returns the samples covered. Edges are evaluated with their endpoints in a canonical
-    order so that two faces sharing an edge compute bit-identical span ends.
+    Returns the samples covered (in rows r0..r1-1). Edges are evaluated with their endpoints in
+    a canonical order so that two faces sharing an edge compute bit-identical span ends.
     """
     vmin = np.inf
     vmax = -np.inf
     for k in range(n):
         vmin = min(vmin, vs[k])
         vmax = max(vmax, vs[k])
-    i0 = max(int(math.ceil(vmin)), 0)
-    i1 = min(int(math.ceil(vmax)) - 1, hs - 1)
+    i0 = max(int(math.ceil(vmin)), r0)
+    i1 = min(int(math.ceil(vmax)) - 1, r1 - 1)
     observed = drow.shape[0] > 0
+    plain = floor.shape[0] == 0
+    counting = kd == 0 and zk.shape[0] == 0
     count = 0
     for i in range(i0, i1 + 1):
         xl = np.inf
@@ -229,24 +240,37 @@ def _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, see_all, v
                 vb[oid, 2] = max(vb[oid, 2], last)
                 vb[oid, 3] = max(vb[oid, 3], i)
             continue
-        if kd == 1:  # a plain z-buffer
+        if plain:
             for j in range(j0, j1 + 1):
                 z = iz + aj * j
                 if z > zk[row + j]:
                     zk[row + j] = z
                     ik[row + j] = oid
             continue
+        if counting:
+            for j in range(j0, j1 + 1):  # branch-free (vectorises)
+                cur[row + j] += iz + aj * j > floor[row + j]
+            continue
+        if kd > 0:
+            for j in range(j0, j1 + 1):
+                z = iz + aj * j
+                base = ((i - kr[1]) * kr[2] + (j - kr[0])) * kd
+                if z > zk[base + kd - 1] and z > floor[row + j]:
+                    p = kd - 1
+                    while p > 0 and zk[base + p - 1] < z:
+                        zk[base + p] = zk[base + p - 1]
+                        ik[base + p] = ik[base + p - 1]
+                        p -= 1
+                    zk[base + p] = z
+                    ik[base + p] = oid
+            continue
         for j in range(j0, j1 + 1):
             z = iz + aj * j
-            base = ((i - kr[1]) * kr[2] + (j - kr[0])) * kd
-            if z > zk[base + kd - 1]:
-                p = kd - 1
-                while p > 0 and zk[base + p - 1] < z:
-                    zk[base + p] = zk[base + p - 1]
-                    ik[base + p] = ik[base + p - 1]
-                    p -= 1
-                zk[base + p] = z
-                ik[base + p] = oid
+            if z > floor[row + j]:
+                e = cur[row + j]
+                cur[row + j] = e + 1
+                zk[e] = z
+                ik[e] = oid
     return count
 
 
@@ -339,11 +363,12 @@ def _box_frame(pw, r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py,
 
 
 @njit_cached()
-def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, kr, drow, vis, vb, us, vs, cu, cv,
-                eu, ev, px, py, hx, hy, nrm, off):
+def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, floor, cur, kd, kr, r0, r1, drow, vis, vb,
+                us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off):
     """Rasterise one box (camera-space corners pc) on the working grid; return its sample count.
 
-    Into the k-buffer, or tested against observed depth (see :func:`_raster`); a box that
+    Into the plain z-buffer, the k-buffer, counted or listed (rows r0..r1-1), or tested against observed depth
+    (see :func:`_raster`); a box that
     contains the camera is entered at the near plane, so with observed depth every
     sample of its silhouette is visible.
 
@@ -400,11 +425,13 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, kd, 
         aj = nx / (fxs * c)
         ai = ny / (fys * c)
         a0 = (nz - nx * cxs / fxs - ny * cys / fys) / c
-        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, kd, kr, drow, inside, vis, vb)
+        count += _raster(us, vs, n, a0, aj, ai, ws, hs, oid, zk, ik, floor, cur, kd, kr, r0, r1, drow, inside, vis,
+                         vb)
     if not inside and ncap >= 3:
         m = convex_hull(capx, capy, ncap, hx, hy)
         if m >= 3:
-            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, kd, kr, drow, False, vis, vb)
+            count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, floor, cur, kd, kr, r0, r1, drow,
+                             False, vis, vb)
     return count
 
 
@@ -418,13 +445,20 @@ def _count(vis, vb, o, j, i):
     vb[o, 3] = max(vb[o, 3], i)
 
 
+KBUFFER_LAYERS = 8  # most entries per sample of the k-buffer (16 bytes each): boxes with at most 7 containers
+# (k-buffer depth 1 + containers <= 8) are resolved by it in one rasterisation, insertion O(depth) per sample;
+# deeper nesting (thousands of mutually containing boxes) goes to uncapped per-sample lists instead
+LIST_ENTRIES = 1 << 22  # entries the per-sample lists hold at once per frame (16 bytes each: 64 MiB per frame
+# being computed, one frame per thread): the grid's rows are listed in bands of at most this many entries (a
+# row is never split), so memory stays bounded however many boxes overlap
+
+
 @njit_cached()
 def kbuffer_depth(contains):
-    """Entries per sample the k-buffer needs: 1 + the most containers any box has in any geometry.
-
-    ``contains`` (G, O, O) bool, ``contains[g, a, b]``: box a does not hide box b in geometry g;
-    (0, O, O) = none.
-    """
+    """Entries per sample a k-buffer needs for the ``boxes`` rule: 1 + the most containers any box
+    has in any geometry (a box with more surfaces in front of it than that has a non-container in
+    front: hidden). ``contains`` (G, O, O) bool, ``contains[g, a, b]``: box a does not hide box b
+    in geometry g; (0, O, O) = none."""
     kd = 1
     for g in range(contains.shape[0]):
         for b in range(contains.shape[2]):
@@ -437,8 +471,212 @@ def kbuffer_depth(contains):
 
 
 @njit_cached(parallel=True)
+def containee_bits(contains, loc, ni):
+    """Bit sets of the ``boxes`` rule: (G, ni, ceil(ni / 64)) int64, bit m of row l set when the
+    involved box numbered l contains the one numbered m (``contains[g, a, b]``, a != b); ``loc``
+    (O,) numbers the involved boxes 0..ni-1, -1 for the others."""
+    nw = (ni + 63) // 64
+    no = loc.shape[0]
+    bits = np.zeros((contains.shape[0], ni, nw), np.int64)
+    for g in prange(contains.shape[0]):
+        for a in range(no):
+            la = loc[a]
+            if la < 0:
+                continue
+            for b in range(no):
+                lb = loc[b]
+                if lb >= 0 and a != b and contains[g, a, b]:
+                    bits[g, la, lb >> 6] |= np.int64(1) << np.int64(lb & 63)
+    return bits
+
+
+@njit_cached()
+def _sort_entries(ez, eo, a, b):
+    """Sort entries a..b-1 of one sample's list nearest first: inverse depth descending, ties by
+    box index ascending (boxes are listed in index order, so a stable sort on depth gives it)."""
+    if b - a <= 32:  # insertion sort, stable
+        for x in range(a + 1, b):
+            z = ez[x]
+            o = eo[x]
+            y = x
+            while y > a and (ez[y - 1] < z or (ez[y - 1] == z and eo[y - 1] > o)):
+                ez[y] = ez[y - 1]
+                eo[y] = eo[y - 1]
+                y -= 1
+            ez[y] = z
+            eo[y] = o
+        return
+    idx = np.argsort(-ez[a:b], kind="mergesort")
+    tz = ez[a:b][idx]
+    to = eo[a:b][idx]
+    ez[a:b] = tz
+    eo[a:b] = to
+
+
+@njit_cached()
+def _walk_list(ez, eo, a, b, loc, bits, iset, vis, vb, j, i):
+    """Resolve one sample's sorted list a..b-1 (the ``boxes`` rule): its first box shows, and each
+    later box o shows when every box before it contains o. ``iset`` (ceil(ni / 64) words) holds I,
+    the boxes contained by all boxes walked so far (rows of ``bits`` ANDed, ``loc`` numbering
+    them); the walk stops when I is empty: nothing behind can show. Shown boxes are counted at
+    sample (j, i) (:func:`_count`); returns the innermost (farthest) one."""
+    o = eo[a]
+    _count(vis, vb, o, j, i)
+    shown = o
+    nw = iset.shape[0]
+    row = bits[loc[o]]
+    left = np.int64(0)
+    for w in range(nw):
+        iset[w] = row[w]
+        left |= row[w]
+    e = a + 1
+    while e < b and left != 0:
+        o = eo[e]
+        m = loc[o]
+        if (iset[m >> 6] >> np.int64(m & 63)) & np.int64(1):
+            _count(vis, vb, o, j, i)
+            shown = o
+        row = bits[m]
+        left = np.int64(0)
+        for w in range(nw):
+            iset[w] &= row[w]
+            left |= iset[w]
+        e += 1
+    return shown
+
+
+@njit_cached()
+def _kbuffer_boxes(cf, af, r, t, fxs, fys, cxs, cys, sx, sy, ws, hs, near, inview, hull_bb, loc, bits, z0, cnt, kd,
+                   vis, vb, sil, lab, pc, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off):
+    """The ``boxes`` rule for the involved boxes in view (``inview``) when ``kd`` (the k-buffer
+    depth, :func:`kbuffer_depth`) is at most :data:`KBUFFER_LAYERS`: one rasterisation into a
+    k-buffer that keeps, per sample, the ``kd`` nearest of their surfaces in front of the plain
+    front ``z0`` (equal counts as behind), nearest first (ties: the lower box index, drawn first),
+    over the samples their hulls may reach (plus one); each sample's entries are then walked
+    (:func:`_walk_list`). Exact: a surface behind the first ``kd`` cannot show.
+
+    Fills ``cnt`` (each sample's entries), ``sil`` (silhouette samples of each box in view),
+    ``vis``/``vb`` (shown samples), ``lab`` (ws*hs, or empty: the innermost shown box of each
+    sample with entries). ``hull_bb`` (O, 4): native hull bounds; ``sx``, ``sy``: working samples
+    per native pixel."""
+    no = inview.shape[0]
+    kx0, ky0, kx1, ky1 = ws, hs, -1, -1
+    for o in range(no):
+        if inview[o]:
+            kx0 = min(kx0, max(int(math.floor((hull_bb[o, 0] + 0.5) * sx - 0.5)) - 1, 0))
+            ky0 = min(ky0, max(int(math.floor((hull_bb[o, 1] + 0.5) * sy - 0.5)) - 1, 0))
+            kx1 = max(kx1, min(int(math.ceil((hull_bb[o, 2] + 0.5) * sx - 0.5)) + 1, ws - 1))
+            ky1 = max(ky1, min(int(math.ceil((hull_bb[o, 3] + 0.5) * sy - 0.5)) + 1, hs - 1))
+    if kx1 < kx0 or ky1 < ky0:
+        return
+    kr = np.array([kx0, ky0, kx1 - kx0 + 1], np.int64)
+    nk = kr[2] * (ky1 - ky0 + 1) * kd
+    zk = np.zeros(nk)
+    ik = np.full(nk, -1, np.int64)
+    for o in range(no):
+        if inview[o]:
+            camera_corners(cf[o], r, t, near, pc)
+            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, z0, cnt, kd, kr, 0, hs,
+                                 np.zeros(0), vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+    iset = np.empty(bits.shape[1], np.int64)
+    for i in range(ky0, ky1 + 1):
+        for j in range(kx0, kx1 + 1):
+            base = ((i - ky0) * kr[2] + (j - kx0)) * kd
+            n = 0
+            while n < kd and ik[base + n] >= 0:
+                n += 1
+            k = i * ws + j
+            cnt[k] = n
+            if n == 0:
+                continue
+            shown = ik[base]
+            if n == 1:  # one box: it shows (most samples)
+                _count(vis, vb, shown, j, i)
+            else:
+                shown = _walk_list(zk, ik, base, base + n, loc, bits, iset, vis, vb, j, i)
+            if lab.shape[0] > 0:
+                lab[k] = shown
+
+
+@njit_cached()
+def _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hull_bb, loc, bits, z0, cnt, budget,
+                  vis, vb, sil, lab, pc, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off):
+    """The ``boxes`` rule for the involved boxes in view (``inview``) when they nest deeper than
+    :data:`KBUFFER_LAYERS`: count, list, sort, walk.
+
+    Every surface sample of an involved box in front of the plain front (``z0``: inverse depth
+    per sample, already drawn; equal counts as behind) is an entry (inverse depth, box) of its
+    sample's list, and none is dropped: each list is sorted nearest first
+    (:func:`_sort_entries`) and walked (:func:`_walk_list`). Exact for any number of
+    overlapping boxes: no cap on a sample's entries, so nothing is approximated (5,000 mutually
+    containing boxes list up to all 5,000 at a sample, ~1,600 on average, and show up to ~300).
+    Cost: two rasterisations of the involved boxes (count, then list), a sort of each list and
+    the walks, O(entries x (log entries + involved boxes / 64)); memory at most ``budget``
+    entries (or a row's, when more): rows are listed in bands, a box only into the bands its
+    hull's rows meet.
+
+    Fills ``cnt``, ``sil``, ``vis``/``vb`` and ``lab`` as :func:`_kbuffer_boxes` does;
+    ``hull_bb`` (O, 4): native hull bounds, ``sy``: working samples per native pixel (rows).
+    """
+    no = inview.shape[0]
+    empty_z = np.zeros(0)
+    empty_i = np.zeros(0, np.int64)
+    no_kr = np.zeros(3, np.int64)
+    for o in range(no):  # count the entries of each sample (and each box's silhouette samples)
+        if inview[o]:
+            camera_corners(cf[o], r, t, near, pc)
+            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, empty_z, empty_i, z0, cnt, 0,
+                                 no_kr, 0, hs, empty_z, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+    rows = np.zeros(hs, np.int64)
+    for i in range(hs):
+        for j in range(ws):
+            rows[i] += cnt[i * ws + j]
+    size = 0
+    for i in range(hs):
+        size = max(size, rows[i])
+    size = max(min(rows.sum(), budget), size)
+    ez = np.empty(size)
+    eo = np.empty(size, np.int64)
+    cur = np.empty(ws * hs, np.int64)
+    iset = np.empty(bits.shape[1], np.int64)
+    b0 = 0
+    while b0 < hs:  # bands of rows b0..b1-1 of at most ``budget`` entries (at least one row)
+        b1 = b0 + 1
+        n = rows[b0]
+        while b1 < hs and n + rows[b1] <= budget:
+            n += rows[b1]
+            b1 += 1
+        if n > 0:
+            e = 0
+            for k in range(b0 * ws, b1 * ws):
+                cur[k] = e
+                e += cnt[k]
+            for o in range(no):
+                if not inview[o]:
+                    continue
+                if (math.floor((hull_bb[o, 1] + 0.5) * sy - 0.5) - 1 >= b1
+                        or math.ceil((hull_bb[o, 3] + 0.5) * sy - 0.5) + 1 < b0):
+                    continue  # the box's hull does not reach the band
+                camera_corners(cf[o], r, t, near, pc)
+                _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, ez, eo, z0, cur, 0, no_kr, b0, b1,
+                            empty_z, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+            for i in range(b0, b1):
+                for j in range(ws):
+                    k = i * ws + j
+                    if cnt[k] == 0:
+                        continue
+                    a = cur[k] - cnt[k]
+                    _sort_entries(ez, eo, a, cur[k])
+                    shown = _walk_list(ez, eo, a, cur[k], loc, bits, iset, vis, vb, j, i)
+                    if lab.shape[0] > 0:
+                        lab[k] = shown
+        b0 = b1
+
+
+@njit_cached(parallel=True)
 def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
-                      out_proj, out_vis, out_bbox, out_labels=None):
+                      out_proj, out_vis, out_bbox, out_labels=None, list_entries=LIST_ENTRIES,
+                      kbuffer_layers=KBUFFER_LAYERS):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
 
     w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
@@ -456,7 +694,9 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
     receives, for valid frames with ``raster`` and no depth, the index of the box visible
     at each working sample (row-major, sample (j, i) at i*ws + j) or -1; where several are
     visible (a box and the boxes containing it), the innermost: the farthest visible one.
-    Other rows are untouched.
+    Other rows are untouched. ``kbuffer_layers``: the k-buffer's cap (:data:`KBUFFER_LAYERS`),
+    ``list_entries``: what the lists hold at once per frame (:data:`LIST_ENTRIES`): speed and
+    memory only, the answer depends on neither (tests/test_raster_overlap.py).
     """
     nf = w2c.shape[0]
     no = corners.shape[1]
@@ -464,19 +704,26 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
     sy = hs / h
     use_depth = depth.shape[0] > 0
     use_contains = contains.shape[0] > 0
-    kd = 1 if use_depth or not use_contains else kbuffer_depth(contains)
-    involved = np.zeros(no, np.bool_)
-    if use_contains and not use_depth:
+    loc = np.full(no, -1, np.int64)  # the involved boxes (in a containment pair), numbered
+    ni = 0
+    if raster and use_contains and not use_depth:
+        involved = np.zeros(no, np.bool_)
         for g in range(contains.shape[0]):
             for a in range(no):
                 for b in range(no):
                     if contains[g, a, b] and a != b:
                         involved[a] = True
                         involved[b] = True
+        for o in range(no):
+            if involved[o]:
+                loc[o] = ni
+                ni += 1
+    bits = containee_bits(contains, loc, ni)
+    kd = kbuffer_depth(contains) if ni > 0 else 1
     nbuf = ws * hs if raster and not use_depth else 0
-    nkbuf = ws * hs * kd if raster and not use_depth and involved.any() else 0
     no_depth = np.zeros(0)
-    no_contains = np.zeros((0, 0), np.bool_)
+    no_labels = np.zeros(0, np.int64)
+    no_kr = np.zeros(3, np.int64)
     for f in prange(nf):
         if not valid[f]:
             for o in range(no):
@@ -490,7 +737,6 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
         g = geom[f]
         cf = corners[g]
         af = axes[g]
-        cg = contains[g] if use_contains else no_contains
         fx, fy, cx, cy = kin[f, 0], kin[f, 1], kin[f, 2], kin[f, 3]
         fxs, fys = fx * sx, fy * sy
         cxs, cys = (cx + 0.5) * sx - 0.5, (cy + 0.5) * sy - 0.5
@@ -519,22 +765,6 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
             vb[o, 2] = vb[o, 3] = -np.inf
         z0 = np.zeros(nbuf)  # plain z-buffer: boxes in no containment pair
         i0 = np.full(nbuf, -1, np.int64)
-        # the k-buffer (for the others) covers the working samples their silhouettes may reach in this
-        # frame (hull bounds plus one sample), and is not allocated when none of them is in view
-        kx0, ky0, kx1, ky1 = ws, hs, -1, -1
-        if nkbuf > 0:
-            for o in range(no):
-                if involved[o] and _box_frame(cf[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px,
-                                              py, hx, hy, tx, ty, bb) > 0.0:
-                    kx0 = min(kx0, max(int(math.floor((bb[0] + 0.5) * sx - 0.5)) - 1, 0))
-                    ky0 = min(ky0, max(int(math.floor((bb[1] + 0.5) * sy - 0.5)) - 1, 0))
-                    kx1 = max(kx1, min(int(math.ceil((bb[2] + 0.5) * sx - 0.5)) + 1, ws - 1))
-                    ky1 = max(ky1, min(int(math.ceil((bb[3] + 0.5) * sy - 0.5)) + 1, hs - 1))
-        kr = np.array([kx0, ky0, max(kx1 - kx0 + 1, 0)], np.int64)
-        nk = kr[2] * max(ky1 - ky0 + 1, 0) * kd
-        zk = np.zeros(nk)
-        ik = np.full(nk, -1, np.int64)
-        full = np.array([0, 0, ws], np.int64)
         drow = no_depth
         if use_depth:  # d + tol per sample, inf where the depth is missing (visible: z (d + tol) >= 1 for z > 0)
             drow = np.empty(ws * hs)
@@ -542,6 +772,7 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
                 d = depth[f, k]
                 drow[k] = d + depth_tol if d > 0.0 else np.inf
         area_img = float(w) * float(h)
+        inview = np.zeros(no, np.bool_)  # involved boxes in view: drawn after the plain ones
         for o in range(no):
             area = _box_frame(cf[o], r, t, fx, fy, cx, cy, w, h, near, pc, cu, cv, eu, ev, px, py, hx, hy, tx,
                               ty, bb)
@@ -549,12 +780,12 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
             if area > 0.0:
                 for q in range(4):
                     hull_bb[o, q] = bb[q]
-                if raster and involved[o]:
-                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, kd, kr, drow,
-                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                if raster and loc[o] >= 0:
+                    inview[o] = True
                 elif raster:
-                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, 1, full, drow,
-                                         vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, no_depth, i0, 1,
+                                         no_kr, 0, hs, drow, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm,
+                                         off)
         if not raster:
             for o in range(no):
                 out_vis[f, o] = out_proj[f, o]
@@ -565,34 +796,26 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
                 _bbox_pixels(hull_bb[o], -np.inf, -np.inf, np.inf, np.inf, w, h, out_bbox[f, o])
             continue
         if not use_depth:
+            lab = no_labels
             if out_labels is not None:
                 out_labels[f, :] = -1
+                lab = out_labels[f]
+            cnt = np.zeros(ws * hs if inview.any() else 0, np.int64)
+            if cnt.shape[0] > 0 and kd <= kbuffer_layers:
+                _kbuffer_boxes(cf, af, r, t, fxs, fys, cxs, cys, sx, sy, ws, hs, near, inview, hull_bb, loc, bits[g],
+                               z0, cnt, kd, vis, vb, sil, lab, pc, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+            elif cnt.shape[0] > 0:
+                _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hull_bb, loc, bits[g], z0,
+                              cnt, list_entries, vis, vb, sil, lab, pc, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm,
+                              off)
             for i in range(hs):
                 for j in range(ws):
                     k = i * ws + j
-                    front = z0[k]
-                    inrect = nk > 0 and kx0 <= j <= kx1 and ky0 <= i <= ky1
-                    base = ((i - ky0) * kr[2] + (j - kx0)) * kd
-                    if not inrect or zk[base] <= front:  # the plain front box, if any, is nearest
-                        o = i0[k]
-                        if o >= 0:
-                            _count(vis, vb, o, j, i)
-                            if out_labels is not None:
-                                out_labels[f, k] = o
-                        continue
-                    for e in range(kd):
-                        o = ik[base + e]
-                        if o < 0 or zk[base + e] <= front:
-                            break  # the rest is behind the plain front box
-                        shown = True
-                        for q in range(e):  # every surface in front must belong to a box containing o
-                            if not cg[ik[base + q], o]:
-                                shown = False
-                                break
-                        if shown:
-                            _count(vis, vb, o, j, i)
-                            if out_labels is not None:
-                                out_labels[f, k] = o
+                    o = i0[k]
+                    if o >= 0 and (cnt.shape[0] == 0 or cnt[k] == 0):  # no involved box in front of it
+                        _count(vis, vb, o, j, i)
+                        if out_labels is not None:
+                            out_labels[f, k] = o
         for o in range(no):
             p = out_proj[f, o]
             if p <= 0.0:
