@@ -312,6 +312,76 @@ def test_perception_test_import(tmp_path):
     assert gq["objects"] == ["1"] and gq["ground_truth"] == "ball" and gq["answer_kind"] == "text"
 
 
+def write_graded_video(path: Path, frames: int, fps: float = 30.0, size=(64, 48)) -> Path:
+    """A video whose decoded frame k is a flat grey of level 2 k + 20 (frames identify themselves)."""
+    from vistest.videos.ffmpeg import VideoWriter
+
+    with VideoWriter(path, fps=fps, size=size, preset="ultrafast") as wr:
+        for k in range(frames):
+            wr.write(np.full((size[1], size[0], 3), 2 * k + 20, np.uint8))
+    return path
+
+
+def test_perception_test_cut_frame_mapping(tmp_path):
+    from vistest.videos.ffmpeg import count_frames, read_frames
+
+    ann = write_perception_test(tmp_path / "pt")
+    doc = json.loads(ann.read_text())
+    doc["video_9"]["metadata"]["resolution"] = [48, 64]
+    ann.write_text(json.dumps(doc))
+    write_graded_video(tmp_path / "pt" / "video_9.mp4", 90)
+    cuts = tmp_path / "cut_frame_mapping_valid.json"
+    cuts.write_text(json.dumps({"video_9": 45, "video_2": 10}))  # README: the frame id where the cut is made
+    opts = {"cut_frame_mapping": str(cuts), "cut_frame_is": "removed"}
+    scene_path, imp = import_tracks("perception-test", ann, tmp_path / "out", options=opts)
+    s = Scene.load(scene_path)
+    # the cut video: source frames 0..44 (frame 45 the first cut off); the ball's only box, at 60, is past the cut
+    assert s.num_frames == 45 and s.tracks2d.annotated_frames == (0, 30)
+    assert [len(o.regions) for o in s.tracks2d.objects] == [2, 0]
+    st = s.tracks2d.states
+    assert st.state[15, 0] == INTERPOLATED and st.state[30, 1] == ABSENT
+    assert st.state[31, 0] == UNKNOWN and st.state[44, 1] == UNKNOWN  # after the last annotated frame before the cut
+    video = tmp_path / "out" / "video.mp4"
+    assert count_frames(video) == 45
+    levels = [float(f.mean()) for f in read_frames(video, [0, 30, 44])]
+    assert levels == pytest.approx([20, 80, 108], abs=2)  # cut frame k = source frame k
+    qs = [json.loads(x) for x in (tmp_path / "out" / "questions.jsonl").read_text().splitlines()]
+    assert [q["question_type"] for q in qs] == ["video_mcq"]
+    assert len(imp.warnings) == 1 and "1 grounded questions left out" in imp.warnings[0]
+    assert imp.provenance["cut"]["frames_kept"] == 45 and imp.provenance["cut"]["frame"] == 45
+    r = CliRunner().invoke(cli, ["budget", str(scene_path), str(tmp_path / "out" / "questions.jsonl"), "--budgets",
+                                 "8,all", "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    row = json.loads((tmp_path / "b" / "8_frame.jsonl").read_text())
+    assert row["frame_indices"] == [0, 6, 12, 18, 25, 31, 37, 44]  # sampled over the cut's 45 frames
+    # the frame id as the last frame kept: one frame more
+    scene_path, _ = import_tracks("perception-test", ann, tmp_path / "out2",
+                                  options={**opts, "cut_frame_is": "kept"})
+    assert Scene.load(scene_path).num_frames == 46 and count_frames(tmp_path / "out2" / "video.mp4") == 46
+
+
+def test_perception_test_cut_frame_mapping_refuses_what_the_readme_leaves_open(tmp_path):
+    ann = write_perception_test(tmp_path / "pt")
+    cuts = tmp_path / "cuts.json"
+
+    def refused(mapping, match, **opts):
+        cuts.write_text(json.dumps(mapping))
+        with pytest.raises(AdapterError, match=match):
+            import_tracks("perception-test", ann, tmp_path / "out", options={"cut_frame_mapping": str(cuts), **opts})
+
+    refused({"video_9": 45}, r"cut_frame_is=None: expected one of removed, kept: .*README")
+    refused({"video_9": 45}, "cut_frame_is='first'", cut_frame_is="first")
+    refused({"video_2": 45}, r"video_9: not in the cut_frame_mapping; .* uncut", cut_frame_is="removed")
+    refused({"video_9": "45"}, "video_9: expected an integer frame id", cut_frame_is="removed")
+    refused({"video_9": 0}, r"keeps 0 frames; expected 1 \.\. 90", cut_frame_is="removed")
+    refused({"video_9": -1}, "keeps 0 frames", cut_frame_is="kept")
+    refused({"video_9": 90}, "keeps 91 frames", cut_frame_is="kept")
+    refused([["video_9", 45]], r"expected a JSON object \{video_id: frame id", cut_frame_is="removed")
+    with pytest.raises(AdapterError, match="cut_frame_is: only with -O cut_frame_mapping"):
+        import_tracks("perception-test", ann, tmp_path / "out", options={"cut_frame_is": "kept"})
+    assert not (tmp_path / "out").exists()
+
+
 def test_perception_test_objects_option_and_errors(tmp_path):
     ann = write_perception_test(tmp_path / "pt")
     named = tmp_path / "objects.json"
