@@ -14,7 +14,8 @@ Conventions, stated once here and relied on by every 2D stage:
 * Masks: COCO run-length encoding (``{"size": [h, w], "counts": ...}``, counts a list of ints or
   the compressed string), runs alternating 0 and 1 starting with 0 over the mask in
   *column-major* order (pycocotools ``maskApi.c``: ``rleDecode`` writes runs down each column;
-  ``rleFrString`` the string form): :func:`rle_decode`. A mask is the object's own pixels; its
+  ``rleFrString`` the string form): :func:`rle_decode`; COCO polygons are rasterised on import
+  by pycocotools' rule (:func:`polygon_mask`) and stored so. A mask is the object's own pixels; its
   ``box`` is then the mask's bounds (given or computed).
 * ``annotated_frames``: the frames an annotator looked at (Perception Test: about one per second;
   MOT: every frame). At an annotated frame, an object with a region is *annotated*, one without
