@@ -24,8 +24,8 @@ from vistest.datasets.tracks2d_import import import_tracks
 from vistest.errors import InputError
 from vistest.questions import parse_questions
 from vistest.scene import Scene
-from vistest.tracks2d import (ABSENT, ANNOTATED, INTERPOLATED, UNKNOWN, Tracks2DError, rle_counts_from_string,
-                              rle_decode)
+from vistest.tracks2d import (ABSENT, ANNOTATED, INTERPOLATED, UNKNOWN, Tracks2DError, polygon_mask,
+                              rle_counts_from_string, rle_decode, rle_encode)
 from vistest.visibility.table import compute_visibility
 
 # TrackEval docs/MOTChallenge-format.txt (MOTS example line: frame 52, image 375 x 1242), MIT licence
@@ -71,6 +71,54 @@ def test_rle_errors_name_the_field():
         rle_decode({"size": [2, 3], "counts": [1, 4]}, "m")
     with pytest.raises(Tracks2DError, match="m.size"):
         rle_decode({"size": [2], "counts": [6]}, "m")
+
+
+# ---------------------------------------------------------------------------------------
+# polygons (pycocotools maskApi.c rleFrPoly's pixel rule, worked out by hand)
+# ---------------------------------------------------------------------------------------
+def test_polygon_square_gives_pycocotools_pixels():
+    # rleFrPoly upsamples by 5: x 1 -> 5, 4 -> 20. The top edge's walk crosses the centre lines of
+    # columns 1, 2, 3 (upsampled 7|8, 12|13, 17|18) at upsampled y 5: row ceil(5.5 / 5 - .5) = 1;
+    # the bottom edge at y 15: row ceil(15.5 / 5 - .5) = 3. Column 1..3 hold rows 1, 2: [1, 4) x [1, 3).
+    m = polygon_mask([[1, 1, 4, 1, 4, 3, 1, 3]], 5, 6)
+    want = np.zeros((5, 6), bool)
+    want[1:3, 1:4] = True
+    assert (m == want).all()
+    # corners at 1.3 and 3.7: (int)(6.5 + .5) = 7, (int)(18.5 + .5) = 19; columns 1..3 (7|8 .. 17|18 inside
+    # 7..19); rows ceil(7.5 / 5 - .5) = 1 to ceil(19.5 / 5 - .5) = 4: the pixels whose centres are inside
+    m = polygon_mask([[1.3, 1.3, 3.7, 1.3, 3.7, 3.7, 1.3, 3.7]], 5, 6)
+    want = np.zeros((5, 6), bool)
+    want[1:4, 1:4] = True
+    assert (m == want).all()
+    # two parts: their union (pycocotools coco.py annToRLE merges them); the same square clockwise or not
+    m = polygon_mask([[1, 3, 1, 1, 4, 1, 4, 3], [0, 4, 2, 4, 2, 5, 0, 5]], 5, 6)
+    want[:] = False
+    want[1:3, 1:4] = True
+    want[4, 0:2] = True
+    assert (m == want).all()
+    r = rle_encode(m)
+    assert r["size"] == [5, 6] and (rle_decode(r) == m).all() and r["counts"][:3] == [4, 1, 1]  # column-major
+
+
+def test_polygon_triangle_area_within_half_its_perimeter():
+    # pixels whose centres are (about) inside: the count differs from the exact area by the pixels the
+    # boundary cuts, at most about half the perimeter (measured: -25, -2.1, +2.7 for 85, 56, 69 allowed)
+    for pts in ([0, 0, 50, 0, 0, 50], [2.3, 3.1, 40.7, 8.2, 15.5, 35.9], [10.5, 1.25, 48.75, 47.5, 3.3, 30.1]):
+        p = np.array(pts, float).reshape(-1, 2)
+        x, y = p[:, 0], p[:, 1]
+        area = 0.5 * abs(np.dot(x, np.roll(y, 1)) - np.dot(y, np.roll(x, 1)))
+        perimeter = np.hypot(*(p - np.roll(p, 1, 0)).T).sum()
+        m = polygon_mask([pts], 60, 60)
+        assert abs(m.sum() - area) <= perimeter / 2
+    # the right triangle by hand: pixel (i, j) is in when its centre is strictly inside, i + j <= 48
+    assert polygon_mask([[0, 0, 50, 0, 0, 50]], 60, 60).sum() == 49 * 50 // 2
+
+
+def test_polygon_errors_name_the_field():
+    with pytest.raises(Tracks2DError, match=r"seg\[1\]: expected a polygon .* at least 3 points"):
+        polygon_mask([[0, 0, 4, 0, 4, 4], [0, 0, 1, 1]], 5, 5, "seg")
+    with pytest.raises(Tracks2DError, match="seg: expected COCO polygons"):
+        polygon_mask([], 5, 5, "seg")
 
 
 # ---------------------------------------------------------------------------------------
@@ -264,6 +312,76 @@ def test_perception_test_import(tmp_path):
     assert gq["objects"] == ["1"] and gq["ground_truth"] == "ball" and gq["answer_kind"] == "text"
 
 
+def write_graded_video(path: Path, frames: int, fps: float = 30.0, size=(64, 48)) -> Path:
+    """A video whose decoded frame k is a flat grey of level 2 k + 20 (frames identify themselves)."""
+    from vistest.videos.ffmpeg import VideoWriter
+
+    with VideoWriter(path, fps=fps, size=size, preset="ultrafast") as wr:
+        for k in range(frames):
+            wr.write(np.full((size[1], size[0], 3), 2 * k + 20, np.uint8))
+    return path
+
+
+def test_perception_test_cut_frame_mapping(tmp_path):
+    from vistest.videos.ffmpeg import count_frames, read_frames
+
+    ann = write_perception_test(tmp_path / "pt")
+    doc = json.loads(ann.read_text())
+    doc["video_9"]["metadata"]["resolution"] = [48, 64]
+    ann.write_text(json.dumps(doc))
+    write_graded_video(tmp_path / "pt" / "video_9.mp4", 90)
+    cuts = tmp_path / "cut_frame_mapping_valid.json"
+    cuts.write_text(json.dumps({"video_9": 45, "video_2": 10}))  # README: the frame id where the cut is made
+    opts = {"cut_frame_mapping": str(cuts), "cut_frame_is": "removed"}
+    scene_path, imp = import_tracks("perception-test", ann, tmp_path / "out", options=opts)
+    s = Scene.load(scene_path)
+    # the cut video: source frames 0..44 (frame 45 the first cut off); the ball's only box, at 60, is past the cut
+    assert s.num_frames == 45 and s.tracks2d.annotated_frames == (0, 30)
+    assert [len(o.regions) for o in s.tracks2d.objects] == [2, 0]
+    st = s.tracks2d.states
+    assert st.state[15, 0] == INTERPOLATED and st.state[30, 1] == ABSENT
+    assert st.state[31, 0] == UNKNOWN and st.state[44, 1] == UNKNOWN  # after the last annotated frame before the cut
+    video = tmp_path / "out" / "video.mp4"
+    assert count_frames(video) == 45
+    levels = [float(f.mean()) for f in read_frames(video, [0, 30, 44])]
+    assert levels == pytest.approx([20, 80, 108], abs=2)  # cut frame k = source frame k
+    qs = [json.loads(x) for x in (tmp_path / "out" / "questions.jsonl").read_text().splitlines()]
+    assert [q["question_type"] for q in qs] == ["video_mcq"]
+    assert len(imp.warnings) == 1 and "1 grounded questions left out" in imp.warnings[0]
+    assert imp.provenance["cut"]["frames_kept"] == 45 and imp.provenance["cut"]["frame"] == 45
+    r = CliRunner().invoke(cli, ["budget", str(scene_path), str(tmp_path / "out" / "questions.jsonl"), "--budgets",
+                                 "8,all", "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    row = json.loads((tmp_path / "b" / "8_frame.jsonl").read_text())
+    assert row["frame_indices"] == [0, 6, 12, 18, 25, 31, 37, 44]  # sampled over the cut's 45 frames
+    # the frame id as the last frame kept: one frame more
+    scene_path, _ = import_tracks("perception-test", ann, tmp_path / "out2",
+                                  options={**opts, "cut_frame_is": "kept"})
+    assert Scene.load(scene_path).num_frames == 46 and count_frames(tmp_path / "out2" / "video.mp4") == 46
+
+
+def test_perception_test_cut_frame_mapping_refuses_what_the_readme_leaves_open(tmp_path):
+    ann = write_perception_test(tmp_path / "pt")
+    cuts = tmp_path / "cuts.json"
+
+    def refused(mapping, match, **opts):
+        cuts.write_text(json.dumps(mapping))
+        with pytest.raises(AdapterError, match=match):
+            import_tracks("perception-test", ann, tmp_path / "out", options={"cut_frame_mapping": str(cuts), **opts})
+
+    refused({"video_9": 45}, r"cut_frame_is=None: expected one of removed, kept: .*README")
+    refused({"video_9": 45}, "cut_frame_is='first'", cut_frame_is="first")
+    refused({"video_2": 45}, r"video_9: not in the cut_frame_mapping; .* uncut", cut_frame_is="removed")
+    refused({"video_9": "45"}, "video_9: expected an integer frame id", cut_frame_is="removed")
+    refused({"video_9": 0}, r"keeps 0 frames; expected 1 \.\. 90", cut_frame_is="removed")
+    refused({"video_9": -1}, "keeps 0 frames", cut_frame_is="kept")
+    refused({"video_9": 90}, "keeps 91 frames", cut_frame_is="kept")
+    refused([["video_9", 45]], r"expected a JSON object \{video_id: frame id", cut_frame_is="removed")
+    with pytest.raises(AdapterError, match="cut_frame_is: only with -O cut_frame_mapping"):
+        import_tracks("perception-test", ann, tmp_path / "out", options={"cut_frame_is": "kept"})
+    assert not (tmp_path / "out").exists()
+
+
 def test_perception_test_objects_option_and_errors(tmp_path):
     ann = write_perception_test(tmp_path / "pt")
     named = tmp_path / "objects.json"
@@ -385,6 +503,34 @@ def test_youtube_vis_import_masks(tmp_path):
     vis = compute_visibility(s)
     assert vis.visible[0, 0] == pytest.approx(3 / 24) and vis.visible[1, 0] == 0.0  # None at an annotated frame
     assert (tmp_path / "out" / "video.mp4").is_file()
+
+
+def test_youtube_vis_import_polygons(tmp_path):
+    import cv2
+
+    frames = tmp_path / "JPEGImages"
+    (frames / "abc").mkdir(parents=True)
+    for k in range(2):
+        cv2.imwrite(str(frames / "abc" / f"{5 * k:05d}.jpg"), np.full((8, 10, 3), 40 * k, np.uint8))
+    names = [f"abc/{5 * k:05d}.jpg" for k in range(2)]
+    poly = [[1, 1, 4, 1, 4, 3, 1, 3], [6, 5, 9, 5, 9, 8, 6, 8]]  # two parts: [1, 4) x [1, 3) and [6, 9) x [5, 8)
+    doc = {"videos": [{"id": 1, "width": 10, "height": 8, "length": 2, "file_names": names}],
+           "categories": [{"id": 1, "name": "cat"}],
+           "annotations": [{"id": 7, "video_id": 1, "category_id": 1, "iscrowd": 0,
+                            "segmentations": [poly, None], "bboxes": [[1, 1, 8, 7], None], "areas": [15, None]}]}
+    ann = tmp_path / "ytvis.json"
+    ann.write_text(json.dumps(doc))
+    scene_path, imp = import_tracks("youtube-vis", ann, tmp_path / "out", options={"frames": str(frames)})
+    assert imp.warnings == []
+    r = Scene.load(scene_path).tracks2d.objects[0].regions
+    assert [x.frame for x in r] == [0] and r[0].area == 6 + 9 and r[0].box.tolist() == [1, 1, 9, 8]
+    want = np.zeros((8, 10), bool)
+    want[1:3, 1:4] = want[5:8, 6:9] = True
+    assert (rle_decode(r[0].mask) == want).all()
+    doc["annotations"][0]["segmentations"][0] = [[1, 1, 4, 1, 4]]
+    ann.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"annotations\[0\]\.segmentations\[0\]\[0\]: expected a polygon"):
+        import_tracks("youtube-vis", ann, tmp_path / "out2", options={"frames": str(frames)})
 
 
 def test_3d_commands_refuse_a_2d_scene(tmp_path):

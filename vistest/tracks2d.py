@@ -14,7 +14,8 @@ Conventions, stated once here and relied on by every 2D stage:
 * Masks: COCO run-length encoding (``{"size": [h, w], "counts": ...}``, counts a list of ints or
   the compressed string), runs alternating 0 and 1 starting with 0 over the mask in
   *column-major* order (pycocotools ``maskApi.c``: ``rleDecode`` writes runs down each column;
-  ``rleFrString`` the string form): :func:`rle_decode`. A mask is the object's own pixels; its
+  ``rleFrString`` the string form): :func:`rle_decode`; COCO polygons are rasterised on import
+  by pycocotools' rule (:func:`polygon_mask`) and stored so. A mask is the object's own pixels; its
   ``box`` is then the mask's bounds (given or computed).
 * ``annotated_frames``: the frames an annotator looked at (Perception Test: about one per second;
   MOT: every frame). At an annotated frame, an object with a region is *annotated*, one without
@@ -109,6 +110,93 @@ def rle_decode(rle: Any, where: str = "mask") -> np.ndarray:
                             f"expected h * w = {h * w}")
     flat = np.repeat(np.arange(len(runs)) % 2 == 1, runs)
     return flat.reshape((w, h)).T  # column-major: the runs go down each column
+
+
+def rle_encode(mask: np.ndarray) -> dict:
+    """The uncompressed COCO RLE ``{"size": [h, w], "counts": [runs]}`` of an (h, w) bool mask: runs
+    of 0 then 1 alternating, column-major (the inverse of :func:`rle_decode`)."""
+    h, w = mask.shape
+    flat = np.asarray(mask, bool).T.reshape(-1)  # column-major: down each column
+    edges = np.flatnonzero(np.diff(flat.view(np.int8))) + 1
+    bounds = np.concatenate(([0], edges, [flat.size]))
+    runs = np.diff(bounds).tolist()
+    if flat.size and flat[0]:
+        runs = [0] + runs  # the first run counts zeros
+    return {"size": [int(h), int(w)], "counts": [int(r) for r in runs]}
+
+
+POLY_SCALE = 5  # pycocotools maskApi.c rleFrPoly: ``double scale=5``
+
+
+def _poly_boundary(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dense boundary of a closed polygon on the upsampled integer grid, as pycocotools
+    ``maskApi.c`` ``rleFrPoly`` walks it: vertices ``(int)(5 * x + .5)`` (C truncation), each edge
+    stepped one unit along its longer axis, the other coordinate ``(int)(start + slope * t + .5)``,
+    the slope taken from the edge's left (or top) end so that both directions round alike."""
+    us, vs = [], []
+    for j in range(len(xs)):
+        x0, y0, x1, y1 = int(xs[j]), int(ys[j]), int(xs[(j + 1) % len(xs)]), int(ys[(j + 1) % len(xs)])
+        dx, dy = abs(x1 - x0), abs(y1 - y0)
+        if dx == 0 and dy == 0:  # a repeated vertex: one point (rleFrPoly's 0/0 slope is never read)
+            us.append(np.array([x0]))
+            vs.append(np.array([y0]))
+            continue
+        along_x = dx >= dy
+        flip = (along_x and x0 > x1) or (not along_x and y0 > y1)
+        if flip:
+            x0, x1, y0, y1 = x1, x0, y1, y0
+        n = dx if along_x else dy
+        d = np.arange(n + 1)
+        t = n - d if flip else d
+        if along_x:
+            us.append(t + x0)
+            vs.append(np.trunc(y0 + (y1 - y0) / dx * t + .5).astype(np.int64))
+        else:
+            vs.append(t + y0)
+            us.append(np.trunc(x0 + (x1 - x0) / dy * t + .5).astype(np.int64))
+    return np.concatenate(us), np.concatenate(vs)
+
+
+def polygon_mask(polygons: Any, h: int, w: int, where: str = "segmentation") -> np.ndarray:
+    """The (h, w) bool mask of COCO polygons (a list of flat ``[x1, y1, x2, y2, ...]`` lists in
+    vistest's continuous edge coordinates, as pycocotools ``frPyObjects`` takes them); several
+    polygons are one object's parts, united (pycocotools ``coco.py`` ``annToRLE``: ``merge``).
+
+    The pixel rule is pycocotools' (``common/maskApi.c`` ``rleFrPoly``, cocodataset/cocoapi @
+    8c9bcc3), reproduced in numpy (not a port of its code): the polygon is upsampled by 5 and its
+    boundary walked on that grid (:func:`_poly_boundary`); where the boundary crosses the vertical
+    line through the *centre* of column i (x = i + 0.5: upsampled ``5 i + 2 | 5 i + 3``), it toggles
+    column i from row ``ceil(V / 5 - 0.4)`` down, V the upsampled y of the crossing (the smaller of
+    its two points), clamped to 0 .. h. So column i holds the rows between its crossings: for a
+    polygon with integer vertices, pixel (i, j) is in when its centre is inside (an axis-aligned
+    rectangle ``[x0, x1) x [y0, y1)`` gives exactly those pixels). Tracks2DError naming ``where``
+    for anything but lists of an even count (>= 6) of numbers."""
+    if not isinstance(polygons, list) or not polygons:
+        raise Tracks2DError(f"{where}: expected COCO polygons, a list of [x1, y1, x2, y2, ...] lists, got "
+                            f"{_short(polygons)}")
+    toggles = np.zeros(h * w + 1, np.int64)
+    for k, p in enumerate(polygons):
+        if (not isinstance(p, list) or len(p) < 6 or len(p) % 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in p)):
+            raise Tracks2DError(f"{where}[{k}]: expected a polygon [x1, y1, x2, y2, ...] of at least 3 points "
+                                f"(an even count of finite numbers), got {_short(p)}")
+        xy = np.asarray(p, np.float64).reshape(-1, 2)
+        u, v = _poly_boundary(np.trunc(POLY_SCALE * xy[:, 0] + .5), np.trunc(POLY_SCALE * xy[:, 1] + .5))
+        step = u[1:] != u[:-1]
+        left = np.minimum(u[1:], u[:-1])[step]  # the crossing lies between upsampled columns left, left + 1
+        top = np.minimum(v[1:], v[:-1])[step]
+        at_centre = (left - 2) % POLY_SCALE == 0
+        col = (left - 2) // POLY_SCALE
+        keep = at_centre & (col >= 0) & (col <= w - 1)
+        row = np.ceil(np.clip((top[keep] + .5) / POLY_SCALE - .5, 0, h)).astype(np.int64)
+        np.add.at(toggles, col[keep] * h + row, 1)  # column-major index; row h is the next column's top
+        part = (np.cumsum(toggles[:-1]) % 2).astype(bool)
+        toggles[:] = 0
+        if k == 0:
+            mask = part
+        else:
+            mask |= part
+    return mask.reshape(w, h).T
 
 
 def mask_box(mask: np.ndarray) -> np.ndarray | None:

@@ -20,8 +20,10 @@ Both are MS COCO JSON with videos (TrackEval ``docs/TAO-format.txt``, from TAO-D
   entry per file name, ``None`` where the object is absent; TrackEval ``youtube_vis.py`` indexes
   ``track['segmentations'][t]`` by the file's position t and skips ``None``). A segmentation is a
   COCO RLE (``counts`` a list, or the compressed string; ``mask_utils.frPyObjects(seg, h, w)`` in
-  ``_prepare_gt_data``) decoded column-major (vistest.tracks2d.rle_decode); a polygon is not read
-  (its ``bboxes`` entry is used, and the import warns). The annotated frames are the file names'
+  ``_prepare_gt_data``) decoded column-major (vistest.tracks2d.rle_decode), or polygons (a list of
+  flat ``[x1, y1, x2, y2, ...]`` lists, which ``frPyObjects`` also takes), rasterised by
+  pycocotools' rule (``common/maskApi.c`` ``rleFrPoly``; vistest.tracks2d.polygon_mask), several
+  united, and stored as the region's RLE. The annotated frames are the file names'
   frames: with ``--video`` (the full-rate video), the number in each file name (YouTube-VOS names
   a JPEG by its frame number in the source, ``00005.jpg``); without it, the JPEGs beside the
   annotation (``-O frames=DIR``, ``DIR/file_name``) are encoded into ``SCENE_DIR/video.mp4``, decoded
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, mask_box, rle_decode
+from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, mask_box, polygon_mask, rle_decode, rle_encode
 from .common import AdapterError, positive_float, read_json, text
 from .tracks2d_import import Format2D, Imported2D, option
 
@@ -68,6 +70,22 @@ def _pick(videos: list, want: Any, path: Path, key: str) -> dict:
         if str(v.get(key)) == str(want) or str(v.get("id")) == str(want):
             return v
     raise AdapterError(f"{path}: videos: no video {want!r} (by {key} or id)")
+
+
+def segmentation_mask(seg: Any, h: int, w: int, where: str) -> np.ndarray:
+    """The (h, w) bool mask of a COCO segmentation as ``mask_utils.frPyObjects(seg, h, w)`` reads it:
+    a dict is a run-length encoding (vistest.tracks2d.rle_decode, column-major), a list is polygons
+    (vistest.tracks2d.polygon_mask: pycocotools' rleFrPoly pixel rule; several polygons united).
+    AdapterError naming ``where`` for anything else or another size."""
+    if isinstance(seg, dict):
+        mask = rle_decode(seg, where)
+        if mask.shape != (h, w):
+            raise AdapterError(f"{where}.size: expected [{h}, {w}], got {list(mask.shape)}")
+        return mask
+    if isinstance(seg, list):
+        return polygon_mask(seg, h, w, where)
+    raise AdapterError(f"{where}: expected a COCO RLE {{size, counts}} or a list of polygons [x1, y1, x2, y2, ...], "
+                       f"got {type(seg).__name__}")
 
 
 def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
@@ -176,17 +194,13 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
             if seg is None and box is None:
                 continue
             region: dict[str, Any] = {"frame": frames[k]}
-            if isinstance(seg, dict):
-                mask = rle_decode(seg, f"{where}.segmentations[{k}]")
-                if mask.shape != (h, w):
-                    raise AdapterError(f"{where}.segmentations[{k}].size: expected [{h}, {w}], got {list(mask.shape)}")
+            if seg is not None:
+                mask = segmentation_mask(seg, h, w, f"{where}.segmentations[{k}]")
                 if not mask.any():
                     continue
-                region["mask"] = seg
+                region["mask"] = seg if isinstance(seg, dict) else rle_encode(mask)
                 region["box"] = [float(x) for x in mask_box(mask)]
             elif box is not None:
-                if seg is not None:
-                    warnings.append(f"{where}.segmentations[{k}]: a polygon, not read: its box is the region")
                 region["box"] = _xywh(box, f"{where}.bboxes[{k}]")
             else:
                 continue
@@ -230,7 +244,7 @@ TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",
                "a TAO annotation JSON (videos, images with frame_index, tracks, annotations); --video its video",
                {"video": "the video's name or id when the file holds several",
                 "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"}, read_tao)
-YOUTUBE_VIS = Format2D("youtube-vis", "YouTube-VIS (per-frame RLE masks and boxes per track)",
+YOUTUBE_VIS = Format2D("youtube-vis", "YouTube-VIS (per-frame RLE or polygon masks and boxes per track)",
                        "a YouTube-VIS annotation JSON (videos with file_names, annotations with segmentations)",
                        {"video": "the video's folder name or id when the file holds several",
                         "frames": "folder of the JPEGs (file_names relative to it), without --video",

@@ -31,6 +31,20 @@ Conventions, each from the official reader code (commit 6bd0642):
   q['answers']``, where ids equal list positions): vistest type ``grounded_objects``, asked
   open-ended (``answer_kind`` text), ground truth the answer objects' labels, and those objects are
   its evidence (``objects``).
+* ``cut_frame_mapping`` (README, "Full Dataset Splits", footnote: "In test videos where the end of
+  the video gives away the answer to some questions (e.g. in cup-games, where is the hidden object
+  at the end), we cut the end of the video. For the validation and train splits, we provide the
+  frame id where the cut should be made: cut_frame_mapping_train.json, cut_frame_mapping_valid.json";
+  the files are listed with the mc question annotations): one frame id per video, not a frame-to-frame
+  mapping. The cut video is the source's first frames, so its frame k is the source's frame k.
+  With ``-O cut_frame_mapping=FILE`` the import is of the cut video the mc questions are asked on:
+  ``num_frames`` the frames kept, regions and annotated frames past the cut dropped, the video
+  re-encoded to those frames (``SCENE_DIR/video.mp4``), grounded questions left out (a warning).
+  Three things the README leaves open are not guessed: whether the frame id is the first frame cut
+  off or the last one kept (``-O cut_frame_is=removed|kept`` is required), the file's layout (read
+  as the JSON object ``{video_id: frame id}`` its name and the README's wording imply; anything
+  else is refused), and how an uncut video is listed (a video not in the file, or a frame outside
+  it, is refused: import it without the option).
 """
 from __future__ import annotations
 
@@ -43,6 +57,7 @@ from .common import AdapterError, positive_float, read_json, text
 from .tracks2d_import import Format2D, Imported2D, option
 
 NAME = "perception-test"
+CUT_CONVENTIONS = ("removed", "kept")  # -O cut_frame_is: the mapping's frame is the first cut off / the last kept
 
 
 def _num(v: Any, where: str) -> float:
@@ -120,7 +135,10 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warning
     return objects, annotated, labels
 
 
-def _questions(entry: dict, where: str, video_id: str, labels: dict[str, str], named: dict) -> list[dict]:
+def _questions(entry: dict, where: str, video_id: str, labels: dict[str, str], named: dict,
+               grounded: bool = True) -> list[dict]:
+    """The mc questions (type ``video_mcq``) and, when ``grounded``, the grounded questions (type
+    ``grounded_objects``) of one video as vistest question records (module docstring)."""
     out: list[dict] = []
     for i, q in enumerate(entry.get("mc_question") or []):
         qw = f"{where}.mc_question[{i}]"
@@ -143,7 +161,7 @@ def _questions(entry: dict, where: str, video_id: str, labels: dict[str, str], n
                "ground_truth": string.ascii_uppercase[ans], "objects": objs}
         rec.update({k: q[k] for k in ("area", "reasoning", "tag") if k in q})
         out.append(rec)
-    for i, q in enumerate(entry.get("grounded_question") or []):
+    for i, q in enumerate((entry.get("grounded_question") or []) if grounded else []):
         qw = f"{where}.grounded_question[{i}]"
         if not isinstance(q, dict) or not all(k in q for k in ("id", "question", "answers")):
             raise AdapterError(f"{qw}: expected an object with id, question, answers")
@@ -160,6 +178,74 @@ def _questions(entry: dict, where: str, video_id: str, labels: dict[str, str], n
                "ground_truth": ", ".join(labels[a] for a in ids), "objects": ids, "answer_object_ids": ids}
         rec.update({k: q[k] for k in ("area", "reasoning") if k in q})
         out.append(rec)
+    return out
+
+
+def cut_length(options: dict, video_id: str, n: int) -> tuple[int, dict] | None:
+    """How many frames the cut video keeps (frames 0 .. kept - 1 of the source; module docstring
+    "cut_frame_mapping") and its provenance; None without ``-O cut_frame_mapping``. The file must be
+    a JSON object ``{video_id: frame id}`` holding this video with an integer; ``-O cut_frame_is``
+    says whether that frame is the first one cut off (``removed``: kept = frame) or the last one
+    kept (``kept``: kept = frame + 1): the README does not say, so nothing is assumed. AdapterError
+    naming the file and field for a missing convention, video or a frame outside the video."""
+    if "cut_frame_mapping" not in options:
+        if "cut_frame_is" in options:
+            raise AdapterError("option cut_frame_is: only with -O cut_frame_mapping=FILE")
+        return None
+    file = Path(option(options, "cut_frame_mapping", text))
+    conv = option(options, "cut_frame_is", text, None)
+    if conv not in CUT_CONVENTIONS:
+        raise AdapterError(f"option cut_frame_is={conv!r}: expected one of {', '.join(CUT_CONVENTIONS)}: whether "
+                           f"{file}'s frame id is the first frame cut off or the last one kept. The Perception Test "
+                           f"README gives only \"the frame id where the cut should be made\" (docs/tracks2d.md)")
+    doc = read_json(file, "Perception Test cut_frame_mapping (JSON {video_id: frame id})")
+    if not isinstance(doc, dict):
+        raise AdapterError(f"{file}: expected a JSON object {{video_id: frame id where the cut is made}}, got "
+                           f"{type(doc).__name__}")
+    if video_id not in doc:
+        raise AdapterError(f"{file}: {video_id}: not in the cut_frame_mapping; the README does not say how an uncut "
+                           f"video is listed, so import it without -O cut_frame_mapping")
+    c = doc[video_id]
+    if isinstance(c, bool) or not isinstance(c, int):
+        raise AdapterError(f"{file}: {video_id}: expected an integer frame id (0-based decoded frame), got {c!r}")
+    kept = c if conv == "removed" else c + 1
+    if not 1 <= kept <= n:
+        raise AdapterError(f"{file}: {video_id}: frame {c} with cut_frame_is={conv} keeps {kept} frames; expected "
+                           f"1 .. {n} (metadata.num_frames); the README defines no other value")
+    return kept, {"cut_frame_mapping": str(file), "frame": c, "cut_frame_is": conv, "frames_kept": kept,
+                  "source_frames": n, "mapping": "cut frame k = source frame k, k < frames_kept"}
+
+
+def cut_scene(objects: list[dict], annotated: set[int], kept: int) -> tuple[list[dict], set[int]]:
+    """The objects and annotated frames of the cut video (frames 0 .. ``kept`` - 1, the source's
+    frames unchanged): regions and annotated frames at ``kept`` or later dropped. The frames after
+    the last annotated frame before the cut are then unknown (vistest.tracks2d states): the
+    annotation past the cut is not used, though it could bound them."""
+    out = [{**o, "regions": [r for r in o["regions"] if r["frame"] < kept]} for o in objects]
+    return out, {f for f in annotated if f < kept}
+
+
+def write_prefix(src: Path, kept: int, fps: float, size: tuple[int, int], out_dir: Path) -> Path:
+    """Frames 0 .. ``kept`` - 1 of ``src`` (decoded, size (W, H), even) re-encoded at ``fps`` into
+    ``out_dir/video.mp4`` (decoded frame k = source frame k); VideoError when ``src`` is shorter."""
+    from ..videos.ffmpeg import FrameReader, VideoError, VideoWriter, probe
+
+    info = probe(src)
+    if tuple(info.size) != tuple(size):
+        raise AdapterError(f"{src}: decodes to {info.size[0]}x{info.size[1]}, metadata.resolution says "
+                           f"{size[0]}x{size[1]}")
+    if size[0] % 2 or size[1] % 2:
+        raise AdapterError(f"{src}: {size[0]}x{size[1]}: the cut video is H.264 yuv420p, which needs an even size")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / "video.mp4"
+    with FrameReader(src, size, "yuv420p", full_range=info.full_range) as reader, \
+            VideoWriter(out, fps=fps, size=size, pix_fmt="yuv420p", preset="veryfast") as wr:
+        for buf in reader:
+            wr.write_raw(buf)
+            if reader.frames_read == kept:
+                break
+        if reader.frames_read < kept:
+            raise VideoError(f"{src}: decodes to {reader.frames_read} frames; the cut keeps {kept}")
     return out
 
 
@@ -184,18 +270,31 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     fps = _num(meta["frame_rate"], f"{where}.metadata.frame_rate")
     warnings: list[str] = []
     objects, annotated, labels = _tracks(entry, where, w, h, n, fps, warnings)
+    cut = cut_length(options, video_id, n)
+    if cut is not None:
+        objects, annotated = cut_scene(objects, annotated, cut[0])
+        if entry.get("grounded_question"):
+            warnings.append(f"{video_id}: {len(entry['grounded_question'])} grounded questions left out: the cut "
+                            f"is for the mc questions (README); import without -O cut_frame_mapping for them")
     named = {}
     if "objects" in options:
         named = read_json(Path(option(options, "objects", text)), "objects of each question (JSON {id: [ids]})")
         if not isinstance(named, dict):
             raise AdapterError(f"{options['objects']}: expected a JSON object {{question id: [object ids]}}")
-    questions = _questions(entry, where, video_id, labels, named)
+    questions = _questions(entry, where, video_id, labels, named, grounded=cut is None)
     gap = option(options, "max_gap_s", positive_float, DEFAULT_MAX_GAP_S)
     if video is None:
         for cand in (path.parent / f"{video_id}.mp4", path.parent / "videos" / f"{video_id}.mp4"):
             if cand.is_file():
                 video = cand
                 break
+    if cut is not None:
+        if video is None or out_dir is None:
+            raise AdapterError(f"{where}: --video: the cut needs the source video ({video_id}.mp4) to cut")
+        cut[1]["source_video"] = str(video)
+        if cut[0] < n:
+            n = cut[0]
+            video = write_prefix(video, n, fps, (w, h), out_dir)
     scene = {"format": TRACKS2D_FORMAT, "scene_id": video_id, "fps": fps, "image_size": [w, h], "num_frames": n,
              "max_gap_s": gap, "annotated_frames": sorted(annotated), "source_format": NAME, "objects": objects}
     if not objects:
@@ -203,6 +302,8 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     prov = {"format": NAME, "annotations": str(path), "video_id": video_id, "video": str(video),
             "conventions": {"boxes": "fractions of [W, H] times W, H -> pixel edges (paint_box)",
                             "frames": "frame_ids are 0-based decoded frames", "resolution": "[height, width]"}}
+    if cut is not None:
+        prov["cut"] = {**cut[1], "video": str(video)}
     return Imported2D(scene, video, questions, prov, warnings)
 
 
@@ -210,5 +311,8 @@ FORMAT = Format2D(NAME, "Perception Test (object tracks, mc and grounded questio
                   "an annotation JSON (video_id -> metadata, object_tracking, mc_question, grounded_question)",
                   {"video_id": "the video to import when the file holds several",
                    "objects": "JSON file {question id: [object ids]}: the objects each mc question concerns",
-                   "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"},
+                   "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})",
+                   "cut_frame_mapping": "cut_frame_mapping_{train,valid}.json: import the cut video the mc questions "
+                                        "are asked on (its first frames; needs cut_frame_is)",
+                   "cut_frame_is": "removed (the frame id is the first frame cut off) or kept (the last frame kept)"},
                   read)
