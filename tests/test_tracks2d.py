@@ -433,6 +433,28 @@ def test_mot_import(tmp_path):
     assert [o["id"] for o in imp.scene["objects"]] == ["1", "2", "3"]
 
 
+def test_mot_import_encodes_img1_in_order(tmp_path):
+    """Without --video the sequence's img1/000001.jpg.. become the video: decoded frame k is image k + 1
+    (uniform grey levels survive JPEG and H.264 within a few levels); an image of another size is refused."""
+    import cv2
+
+    from vistest.videos.ffmpeg import read_frames
+
+    seq = write_mot(tmp_path / "MOT-TINY")
+    (seq / "img1").mkdir()
+    levels = [30, 80, 130, 180, 230]
+    for k, level in enumerate(levels):
+        cv2.imwrite(str(seq / "img1" / f"{k + 1:06d}.jpg"), np.full((48, 64, 3), level, np.uint8))
+    scene_path, _ = import_tracks("mot", seq, tmp_path / "out")
+    s = Scene.load(scene_path)
+    frames = list(read_frames(s.path(s.video), range(5)))
+    assert len(frames) == 5 and frames[0].shape[:2] == (48, 64)
+    assert [round(float(f.mean())) for f in frames] == pytest.approx(levels, abs=4)
+    cv2.imwrite(str(seq / "img1" / "000003.jpg"), np.zeros((40, 64, 3), np.uint8))
+    with pytest.raises(AdapterError, match=r"000003.jpg: expected a 64x48 image \(seqinfo.ini imWidth x imHeight\)"):
+        import_tracks("mot", seq, tmp_path / "out2")
+
+
 def test_import_cli(tmp_path):
     ann = write_perception_test(tmp_path / "pt")
     r = CliRunner().invoke(cli, ["import", "perception-test", str(ann), "-o", str(tmp_path / "out"), "--quiet"])

@@ -215,17 +215,22 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
 
 
-def encode_images(files: list, fps: float, out_dir: Path) -> tuple[Path, tuple[int, int]]:
+def encode_images(files: list, fps: float, out_dir: Path, size: tuple[int, int] | None = None,
+                  size_source: str = "the first image's size") -> tuple[Path, tuple[int, int]]:
     """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
-    ``files[k]`` (padded black to an even size on the right and bottom); returns (video, (W, H) of the images)."""
+    ``files[k]`` (padded black to an even size on the right and bottom); returns (video, (W, H) of the images).
+    ``size``: the (W, H) every image must have (default: the first image's), ``size_source`` says where it
+    comes from in the error naming an image of another size."""
     import cv2
 
     from ..videos.ffmpeg import VideoWriter
 
-    first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
-    if first is None:
-        raise AdapterError(f"{files[0]}: cannot read the image")
-    h, w = first.shape[:2]
+    if size is None:
+        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise AdapterError(f"{files[0]}: cannot read the image")
+        size = (first.shape[1], first.shape[0])
+    w, h = size
     ew, eh = w + w % 2, h + h % 2
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "video.mp4"
@@ -233,7 +238,7 @@ def encode_images(files: list, fps: float, out_dir: Path) -> tuple[Path, tuple[i
         for fn in files:
             img = cv2.imread(str(fn), cv2.IMREAD_COLOR)
             if img is None or img.shape[:2] != (h, w):
-                raise AdapterError(f"{fn}: expected a {w}x{h} image (the first image's size)")
+                raise AdapterError(f"{fn}: expected a {w}x{h} image ({size_source})")
             frame = np.zeros((eh, ew, 3), np.uint8)
             frame[:h, :w] = img[:, :, ::-1]
             wr.write(frame)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..generate.geometry import convex_hull_2d
 from ..geometry import box_corners, rigid_inverse
 from ..scene import Scene
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
@@ -57,32 +58,13 @@ def silhouette_bounds(scene: Scene, frame_index: int, near: float = DEFAULT_NEAR
         if not len(q):
             continue
         uv = np.stack([k.fx * q[:, 0] / q[:, 2] + k.cx + 0.5, k.fy * q[:, 1] / q[:, 2] + k.cy + 0.5], axis=1)
-        poly = clip_polygon(convex_hull(uv), float(w), float(h))
+        poly = clip_polygon(convex_hull_2d(uv), float(w), float(h))
         if len(poly) >= 3:
             x0, y0 = poly.min(axis=0)
             x1, y1 = poly.max(axis=0)
             if x1 > x0 and y1 > y0:
                 out[o] = (x0, y0, x1, y1)
     return out
-
-
-def convex_hull(p: np.ndarray) -> np.ndarray:
-    """(K, 2) the convex hull of 2D points, counter-clockwise (Andrew's monotone chain)."""
-    pts = sorted(set(map(tuple, np.round(p, 9))))
-    if len(pts) < 3:
-        return np.array(pts, float).reshape(-1, 2)
-
-    def half(seq):
-        out: list = []
-        for q in seq:
-            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (q[1] - out[-2][1])
-                                     - (out[-1][1] - out[-2][1]) * (q[0] - out[-2][0])) <= 0:
-                out.pop()
-            out.append(q)
-        return out
-
-    lower, upper = half(pts), half(reversed(pts))
-    return np.array(lower[:-1] + upper[:-1], float)
 
 
 def clip_polygon(poly: np.ndarray, w: float, h: float) -> np.ndarray:

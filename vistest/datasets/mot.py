@@ -32,9 +32,9 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
-import numpy as np
 
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
+from .coco_video import encode_images
 from .common import AdapterError
 from .tracks2d_import import Format2D, Imported2D, option
 
@@ -126,25 +126,11 @@ def read_gt(path: Path, n: int, size: tuple[int, int], keep_ignored: bool = Fals
 
 def _encode_images(info: dict, seq: Path, out_dir: Path) -> Path:
     """The sequence's images encoded into ``out_dir/video.mp4`` (frame n = image n + 1)."""
-    import cv2
-
-    from ..videos.ffmpeg import VideoWriter
-
-    w, h = info["imWidth"], info["imHeight"]
     img_dir = seq / info["imDir"]
-    out = out_dir / "video.mp4"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ew, eh = w + w % 2, h + h % 2
-    with VideoWriter(out, fps=info["frameRate"], size=(ew, eh), preset="veryfast") as wr:
-        for k in range(info["seqLength"]):
-            p = img_dir / f"{k + 1:06d}{info['imExt']}"
-            img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-            if img is None or img.shape[:2] != (h, w):
-                raise AdapterError(f"{p}: expected a {w}x{h} image (seqinfo.ini imWidth x imHeight)")
-            frame = np.zeros((eh, ew, 3), np.uint8)
-            frame[:h, :w] = img[:, :, ::-1]
-            wr.write(frame)
-    return out
+    files = [img_dir / f"{k + 1:06d}{info['imExt']}" for k in range(info["seqLength"])]
+    video, _ = encode_images(files, info["frameRate"], out_dir, (info["imWidth"], info["imHeight"]),
+                             "seqinfo.ini imWidth x imHeight")
+    return video
 
 
 def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
