@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -347,3 +348,46 @@ def test_cli_renders_and_reruns_idempotently(tmp_path):
     spec.write_text("{")
     r = CliRunner().invoke(main, ["synth", str(spec), "-o", str(tmp_path / "bad")])
     assert r.exit_code == 2 and f"Error: {spec}: expected JSON" in r.output
+
+
+# ---------------------------------------------------------------------------------------
+# the grid
+# ---------------------------------------------------------------------------------------
+def test_grid_spreads_evenly_over_the_cells():
+    from vistest.synth.grid import grid_cells
+
+    for n in (1, 12, 30, 200):
+        per = Counter(c for c, _ in grid_cells(n))
+        assert set(per) <= set(CELLS) and max(per.values()) - min(per.values(), default=0) <= 1
+        assert sum(per.values()) == n and (n < 12 or set(per) == set(CELLS))
+    assert [k for c, k in grid_cells(30) if c == CELLS[0]] == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_grid_writes_the_benchmark(tmp_path):
+    """12 tiny scenarios: one per cell, rendered, questions of the cell's task only, the batch's ground truth
+    per budget, both exports, the per-cell report; a rerun renders nothing again."""
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    args = ["synth", "--grid", "12", "-o", str(tmp_path / "g"), "--frames", "24", "--size", "96x72", "--fps", "4",
+            "-j", "1", "--quiet"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    rep = json.loads((tmp_path / "g" / "report.json").read_text())["cells"]
+    assert set(rep) == set(CELLS) and all(r["scenarios"] == 1 for r in rep.values())
+    for cell, row in rep.items():
+        assert set(row["questions"]) <= set(CELL_TYPES[cell])
+        if row["questions"]:
+            assert set(row["budget_statuses"]) == {"16", "32", "64", "all"}
+            assert sum(row["budget_statuses"]["all"].values()) == sum(row["questions"].values())
+    assert sum(sum(r["questions"].values()) for r in rep.values()) > 0
+    assert (tmp_path / "g" / "export" / "lmms-eval-task" / "vistest_export.json").exists()
+    assert (tmp_path / "g" / "export" / "vlmevalkit" / "16_frame.tsv").exists()
+    assert "| figural-egocentric-static | 1 |" in (tmp_path / "g" / "report.md").read_text()
+    videos = sorted((tmp_path / "g" / "scenes").glob("*/video.mp4"))
+    assert len(videos) == 12
+    before = [v.stat().st_mtime_ns for v in videos]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0 and [v.stat().st_mtime_ns for v in videos] == before
