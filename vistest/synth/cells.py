@@ -98,8 +98,8 @@ def cell_spec(cell: str, k: int, seed: int = 0, frames: int = 300, resolution: t
 SEEN_KIND = "silhouette"  # a scenario's objects count as seen when 10% of their own silhouette shows
 
 
-# figural scale: the motion rules' thresholds (vistest.generate.rules.MotionRules) for tabletop motion, a
-# tenth of the room-scale defaults where those are in metres (0.3 m displacement is a quarter of a table)
+# figural scale: the motion rules' thresholds (vistest.generate.rules.MotionRules) for tabletop motion, lower
+# than the room-scale defaults (0.3 m, 0.05 m/s, 0.1 m/s^2, 0.1 m/s): 0.3 m is a quarter of a table
 FIGURAL_MOTION = {"min_displacement_m": 0.1, "min_speed_mps": 0.02, "min_acceleration_mps2": 0.02,
                   "min_speed_change_mps": 0.03}
 

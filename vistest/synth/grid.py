@@ -10,7 +10,7 @@
     OUT/export/lmms-eval-task/       the lmms-eval task folder, OUT/export/vlmevalkit/ the TSVs
     OUT/reports/{cell}/report.md     each cell's generate report (pools, debiasing, blind attacks)
     OUT/report.md, OUT/report.json   the per-cell report: scenarios, questions per type, budget
-                                     statuses, blind attacks
+                                     statuses, blind attacks (report.json: each step's seconds too)
 
 Steps: the specs (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts, sizes and camera
 modes cycle inside a cell; a spec that cannot be laid out is drawn again from another seed, up to
@@ -253,7 +253,17 @@ def report_markdown(rows: dict[str, dict], cfg: GridConfig, notes: list[str]) ->
 
 def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) -> str:
     """The whole benchmark (module docstring); returns the report's markdown."""
+    import time
+
     cfg.check()
+    clock, timing = time.perf_counter(), {}
+
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timing[step] = round(now - clock, 2)
+        clock = now
+
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     specs = []
@@ -263,10 +273,14 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
         write_atomic(out / "specs" / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
     workers = cfg.workers or os.cpu_count() or 1
     scenes = render_all(specs, out / "scenes", cfg.seed, min(workers, len(specs)), cfg.force, progress)
+    lap("render")
     tables = visibility_all(scenes, progress)
+    lap("visibility")
     reports = generate_cells(scenes, tables, cfg.seed, out / "reports", progress)
+    lap("generate")
     notes = []
     batch = run_batch_of(out / "scenes", out / "run", cfg, progress)
+    lap("batch")
     if batch.failed:
         notes.append(f"{len(batch.failed)} scene(s) failed in the batch: {out / 'run' / 'failed.jsonl'}")
     if cfg.export:
@@ -275,8 +289,9 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
         for fmt in EXPORTS:
             res = export(fmt, out / "run", out / "export" / fmt, ExportOptions(progress=progress))
             notes += [f"export {fmt}: {w}" for w in res.warnings]
+        lap("export")
     rows = cell_rows(scenes, reports, out / "run")
     text = report_markdown(rows, cfg, notes)
-    write_atomic(out / "report.json", json.dumps({"cells": rows, "notes": notes}, indent=1) + "\n")
+    write_atomic(out / "report.json", json.dumps({"cells": rows, "notes": notes, "seconds": timing}, indent=1) + "\n")
     write_atomic(out / "report.md", text)
     return text

@@ -462,10 +462,13 @@ def plan_movers(spec: ScenarioSpec, g: Ground, objects: list[Placed], eyes: np.n
     return objs, motions
 
 
-def _lane_length(o: Placed, u: np.ndarray, heading: float, bounds, others: list[Placed], need: float,
-                 step: float = 0.02) -> float | None:
-    """How far ``o`` (turned to ``heading``) can slide along ``u`` from its place, up to ``need`` m, staying
-    inside ``bounds`` and clear of ``others`` (sampled every ``step`` m); None when it cannot stand there."""
+def _lane_length(o: Placed, u: np.ndarray, heading: float, bounds, others: list[Placed], need: float
+                 ) -> float | None:
+    """How far ``o`` (turned to ``heading``: its x axis along ``u``) can slide along ``u`` from its place, up
+    to ``need`` m, staying inside ``bounds`` and clear of ``others``; None when it cannot stand there.
+    Sampled every quarter of its length (at least 2 cm): consecutive samples overlap, so their union is
+    the whole swept box."""
+    step = max(0.02, float(o.size[0]) / 4)
     x0, y0, x1, y1 = bounds
     statics = [b for b in others if b.centres is None]
     moving_now = [b.at(0) for b in others if b.centres is not None]

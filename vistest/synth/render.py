@@ -124,7 +124,8 @@ class ScenarioRenderer:
             tex = None
             if corners[0][2] == corners[1][2] == corners[2][2] == 0:  # the floor: a faint checker
                 c = np.array(colour)
-                img = np.where(((np.indices((2, 2)).sum(0) % 2) == 1)[..., None], c * 0.85, c)
+                half = TEXTURE_PX // 2  # a 2 x 2 checker (rows of 3 x 64 bytes: GL's 4-byte row alignment)
+                img = np.where(((np.indices((TEXTURE_PX, TEXTURE_PX)) // half).sum(0) % 2 == 1)[..., None], c * 0.85, c)
                 tex = pyrender.Texture(source=np.round(img * 255).astype(np.uint8), source_channels="RGB",
                                        sampler=pyrender.Sampler(magFilter=0x2600, minFilter=0x2600))  # GL_NEAREST
             prims.append(self._primitive(*_quad(corners, colour, 2 * cell if tex else None), colour, tex))
