@@ -1,11 +1,14 @@
 """The 12 cells of VGenST's taxonomy as scenario specs, and each cell's task (the question types asked).
 
 :func:`cell_spec` makes the k-th scenario of a cell from a seed: the scale's categories (drawn from its
-catalogue, vistest.synth.layout), 2-4 kinds, counts at three levels (1, 1-2, 2-3 instances of a kind)
-and sizes in the lower or the upper half of the catalogue's range, cycled with k so that a cell's
-scenarios spread over counts and sizes; the exocentric camera cycles fixed, orbit, pan; a dynamic cell
+catalogue, vistest.synth.layout), :data:`KIND_LEVELS` kinds (cycling with k), each at a count level of
+:data:`COUNT_LEVELS` (1, 1-2, 1, 2-3 instances, cycling over the kinds from a level that shifts with
+k // 3: every scenario mixes unique labels, which most types ask about, with repeated ones, which
+counting asks about), sizes in the lower or the upper half of the catalogue's range (k // 9), so that a
+cell's scenarios spread over counts and sizes; the exocentric camera cycles fixed, orbit, pan; a dynamic cell
 adds one or two movers (the scale's movable categories) with the scale's speeds (m/s) and accelerations
-(m/s^2), starting at a tenth of the video.
+(m/s^2), starting at a tenth of the video, in the ground's central half (:data:`CENTRE`: every camera
+looks there, and their lanes stay in it).
 
 :data:`CELL_TYPES`: one task per cell, as vistest.generate types (VGenST asks one reasoning task per
 cell; these are the generator's types closest to each): static cells ask the static types of their
@@ -25,8 +28,9 @@ MOVERS = {"figural": ("toy car", "ball"), "vista": ("ball", "robot vacuum", "car
           "environmental": ("car", "bicycle", "ball", "cart")}
 SPEED_MPS = {"figural": (0.08, 0.2), "vista": (0.3, 0.8), "environmental": (1.0, 3.0)}
 ACCEL_MPS2 = {"figural": (-0.02, 0.04), "vista": (-0.08, 0.15), "environmental": (-0.3, 0.4)}
-COUNT_LEVELS = ((1, 1), (1, 2), (2, 3))
-KIND_LEVELS = (2, 3, 4)
+COUNT_LEVELS = ((1, 1), (1, 2), (1, 1), (2, 3))
+KIND_LEVELS = {"figural": (3, 4, 5), "vista": (5, 6, 8), "environmental": (5, 6, 8)}
+CENTRE = [0.25, 0.25, 0.75, 0.75]  # a mover's region: the ground's central half, where every camera looks
 EXO_MODES = ("fixed", "orbit", "pan")
 
 STATIC_TYPES = {
@@ -71,11 +75,11 @@ def cell_spec(cell: str, k: int, seed: int = 0, frames: int = 300, resolution: t
     cat = catalogue(scale)
     movers = MOVERS[scale]
     pool = sorted(c for c in cat if c not in movers and c != "table")
-    kinds = KIND_LEVELS[k % 3]
-    counts = COUNT_LEVELS[(k // 3) % 3]
+    kinds = KIND_LEVELS[scale][k % 3]
     upper = bool((k // 9) % 2)
     objects = []
-    for c in rng.choice(pool, size=kinds, replace=False):
+    for j, c in enumerate(rng.choice(pool, size=kinds, replace=False)):
+        counts = COUNT_LEVELS[(k // 3 + j) % len(COUNT_LEVELS)]
         lo, hi = (np.array(v, float) for v in cat[str(c)])
         mid = (lo + hi) / 2
         smin, smax = (mid, hi) if upper else (lo, mid)
@@ -87,7 +91,7 @@ def cell_spec(cell: str, k: int, seed: int = 0, frames: int = 300, resolution: t
     dynamics = []
     if dyn:
         for m in rng.choice(movers, size=1 + k % 2, replace=False):
-            objects.append({"category": str(m), "count": 1})
+            objects.append({"category": str(m), "count": 1, "relation": "inside", "region": CENTRE})
             dynamics.append({"category": str(m), "speed_mps": list(SPEED_MPS[scale]),
                              "accel_mps2": list(ACCEL_MPS2[scale]), "start_s": round(0.1 * frames / fps, 3)})
     return spec_from_dict({"scenario_id": f"{cell}-{k:04d}", "scale": scale, "objects": objects, "camera": camera,
