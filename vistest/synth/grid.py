@@ -14,11 +14,11 @@
 
 Steps: the specs (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts, sizes and camera
 modes cycle inside a cell; a spec that cannot be laid out is drawn again from another seed, up to
-``MAX_REDRAWS`` times); rendering on ``workers`` processes; each scene's visibility table; the questions
-of each cell's task (vistest.synth.cells.CELL_TYPES) generated over the cell's scenes together (the
-set's debiasing, per cell); the batch (vistest.batch, the local pool or Ray) with the table reused;
-the exports; the report. Reruns skip what is up to date (renders by their spec, tables newer than
-their scene, the batch by its records).
+``MAX_REDRAWS`` times); rendering on ``workers`` processes (``engine`` ray: a Ray task per scenario);
+each scene's visibility table; the questions of each cell's task (vistest.synth.cells.CELL_TYPES)
+generated over the cell's scenes together (the set's debiasing, per cell); the batch (vistest.batch,
+the local pool or Ray) with the table reused; the exports; the report. Reruns skip what is up to date
+(renders by their spec, tables newer than their scene, the batch by its records).
 """
 from __future__ import annotations
 
@@ -87,15 +87,22 @@ def _render_one(doc: dict, folder: str, cell: str, k: int, seed: int, force: boo
 
 
 def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, seed: int, workers: int,
-               force: bool, progress: bool) -> dict[str, tuple[str, Path]]:
+               force: bool, progress: bool, ray: bool = False, address: str | None = None
+               ) -> dict[str, tuple[str, Path]]:
     """Render every (cell, k, spec) into ``scenes_dir/{id}`` on ``workers`` processes (spawned: each
-    opens its own EGL context); scenario id -> (cell, scene.json)."""
+    opens its own EGL context), or with ``ray`` one Ray task per scenario on the cluster at ``address``
+    (1 CPU each; every node sees ``scenes_dir`` at the same path); scenario id -> (cell, scene.json)."""
     import multiprocessing
 
-    jobs = [(spec_to_dict(spec), str(scenes_dir / spec.scenario_id), cell, k, seed, force) for cell, k, spec in specs]
+    jobs = [(spec_to_dict(spec), str(scenes_dir.resolve() / spec.scenario_id), cell, k, seed, force)
+            for cell, k, spec in specs]
     out: dict[str, tuple[str, Path]] = {}
     with progress_bar(len(jobs), "render", enabled=progress) as bar:
-        if workers <= 1:
+        if ray:
+            for job, path in _render_on_ray(jobs, address, workers):
+                out[job[0]["scenario_id"]] = (job[2], Path(path))
+                bar.update(1)
+        elif workers <= 1:
             for job in jobs:
                 out[job[0]["scenario_id"]] = (job[2], Path(_render_one(*job)))
                 bar.update(1)
@@ -108,6 +115,40 @@ def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, see
                     out[job[0]["scenario_id"]] = (job[2], Path(f.result()))
                     bar.update(1)
     return dict(sorted(out.items()))
+
+
+def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
+    """Yield (job, scene.json) as each Ray task rendering a job ends (``address``: HOST:PORT, ``local`` for
+    a private instance of ``local_cpus`` CPUs, or None: ``$RAY_ADDRESS``, as vistest.batch.ray_engine); a
+    task that raised raises here (bad input: the spec's SpecError)."""
+    import logging
+
+    from ..batch.ray_engine import LOCAL, LOCAL_OBJECT_STORE_MB, cluster_address, import_ray
+
+    ray = import_ray()
+    address = cluster_address(address)
+    common = dict(log_to_driver=False, logging_level=logging.WARNING, namespace="vistest")
+    if address == LOCAL:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=local_cpus, include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_MB * 2**20,
+                 **common)
+    else:
+        ray.init(address=address, **common)
+    try:
+        remote = ray.remote(_render_one).options(num_cpus=1, max_retries=2, retry_exceptions=False)
+        refs = {remote.remote(*job): job for job in jobs}
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                job = refs.pop(ref)
+                try:
+                    path = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    cause = e.as_instanceof_cause()
+                    raise (cause if isinstance(cause, InputError) else e) from None
+                yield job, path
+    finally:
+        ray.shutdown()
 
 
 def visibility_all(scenes: dict[str, tuple[str, Path]], progress: bool) -> dict:
@@ -272,7 +313,8 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
         specs.append((cell, k, spec))
         write_atomic(out / "specs" / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
     workers = cfg.workers or os.cpu_count() or 1
-    scenes = render_all(specs, out / "scenes", cfg.seed, min(workers, len(specs)), cfg.force, progress)
+    scenes = render_all(specs, out / "scenes", cfg.seed, min(workers, len(specs)), cfg.force, progress,
+                        ray=cfg.engine == "ray", address=cfg.address)
     lap("render")
     tables = visibility_all(scenes, progress)
     lap("visibility")
