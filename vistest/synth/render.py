@@ -168,8 +168,9 @@ def _pose(o: Placed) -> np.ndarray:
 
 
 def scene_mesh(layout: Layout):
-    """Floor, walls and the static boxes as one trimesh with face colours (``mesh.ply``), and the
-    ``mesh_objects`` text (the object id per vertex; empty for the room's)."""
+    """Floor, walls and the static boxes as one trimesh with face colours (``mesh.ply``: a box's is the mean
+    of its texture, what a scan's vertex colours would average to), and the ``mesh_objects`` text (the
+    object id per vertex; empty for the room's)."""
     import trimesh
 
     from ..visibility.render import box_mesh
@@ -182,7 +183,7 @@ def scene_mesh(layout: Layout):
     for o in layout.objects:
         if o.centres is None:
             m = box_mesh(o.center, o.size, o.rotation)
-            parts.append((m, o.look.colour))
+            parts.append((m, tuple(pattern_image(o.look).reshape(-1, 3).mean(0) / 255.0)))  # the texture's mean
             lines += [o.id] * len(m.vertices)
     meshes = []
     for m, colour in parts:
