@@ -269,6 +269,27 @@ def test_cell_answers_agree_with_geometry(rendered, cell):
             # closest points of two upright boxes: sample both boxes' surfaces densely
             d = _box_distance(a, b)
             assert _number(q) == pytest.approx(d, abs=0.02 + 0.05 * d)
+        elif t in ("object_rel_distance_closest", "object_rel_distance_farthest"):
+            primary = by_id[q["objects"][0]]
+            ids = {by_id[i].label: i for i in q["objects"][1:]}
+            dist = {lab: _box_distance(primary, by_id[i]) for lab, i in ids.items()}
+            pick = min if t.endswith("closest") else max
+            assert _answer_text(q) == pick(dist, key=dist.get), (t, dist)
+        elif t.startswith("object_rel_direction_"):
+            # standing by A facing B (backward: away from B), C's angle counter-clockwise from the facing
+            # direction on the floor; easy: left / back / right (back within back_turn_deg of behind), hard:
+            # the quadrant
+            from vistest.generate.rules import Rules
+
+            a, b, c = (by_id[i].center[:2] for i in q["objects"])
+            face = (b - a) if "forward" in t else (a - b)
+            ang = math.degrees(math.atan2(face[0] * (c - a)[1] - face[1] * (c - a)[0], face @ (c - a))) % 360
+            turn = Rules().rel_direction.back_turn_deg
+            if t.endswith("hard"):
+                want = ("front-left", "back-left", "back-right", "front-right")[int(ang // 90) % 4]
+            else:
+                want = "left" if ang < turn else ("back" if ang < 360 - turn else "right")
+            assert _answer_text(q) == want, (t, ang, q["question"])
         elif t in ("motion_displacement", "motion_path_length", "motion_speed", "motion_direction"):
             oid = q["objects"][0]
             p0, u, v0, a, start, lane = layout.motions[oid]
