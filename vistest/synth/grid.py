@@ -272,17 +272,18 @@ def report_markdown(rows: dict[str, dict], cfg: GridConfig, notes: list[str]) ->
     head = (f"# vistest synth --grid {cfg.n}\n\n{sum(r['scenarios'] for r in rows.values())} scenarios over "
             f"{len(rows)} cells, {cfg.frames} frames of {w}x{h} at {cfg.fps:g} fps, seed {cfg.seed}.")
     table = ["| cell | scenarios | questions | per type | statuses per budget (kept/changed/unanswerable) "
-             "| blind attacks: beyond margin / judged; largest gap (points) |", "|---|---|---|---|---|---|"]
+             "| blind attacks: beyond their margin / judged; the largest gap over chance (points) |",
+             "|---|---|---|---|---|---|"]
     for cell, r in rows.items():
         types = ", ".join(f"{t} {n}" for t, n in r["questions"].items()) or "-"
         st = "; ".join(f"{b}: {c.get('kept', 0)}/{c.get('changed', 0)}/{c.get('unanswerable', 0)}"
                        for b, c in r["budget_statuses"].items()) or "-"
         judged = [a for a in r["blind_attacks"] if a["judged"]]
-        worst = max(judged, key=lambda a: a["gap_points"], default=None)
-        att = "none judged (too few questions)"
+        worst = max(r["blind_attacks"], key=lambda a: a["gap_points"], default=None)
+        att = f"{sum(not a['ok'] for a in judged)} / {len(judged)}"
         if worst is not None:
-            att = (f"{sum(not a['ok'] for a in judged)} / {len(judged)}; {worst['attack']} on {worst['type']}: "
-                   f"{worst['gap_points']:+.1f}")
+            att += (f"; {worst['attack']} on {worst['type']}: {worst['gap_points']:+.1f} (n {worst['n']}"
+                    f"{'' if worst['judged'] else ', too few to judge'})")
         table.append(f"| {cell} | {r['scenarios']} | {sum(r['questions'].values())} | {types} | {st} | {att} |")
     parts = [head, "\n".join(table),
              "Each cell's task: " + "; ".join(f"{c}: {', '.join(CELL_TYPES[c])}" for c in rows) + ".",
