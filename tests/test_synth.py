@@ -44,6 +44,8 @@ def _spec(**kw):
     (_spec(camera={"perspective": "egocentric", "mode": "orbit"}), "camera.mode"),
     (_spec(dynamics=[{"category": "book"}]), "dynamics[0].category"),
     (_spec(dynamics=[{"category": "cup", "start_s": 99}]), "dynamics[0].start_s"),
+    (_spec(objects=[{"category": "cup"}, {"category": "apple", "relation": "next_to", "target": "cup"}],
+           dynamics=[{"category": "cup"}]), "objects[1].target"),
     (_spec(resolution=[65, 48]), "resolution"),
     (_spec(frames=2), "frames"),
     (_spec(colour="red"), "colour"),

@@ -14,7 +14,8 @@ as vistest.scene. Every object is an upright box (rotation about +Z by its ``yaw
   the ground; environmental, an open yard of 16-30 x 12-24 m, no walls (more than one view covers).
 * **Placement**: ``ground`` anywhere on the ground, ``inside`` in a region of it, ``on`` resting on
   the top face of an earlier object of category ``target`` (footprint inside that top), ``next_to``
-  beside one (same base height and yaw, a gap of 2 cm to the scale's ``next_gap_m``). No two boxes
+  beside one (same base height and yaw, a gap of 2 cm to the scale's ``next_gap_m``; on the ground, or
+  resting on the same top when the target stands on another object). No two boxes
   interpenetrate, and no camera position comes within ``clearance_m`` of a box, at any frame.
 * **Movers**: slide along a straight lane on the ground, heading = yaw of their x axis: distance
   ``s(tau) = v0 tau + a tau^2 / 2`` after their start (``tau`` seconds), the speed ``v0 + a tau``
@@ -367,17 +368,32 @@ def place_objects(spec: ScenarioSpec, g: Ground, eyes: np.ndarray, rng: np.rando
     return placed
 
 
+def region_bounds(g: Ground, region: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) metres of a region given as fractions of the ground (None: the whole ground)."""
+    if region is None:
+        return g.x0, g.y0, g.x1, g.y1
+    fx0, fy0, fx1, fy1 = region
+    w, d = g.x1 - g.x0, g.y1 - g.y0
+    return g.x0 + fx0 * w, g.y0 + fy0 * d, g.x0 + fx1 * w, g.y0 + fy1 * d
+
+
+def _rests_on(o: Placed, b: Placed) -> bool:
+    """Does ``o`` stand on ``b``'s top face: its base at ``b``'s top, its footprint inside that top?"""
+    if abs(o.center[2] - o.size[2] / 2 - b.top) > 1e-9:
+        return False
+    rel = Placed("", "", np.append(b.rotation[:2, :2].T @ (o.center[:2] - b.center[:2]), 0.0), o.size, o.yaw - b.yaw,
+                 o.look, o.spec_index)
+    hx, hy = b.size[:2] / 2
+    return _footprint_inside(rel, -hx, -hy, hx, hy)
+
+
 def _draw_instance(spec, k: int, os_: ObjectSpec, lo, hi, g: Ground, placed: list[Placed], rng, num: int
                    ) -> Placed | None:
     """One random draw of instance ``num`` (None when its relation has no candidate support)."""
     size = rng.uniform(lo, hi)
     look = draw_look(rng)
     if os_.relation in ("ground", "inside"):
-        x0, y0, x1, y1 = g.x0, g.y0, g.x1, g.y1
-        if os_.region is not None:
-            fx0, fy0, fx1, fy1 = os_.region
-            x0, x1 = g.x0 + fx0 * (x1 - g.x0), g.x0 + fx1 * (x1 - g.x0)
-            y0, y1 = g.y0 + fy0 * (y1 - g.y0), g.y0 + fy1 * (y1 - g.y0)
+        x0, y0, x1, y1 = region_bounds(g, os_.region)
         yaw = float(rng.uniform(0, np.pi))
         c = np.array([rng.uniform(x0, x1), rng.uniform(y0, y1), g.z + size[2] / 2])
         o = Placed(str(num), os_.category, c, size, yaw, look, k)
@@ -391,11 +407,7 @@ def _draw_instance(spec, k: int, os_: ObjectSpec, lo, hi, g: Ground, placed: lis
         local = rng.uniform(-b.size[:2] / 2, b.size[:2] / 2)
         c = np.append(b.center[:2] + b.rotation[:2, :2] @ local, b.top + size[2] / 2)
         o = Placed(str(num), os_.category, c, size, yaw, look, k)
-        # footprint inside the support's top, in the support's frame
-        rel = Placed("", "", np.append(b.rotation[:2, :2].T @ (c[:2] - b.center[:2]), 0.0), size, yaw - b.yaw, look,
-                     k)
-        hx, hy = b.size[:2] / 2
-        return o if _footprint_inside(rel, -hx, -hy, hx, hy) else None
+        return o if _rests_on(o, b) else None
     # next_to: beside one of the support's four sides, same base and yaw
     gap = float(rng.uniform(0.02, SCALES[spec.scale].next_gap_m))
     axis, side = int(rng.integers(2)), float(rng.choice([-1.0, 1.0]))
@@ -405,7 +417,9 @@ def _draw_instance(spec, k: int, os_: ObjectSpec, lo, hi, g: Ground, placed: lis
     base = b.center[2] - b.size[2] / 2
     c = np.append(b.center[:2] + b.rotation[:2, :2] @ local, base + size[2] / 2)
     o = Placed(str(num), os_.category, c, size, b.yaw, look, k)
-    return o if _footprint_inside(o, g.x0, g.y0, g.x1, g.y1) or base > g.z + 1e-9 else None
+    if base <= g.z + 1e-9:  # on the ground beside it
+        return o if _footprint_inside(o, g.x0, g.y0, g.x1, g.y1) else None
+    return o if any(_rests_on(o, s) for s in placed) else None  # on the same top as it
 
 
 def travelled(tau: np.ndarray, v0: float, a: float, lane: float) -> np.ndarray:
@@ -433,12 +447,7 @@ def plan_movers(spec: ScenarioSpec, g: Ground, objects: list[Placed], eyes: np.n
         o = objs[idx[m.instance]]
         v0, a = float(rng.uniform(*m.speed_mps)), float(rng.uniform(*m.accel_mps2))
         need = float(travelled(np.array([times[-1] - m.start_s]), v0, a, np.inf)[0])
-        os_ = spec.objects[o.spec_index]
-        x0, y0, x1, y1 = g.x0, g.y0, g.x1, g.y1
-        if os_.region is not None:
-            fx0, fy0, fx1, fy1 = os_.region
-            x0, x1 = g.x0 + fx0 * (g.x1 - g.x0), g.x0 + fx1 * (g.x1 - g.x0)
-            y0, y1 = g.y0 + fy0 * (g.y1 - g.y0), g.y0 + fy1 * (g.y1 - g.y0)
+        x0, y0, x1, y1 = region_bounds(g, spec.objects[o.spec_index].region)
         others = [b for b in objs if b.id != o.id]
         for _ in range(tries):
             heading = float(rng.uniform(0, 2 * np.pi))

@@ -222,6 +222,11 @@ class _Parser:
         if w % 2 or h % 2 or w * h > MAX_PIXELS:
             raise self.fail("resolution", f"even [W, H] (the video is yuv420p), at most {MAX_PIXELS} pixels", res)
         movers = tuple(self.mover(m, f"dynamics[{i}]", objects, frames / fps) for i, m in enumerate(dyn))
+        for i, m in enumerate(movers):
+            carried = [f"objects[{j}]" for j, o in enumerate(objects) if o.target == m.category]
+            if carried:
+                raise self.fail(f"{carried[0]}.target", f"a category that does not move ({m.category!r} moves: "
+                                f"dynamics[{i}]; what stands on or beside it would be left behind)", m.category)
         seen = set()
         for i, m in enumerate(movers):
             if (m.category, m.instance) in seen:
