@@ -61,5 +61,6 @@ def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers
 
     sp = load_spec(spec)
     if num_frames or size or fps:
-        sp = sp.with_render(frames=num_frames, resolution=_size(size) if size else None, fps=fps)
+        sp = sp.with_render(frames=num_frames, resolution=_size(size) if size else None, fps=fps,
+                            source=f"{spec} with --frames/--size/--fps")
     click.echo(str(render_scenario(sp, output, quiet=quiet, force=force)))

@@ -110,12 +110,13 @@ class ScenarioSpec:
         return cell_name(self.scale, self.camera.perspective, self.dynamic)
 
     def with_render(self, frames: int | None = None, resolution: tuple[int, int] | None = None,
-                    fps: float | None = None) -> "ScenarioSpec":
-        """The same scenario rendered with other settings (None: unchanged); validated again."""
+                    fps: float | None = None, source: str = "<spec>") -> "ScenarioSpec":
+        """The same scenario rendered with other settings (None: unchanged); validated again (errors name
+        ``source``)."""
         doc = spec_to_dict(self)
         doc.update({k: v for k, v in (("frames", frames), ("resolution", None if resolution is None
                                                                else list(resolution)), ("fps", fps)) if v is not None})
-        return spec_from_dict(doc)
+        return spec_from_dict(doc, source)
 
     def to_dict(self) -> dict:
         return spec_to_dict(self)
