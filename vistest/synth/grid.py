@@ -209,12 +209,13 @@ def run_config(budgets: str):
                                        seen_threshold=seen_rule(None, SEEN_KIND)))
 
 
-def run_batch_of(scenes_dir: Path, run_dir: Path, cfg: GridConfig, progress: bool):
-    """Every scene folder through vistest batch (its engine, ``workers``), reusing visibility.npz."""
+def run_batch_of(scenes: dict[str, tuple[str, Path]], run_dir: Path, cfg: GridConfig, progress: bool):
+    """This grid's scenes (not other folders an earlier, larger grid left in OUT/scenes) through vistest
+    batch (its engine, ``workers``), reusing each scene's visibility.npz."""
     from ..batch.local import LocalEngine, default_workers
     from ..batch.ray_engine import RayEngine
     from ..batch.run import run_batch
-    from ..batch.specs import discover
+    from ..batch.specs import QUESTIONS_FILE, SceneSpec
     from ..batch.task import scene_memory_mb
 
     config = run_config(cfg.budgets)
@@ -223,7 +224,9 @@ def run_batch_of(scenes_dir: Path, run_dir: Path, cfg: GridConfig, progress: boo
         engine = RayEngine(cfg.address, 2, 1, memory, in_flight=cfg.workers, local_cpus=cfg.workers)
     else:
         engine = LocalEngine(cfg.workers or default_workers(1, memory), 2)
-    return run_batch(discover(scenes_dir), run_dir, config, engine, "visibility.npz", progress=progress)
+    specs = [SceneSpec(sid, path.resolve(), path.resolve().parent / QUESTIONS_FILE)
+             for sid, (_, path) in scenes.items()]
+    return run_batch(specs, run_dir, config, engine, "visibility.npz", progress=progress)
 
 
 def budget_statuses(run_dir: Path, scene_ids: list[str]) -> dict[str, Counter]:
@@ -322,7 +325,7 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
     reports = generate_cells(scenes, tables, cfg.seed, out / "reports", progress)
     lap("generate")
     notes = []
-    batch = run_batch_of(out / "scenes", out / "run", cfg, progress)
+    batch = run_batch_of(scenes, out / "run", cfg, progress)
     lap("batch")
     if batch.failed:
         notes.append(f"{len(batch.failed)} scene(s) failed in the batch: {out / 'run' / 'failed.jsonl'}")
