@@ -310,6 +310,17 @@ def test_cell_answers_agree_with_geometry(rendered, cell):
             else:
                 want = disp / ((fr[-1] - fr[0]) / fps) if t == "motion_speed" else disp
                 assert _number(q) == pytest.approx(want, rel=0.15, abs=0.011), (t, want, q["options"])
+        elif t == "motion_acceleration":
+            # s = v0 tau + a tau^2 / 2: any chord's speed is the speed at its middle, so the first-to-last chord
+            # estimate is exactly a while the mover is in its unclamped phase (started, not stopped, not at its
+            # lane's end) over the whole window, whichever frames see it
+            p0, u, v0, a, start, lane = layout.motions[q["objects"][0]]
+            fr = _window_frames(q, fps, n)
+            tau = np.array([fr[0], fr[-1]]) / fps - start
+            free = tau[0] >= 0 and (a >= 0 or tau[1] <= v0 / -a) and v0 * tau[1] + a * tau[1] ** 2 / 2 < lane - 1e-6
+            if not free:
+                continue
+            assert _number(q) == pytest.approx(a, abs=0.006), (t, a, q["options"])
         elif t in ("camera_displacement", "camera_path_length", "camera_orientation_change"):
             fr = _window_frames(q, fps, n)
             eyes = layout.poses[fr, :3, 3]

@@ -7,8 +7,9 @@ k // 3: every scenario mixes unique labels, which most types ask about, with rep
 counting asks about), sizes in the lower or the upper half of the catalogue's range (k // 9), so that a
 cell's scenarios spread over counts and sizes; the exocentric camera cycles fixed, orbit, pan; a dynamic cell
 adds one or two movers (the scale's movable categories) with the scale's speeds (m/s) and accelerations
-(m/s^2), starting at a tenth of the video, in the ground's central half (:data:`CENTRE`: every camera
-looks there, and their lanes stay in it).
+(m/s^2), starting at a tenth of the video, in the ground's central 70% (:data:`CENTRE`: every camera
+looks there, and their lanes stay in it), listed first (their lanes are planned before the other objects
+are placed, which keep clear of them).
 
 :data:`CELL_TYPES`: one task per cell, as vistest.generate types (VGenST asks one reasoning task per
 cell; these are the generator's types closest to each): static cells ask the static types of their
@@ -30,7 +31,7 @@ SPEED_MPS = {"figural": (0.08, 0.2), "vista": (0.3, 0.8), "environmental": (1.0,
 ACCEL_MPS2 = {"figural": (-0.02, 0.04), "vista": (-0.08, 0.15), "environmental": (-0.3, 0.4)}
 COUNT_LEVELS = ((1, 1), (1, 2), (1, 1), (2, 3))
 KIND_LEVELS = {"figural": (3, 4, 5), "vista": (5, 6, 8), "environmental": (5, 6, 8)}
-CENTRE = [0.25, 0.25, 0.75, 0.75]  # a mover's region: the ground's central half, where every camera looks
+CENTRE = [0.15, 0.15, 0.85, 0.85]  # a mover's region: the ground's centre, where every camera looks
 EXO_MODES = ("fixed", "orbit", "pan")
 
 STATIC_TYPES = {
@@ -89,9 +90,9 @@ def cell_spec(cell: str, k: int, seed: int = 0, frames: int = 300, resolution: t
         objects[-1].update(relation="next_to", target=objects[0]["category"])
     camera = {"perspective": persp, "mode": "walk" if persp == "egocentric" else EXO_MODES[k % 3]}
     dynamics = []
-    if dyn:
+    if dyn:  # listed first: their lanes are planned before the other objects are placed
         for m in rng.choice(movers, size=1 + k % 2, replace=False):
-            objects.append({"category": str(m), "count": 1, "relation": "inside", "region": CENTRE})
+            objects.insert(0, {"category": str(m), "count": 1, "relation": "inside", "region": CENTRE})
             dynamics.append({"category": str(m), "speed_mps": list(SPEED_MPS[scale]),
                              "accel_mps2": list(ACCEL_MPS2[scale]), "start_s": round(0.1 * frames / fps, 3)})
     return spec_from_dict({"scenario_id": f"{cell}-{k:04d}", "scale": scale, "objects": objects, "camera": camera,

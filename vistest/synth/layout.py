@@ -17,7 +17,8 @@ as vistest.scene. Every object is an upright box (rotation about +Z by its ``yaw
   beside one (same base height and yaw, a gap of 2 cm to the scale's ``next_gap_m``; on the ground, or
   resting on the same top when the target stands on another object). No two boxes
   interpenetrate, and no camera position comes within ``clearance_m`` of a box, at any frame.
-* **Movers**: slide along a straight lane on the ground, heading = yaw of their x axis: distance
+* **Movers**: their lane is planned when they are placed (objects listed later keep clear of the whole
+  path: list movers first); they slide along a straight lane on the ground, heading = yaw of their x axis: distance
   ``s(tau) = v0 tau + a tau^2 / 2`` after their start (``tau`` seconds), the speed ``v0 + a tau``
   never below 0 (it stops), at most the lane's length (it stops at the end). Keys at every frame.
 * **Camera**: the walk (egocentric) keeps eye height with a 1 cm bob, looks where it walks and
@@ -32,7 +33,7 @@ import numpy as np
 
 from ..datasets.demo import boxes_overlap
 from ..geometry import boxes_contain, look_at, look_rotation, rot_z
-from .spec import CameraSpec, ObjectSpec, ScenarioSpec, SpecError
+from .spec import CameraSpec, MoverSpec, ObjectSpec, ScenarioSpec, SpecError
 
 # category -> (size min, size max) full extents (x, y, z) metres: a scale's catalogue when a spec gives no size
 FIGURAL_CATALOGUE = {
@@ -327,7 +328,14 @@ def _clear_of_camera(o: Placed, eyes: np.ndarray, clearance: float) -> bool:
 
 
 def _free(o: Placed, others: list[Placed]) -> bool:
-    return not any(boxes_overlap(o, b) for b in others)
+    """``o`` (static) overlaps none of ``others``: a mover at none of its sampled frames."""
+    for b in others:
+        if b.centres is None:
+            if boxes_overlap(o, b):
+                return False
+        elif any(boxes_overlap(o, b.at(f)) for f in _sampled(len(b.centres))):
+            return False
+    return True
 
 
 def _sizes(spec: ScenarioSpec, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -344,14 +352,19 @@ def _sizes(spec: ScenarioSpec, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def place_objects(spec: ScenarioSpec, g: Ground, eyes: np.ndarray, rng: np.random.Generator,
-                  attempts: int = 200) -> list[Placed]:
-    """Every instance of every ObjectSpec, in order (module docstring); the figural table first (id 1).
-    SpecError naming ``objects[k].count`` when an instance finds no place in ``attempts`` draws."""
+                  attempts: int = 200) -> tuple[list[Placed], dict]:
+    """Every instance of every ObjectSpec, in order (module docstring); the figural table first (id 1). A
+    mover's lane is planned as soon as it is placed (:func:`plan_lane`, against the objects placed before
+    it), and every later object keeps clear of its whole path: list movers first for long lanes. Returns
+    the objects and the movers' kinematics (Layout.motions). SpecError naming ``objects[k].count`` when an
+    instance finds no place in ``attempts`` draws."""
     p = SCALES[spec.scale]
     placed: list[Placed] = []
+    motions: dict = {}
     if p.table is not None:
         size = np.array([g.x1 - g.x0, g.y1 - g.y0, g.z])
         placed.append(Placed("1", "table", np.append(g.centre[:2], g.z / 2), size, 0.0, draw_look(rng), -1))
+    movers = {(m.category, m.instance): (i, m) for i, m in enumerate(spec.dynamics)}
     for k, os_ in enumerate(spec.objects):
         lo, hi = _sizes(spec, k)
         n = int(rng.integers(os_.count[0], os_.count[1] + 1))
@@ -365,7 +378,11 @@ def place_objects(spec: ScenarioSpec, g: Ground, eyes: np.ndarray, rng: np.rando
                 raise SpecError(file=spec.scenario_id, field=f"objects[{k}].count",
                                 expected=f"fewer {os_.category!r} instances or a larger ground: instance {j + 1} of "
                                          f"{n} found no free place in {attempts} draws (seed {spec.seed})")
-    return placed
+            nth = sum(b.label == o.label and b.spec_index >= 0 for b in placed) - 1
+            if (o.label, nth) in movers:
+                mi, m = movers[(o.label, nth)]
+                placed[-1], motions[o.id] = plan_lane(spec, g, o, m, mi, placed[:-1], eyes, rng)
+    return placed, motions
 
 
 def region_bounds(g: Ground, region: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
@@ -431,44 +448,55 @@ def travelled(tau: np.ndarray, v0: float, a: float, lane: float) -> np.ndarray:
     return np.minimum(v0 * tau + 0.5 * a * tau ** 2, lane)
 
 
-def plan_movers(spec: ScenarioSpec, g: Ground, objects: list[Placed], eyes: np.ndarray, rng: np.random.Generator,
-                tries: int = 24) -> tuple[list[Placed], dict]:
-    """Give each mover its lane (module docstring): of ``tries`` random headings, the first along which
-    its path stays on its ground (or region) and clear of every other box (earlier movers: at every
-    60th of the video), and of the camera at every frame; the lane is as long as the video needs or the
-    ground allows (it stops at the end)."""
+def plan_lane(spec: ScenarioSpec, g: Ground, o: Placed, m: MoverSpec, mi: int, others: list[Placed],
+              eyes: np.ndarray, rng: np.random.Generator, tries: int = 24) -> tuple[Placed, tuple]:
+    """Mover ``o``'s lane (module docstring): of ``tries`` random headings, each with the start backed up from
+    where ``o`` was placed as far as it goes against the heading, those along which its path stays on its
+    ground (or region) and clear of ``others`` (movers among them: at every 60th of the video) and of the
+    camera at every frame; the first whose lane is as long as the video needs, else the longest (it stops
+    at the lane's end). Returns the moving object and its kinematics (start centre, heading unit
+    vector, v0, a, start s, lane m)."""
     p = SCALES[spec.scale]
     n = spec.frames
     times = np.arange(n) / spec.fps
-    objs = list(objects)
-    motions = {}
-    for mi, m in enumerate(spec.dynamics):
-        idx = [i for i, o in enumerate(objs) if o.label == m.category and o.spec_index >= 0]
-        o = objs[idx[m.instance]]
-        v0, a = float(rng.uniform(*m.speed_mps)), float(rng.uniform(*m.accel_mps2))
-        need = float(travelled(np.array([times[-1] - m.start_s]), v0, a, np.inf)[0])
-        x0, y0, x1, y1 = region_bounds(g, spec.objects[o.spec_index].region)
-        others = [b for b in objs if b.id != o.id]
-        for _ in range(tries):
-            heading = float(rng.uniform(0, 2 * np.pi))
-            u = np.array([np.cos(heading), np.sin(heading), 0.0])
-            lane = _lane_length(o, u, heading, (x0, y0, x1, y1), others, need)
-            if lane is None:
-                continue
-            s = travelled(times - m.start_s, v0, a, lane)
-            centres = o.center[None] + s[:, None] * u[None]
-            moving = Placed(o.id, o.label, centres[0], o.size, heading, o.look, o.spec_index, centres)
-            planned = [b for b in objs if b.centres is not None and b.id != o.id]
-            if all(_clear_of_camera(moving.at(i), eyes[i:i + 1], p.clearance_m) for i in range(n)) and not any(
-                    boxes_overlap(moving.at(f), b.at(f)) for b in planned for f in range(0, n, max(1, n // 60))):
+    v0, a = float(rng.uniform(*m.speed_mps)), float(rng.uniform(*m.accel_mps2))
+    need = float(travelled(np.array([times[-1] - m.start_s]), v0, a, np.inf)[0])
+    bounds = region_bounds(g, spec.objects[o.spec_index].region)
+    planned = [b for b in others if b.centres is not None]
+    best = None
+    for heading in rng.uniform(0, 2 * np.pi, tries):
+        u = np.array([np.cos(heading), np.sin(heading), 0.0])
+        back = _lane_length(o, -u, float(heading), bounds, others, need)  # first back up as far as it can
+        if back is None:
+            continue
+        start = Placed(o.id, o.label, o.center - back * u, o.size, float(heading), o.look, o.spec_index)
+        lane = _lane_length(start, u, float(heading), bounds, others, need)
+        if lane is None or (best is not None and lane <= best[0]):
+            continue
+        centres = start.center[None] + travelled(times - m.start_s, v0, a, lane)[:, None] * u[None]
+        moving = Placed(o.id, o.label, centres[0], o.size, float(heading), o.look, o.spec_index, centres)
+        if _path_clear_of_camera(moving, eyes, p.clearance_m) and not any(
+                boxes_overlap(moving.at(f), b.at(f)) for b in planned for f in _sampled(n)):
+            best = (lane, moving, u)
+            if lane >= need:
                 break
-        else:
-            raise SpecError(file=spec.scenario_id, field=f"dynamics[{mi}]",
-                            expected=f"a mover with room to move: no free lane for {m.category!r} in {tries} headings "
-                                     f"(seed {spec.seed}); fewer objects or a slower mover")
-        objs[idx[m.instance]] = moving
-        motions[o.id] = (centres[0].copy(), u, v0, a, m.start_s, lane)
-    return objs, motions
+    if best is None:
+        raise SpecError(file=spec.scenario_id, field=f"dynamics[{mi}]",
+                        expected=f"a mover with room to move: no free lane for {m.category!r} in {tries} headings "
+                                 f"(seed {spec.seed}); fewer objects or a slower mover")
+    lane, moving, u = best
+    return moving, (moving.centres[0].copy(), u, v0, a, m.start_s, lane)
+
+
+def _sampled(n: int) -> range:
+    """The frames a moving box is checked at against other boxes: every 60th of the video."""
+    return range(0, n, max(1, n // 60))
+
+
+def _path_clear_of_camera(o: Placed, eyes: np.ndarray, clearance: float) -> bool:
+    """At no frame i is camera centre ``eyes[i]`` inside the mover ``o`` at frame i grown by ``clearance``."""
+    local = np.einsum("nk,kj->nj", eyes - o.centres, o.rotation)  # camera centres in the box's axes
+    return not bool(np.any(np.all(np.abs(local) < o.size / 2 + clearance, axis=1)))
 
 
 def _lane_length(o: Placed, u: np.ndarray, heading: float, bounds, others: list[Placed], need: float
@@ -500,6 +528,5 @@ def build_layout(spec: ScenarioSpec) -> Layout:
     g = draw_ground(spec, rng)
     poses = camera_poses(spec.camera, spec.scale, g, spec.frames, rng)
     eyes = poses[:, :3, 3]
-    objects = place_objects(spec, g, eyes, rng)
-    objects, motions = plan_movers(spec, g, objects, eyes, rng)
+    objects, motions = place_objects(spec, g, eyes, rng)
     return Layout(spec, g, tuple(objects), poses, lighting, motions)
