@@ -33,7 +33,7 @@ import numpy as np
 from ..atomic import write_atomic
 from ..datasets import demo
 from ..scene import Frame, Intrinsics, Scene, SceneObject, TrackKey
-from .layout import Layout, Look, Placed, build_layout
+from .layout import LAYOUT_VERSION, Layout, Look, Placed, build_layout
 from .spec import ScenarioSpec, spec_to_dict
 
 STAMP = ".synth-params.json"  # the spec (and version) a folder was rendered from, written last
@@ -224,13 +224,14 @@ def _ro(a) -> np.ndarray:
 def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool = False, force: bool = False) -> Path:
     """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json.
 
-    Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json) is
-    left as it is unless ``force``; otherwise scene.json and the stamp are removed first and written
-    last, every other file replaced atomically, so an interrupted run leaves no scene a rerun trusts."""
+    Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec,
+    the vistest version and vistest.synth.layout.LAYOUT_VERSION) is left as it is unless ``force``;
+    otherwise scene.json and the stamp are removed first and written last, every other file replaced
+    atomically, so an interrupted run leaves no scene a rerun trusts."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / STAMP
-    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version()}
+    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version(), "layout": LAYOUT_VERSION}
     if not force and _up_to_date(outdir, stamp, params):
         return scene_path
     layout = build_layout(spec)
