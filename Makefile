@@ -122,6 +122,12 @@ demo: $(STAMP)
 	$(call demo_step,the window report: sampled frames inside each window (vistest windows))
 	$(VENV)/bin/vistest windows $(DEMO_DYN)/generated/questions.jsonl --scene $(DEMO_DYN)/scene.json \
 		--evaluator sti-bench.qwen2_5_vl -o $(DEMO_DYN)/run/windows.md
+	$(call demo_step,a controlled scenario seen from outside: a tabletop orbited while a cup slides (vistest synth))
+	$(VENV)/bin/vistest synth examples/synth/tabletop-orbit-slide.json -o $(DEMO_OUT)/synth/tabletop-orbit-slide \
+		--frames 90 --size 320x240 --quiet
+	$(call demo_step,a controlled scenario seen from inside: a walk through a furnished room (vistest synth))
+	$(VENV)/bin/vistest synth examples/synth/room-walk.json -o $(DEMO_OUT)/synth/room-walk --frames 90 --size 320x240 \
+		--quiet
 	@echo
 	@echo "Demo outputs:"
 	@echo "  scene:         $(abspath $(DEMO_OUT))/scene/scene.json (video: $(abspath $(DEMO_OUT))/scene/video.mp4)"
@@ -146,6 +152,8 @@ demo: $(STAMP)
 	@echo "                 its questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl and report.md (docs/generate.md)"
 	@echo "                 their run: $(abspath $(DEMO_DYN))/run/ (ground truth per window: scenes/*/{16,32,64,all}_frame.jsonl,"
 	@echo "                 STI-Bench's client: scenes/*/evaluators/; black dummies; window report: windows.md)"
+	@echo "  synth:         $(abspath $(DEMO_OUT))/synth/{tabletop-orbit-slide,room-walk}/ (exocentric and egocentric"
+	@echo "                 scenarios rendered from examples/synth/*.json: video.mp4 and scene.json; docs/synth.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
 
 # `make variants SCENES=DIR OUT=DIR`: every DIR/*/scene.json (beside its questions.jsonl) through

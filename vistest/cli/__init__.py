@@ -9,6 +9,7 @@
 * :mod:`.eval`: ``score``, ``baseline``, ``export``;
 * :mod:`.generate`: ``generate`` (questions from scene ground truth);
 * :mod:`.reformulate`: ``reformulate`` (circular, none-of-these, open, abstain variants);
+* :mod:`.synth`: ``synth`` (scenario specs rendered into scenes; ``--grid N``: a benchmark over the 12 cells);
 * :mod:`.options`: the options several commands share, each default defined once.
 
 The error contract (vistest.errors) is kept here, once, for every command: an
@@ -30,6 +31,7 @@ from .datasets import audit_cmd, demo_scene, import_cmd
 from .eval import baseline, export_cmd, score
 from .generate import generate_cmd
 from .reformulate import reformulate_cmd
+from .synth import synth_cmd
 from .look import index_cmd, overlay_cmd, sheet_cmd, timeline_cmd
 from .videos import run, videos
 from .visibility import visibility
@@ -67,6 +69,6 @@ def main() -> None:
 
 for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
              overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd, generate_cmd,
-             reformulate_cmd, windows):
+             reformulate_cmd, windows, synth_cmd):
     main.add_command(_cmd)
 

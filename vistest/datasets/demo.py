@@ -430,7 +430,7 @@ class DemoRenderer:
         self.seg_map = {n: (255, 255, 255) for n in nodes}
         for direction, intensity in (((-0.35, -0.55, -0.76), 2.0), ((0.6, 0.3, -0.5), 1.0)):
             self.scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=intensity),
-                           pose=_light_pose(np.array(direction)))
+                           pose=light_pose(np.array(direction)))
         self.cam_node = self.scene.add(gl_camera(k, ZNEAR, ZFAR), pose=np.eye(4))
         self.renderer = pyrender.OffscreenRenderer(*size)
 
@@ -457,7 +457,7 @@ class DemoRenderer:
         self.renderer.delete()
 
 
-def _light_pose(direction: np.ndarray) -> np.ndarray:
+def light_pose(direction: np.ndarray) -> np.ndarray:
     """Pose of a pyrender directional light shining along ``direction`` (its -Z axis)."""
     z = -direction / np.linalg.norm(direction)
     x = np.cross([0.0, 1.0, 0.0], z)
@@ -476,13 +476,21 @@ def depth_to_png16(depth_m: np.ndarray) -> np.ndarray:
 # the command
 # ---------------------------------------------------------------------------------------
 def write_video_and_depth(outdir: Path, render: Callable[[int], tuple[np.ndarray, np.ndarray]], num_frames: int,
-                          fps: float, size: tuple[int, int], label: str, quiet: bool) -> None:
+                          fps: float, size: tuple[int, int], label: str, quiet: bool, depth: bool = True) -> None:
     """Render decoded frames 0 .. ``num_frames - 1`` with ``render(i) -> (rgb (H, W, 3) uint8, depth
     (H, W) metres along the optical axis, 0 = nothing)`` into ``outdir/video.mp4`` (``fps`` frames/s,
     ``size`` (W, H)) and ``outdir/depth/{i:06d}.png`` (16-bit millimetres, :func:`depth_to_png16`).
-    The depth folder is written aside and put in place whole (:func:`replace_dir`)."""
+    The depth folder is written aside and put in place whole (:func:`replace_dir`). ``depth=False``:
+    the video alone (``render`` may return None for the depth)."""
     import cv2
 
+    if not depth:
+        with VideoWriter(outdir / "video.mp4", fps=fps, size=size) as video, \
+                progress_bar(num_frames, label, enabled=not quiet) as bar:
+            for i in range(num_frames):
+                video.write(render(i)[0])
+                bar.update(1)
+        return
     depth_tmp = Path(tempfile.mkdtemp(prefix=".depth.", suffix=".tmp", dir=outdir))
     try:
         with VideoWriter(outdir / "video.mp4", fps=fps, size=size) as video, \

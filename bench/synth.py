@@ -1,0 +1,67 @@
+"""Benchmark: `vistest synth --grid N` (render, visibility, questions, batch, exports, report) against the
+demo scene's render, in one run.
+
+1. the reference: ``vistest demo-scene`` (the furnished room, pyrender, with its depth frames) at the same
+   size and frame count, in a fresh folder;
+2. ``vistest synth --grid N -o OUT --frames F --size WxH -j J`` in a fresh folder.
+
+Each runs as a child process; printed: its wall time, the peak resident memory of its largest process
+(``ru_maxrss`` of the waited-for children: the largest single process, not their sum), the grid's time
+per scenario and per scenario divided by the demo's render (the ratio; a shared machine slows both), each
+step's seconds (the grid's report.json), and the time for ``--extrapolate`` scenarios at this
+per-scenario rate (every step but the exports is per scenario; honest only while memory is no limit).
+
+    python bench/synth.py [--n 12] [--frames 300] [--size 640x480] [--jobs 2] [--extrapolate 200] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VISTEST = [sys.executable, "-m", "vistest.cli"]
+
+
+def run(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MiB of the largest process so far among waited-for children)."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    return time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=12, help="scenarios (12: one per cell)")
+    ap.add_argument("--frames", type=int, default=300)
+    ap.add_argument("--size", default="640x480")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--extrapolate", type=int, default=200)
+    ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    a = ap.parse_args()
+    tmp = a.keep or Path(tempfile.mkdtemp(prefix="bench-synth."))
+    tmp.mkdir(parents=True, exist_ok=True)
+    t_demo, m_demo = run(VISTEST + ["demo-scene", str(tmp / "demo"), "--frames", str(a.frames), "--size", a.size,
+                                    "--force", "--quiet"])
+    t_grid, m_grid = run(VISTEST + ["synth", "--grid", str(a.n), "-o", str(tmp / "grid"), "--frames", str(a.frames),
+                                    "--size", a.size, "-j", str(a.jobs), "--force", "--quiet"])
+    rep = json.loads((tmp / "grid" / "report.json").read_text())
+    per = t_grid / a.n
+    print(f"demo-scene render ({a.size}, {a.frames} frames): {t_demo:.1f} s, peak RSS {m_demo:.0f} MiB")
+    print(f"synth --grid {a.n} -j {a.jobs}: {t_grid:.1f} s ({per:.1f} s per scenario, "
+          f"{per / t_demo:.2f} x the demo's render), peak RSS of one process {m_grid:.0f} MiB")
+    print("steps (s): " + ", ".join(f"{k} {v:.1f}" for k, v in rep["seconds"].items()))
+    print(f"questions: {sum(sum(c['questions'].values()) for c in rep['cells'].values())}")
+    print(f"extrapolated: {a.extrapolate} scenarios ~ {per * a.extrapolate / 60:.0f} min at this rate")
+    print(f"outputs: {tmp}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""``vistest synth --grid N``: a benchmark of N scenarios spread over the 12 cells, in one command.
+
+:func:`run_grid` writes into ``OUT``::
+
+    OUT/specs/{id}.json              each scenario's spec (vistest.synth.cells.cell_spec)
+    OUT/scenes/{id}/                 each scenario rendered (vistest.synth.render): video.mp4, scene.json,
+                                     mesh, its visibility.npz and questions.jsonl
+    OUT/run/                         the batch's run folder (vistest batch: budget and dummy videos,
+                                     ground truth per budget, manifest.jsonl, index.html)
+    OUT/export/lmms-eval-task/       the lmms-eval task folder, OUT/export/vlmevalkit/ the TSVs
+    OUT/reports/{cell}/report.md     each cell's generate report (pools, debiasing, blind attacks)
+    OUT/report.md, OUT/report.json   the per-cell report: scenarios, questions per type, budget
+                                     statuses, blind attacks (report.json: each step's seconds too)
+
+Steps: the specs (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts, sizes and camera
+modes cycle inside a cell; a spec that cannot be laid out is drawn again from another seed, up to
+``MAX_REDRAWS`` times); rendering on ``workers`` processes (``engine`` ray: a Ray task per scenario);
+each scene's visibility table; the questions of each cell's task (vistest.synth.cells.CELL_TYPES)
+generated over the cell's scenes together (the set's debiasing, per cell); the batch (vistest.batch,
+the local pool or Ray) with the table reused; the exports; the report. Reruns skip what is up to date
+(renders by their spec, tables newer than their scene, the batch by its records).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..atomic import write_atomic
+from ..errors import InputError
+from ..progress import progress_bar
+from .cells import CELL_TYPES, SEEN_KIND, cell_spec, split_cell, synth_rules
+from .spec import CELLS, ScenarioSpec, SpecError, spec_from_dict, spec_to_dict
+
+MAX_REDRAWS = 10
+EXPORTS = ("lmms-eval-task", "vlmevalkit")
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """``n`` scenarios from ``seed``, each ``frames`` frames of ``resolution`` (W, H) at ``fps``; the batch
+    on ``engine`` (local or ray; ``address`` for ray) with ``workers`` (None: the CPUs) at ``budgets``;
+    ``export``: write the exports; ``force``: render again."""
+
+    n: int
+    seed: int = 0
+    frames: int = 300
+    resolution: tuple[int, int] = (640, 480)
+    fps: float = 30.0
+    engine: str = "local"
+    workers: int | None = None
+    address: str | None = None
+    budgets: str = "16,32,64,all"
+    export: bool = True
+    force: bool = False
+
+    def check(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise InputError(f"--grid: expected a positive number of scenarios, got {self.n!r}")
+        if self.workers is not None and self.workers < 1:
+            raise InputError(f"-j/--workers: expected a positive integer, got {self.workers!r}")
+
+
+def grid_cells(n: int) -> list[tuple[str, int]]:
+    """(cell, k) of scenario i = 0 .. n-1: cell ``i mod 12``, its ``k = i // 12``-th scenario."""
+    return [(CELLS[i % len(CELLS)], i // len(CELLS)) for i in range(n)]
+
+
+def _render_one(doc: dict, folder: str, cell: str, k: int, seed: int, force: bool) -> str:
+    """Worker: render a spec, drawing it again from another seed while it cannot be laid out
+    (``MAX_REDRAWS`` times); returns its scene.json."""
+    from .render import render_scenario
+
+    spec = spec_from_dict(doc)
+    for attempt in range(1, MAX_REDRAWS + 1):
+        try:
+            return str(render_scenario(spec, folder, quiet=True, force=force))
+        except SpecError:
+            if attempt == MAX_REDRAWS:
+                raise
+            spec = cell_spec(cell, k, seed=seed + 1_000_003 * attempt, frames=spec.frames,
+                             resolution=spec.resolution, fps=spec.fps)
+    raise AssertionError("unreachable")
+
+
+def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, seed: int, workers: int,
+               force: bool, progress: bool, ray: bool = False, address: str | None = None
+               ) -> dict[str, tuple[str, Path]]:
+    """Render every (cell, k, spec) into ``scenes_dir/{id}`` on ``workers`` processes (spawned: each
+    opens its own EGL context), or with ``ray`` one Ray task per scenario on the cluster at ``address``
+    (1 CPU each; every node sees ``scenes_dir`` at the same path); scenario id -> (cell, scene.json)."""
+    import multiprocessing
+
+    jobs = [(spec_to_dict(spec), str(scenes_dir.resolve() / spec.scenario_id), cell, k, seed, force)
+            for cell, k, spec in specs]
+    out: dict[str, tuple[str, Path]] = {}
+    with progress_bar(len(jobs), "render", enabled=progress) as bar:
+        if ray:
+            for job, path in _render_on_ray(jobs, address, workers):
+                out[job[0]["scenario_id"]] = (job[2], Path(path))
+                bar.update(1)
+        elif workers <= 1:
+            for job in jobs:
+                out[job[0]["scenario_id"]] = (job[2], Path(_render_one(*job)))
+                bar.update(1)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futs = {pool.submit(_render_one, *job): job for job in jobs}
+                for f in as_completed(futs):
+                    job = futs[f]
+                    out[job[0]["scenario_id"]] = (job[2], Path(f.result()))
+                    bar.update(1)
+    return dict(sorted(out.items()))
+
+
+def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
+    """Yield (job, scene.json) as each Ray task rendering a job ends (``address``: HOST:PORT, ``local`` for
+    a private instance of ``local_cpus`` CPUs, or None: ``$RAY_ADDRESS``, as vistest.batch.ray_engine); a
+    task that raised raises here (bad input: the spec's SpecError)."""
+    import logging
+
+    from ..batch.ray_engine import LOCAL, LOCAL_OBJECT_STORE_MB, cluster_address, import_ray
+
+    ray = import_ray()
+    address = cluster_address(address)
+    common = dict(log_to_driver=False, logging_level=logging.WARNING, namespace="vistest")
+    if address == LOCAL:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=local_cpus, include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_MB * 2**20,
+                 **common)
+    else:
+        ray.init(address=address, **common)
+    try:
+        remote = ray.remote(_render_one).options(num_cpus=1, max_retries=2, retry_exceptions=False)
+        refs = {remote.remote(*job): job for job in jobs}
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                job = refs.pop(ref)
+                try:
+                    path = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    cause = e.as_instanceof_cause()
+                    raise (cause if isinstance(cause, InputError) else e) from None
+                yield job, path
+    finally:
+        ray.shutdown()
+
+
+def visibility_all(scenes: dict[str, tuple[str, Path]], progress: bool) -> dict:
+    """Each scene's visibility table (occlusion auto: the scene's mesh), kept as ``visibility.npz`` beside
+    its scene.json and reused while newer than it; scenario id -> (Scene, Visibility)."""
+    from ..scene import Scene
+    from ..visibility.table import Visibility, compute_visibility
+
+    out = {}
+    with progress_bar(len(scenes), "visibility", enabled=progress) as bar:
+        for sid, (_, path) in scenes.items():
+            scene = Scene.load(path)
+            npz = path.parent / "visibility.npz"
+            if npz.exists() and npz.stat().st_mtime_ns >= path.stat().st_mtime_ns:
+                vis = Visibility.load(npz)
+            else:
+                vis = compute_visibility(scene)
+                vis.save(npz)
+            out[sid] = (scene, vis)
+            bar.update(1)
+    return out
+
+
+def generate_cells(scenes: dict[str, tuple[str, Path]], tables: dict, seed: int, reports_dir: Path,
+                   progress: bool) -> dict[str, object]:
+    """Each cell's questions (its task's types, vistest.synth.cells.CELL_TYPES) over the cell's scenes
+    together, debiased as a set; written to each scene's ``questions.jsonl`` and the cell's report to
+    ``reports_dir/{cell}/``; cell -> its GenerateReport."""
+    from ..generate import SceneInput, generate
+    from ..generate.run import questions_jsonl
+
+    by_cell: dict[str, list[str]] = defaultdict(list)
+    for sid, (cell, _) in scenes.items():
+        by_cell[cell].append(sid)
+    reports = {}
+    for cell in CELLS:
+        if cell not in by_cell:
+            continue
+        inputs = [SceneInput(*tables[sid], f"{scenes[sid][1].parent / 'visibility.npz'}") for sid in by_cell[cell]]
+        gen = generate(inputs, CELL_TYPES[cell], synth_rules(split_cell(cell)[0]), seed=seed, progress=progress)
+        for sid in by_cell[cell]:
+            write_atomic(scenes[sid][1].parent / "questions.jsonl", questions_jsonl(gen.questions.get(sid, ())))
+        write_atomic(reports_dir / cell / "report.md", gen.report.markdown())
+        write_atomic(reports_dir / cell / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
+        reports[cell] = gen.report
+    return reports
+
+
+def run_config(budgets: str):
+    """The batch's RunConfig: ``budgets``, the synthetic scenarios' seen rule (vistest.synth.cells.SEEN_KIND),
+    every other setting vistest run's default."""
+    from ..budget.config import TruthConfig
+    from ..budget.seen import seen_rule
+    from ..budgets import parse_budgets
+    from ..config import RunConfig
+
+    return RunConfig(truth=TruthConfig(budgets=tuple(parse_budgets(budgets, "--budgets")),
+                                       seen_threshold=seen_rule(None, SEEN_KIND)))
+
+
+def run_batch_of(scenes: dict[str, tuple[str, Path]], run_dir: Path, cfg: GridConfig, progress: bool):
+    """This grid's scenes (not other folders an earlier, larger grid left in OUT/scenes) through vistest
+    batch (its engine, ``workers``), reusing each scene's visibility.npz."""
+    from ..batch.local import LocalEngine, default_workers
+    from ..batch.ray_engine import RayEngine
+    from ..batch.run import run_batch
+    from ..batch.specs import QUESTIONS_FILE, SceneSpec
+    from ..batch.task import scene_memory_mb
+
+    config = run_config(cfg.budgets)
+    memory = scene_memory_mb(config.resources)
+    if cfg.engine == "ray":
+        engine = RayEngine(cfg.address, 2, 1, memory, in_flight=cfg.workers, local_cpus=cfg.workers)
+    else:
+        engine = LocalEngine(cfg.workers or default_workers(1, memory), 2)
+    specs = [SceneSpec(sid, path.resolve(), path.resolve().parent / QUESTIONS_FILE)
+             for sid, (_, path) in scenes.items()]
+    return run_batch(specs, run_dir, config, engine, "visibility.npz", progress=progress)
+
+
+def budget_statuses(run_dir: Path, scene_ids: list[str]) -> dict[str, Counter]:
+    """budget label -> Counter of the rows' statuses over ``scene_ids`` (RUN_DIR/scenes/{id}/{n}_frame.jsonl)."""
+    from ..layout import budget_of_file, scene_dir
+
+    out: dict[str, Counter] = defaultdict(Counter)
+    for sid in scene_ids:
+        d = scene_dir(run_dir, sid)
+        for f in sorted(d.glob("*_frame.jsonl")) if d.is_dir() else []:
+            label = budget_of_file(f.name)
+            for line in f.read_text().splitlines():
+                if line.strip():
+                    out[label][json.loads(line).get("status", "?")] += 1
+    return dict(out)
+
+
+def cell_rows(scenes: dict[str, tuple[str, Path]], reports: dict, run_dir: Path | None) -> dict[str, dict]:
+    """The per-cell report's data (module docstring): cell -> scenarios, questions per type, statuses per
+    budget, blind attacks (attack, type, n, score - chance in points, judged, within margin)."""
+    out = {}
+    for cell in CELLS:
+        sids = [sid for sid, (c, _) in scenes.items() if c == cell]
+        if not sids:
+            continue
+        per_type: Counter = Counter()
+        for sid in sids:
+            for line in (scenes[sid][1].parent / "questions.jsonl").read_text().splitlines():
+                if line.strip():
+                    per_type[json.loads(line)["question_type"]] += 1
+        rep = reports.get(cell)
+        attacks = []
+        if rep is not None and rep.attacks is not None:
+            attacks = [{"attack": a.attack, "type": a.question_type, "n": a.n, "gap_points": round(100 * a.gap, 1),
+                        "judged": a.judged, "ok": a.ok} for a in rep.attacks.cells]
+        out[cell] = {"scenarios": len(sids), "questions": dict(sorted(per_type.items())),
+                     "budget_statuses": ({b: dict(sorted(c.items())) for b, c in
+                                          sorted(budget_statuses(run_dir, sids).items())} if run_dir else {}),
+                     "blind_attacks": attacks}
+    return out
+
+
+def report_markdown(rows: dict[str, dict], cfg: GridConfig, notes: list[str]) -> str:
+    """The per-cell report as markdown: a paragraph, the table, each cell's task, the notes."""
+    w, h = cfg.resolution
+    head = (f"# vistest synth --grid {cfg.n}\n\n{sum(r['scenarios'] for r in rows.values())} scenarios over "
+            f"{len(rows)} cells, {cfg.frames} frames of {w}x{h} at {cfg.fps:g} fps, seed {cfg.seed}.")
+    table = ["| cell | scenarios | questions | per type | statuses per budget (kept/changed/unanswerable) "
+             "| blind attacks: beyond their margin / judged; the largest gap over chance (points) |",
+             "|---|---|---|---|---|---|"]
+    for cell, r in rows.items():
+        types = ", ".join(f"{t} {n}" for t, n in r["questions"].items()) or "-"
+        st = "; ".join(f"{b}: {c.get('kept', 0)}/{c.get('changed', 0)}/{c.get('unanswerable', 0)}"
+                       for b, c in r["budget_statuses"].items()) or "-"
+        judged = [a for a in r["blind_attacks"] if a["judged"]]
+        worst = max(r["blind_attacks"], key=lambda a: a["gap_points"], default=None)
+        att = f"{sum(not a['ok'] for a in judged)} / {len(judged)}"
+        if worst is not None:
+            att += (f"; {worst['attack']} on {worst['type']}: {worst['gap_points']:+.1f} (n {worst['n']}"
+                    f"{'' if worst['judged'] else ', too few to judge'})")
+        table.append(f"| {cell} | {r['scenarios']} | {sum(r['questions'].values())} | {types} | {st} | {att} |")
+    parts = [head, "\n".join(table),
+             "Each cell's task: " + "; ".join(f"{c}: {', '.join(CELL_TYPES[c])}" for c in rows) + ".",
+             "Per cell: reports/{cell}/report.md (the generator's pools, debiasing and every blind attack)."]
+    if notes:
+        parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes))
+    return "\n\n".join(parts) + "\n"
+
+
+def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) -> str:
+    """The whole benchmark (module docstring); returns the report's markdown."""
+    import time
+
+    cfg.check()
+    clock, timing = time.perf_counter(), {}
+
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timing[step] = round(now - clock, 2)
+        clock = now
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    specs = []
+    for cell, k in grid_cells(cfg.n):
+        spec = cell_spec(cell, k, seed=cfg.seed, frames=cfg.frames, resolution=cfg.resolution, fps=cfg.fps)
+        specs.append((cell, k, spec))
+        write_atomic(out / "specs" / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
+    workers = cfg.workers or os.cpu_count() or 1
+    scenes = render_all(specs, out / "scenes", cfg.seed, min(workers, len(specs)), cfg.force, progress,
+                        ray=cfg.engine == "ray", address=cfg.address)
+    lap("render")
+    tables = visibility_all(scenes, progress)
+    lap("visibility")
+    reports = generate_cells(scenes, tables, cfg.seed, out / "reports", progress)
+    lap("generate")
+    notes = []
+    batch = run_batch_of(scenes, out / "run", cfg, progress)
+    lap("batch")
+    if batch.failed:
+        notes.append(f"{len(batch.failed)} scene(s) failed in the batch: {out / 'run' / 'failed.jsonl'}")
+    if cfg.export:
+        from ..eval.exporters import ExportOptions, export
+
+        for fmt in EXPORTS:
+            res = export(fmt, out / "run", out / "export" / fmt, ExportOptions(progress=progress))
+            notes += [f"export {fmt}: {w}" for w in res.warnings]
+        lap("export")
+    rows = cell_rows(scenes, reports, out / "run")
+    text = report_markdown(rows, cfg, notes)
+    write_atomic(out / "report.json", json.dumps({"cells": rows, "notes": notes, "seconds": timing}, indent=1) + "\n")
+    write_atomic(out / "report.md", text)
+    return text

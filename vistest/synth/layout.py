@@ -1,0 +1,535 @@
+"""A scenario's geometry and looks, drawn from its spec's seed: ground, objects, movers' paths, camera.
+
+:func:`build_layout` turns a :class:`~vistest.synth.spec.ScenarioSpec` into a :class:`Layout`, plain
+data the renderer draws and scene.json records; everything random is drawn from
+``numpy.random.default_rng(spec.seed)`` in a fixed order, so a spec gives one layout.
+
+Conventions: world metres, right-handed, +Z up; the floor is ``[0, FX] x [0, FY]`` at ``z = 0``
+(the scene's room polygon); camera poses are OpenCV camera-to-world (x right, y down, z forward),
+as vistest.scene. Every object is an upright box (rotation about +Z by its ``yaw``, radians): its
+``center`` is the box centre, ``size`` its full extents along its own axes.
+
+* **Scales** (:data:`SCALES`): figural, a table (an object labelled ``table``) whose top is the
+  ground, on a 4 x 4 m floor without walls; vista, a room of 5-10 x 4-8 m with 2.6 m walls, its floor
+  the ground; environmental, an open yard of 16-30 x 12-24 m, no walls (more than one view covers).
+* **Placement**: ``ground`` anywhere on the ground, ``inside`` in a region of it, ``on`` resting on
+  the top face of an earlier object of category ``target`` (footprint inside that top), ``next_to``
+  beside one (same base height and yaw, a gap of 2 cm to the scale's ``next_gap_m``; on the ground, or
+  resting on the same top when the target stands on another object). No two boxes
+  interpenetrate, and no camera position comes within ``clearance_m`` of a box, at any frame.
+* **Movers**: their lane is planned when they are placed (objects listed later keep clear of the whole
+  path: list movers first); they slide along a straight lane on the ground, heading = yaw of their x axis: distance
+  ``s(tau) = v0 tau + a tau^2 / 2`` after their start (``tau`` seconds), the speed ``v0 + a tau``
+  never below 0 (it stops), at most the lane's length (it stops at the end). Keys at every frame.
+* **Camera**: the walk (egocentric) keeps eye height with a 1 cm bob, looks where it walks and
+  around; fixed, orbit and pan (exocentric) look at the ground's centre from ``distance_m``.
+"""
+from __future__ import annotations
+
+import colorsys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..datasets.demo import boxes_overlap
+from ..geometry import boxes_contain, look_at, look_rotation, rot_z
+from .spec import CameraSpec, MoverSpec, ObjectSpec, ScenarioSpec, SpecError
+
+# bumped whenever a spec's layout or looks change for the same seed: a folder rendered under another one is
+# rendered again (vistest.synth.render's stamp)
+LAYOUT_VERSION = 2
+# category -> (size min, size max) full extents (x, y, z) metres: a scale's catalogue when a spec gives no size
+FIGURAL_CATALOGUE = {
+    "cup": ((0.07, 0.07, 0.08), (0.10, 0.10, 0.12)), "bowl": ((0.12, 0.12, 0.05), (0.20, 0.20, 0.09)),
+    "book": ((0.15, 0.20, 0.02), (0.25, 0.30, 0.05)), "phone": ((0.07, 0.14, 0.008), (0.08, 0.17, 0.012)),
+    "bottle": ((0.06, 0.06, 0.18), (0.09, 0.09, 0.32)), "apple": ((0.07, 0.07, 0.07), (0.09, 0.09, 0.09)),
+    "vase": ((0.08, 0.08, 0.15), (0.15, 0.15, 0.35)), "box": ((0.08, 0.06, 0.04), (0.25, 0.20, 0.15)),
+    "remote": ((0.04, 0.15, 0.02), (0.05, 0.22, 0.03)), "plate": ((0.18, 0.18, 0.015), (0.28, 0.28, 0.025)),
+    "candle": ((0.04, 0.04, 0.08), (0.08, 0.08, 0.20)), "toy car": ((0.10, 0.05, 0.04), (0.16, 0.08, 0.06)),
+    "ball": ((0.06, 0.06, 0.06), (0.12, 0.12, 0.12)), "lamp": ((0.12, 0.12, 0.25), (0.20, 0.20, 0.45)),
+}
+ENVIRONMENTAL_CATALOGUE = {
+    "bench": ((1.2, 0.4, 0.45), (2.0, 0.6, 0.9)), "tree": ((0.8, 0.8, 2.5), (2.0, 2.0, 6.0)),
+    "car": ((3.8, 1.7, 1.4), (4.8, 1.9, 1.6)), "trash bin": ((0.5, 0.5, 0.8), (0.7, 0.7, 1.1)),
+    "bicycle": ((1.6, 0.5, 1.0), (1.8, 0.6, 1.1)), "mailbox": ((0.4, 0.3, 1.1), (0.5, 0.4, 1.3)),
+    "lamp post": ((0.2, 0.2, 3.0), (0.3, 0.3, 4.5)), "shed": ((2.0, 2.0, 2.2), (3.5, 3.0, 2.8)),
+    "planter": ((0.6, 0.6, 0.5), (1.5, 0.8, 0.8)), "picnic table": ((1.6, 1.4, 0.7), (2.2, 1.8, 0.8)),
+    "bollard": ((0.15, 0.15, 0.8), (0.25, 0.25, 1.0)), "scooter": ((1.1, 0.4, 1.0), (1.3, 0.5, 1.2)),
+    "ball": ((0.2, 0.2, 0.2), (0.3, 0.3, 0.3)), "cart": ((0.8, 0.5, 0.9), (1.2, 0.7, 1.0)),
+    "crate": ((0.4, 0.3, 0.3), (0.8, 0.6, 0.5)), "sign": ((0.6, 0.1, 1.8), (1.0, 0.15, 2.4)),
+}
+
+
+def _vista_catalogue() -> dict:
+    from ..datasets.synthetic import ROOM_CATALOG
+
+    cat = {label: (lo, hi) for label, lo, hi, _ in ROOM_CATALOG}
+    cat.update({"ball": ((0.2, 0.2, 0.2), (0.3, 0.3, 0.3)), "cart": ((0.6, 0.4, 0.7), (0.9, 0.6, 0.95)),
+                "robot vacuum": ((0.33, 0.33, 0.09), (0.36, 0.36, 0.10))})
+    return cat
+
+
+@dataclass(frozen=True)
+class ScaleParams:
+    """One scale's constants: ``floor_m`` ((min, max) x, (min, max) y) of the floor, ``wall_m`` the wall
+    height (0: none), ``table`` (figural: the top's (min, max) x, y and its height, m), ``eye_m`` the
+    walk's eye height range, ``exo_height_m`` an exocentric camera's height range above the ground,
+    ``exo_distance_m`` its distance range from the ground's centre beyond the ground's half extent (None:
+    ``exo_inside`` times the smaller half extent for an orbit, of the half diagonal towards a corner for
+    fixed and pan: inside the room or yard), ``target_z_m`` the height the
+    exocentric camera looks at above the ground, ``next_gap_m`` next_to's largest gap, ``clearance_m``."""
+
+    floor_m: tuple[tuple[float, float], tuple[float, float]]
+    wall_m: float
+    eye_m: tuple[float, float]
+    exo_height_m: tuple[float, float]
+    exo_distance_m: tuple[float, float] | None
+    exo_inside: float
+    target_z_m: float
+    next_gap_m: float
+    clearance_m: float
+    table: tuple[tuple[float, float], tuple[float, float], float] | None = None
+
+
+SCALES = {
+    "figural": ScaleParams(((4.0, 4.0), (4.0, 4.0)), 0.0, (1.45, 1.65), (0.35, 0.6), (0.3, 0.6), 0.0, 0.05, 0.06,
+                           0.15, table=((0.9, 1.4), (0.6, 0.9), 0.75)),
+    "vista": ScaleParams(((5.0, 10.0), (4.0, 8.0)), 2.6, (1.5, 1.7), (1.9, 2.3), None, 0.8, 0.5, 0.3, 0.3),
+    "environmental": ScaleParams(((16.0, 30.0), (12.0, 24.0)), 0.0, (1.5, 1.7), (3.0, 5.0), None, 0.9, 1.0, 1.0,
+                                 0.4),
+}
+
+
+def catalogue(scale: str) -> dict:
+    """category -> (size min, size max) of ``scale`` (metres, full extents x, y, z)."""
+    return {"figural": FIGURAL_CATALOGUE, "vista": _vista_catalogue(),
+            "environmental": ENVIRONMENTAL_CATALOGUE}[scale]
+
+
+@dataclass(frozen=True)
+class Ground:
+    """The rectangle objects stand on: x0, y0, x1, y1 (m) at height ``z`` (m); the floor ``floor``
+    (FX, FY) m and its ``wall`` height (0: none)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    z: float
+    floor: tuple[float, float]
+    wall: float
+
+    @property
+    def centre(self) -> np.ndarray:
+        return np.array([(self.x0 + self.x1) / 2, (self.y0 + self.y1) / 2, self.z])
+
+    @property
+    def half(self) -> np.ndarray:
+        return np.array([(self.x1 - self.x0) / 2, (self.y1 - self.y0) / 2])
+
+
+@dataclass(frozen=True)
+class Look:
+    """An object's looks: ``colour`` RGB 0-1, ``pattern`` (plain, stripes, checker, dots) in ``colour2``,
+    ``cells`` the pattern's repeats per face."""
+
+    colour: tuple[float, float, float]
+    colour2: tuple[float, float, float]
+    pattern: str
+    cells: int
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One object: id, category, centre (3,), size (3,), yaw (rad), looks; ``centres`` (N, 3) its centre
+    at every frame when it moves (None: static), ``spec_index`` the ObjectSpec it came from."""
+
+    id: str
+    label: str
+    center: np.ndarray
+    size: np.ndarray
+    yaw: float
+    look: Look
+    spec_index: int
+    centres: np.ndarray | None = None
+
+    @property
+    def rotation(self) -> np.ndarray:
+        return rot_z(np.degrees(self.yaw))
+
+    @property
+    def top(self) -> float:
+        return float(self.center[2] + self.size[2] / 2)
+
+    def at(self, frame: int) -> "Placed":
+        """The object as a static box at ``frame`` (its own pose when static)."""
+        if self.centres is None:
+            return self
+        return Placed(self.id, self.label, self.centres[frame], self.size, self.yaw, self.look, self.spec_index)
+
+
+@dataclass(frozen=True)
+class Lighting:
+    """``background`` RGB 0-1 (sky or void), ``floor``/``walls`` RGB, ``light_dir`` unit (3,) the
+    direction a directional light shines, ``intensity`` its strength, ``ambient`` 0-1."""
+
+    background: tuple[float, float, float]
+    floor: tuple[float, float, float]
+    walls: tuple[tuple[float, float, float], tuple[float, float, float]]
+    light_dir: np.ndarray
+    intensity: float
+    ambient: float
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A scenario's drawn geometry: ground, objects (the table first at figural scale), camera poses
+    (N, 4, 4 OpenCV camera-to-world), lighting; movers' kinematics in ``motions`` (object id ->
+    (start frame position (3,), heading unit (3,), v0 m/s, a m/s^2, start s, lane length m))."""
+
+    spec: ScenarioSpec
+    ground: Ground
+    objects: tuple[Placed, ...]
+    poses: np.ndarray
+    lighting: Lighting
+    motions: dict
+
+
+def _hsv(h: float, s: float, v: float) -> tuple[float, float, float]:
+    return tuple(float(c) for c in colorsys.hsv_to_rgb(h % 1.0, s, v))  # type: ignore[return-value]
+
+
+def draw_look(rng: np.random.Generator) -> Look:
+    """Random saturated colours and a pattern (module docstring)."""
+    h = rng.uniform()
+    c1 = _hsv(h, rng.uniform(0.5, 0.95), rng.uniform(0.45, 0.95))
+    c2 = _hsv(h + rng.uniform(0.15, 0.5), rng.uniform(0.2, 0.9), rng.uniform(0.3, 1.0))
+    return Look(c1, c2, str(rng.choice(["plain", "stripes", "checker", "dots"])), int(rng.integers(2, 7)))
+
+
+def draw_lighting(rng: np.random.Generator, scale: str) -> Lighting:
+    """Background (a sky outdoors, a pale void indoors), floor and wall colours, one directional light."""
+    if scale == "environmental":
+        bg = _hsv(rng.uniform(0.52, 0.64), rng.uniform(0.15, 0.6), rng.uniform(0.7, 1.0))
+        floor = _hsv(rng.uniform(0.08, 0.35), rng.uniform(0.2, 0.6), rng.uniform(0.3, 0.6))
+    else:
+        bg = _hsv(rng.uniform(), rng.uniform(0.0, 0.25), rng.uniform(0.75, 1.0))
+        floor = _hsv(rng.uniform(0.0, 0.15), rng.uniform(0.1, 0.5), rng.uniform(0.3, 0.7))
+    walls = tuple(_hsv(rng.uniform(), rng.uniform(0.0, 0.2), rng.uniform(0.7, 0.92)) for _ in range(2))
+    az, el = rng.uniform(0, 2 * np.pi), np.radians(rng.uniform(35, 70))
+    d = -np.array([np.cos(az) * np.cos(el), np.sin(az) * np.cos(el), np.sin(el)])
+    return Lighting(bg, floor, walls, d, float(rng.uniform(1.5, 3.5)), float(rng.uniform(0.25, 0.45)))
+
+
+def draw_ground(spec: ScenarioSpec, rng: np.random.Generator) -> Ground:
+    """The floor (drawn in the scale's range) and the ground (figural: the table's top, centred)."""
+    p = SCALES[spec.scale]
+    fx, fy = (float(rng.uniform(*r)) for r in p.floor_m)
+    if p.table is not None:
+        tx, ty = (float(rng.uniform(*r)) for r in p.table[:2])
+        return Ground((fx - tx) / 2, (fy - ty) / 2, (fx + tx) / 2, (fy + ty) / 2, p.table[2], (fx, fy), p.wall_m)
+    m = 0.02
+    return Ground(m, m, fx - m, fy - m, 0.0, (fx, fy), p.wall_m)
+
+
+# ---------------------------------------------------------------------------------------
+# the camera
+# ---------------------------------------------------------------------------------------
+def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 4, 4) OpenCV camera-to-world poses for frame i at ``t = i / (n - 1)`` (module docstring).
+
+    walk: figural, an arc around the table at eye height looking at a point drifting over the top;
+    vista, an elliptical loop at 0.55 of the room's half extents looking 30 deg inward of ahead and
+    +-35 deg around, pitched 15 deg down; environmental, a loop wobbling between 0.5 and 0.7 of the yard's
+    half extents looking 50 deg inward and +-30 deg around, pitched 8 deg down. fixed / pan stand at one
+    azimuth (figural: ``exo_distance_m`` beyond the table's half diagonal; vista, environmental:
+    ``exo_inside`` of the way to a corner); orbit circles
+    ``sweep_deg`` (270) at ``exo_inside`` of the smaller half extent; pan turns ``sweep_deg`` (90) about
+    the direction to the centre. ``distance_m`` replaces the distance."""
+    p = SCALES[scale]
+    t = np.linspace(0.0, 1.0, n)
+    c, half = g.centre, g.half
+    if cam.perspective == "egocentric":
+        eye_h = cam.height_m if cam.height_m is not None else float(rng.uniform(*p.eye_m))
+        bob = 0.01 * np.sin(2 * np.pi * 8 * t)
+        sign = float(rng.choice([-1.0, 1.0]))
+        a0 = rng.uniform(0, 2 * np.pi)
+        poses = []
+        if scale == "figural":
+            r = float(np.hypot(*half)) + float(rng.uniform(0.45, 0.7))
+            sweep = np.radians(rng.uniform(120, 180))
+            b0 = rng.uniform(0, 2 * np.pi)
+            for i, ti in enumerate(t):
+                a = a0 + sign * sweep * ti
+                eye = np.array([c[0] + r * np.cos(a), c[1] + r * np.sin(a), eye_h + bob[i]])
+                b = b0 + 2 * np.pi * ti
+                tgt = c + np.array([0.5 * half[0] * np.cos(b), 0.5 * half[1] * np.sin(b), 0.0])
+                poses.append(look_at(eye, tgt))
+            return np.stack(poses)
+        a = a0 + sign * 2 * np.pi * t
+        if scale == "vista":
+            xy = c[:2] + 0.55 * half * np.stack([np.cos(a), np.sin(a)], 1)
+            look_amp, inward, pitch = 35.0, 30.0, -15.0
+        else:  # a wobbling loop
+            r = 0.6 + 0.1 * np.sin(3 * a)
+            xy = c[:2] + r[:, None] * half * np.stack([np.cos(a), np.sin(a)], 1)
+            look_amp, inward, pitch = 30.0, 50.0, -8.0
+        d = np.gradient(xy, axis=0)
+        heading = np.degrees(np.unwrap(np.arctan2(d[:, 1], d[:, 0])))
+        yaw = heading + sign * inward + look_amp * np.sin(2 * np.pi * 1.5 * t + rng.uniform(0, 2 * np.pi))
+        out = np.tile(np.eye(4), (n, 1, 1))
+        for i in range(n):
+            out[i, :3, :3] = look_rotation(yaw[i], pitch)
+            out[i, :3, 3] = (xy[i, 0], xy[i, 1], eye_h + bob[i])
+        return out
+    # a given height is above the floor; the scale's range is above the ground (the table top at figural scale)
+    h = cam.height_m if cam.height_m is not None else g.z + float(rng.uniform(*p.exo_height_m))
+    corner = int(rng.integers(4))
+    az = rng.uniform(0, 2 * np.pi)
+    if cam.distance_m is not None:
+        d = cam.distance_m
+    elif p.exo_distance_m is not None:
+        d = float(np.hypot(*half)) + float(rng.uniform(*p.exo_distance_m))
+    elif cam.mode == "orbit":
+        d = p.exo_inside * float(min(half))
+    else:  # a tripod in a corner of the room or yard, looking across it
+        az = float(np.arctan2(half[1] * (1 if corner < 2 else -1), half[0] * (1 if corner % 2 == 0 else -1)))
+        d = p.exo_inside * float(np.hypot(*half))
+    tgt = c + np.array([0.0, 0.0, p.target_z_m])
+    if cam.mode == "orbit":
+        sweep = np.radians(cam.sweep_deg if cam.sweep_deg is not None else 270.0) * float(rng.choice([-1.0, 1.0]))
+        return np.stack([look_at(np.array([c[0] + d * np.cos(az + sweep * ti), c[1] + d * np.sin(az + sweep * ti), h]),
+                                 tgt) for ti in t])
+    eye = np.array([c[0] + d * np.cos(az), c[1] + d * np.sin(az), h])
+    if cam.mode == "fixed":
+        return np.tile(look_at(eye, tgt), (n, 1, 1))
+    v = tgt - eye
+    yaw0 = np.degrees(np.arctan2(v[1], v[0]))
+    pitch = np.degrees(np.arctan2(v[2], np.hypot(v[0], v[1])))
+    sweep = (cam.sweep_deg if cam.sweep_deg is not None else 90.0) * float(rng.choice([-1.0, 1.0]))
+    out = np.tile(np.eye(4), (n, 1, 1))
+    for i, ti in enumerate(t):
+        out[i, :3, :3] = look_rotation(yaw0 + sweep * (ti - 0.5), pitch)
+        out[i, :3, 3] = eye
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# objects
+# ---------------------------------------------------------------------------------------
+def _footprint_inside(o: Placed, x0: float, y0: float, x1: float, y1: float) -> bool:
+    r = o.rotation[:2, :2]
+    pts = (np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * o.size[:2] / 2) @ r.T + o.center[:2]
+    return bool(pts[:, 0].min() >= x0 - 1e-9 and pts[:, 0].max() <= x1 + 1e-9 and pts[:, 1].min() >= y0 - 1e-9
+                and pts[:, 1].max() <= y1 + 1e-9)
+
+
+def _clear_of_camera(o: Placed, eyes: np.ndarray, clearance: float) -> bool:
+    """No camera centre inside the box grown by ``clearance`` on every side."""
+    size = o.size + 2 * clearance
+    return not any(boxes_contain(e, o.center[None], size[None], o.rotation[None])[0] for e in eyes)
+
+
+def _free(o: Placed, others: list[Placed]) -> bool:
+    """``o`` (static) overlaps none of ``others``: a mover at none of its sampled frames."""
+    for b in others:
+        if b.centres is None:
+            if boxes_overlap(o, b):
+                return False
+        elif any(boxes_overlap(o, b.at(f)) for f in _sampled(len(b.centres))):
+            return False
+    return True
+
+
+def _sizes(spec: ScenarioSpec, k: int) -> tuple[np.ndarray, np.ndarray]:
+    o = spec.objects[k]
+    if o.size_min is not None:
+        return np.array(o.size_min), np.array(o.size_max)
+    cat = catalogue(spec.scale)
+    if o.category not in cat:
+        raise SpecError(file=spec.scenario_id, field=f"objects[{k}].size_min",
+                        expected=f"a size range (category {o.category!r} is not in the {spec.scale} catalogue: "
+                                 f"{', '.join(sorted(cat))})")
+    lo, hi = cat[o.category]
+    return np.array(lo, float), np.array(hi, float)
+
+
+def place_objects(spec: ScenarioSpec, g: Ground, eyes: np.ndarray, rng: np.random.Generator,
+                  attempts: int = 200) -> tuple[list[Placed], dict]:
+    """Every instance of every ObjectSpec, in order (module docstring); the figural table first (id 1). A
+    mover's lane is planned as soon as it is placed (:func:`plan_lane`, against the objects placed before
+    it), and every later object keeps clear of its whole path: list movers first for long lanes. Returns
+    the objects and the movers' kinematics (Layout.motions). SpecError naming ``objects[k].count`` when an
+    instance finds no place in ``attempts`` draws."""
+    p = SCALES[spec.scale]
+    placed: list[Placed] = []
+    motions: dict = {}
+    if p.table is not None:
+        size = np.array([g.x1 - g.x0, g.y1 - g.y0, g.z])
+        placed.append(Placed("1", "table", np.append(g.centre[:2], g.z / 2), size, 0.0, draw_look(rng), -1))
+    movers = {(m.category, m.instance): (i, m) for i, m in enumerate(spec.dynamics)}
+    for k, os_ in enumerate(spec.objects):
+        lo, hi = _sizes(spec, k)
+        n = int(rng.integers(os_.count[0], os_.count[1] + 1))
+        for j in range(n):
+            for _ in range(attempts):
+                o = _draw_instance(spec, k, os_, lo, hi, g, placed, rng, len(placed) + 1)
+                if o is not None and _free(o, placed) and _clear_of_camera(o, eyes, p.clearance_m):
+                    placed.append(o)
+                    break
+            else:
+                raise SpecError(file=spec.scenario_id, field=f"objects[{k}].count",
+                                expected=f"fewer {os_.category!r} instances or a larger ground: instance {j + 1} of "
+                                         f"{n} found no free place in {attempts} draws (seed {spec.seed})")
+            nth = sum(b.label == o.label and b.spec_index >= 0 for b in placed) - 1
+            if (o.label, nth) in movers:
+                mi, m = movers[(o.label, nth)]
+                placed[-1], motions[o.id] = plan_lane(spec, g, o, m, mi, placed[:-1], eyes, rng)
+    return placed, motions
+
+
+def region_bounds(g: Ground, region: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) metres of a region given as fractions of the ground (None: the whole ground)."""
+    if region is None:
+        return g.x0, g.y0, g.x1, g.y1
+    fx0, fy0, fx1, fy1 = region
+    w, d = g.x1 - g.x0, g.y1 - g.y0
+    return g.x0 + fx0 * w, g.y0 + fy0 * d, g.x0 + fx1 * w, g.y0 + fy1 * d
+
+
+def _rests_on(o: Placed, b: Placed) -> bool:
+    """Does ``o`` stand on ``b``'s top face: its base at ``b``'s top, its footprint inside that top?"""
+    if abs(o.center[2] - o.size[2] / 2 - b.top) > 1e-9:
+        return False
+    rel = Placed("", "", np.append(b.rotation[:2, :2].T @ (o.center[:2] - b.center[:2]), 0.0), o.size, o.yaw - b.yaw,
+                 o.look, o.spec_index)
+    hx, hy = b.size[:2] / 2
+    return _footprint_inside(rel, -hx, -hy, hx, hy)
+
+
+def _draw_instance(spec, k: int, os_: ObjectSpec, lo, hi, g: Ground, placed: list[Placed], rng, num: int
+                   ) -> Placed | None:
+    """One random draw of instance ``num`` (None when its relation has no candidate support)."""
+    size = rng.uniform(lo, hi)
+    look = draw_look(rng)
+    if os_.relation in ("ground", "inside"):
+        x0, y0, x1, y1 = region_bounds(g, os_.region)
+        yaw = float(rng.uniform(0, np.pi))
+        c = np.array([rng.uniform(x0, x1), rng.uniform(y0, y1), g.z + size[2] / 2])
+        o = Placed(str(num), os_.category, c, size, yaw, look, k)
+        return o if _footprint_inside(o, x0, y0, x1, y1) else None
+    supports = [b for b in placed if b.label == os_.target]
+    if not supports:
+        return None
+    b = supports[int(rng.integers(len(supports)))]
+    if os_.relation == "on":
+        yaw = b.yaw + float(rng.uniform(-0.3, 0.3))
+        local = rng.uniform(-b.size[:2] / 2, b.size[:2] / 2)
+        c = np.append(b.center[:2] + b.rotation[:2, :2] @ local, b.top + size[2] / 2)
+        o = Placed(str(num), os_.category, c, size, yaw, look, k)
+        return o if _rests_on(o, b) else None
+    # next_to: beside one of the support's four sides, same base and yaw
+    gap = float(rng.uniform(0.02, SCALES[spec.scale].next_gap_m))
+    axis, side = int(rng.integers(2)), float(rng.choice([-1.0, 1.0]))
+    local = np.zeros(2)
+    local[axis] = side * (b.size[axis] / 2 + gap + size[axis] / 2)
+    local[1 - axis] = rng.uniform(-b.size[1 - axis] / 2, b.size[1 - axis] / 2)
+    base = b.center[2] - b.size[2] / 2
+    c = np.append(b.center[:2] + b.rotation[:2, :2] @ local, base + size[2] / 2)
+    o = Placed(str(num), os_.category, c, size, b.yaw, look, k)
+    if base <= g.z + 1e-9:  # on the ground beside it
+        return o if _footprint_inside(o, g.x0, g.y0, g.x1, g.y1) else None
+    return o if any(_rests_on(o, s) for s in placed) else None  # on the same top as it
+
+
+def travelled(tau: np.ndarray, v0: float, a: float, lane: float) -> np.ndarray:
+    """Distance (m) after ``tau`` seconds of motion (tau <= 0: none): ``v0 tau + a tau^2 / 2`` while the
+    speed ``v0 + a tau`` is positive, then still; at most ``lane`` metres."""
+    tau = np.maximum(np.asarray(tau, float), 0.0)
+    if a < 0:
+        tau = np.minimum(tau, v0 / -a if v0 > 0 else 0.0)
+    return np.minimum(v0 * tau + 0.5 * a * tau ** 2, lane)
+
+
+def plan_lane(spec: ScenarioSpec, g: Ground, o: Placed, m: MoverSpec, mi: int, others: list[Placed],
+              eyes: np.ndarray, rng: np.random.Generator, tries: int = 24) -> tuple[Placed, tuple]:
+    """Mover ``o``'s lane (module docstring): of ``tries`` random headings, each with the start backed up from
+    where ``o`` was placed as far as it goes against the heading, those along which its path stays on its
+    ground (or region) and clear of ``others`` (movers among them: at every 60th of the video) and of the
+    camera at every frame; the first whose lane is as long as the video needs, else the longest (it stops
+    at the lane's end). Returns the moving object and its kinematics (start centre, heading unit
+    vector, v0, a, start s, lane m)."""
+    p = SCALES[spec.scale]
+    n = spec.frames
+    times = np.arange(n) / spec.fps
+    v0, a = float(rng.uniform(*m.speed_mps)), float(rng.uniform(*m.accel_mps2))
+    need = float(travelled(np.array([times[-1] - m.start_s]), v0, a, np.inf)[0])
+    bounds = region_bounds(g, spec.objects[o.spec_index].region)
+    planned = [b for b in others if b.centres is not None]
+    best = None
+    for heading in rng.uniform(0, 2 * np.pi, tries):
+        u = np.array([np.cos(heading), np.sin(heading), 0.0])
+        back = _lane_length(o, -u, float(heading), bounds, others, need)  # first back up as far as it can
+        if back is None:
+            continue
+        start = Placed(o.id, o.label, o.center - back * u, o.size, float(heading), o.look, o.spec_index)
+        lane = _lane_length(start, u, float(heading), bounds, others, need)
+        if lane is None or (best is not None and lane <= best[0]):
+            continue
+        centres = start.center[None] + travelled(times - m.start_s, v0, a, lane)[:, None] * u[None]
+        moving = Placed(o.id, o.label, centres[0], o.size, float(heading), o.look, o.spec_index, centres)
+        if _path_clear_of_camera(moving, eyes, p.clearance_m) and not any(
+                boxes_overlap(moving.at(f), b.at(f)) for b in planned for f in _sampled(n)):
+            best = (lane, moving, u)
+            if lane >= need:
+                break
+    if best is None:
+        raise SpecError(file=spec.scenario_id, field=f"dynamics[{mi}]",
+                        expected=f"a mover with room to move: no free lane for {m.category!r} in {tries} headings "
+                                 f"(seed {spec.seed}); fewer objects or a slower mover")
+    lane, moving, u = best
+    return moving, (moving.centres[0].copy(), u, v0, a, m.start_s, lane)
+
+
+def _sampled(n: int) -> range:
+    """The frames a moving box is checked at against other boxes: every 60th of the video."""
+    return range(0, n, max(1, n // 60))
+
+
+def _path_clear_of_camera(o: Placed, eyes: np.ndarray, clearance: float) -> bool:
+    """At no frame i is camera centre ``eyes[i]`` inside the mover ``o`` at frame i grown by ``clearance``."""
+    local = np.einsum("nk,kj->nj", eyes - o.centres, o.rotation)  # camera centres in the box's axes
+    return not bool(np.any(np.all(np.abs(local) < o.size / 2 + clearance, axis=1)))
+
+
+def _lane_length(o: Placed, u: np.ndarray, heading: float, bounds, others: list[Placed], need: float
+                 ) -> float | None:
+    """How far ``o`` (turned to ``heading``: its x axis along ``u``) can slide along ``u`` from its place, up
+    to ``need`` m, staying inside ``bounds`` and clear of ``others``; None when it cannot stand there.
+    Sampled every quarter of its length (at least 2 cm): consecutive samples overlap, so their union is
+    the whole swept box."""
+    step = max(0.02, float(o.size[0]) / 4)
+    x0, y0, x1, y1 = bounds
+    statics = [b for b in others if b.centres is None]
+    moving_now = [b.at(0) for b in others if b.centres is not None]
+    dist = 0.0
+    while True:
+        s = min(dist, need)
+        c = o.center + s * u
+        box = Placed(o.id, o.label, c, o.size, heading, o.look, o.spec_index)
+        if not _footprint_inside(box, x0, y0, x1, y1) or not _free(box, statics + (moving_now if s == 0 else [])):
+            return None if s == 0 else max(s - step, 0.0)
+        if s >= need:
+            return need
+        dist += step
+
+
+def build_layout(spec: ScenarioSpec) -> Layout:
+    """The scenario's layout (module docstring); SpecError when the spec cannot be laid out."""
+    rng = np.random.default_rng(spec.seed)
+    lighting = draw_lighting(rng, spec.scale)
+    g = draw_ground(spec, rng)
+    poses = camera_poses(spec.camera, spec.scale, g, spec.frames, rng)
+    eyes = poses[:, :3, 3]
+    objects, motions = place_objects(spec, g, eyes, rng)
+    return Layout(spec, g, tuple(objects), poses, lighting, motions)

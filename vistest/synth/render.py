@@ -1,0 +1,263 @@
+"""Render a scenario's layout into a scene folder: what ``vistest import`` gives (docs/synth.md).
+
+:func:`render_scenario` writes into one folder::
+
+    scene.json        the Scene (vistest.scene/1): boxes, movers' tracks (a key every frame), poses,
+                      intrinsics, room polygon (the floor), mesh and its instance ids; written last
+    video.mp4         H.264 render (pyrender, offscreen; the demo's video writer)
+    mesh.ply          floor, walls and every *static* box (face colours); movers are not in it
+    mesh_objects.txt  the object id of each mesh vertex (empty for the floor's and walls')
+    spec.json         the spec, every default written out (vistest.synth.spec.spec_to_dict)
+
+Looks are procedural (no third-party asset): each box has flat colours and a pattern (stripes,
+checker, dots) drawn as a 64 x 64 texture, the floor a faint checker of 1 m tiles (0.25 m at figural
+scale), one directional light and an ambient term, all from the seed (vistest.synth.layout).
+
+Determinism: pyrender draws opaque nodes sorted by the distance of the node's origin from the camera
+(its set of nodes has no fixed order). Every box is therefore its own node posed at its centre (a
+distinct distance), the floor and walls one node of several primitives; so the draw order, hence every
+pixel, is fixed, and the same spec gives byte-identical ``video.mp4`` and ``scene.json`` on one
+machine (libx264 is deterministic for one build and thread count).
+
+Conventions: those of vistest.scene (metres, +Z up, OpenCV camera-to-world; intrinsics of
+vistest.datasets.demo.demo_intrinsics, fx = fy = 0.8 W).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import write_atomic
+from ..datasets import demo
+from ..scene import Frame, Intrinsics, Scene, SceneObject, TrackKey
+from .layout import LAYOUT_VERSION, Layout, Look, Placed, build_layout
+from .spec import ScenarioSpec, spec_to_dict
+
+STAMP = ".synth-params.json"  # the spec (and version) a folder was rendered from, written last
+TEXTURE_PX = 64
+ZNEAR, ZFAR = 0.02, 120.0  # m
+
+
+def pattern_image(look: Look) -> np.ndarray:
+    """(TEXTURE_PX, TEXTURE_PX, 3) uint8 texture of ``look``: its pattern in ``colour2`` on ``colour``."""
+    n = TEXTURE_PX
+    u, v = np.meshgrid((np.arange(n) + 0.5) / n, (np.arange(n) + 0.5) / n)
+    k = look.cells
+    if look.pattern == "stripes":
+        mask = (np.floor(u * k * 2) % 2) == 1
+    elif look.pattern == "checker":
+        mask = ((np.floor(u * k) + np.floor(v * k)) % 2) == 1
+    elif look.pattern == "dots":
+        mask = ((u * k % 1 - 0.5) ** 2 + (v * k % 1 - 0.5) ** 2) < 0.09
+    else:
+        mask = np.zeros_like(u, bool)
+    img = np.where(mask[..., None], np.array(look.colour2), np.array(look.colour))
+    return np.round(img * 255).astype(np.uint8)
+
+
+def box_arrays(size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A box of full extents ``size`` centred at the origin, 24 vertices (4 per face, flat normals,
+    UV 0-1 per face), outward counter-clockwise faces: (positions, normals, uvs, triangles)."""
+    pos, nrm, uv, tri = [], [], [], []
+    h = np.asarray(size, float) / 2
+    for axis in range(3):
+        for sign in (-1.0, 1.0):
+            n = np.zeros(3)
+            n[axis] = sign
+            a, b = [i for i in range(3) if i != axis]
+            if sign < 0:
+                a, b = b, a  # keep the winding outward
+            base = len(pos)
+            for du, dv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+                p = n * h
+                p[a], p[b] = du * h[a], dv * h[b]
+                pos.append(p)
+                nrm.append(n)
+                uv.append(((du + 1) / 2, (dv + 1) / 2))
+            tri += [(base, base + 1, base + 2), (base, base + 2, base + 3)]
+    return (np.array(pos, np.float32), np.array(nrm, np.float32), np.array(uv, np.float32),
+            np.array(tri, np.uint32))
+
+
+def _quad(corners, colour, cell: float | None):
+    """(positions, normals, uvs, triangles) of a quad given counter-clockwise from its front."""
+    p = np.array(corners, np.float32)
+    n = np.cross(p[1] - p[0], p[2] - p[0])
+    n = (n / np.linalg.norm(n)).astype(np.float32)
+    uv = (p[:, :2] / cell if cell else np.zeros((4, 2))).astype(np.float32)
+    return p, np.tile(n, (4, 1)), uv, np.array([[0, 1, 2], [0, 2, 3]], np.uint32)
+
+
+def room_quads(layout: Layout) -> list[tuple[list, tuple[float, float, float]]]:
+    """The floor and (vista) four walls as (corners counter-clockwise seen from inside, RGB)."""
+    fx, fy = layout.ground.floor
+    lt = layout.lighting
+    quads = [([[0, 0, 0], [fx, 0, 0], [fx, fy, 0], [0, fy, 0]], lt.floor)]
+    rz = layout.ground.wall
+    if rz > 0:
+        quads += [([[0, 0, 0], [0, 0, rz], [fx, 0, rz], [fx, 0, 0]], lt.walls[0]),
+                  ([[fx, 0, 0], [fx, 0, rz], [fx, fy, rz], [fx, fy, 0]], lt.walls[1]),
+                  ([[fx, fy, 0], [fx, fy, rz], [0, fy, rz], [0, fy, 0]], lt.walls[0]),
+                  ([[0, fy, 0], [0, fy, rz], [0, 0, rz], [0, 0, 0]], lt.walls[1])]
+    return quads
+
+
+class ScenarioRenderer:
+    """pyrender scene of a layout: the room node, a node per object (posed at its centre and yaw,
+    movers re-posed per frame), a directional light, the camera; renders RGB (H, W, 3) uint8."""
+
+    def __init__(self, layout: Layout, k: Intrinsics, size: tuple[int, int]):
+        import pyrender
+
+        from ..visibility.render import gl_camera
+
+        self.pyrender = pyrender
+        self.layout = layout
+        lt = layout.lighting
+        self.scene = pyrender.Scene(bg_color=[*lt.background, 1.0], ambient_light=[lt.ambient] * 3)
+        prims = []
+        cell = 0.25 if layout.spec.scale == "figural" else 1.0
+        for corners, colour in room_quads(layout):
+            tex = None
+            if corners[0][2] == corners[1][2] == corners[2][2] == 0:  # the floor: a faint checker
+                c = np.array(colour)
+                half = TEXTURE_PX // 2  # a 2 x 2 checker (rows of 3 x 64 bytes: GL's 4-byte row alignment)
+                img = np.where(((np.indices((TEXTURE_PX, TEXTURE_PX)) // half).sum(0) % 2 == 1)[..., None], c * 0.85, c)
+                tex = pyrender.Texture(source=np.round(img * 255).astype(np.uint8), source_channels="RGB",
+                                       sampler=pyrender.Sampler(magFilter=0x2600, minFilter=0x2600))  # GL_NEAREST
+            prims.append(self._primitive(*_quad(corners, colour, 2 * cell if tex else None), colour, tex))
+        self.scene.add(pyrender.Mesh(prims))
+        self.nodes = []
+        for o in layout.objects:
+            tex = pyrender.Texture(source=pattern_image(o.look), source_channels="RGB")
+            mesh = pyrender.Mesh([self._primitive(*box_arrays(o.size), o.look.colour, tex)])
+            self.nodes.append(self.scene.add(mesh, pose=_pose(o)))
+        self.scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=lt.intensity),
+                       pose=demo.light_pose(lt.light_dir))
+        self.cam_node = self.scene.add(gl_camera(k, ZNEAR, ZFAR), pose=np.eye(4))
+        self.renderer = pyrender.OffscreenRenderer(*size)
+
+    def _primitive(self, pos, nrm, uv, tri, colour, texture):
+        mat = self.pyrender.MetallicRoughnessMaterial(
+            baseColorFactor=[1.0, 1.0, 1.0, 1.0] if texture is not None else [*map(float, colour), 1.0],
+            baseColorTexture=texture, metallicFactor=0.0, roughnessFactor=1.0)
+        return self.pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
+
+    def render(self, frame: int) -> tuple[np.ndarray, None]:
+        """(RGB uint8 (H, W, 3), None) at decoded frame ``frame``."""
+        from ..visibility.render import gl_pose
+
+        for o, node in zip(self.layout.objects, self.nodes):
+            if o.centres is not None:
+                self.scene.set_pose(node, _pose(o.at(frame)))
+        self.scene.set_pose(self.cam_node, gl_pose(self.layout.poses[frame]))
+        rgb, _ = self.renderer.render(self.scene)
+        return np.ascontiguousarray(rgb), None
+
+    def close(self) -> None:
+        self.renderer.delete()
+
+
+def _pose(o: Placed) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = o.rotation, o.center
+    return m
+
+
+def scene_mesh(layout: Layout):
+    """Floor, walls and the static boxes as one trimesh with face colours (``mesh.ply``: a box's is the mean
+    of its texture, what a scan's vertex colours would average to), and the ``mesh_objects`` text (the
+    object id per vertex; empty for the room's)."""
+    import trimesh
+
+    from ..visibility.render import box_mesh
+
+    parts, lines = [], []
+    for corners, colour in room_quads(layout):
+        m = trimesh.Trimesh(np.array(corners, float), [[0, 1, 2], [0, 2, 3]], process=False)
+        parts.append((m, colour))
+        lines += [""] * len(m.vertices)
+    for o in layout.objects:
+        if o.centres is None:
+            m = box_mesh(o.center, o.size, o.rotation)
+            parts.append((m, tuple(pattern_image(o.look).reshape(-1, 3).mean(0) / 255.0)))  # the texture's mean
+            lines += [o.id] * len(m.vertices)
+    meshes = []
+    for m, colour in parts:
+        m = m.copy()
+        m.visual.face_colors = np.tile(np.round(np.array([*colour, 1.0]) * 255).astype(np.uint8), (len(m.faces), 1))
+        meshes.append(m)
+    return trimesh.util.concatenate(meshes), "".join(f"{x}\n" for x in lines)
+
+
+def layout_scene(layout: Layout, root: Path) -> Scene:
+    """The Scene of a layout (module docstring): ids, labels, boxes; a mover's track keys every frame."""
+    spec = layout.spec
+    w, h = spec.resolution
+    frames = tuple(Frame(index=i, time=i / spec.fps, camera_to_world=np.array(p, float))
+                   for i, p in enumerate(layout.poses))
+    objects = []
+    for o in layout.objects:
+        rot = o.rotation
+        track = None
+        if o.centres is not None:
+            track = tuple(TrackKey(i, _ro(c), _ro(rot)) for i, c in enumerate(o.centres))
+        objects.append(SceneObject(o.id, o.label, _ro(o.center), _ro(o.size), _ro(rot), track))
+    fx, fy = layout.ground.floor
+    room = {"size_m2": fx * fy, "polygon": [[0.0, 0.0], [fx, 0.0], [fx, fy], [0.0, fy]], "area_type": "single_room"}
+    if layout.ground.wall > 0:
+        room["height_m"] = layout.ground.wall
+    return Scene(scene_id=spec.scenario_id, fps=float(spec.fps), image_size=(w, h),
+                 camera=demo.demo_intrinsics((w, h)), frames=frames, objects=tuple(objects), video="video.mp4",
+                 mesh="mesh.ply", room=room, mesh_objects="mesh_objects.txt", root=root)
+
+
+def _ro(a) -> np.ndarray:
+    a = np.array(a, np.float64)
+    a.setflags(write=False)
+    return a
+
+
+def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool = False, force: bool = False) -> Path:
+    """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json.
+
+    Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec,
+    the vistest version and vistest.synth.layout.LAYOUT_VERSION) is left as it is unless ``force``;
+    otherwise scene.json and the stamp are removed first and written last, every other file replaced
+    atomically, so an interrupted run leaves no scene a rerun trusts."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    scene_path, stamp = outdir / "scene.json", outdir / STAMP
+    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version(), "layout": LAYOUT_VERSION}
+    if not force and _up_to_date(outdir, stamp, params):
+        return scene_path
+    layout = build_layout(spec)
+    stamp.unlink(missing_ok=True)
+    scene_path.unlink(missing_ok=True)
+    mesh, ids = scene_mesh(layout)
+    write_atomic(outdir / "mesh.ply", mesh.export(file_type="ply"))
+    write_atomic(outdir / "mesh_objects.txt", ids)
+    write_atomic(outdir / "spec.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
+    w, h = spec.resolution
+    renderer = ScenarioRenderer(layout, demo.demo_intrinsics((w, h)), (w, h))
+    try:
+        demo.write_video_and_depth(outdir, renderer.render, spec.frames, spec.fps, (w, h),
+                                   f"Rendering {spec.scenario_id}", quiet, depth=False)
+    finally:
+        renderer.close()
+    layout_scene(layout, outdir).save(scene_path)
+    write_atomic(stamp, json.dumps(params, sort_keys=True) + "\n")
+    return scene_path
+
+
+def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
+    try:
+        if json.loads(stamp.read_text()) != params:
+            return False
+        Scene.load(outdir / "scene.json")  # validates and checks the files it names exist
+    except (OSError, ValueError):
+        return False
+    return True
