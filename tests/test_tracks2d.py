@@ -251,6 +251,34 @@ def test_unknown_status_when_the_answer_turns_on_unknown_frames():
     assert rows[("all", "size")].status == "unanswerable" and rows[("all", "size")].reason == "needs_3d"
 
 
+def test_a_subject_unseen_in_every_known_frame_decides_the_row_whatever_the_unknown_frames_show():
+    """The review's case: 25 frames annotated at 0, 10, 20, 24; the sock is absent at all four (known
+    everywhere), the ball seen at 20 only (unknown 11..19 and 21..23). At 4 frames (0, 8, 16, 24) "every
+    object seen" and the order are unanswerable for the sock whatever frame 16 shows: unanswerable, not
+    unknown. With the sock seen at 0, "every object seen" turns on the ball at 16: unknown."""
+    big = [0, 0, 50, 50]
+    annotated = [0, 10, 20, 24]
+    objs = [{"id": "s", "label": "sock", "regions": []},
+            {"id": "b", "label": "ball", "regions": [{"frame": 20, "box": big}]},
+            {"id": "c", "label": "cup", "regions": [{"frame": f, "box": big} for f in annotated]}]
+    recs = [_q(id="both", question_type="video_mcq", options=["A. x", "B. y"], ground_truth="A", objects=["s", "b"]),
+            _q(id="order", question_type="obj_appearance_order", objects=["s", "b", "c"],
+               options=["A. sock, ball, cup", "B. cup, ball, sock"], ground_truth="B")]
+
+    def rows():
+        t = _truth(scene2d(objs, num_frames=25, annotated_frames=annotated), recs, [4])
+        assert list(t.rows(4)[0].frame_indices) == [0, 8, 16, 24]
+        return {r.id: r for r in t.rows(4)}
+
+    r = rows()
+    assert (r["both"].status, r["both"].reason) == ("unanswerable", "object_unseen")
+    assert (r["order"].status, r["order"].reason) == ("unanswerable", "object_unseen")
+    objs[0]["regions"] = [{"frame": 0, "box": big}]
+    r = rows()
+    assert r["both"].status == "unknown" and r["both"].fields["unknown_objects"] == ["b"]
+    assert r["both"].fields["unknown_frames"] == [16]
+
+
 def test_appearance_order_settled_only_when_first_sightings_cannot_cross():
     big = [0, 0, 50, 50]
     # cup seen from 0; ball first seen at 20, unknown 11..19 (absent at 10): the ball can not come before the cup
@@ -392,7 +420,23 @@ def test_perception_test_objects_option_and_errors(tmp_path):
     doc["video_9"]["object_tracking"][0]["timestamps"] = [0, 2000000]  # 60 frames at 30 frames/s, not 30
     ann.write_text(json.dumps(doc))
     _, imp = import_tracks("perception-test", ann, tmp_path / "out1")
-    assert len(imp.warnings) == 1 and "timestamps disagree with frame_ids by up to 30.0 frames" in imp.warnings[0]
+    assert len(imp.warnings) == 1 and "timestamps (us) disagree with frame_ids by up to 30.0 frames" in imp.warnings[0]
+    doc["video_9"]["object_tracking"][0]["timestamps"] = [0, 1000]  # the README's unit, milliseconds: they agree
+    doc["video_9"]["object_tracking"][0]["is_masked"] = [False, True]  # hidden under a cup at frame 30
+    ann.write_text(json.dumps(doc))
+    scene_path, imp = import_tracks("perception-test", ann, tmp_path / "out1b")
+    assert imp.warnings == []
+    masked = Scene.load(scene_path).tracks2d.objects[0].regions[1]
+    assert (masked.frame, masked.area) == (30, 0.0) and masked.box.tolist() != [0, 0, 0, 0]  # not a sighting
+    doc["video_9"]["object_tracking"][0]["frame_ids"] = [30, None]
+    ann.write_text(json.dumps(doc))
+    with pytest.raises(AdapterError, match=r"object_tracking\[0\]\.frame_ids\[1\]: expected a decoded frame"):
+        import_tracks("perception-test", ann, tmp_path / "out1c")
+    doc["video_9"]["object_tracking"][0]["frame_ids"] = [30, 30]
+    ann.write_text(json.dumps(doc))
+    with pytest.raises(AdapterError, match=r"annotations.json: video_9.object_tracking\[0\]\.frame_ids: expected each"):
+        import_tracks("perception-test", ann, tmp_path / "out1d")
+    doc["video_9"]["object_tracking"][0]["frame_ids"] = [0, 30]
     doc["video_9"]["grounded_question"][0]["answers"] = [5]
     ann.write_text(json.dumps(doc))
     with pytest.raises(AdapterError, match=r"grounded_question\[0\]\.answers: \['5'\] are not object track ids"):
@@ -433,6 +477,18 @@ def test_mot_import(tmp_path):
     assert [o["id"] for o in imp.scene["objects"]] == ["1", "2", "3"]
 
 
+@pytest.mark.parametrize("line, msg", [("1,nan,1,1,10,20,1,1,1", r"gt.txt:1: id: expected a finite number, got nan"),
+                                       ("1,1,inf,1,10,20,1,1,1", r"gt.txt:1: bb_left: expected a finite number"),
+                                       ("nan,1,1,1,10,20,1,1,1", r"gt.txt:1: frame: expected a finite number"),
+                                       ("1,1.5,1,1,10,20,1,1,1", r"gt.txt:1: id: expected an integer track id")])
+def test_mot_refuses_non_finite_values_naming_line_and_field(tmp_path, line, msg):
+    seq = write_mot(tmp_path / "MOT-TINY")
+    (seq / "gt" / "gt.txt").write_text(line + "\n")
+    with pytest.raises(AdapterError, match=msg):
+        import_tracks("mot", seq, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_mot_import_encodes_img1_in_order(tmp_path):
     """Without --video the sequence's img1/000001.jpg.. become the video: decoded frame k is image k + 1
     (uniform grey levels survive JPEG and H.264 within a few levels); an image of another size is refused."""
@@ -453,6 +509,27 @@ def test_mot_import_encodes_img1_in_order(tmp_path):
     cv2.imwrite(str(seq / "img1" / "000003.jpg"), np.zeros((40, 64, 3), np.uint8))
     with pytest.raises(AdapterError, match=r"000003.jpg: expected a 64x48 image \(seqinfo.ini imWidth x imHeight\)"):
         import_tracks("mot", seq, tmp_path / "out2")
+
+
+def test_odd_sized_images_become_an_even_video_the_scene_describes(tmp_path):
+    """H.264 4:2:0 needs even sizes: a 63 x 47 sequence is padded black on the right and bottom, and the
+    scene says the video's 64 x 48 (its boxes where they were), so the video check passes without scaling."""
+    import cv2
+
+    from vistest.videos.source import check_video
+
+    seq = write_mot(tmp_path / "MOT-ODD")
+    ini = seq / "seqinfo.ini"
+    ini.write_text(ini.read_text().replace("imWidth=64", "imWidth=63").replace("imHeight=48", "imHeight=47"))
+    (seq / "img1").mkdir()
+    for k in range(5):
+        cv2.imwrite(str(seq / "img1" / f"{k + 1:06d}.jpg"), np.full((47, 63, 3), 128, np.uint8))
+    scene_path, imp = import_tracks("mot", seq, tmp_path / "out")
+    s = Scene.load(scene_path)
+    assert tuple(s.image_size) == (64, 48) and imp.provenance["seqinfo"]["imWidth"] == 63
+    checked, info, _ = check_video(s, scene_path)
+    assert tuple(info.size) == (64, 48) and checked is s
+    assert s.tracks2d.objects[0].regions[0].box.tolist() == [0, 0, 10, 20]  # not scaled by 64 / 63
 
 
 def test_import_cli(tmp_path):

@@ -372,6 +372,13 @@ class _Table:
         t.seen = self.seen_bound
         return t
 
+    def unknown_seen(self) -> "_Table":
+        """This table with every unknown cell (2D scenes) counted seen: the other extreme of what the
+        annotation leaves open (:func:`_unknown_truth`)."""
+        t = copy.copy(self)
+        t.seen = self.seen | self.unknown
+        return t
+
     def unseen_detail(self, sel: FrameSelection, oid: str) -> dict:
         """Why object ``oid`` counts unseen in ``sel``'s witnessing frames: in how many it is in
         the field of view (``projected`` > 0), in view (the rule's measure > 0), the most it shows
@@ -912,6 +919,23 @@ def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int
     return sorted(open_frames), open_objects
 
 
+def _settled_either_way(qt: QuestionTruth, t: _Table) -> bool:
+    """Whether ``qt`` (unknown cells counted unseen) is also the finding with every unknown cell counted
+    seen. Counting, "every object seen" and presence are monotone in each object's sightings, so the two
+    extremes agreeing settles every case between them (another subject unseen in every known frame
+    already decides the row). Appearance order is not monotone: only a subject unseen at both extremes
+    (unanswerable for it) settles it."""
+    rule = qt.question.type.rule
+    if rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_PRESENCE, RULE_APPEARANCE):
+        return False
+    other = offered_answer(_rule_truth(qt.question, qt.selection, t.unknown_seen(), 0))
+    same = (other.status, other.ground_truth) == (qt.status, qt.ground_truth)
+    if rule == RULE_APPEARANCE:
+        return same and qt.status == UNANSWERABLE and other.reason == qt.reason in (REASON_OBJECT_UNSEEN,
+                                                                                   REASON_CATEGORY_UNSEEN)
+    return same
+
+
 def _unknown_truth(qt: QuestionTruth, t: _Table) -> QuestionTruth:
     """``qt``, or the ``unknown`` finding when it turns on frames the annotation says nothing of
     (:func:`_undetermined`): ground truth None, the frames and objects named, and the finding those
@@ -919,7 +943,7 @@ def _unknown_truth(qt: QuestionTruth, t: _Table) -> QuestionTruth:
     ``ground_truth_if_unknown_unseen`` (module docstring)."""
     q, sel = qt.question, qt.selection
     frames, objects = _undetermined(q, sel, t)
-    if not frames:
+    if not frames or _settled_either_way(qt, t):
         return qt
     names = ", ".join(f"{t.labels[o]} {o}" for o in objects[:6]) + (" ..." if len(objects) > 6 else "")
     shown = ", ".join(str(f) for f in frames[:8]) + (" ..." if len(frames) > 8 else "")

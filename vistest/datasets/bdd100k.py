@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
-from .coco_video import encode_images, probe_video, scene_id_of
+from .coco_video import encode_images, even_size, probe_video, scene_id_of
 from .common import AdapterError, positive_float, read_json, text
 from .mot import flag
 from .tracks2d_import import Format2D, Imported2D, option
@@ -60,6 +60,7 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
                            f"{idx[:6]}{' ...' if len(idx) > 6 else ''}")
     keep = option(options, "keep_ignored", flag, False)
     name = str(frames[0].get("videoName") or path.stem)
+    video_encoded = video is None
     if video is not None:
         fps, n, size = probe_video(video, path)
         if n < len(frames):
@@ -80,6 +81,7 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
         video, size = encode_images(files, fps, out_dir)
         n = len(frames)
     w, h = size
+    video_size = even_size(w, h) if video_encoded else (w, h)  # an encoded video is padded to even
     tracks: dict[str, dict] = {}
     skipped = 0
     for f in frames:
@@ -105,7 +107,7 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
             if extra:
                 region["extra"] = extra
             tr["regions"].append(region)
-    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(name), "fps": fps, "image_size": [w, h],
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(name), "fps": fps, "image_size": list(video_size),
              "num_frames": n, "annotated_frames": list(range(len(frames))), "max_gap_s": 0.0, "source_format": NAME,
              "objects": list(tracks.values())}
     prov = {"format": NAME, "annotations": str(path), "video": str(video), "ignored_boxes_skipped": skipped,

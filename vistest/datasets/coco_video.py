@@ -157,6 +157,7 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
     if not isinstance(names, list) or not names:
         raise AdapterError(f"{path}: videos[id={v.get('id')}].file_names: expected the annotated frames' files")
     w, h = int(v["width"]), int(v["height"])
+    vw, vh = w, h  # the video's size: with -O frames, the images padded to even (encode_images)
     warnings: list[str] = []
     prov: dict[str, Any] = {"format": "youtube-vis", "annotations": str(path), "video_name": v["name"]}
     if video is not None:
@@ -176,8 +177,10 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
         if out_dir is None:
             raise AdapterError(f"{path}: --video: give the video, or -O frames=DIR with the JPEGs")
         video, got = encode_images([folder / fn for fn in names], fps, out_dir)
+        vw, vh = even_size(w, h)
         if got != (w, h):
             raise AdapterError(f"{folder / names[0]}: a {got[0]}x{got[1]} image, {path} says {w}x{h}")
+        prov["images_size"] = [w, h]
         n, frames = len(names), list(range(len(names)))
         prov["frames"] = f"file k = decoded frame k of the encoded video ({folder})"
     cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
@@ -198,7 +201,9 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
                 mask = segmentation_mask(seg, h, w, f"{where}.segmentations[{k}]")
                 if not mask.any():
                     continue
-                region["mask"] = seg if isinstance(seg, dict) else rle_encode(mask)
+                if (vh, vw) != (h, w):  # the padding is outside every object
+                    mask = np.pad(mask, ((0, vh - h), (0, vw - w)))
+                region["mask"] = seg if isinstance(seg, dict) and (vh, vw) == (h, w) else rle_encode(mask)
                 region["box"] = [float(x) for x in mask_box(mask)]
             elif box is not None:
                 region["box"] = _xywh(box, f"{where}.bboxes[{k}]")
@@ -209,16 +214,23 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
                                                                      f"category_{a.get('category_id')}"),
                         "regions": regions})
     gap = option(options, "max_gap_s", positive_float, max(DEFAULT_MAX_GAP_S, 1.0))
-    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v["name"]), "fps": fps, "image_size": [w, h],
+    scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v["name"]), "fps": fps, "image_size": [vw, vh],
              "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames)),
              "source_format": "youtube-vis", "objects": objects}
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
 
 
+def even_size(w: int, h: int) -> tuple[int, int]:
+    """The size :func:`encode_images` writes an image of ``w`` x ``h`` at: padded to even (H.264 4:2:0)."""
+    return w + w % 2, h + h % 2
+
+
 def encode_images(files: list, fps: float, out_dir: Path, size: tuple[int, int] | None = None,
                   size_source: str = "the first image's size") -> tuple[Path, tuple[int, int]]:
     """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
-    ``files[k]`` (padded black to an even size on the right and bottom); returns (video, (W, H) of the images).
+    ``files[k]`` (padded black to an even size on the right and bottom, :func:`even_size`: a region keeps its
+    pixel coordinates, and the scene's ``image_size`` must be the padded size, the video's); returns (video,
+    (W, H) of the images).
     ``size``: the (W, H) every image must have (default: the first image's), ``size_source`` says where it
     comes from in the error naming an image of another size."""
     import cv2
@@ -231,7 +243,7 @@ def encode_images(files: list, fps: float, out_dir: Path, size: tuple[int, int] 
             raise AdapterError(f"{files[0]}: cannot read the image")
         size = (first.shape[1], first.shape[0])
     w, h = size
-    ew, eh = w + w % 2, h + h % 2
+    ew, eh = even_size(w, h)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "video.mp4"
     with VideoWriter(out, fps=fps, size=(ew, eh), preset="veryfast") as wr:

@@ -30,11 +30,12 @@ The video: ``--video``, else the sequence's images (``imDir``/``%06d`` + ``imExt
 from __future__ import annotations
 
 import configparser
+import math
 from pathlib import Path
 
 
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
-from .coco_video import encode_images
+from .coco_video import encode_images, even_size
 from .common import AdapterError
 from .tracks2d_import import Format2D, Imported2D, option
 
@@ -69,6 +70,9 @@ def read_seqinfo(path: Path) -> dict:
     return info
 
 
+GT_FIELDS = ("frame", "id", "bb_left", "bb_top", "bb_width", "bb_height", "conf", "class", "visibility")
+
+
 def read_gt(path: Path, n: int, size: tuple[int, int], keep_ignored: bool = False) -> list[dict]:
     """The objects (vistest.tracks2d records) of a MOT ``gt.txt`` (module docstring)."""
     try:
@@ -89,7 +93,13 @@ def read_gt(path: Path, n: int, size: tuple[int, int], keep_ignored: bool = Fals
         if len(vals) < 7:
             raise AdapterError(f"{path}:{i}: expected at least 7 values (frame, id, bb_left, bb_top, bb_width, "
                                f"bb_height, conf), got {len(vals)}")
+        bad = next((k for k, v in enumerate(vals) if not math.isfinite(v)), None)
+        if bad is not None:
+            raise AdapterError(f"{path}:{i}: {GT_FIELDS[bad] if bad < len(GT_FIELDS) else f'value {bad + 1}'}: "
+                               f"expected a finite number, got {parts[bad].strip()}")
         frame, tid, left, top, bw, bh, conf = vals[:7]
+        if tid != int(tid):
+            raise AdapterError(f"{path}:{i}: id: expected an integer track id, got {parts[1].strip()}")
         if frame != int(frame) or not 1 <= frame <= n:
             raise AdapterError(f"{path}:{i}: frame: expected a 1-based frame number in 1..{n} (seqLength), got "
                                f"{parts[0]}")
@@ -155,6 +165,7 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     if video is None and out_dir is not None and (seq / info["imDir"]).is_dir():
         video = _encode_images(info, seq, out_dir)
         prov["video_from_images"] = str(seq / info["imDir"])
+        scene["image_size"] = list(even_size(info["imWidth"], info["imHeight"]))  # the video's (padded) size
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, [])
 
 

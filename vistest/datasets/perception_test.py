@@ -15,12 +15,16 @@ Conventions, each from the official reader code (commit 6bd0642):
   int(round(box[1] * height))``): continuous coordinates, so x * W is a pixel-edge coordinate
   (vistest.tracks2d), x2 exclusive.
 * ``frame_ids`` are 0-based decoded frames (``paint_box`` draws on ``video[frame_id]`` of the
-  decoded array), normally one per second (README: "0, 30, 60"); ``timestamps`` (microseconds,
-  README) are only checked against them (a warning beyond one frame). The annotated frames of the
+  decoded array), normally one per second (README: "0, 30, 60"); ``timestamps`` are only checked
+  against them (a warning beyond one frame): the README says milliseconds, the demo files (and files
+  written in microseconds) are read too: the unit that fits the frame ids is taken
+  (:data:`TIMESTAMP_UNITS`). The annotated frames of the
   video are the union of its tracks' ``frame_ids`` (the grid the annotators followed); an object with
   no box at one of them is absent.
-* ``is_masked`` (cups games: the object hidden under a cup) is kept per region (``extra``); a
-  masked object's box is where it is, so it stays its evidence region; its visible share counts it.
+* ``is_masked`` (README: "Whether the object is masked in the annotated frame"; cups games: the
+  object hidden under a cup) is kept per region (``extra``); a masked region's visible ``area`` is 0
+  (hidden: it does not count as a sighting), its box stays its evidence region (where it is: a
+  ``mask`` dummy fills it).
 * ``mc_question``: ``options`` (3), ``answer_id`` the 0-based index of the right one
   (``data_visualisation.ipynb``: ``question['options'][question['answer_id']]``) -> vistest type
   ``video_mcq``, options lettered ``"A. ..."``, ground truth the letter; ``area``, ``reasoning``,
@@ -48,6 +52,7 @@ Conventions, each from the official reader code (commit 6bd0642):
 """
 from __future__ import annotations
 
+import math
 import string
 from pathlib import Path
 from typing import Any
@@ -84,10 +89,22 @@ def _pick_video(doc: Any, path: Path, video_id: str | None) -> tuple[str, dict]:
     return video_id, entry
 
 
+TIMESTAMP_UNITS = {"ms": 1e-3, "us": 1e-6}  # seconds per unit: the README's milliseconds, or microseconds
+
+
+def _timestamp_offset(stamps: list, frames: list, fps: float) -> tuple[str, float]:
+    """(unit, largest |timestamp * fps - frame id| in frames) of the :data:`TIMESTAMP_UNITS` unit that fits
+    the track's frame ids best."""
+    fits = {u: max(abs(s * k * fps - f) for s, f in zip(stamps, frames)) for u, k in TIMESTAMP_UNITS.items()}
+    unit = min(fits, key=fits.get)
+    return unit, fits[unit]
+
+
 def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warnings: list[str]
             ) -> tuple[list[dict], set[int], dict[str, str]]:
     """The objects (vistest.tracks2d records), the annotated frames and the label by id; a warning
-    per track whose ``timestamps`` (µs) disagree with its ``frame_ids`` at ``fps`` by more than a frame."""
+    per track whose ``timestamps`` (ms or µs: :func:`_timestamp_offset`) disagree with its ``frame_ids`` at
+    ``fps`` by more than a frame."""
     tracks = entry.get("object_tracking") or []
     if not isinstance(tracks, list):
         raise AdapterError(f"{where}.object_tracking: expected a list of tracks, got {type(tracks).__name__}")
@@ -105,17 +122,21 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warning
                                f"{len(boxes) if isinstance(boxes, list) else boxes!r} and "
                                f"{len(frames) if isinstance(frames, list) else frames!r}")
         masked = t.get("is_masked") if isinstance(t.get("is_masked"), list) else None
-        stamps = t.get("timestamps")
-        if isinstance(stamps, list) and len(stamps) == len(frames) and all(
-                isinstance(s, (int, float)) and not isinstance(s, bool) for s in stamps):
-            off = [abs(s * 1e-6 * fps - f) for s, f in zip(stamps, frames) if isinstance(f, int)]
-            if off and max(off) > 1.0:
-                warnings.append(f"{tw}: timestamps disagree with frame_ids by up to {max(off):.1f} frames at {fps:g} "
-                                f"frames/s; frame_ids are used (decoded frames)")
-        regions = []
-        for k, (b, f) in enumerate(sorted(zip(boxes, frames), key=lambda bf: bf[1])):
+        for k, f in enumerate(frames):
             if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
                 raise AdapterError(f"{tw}.frame_ids[{k}]: expected a decoded frame number in 0..{n - 1}, got {f!r}")
+        if len(set(frames)) != len(frames):
+            raise AdapterError(f"{tw}.frame_ids: expected each frame once, got {frames}")
+        stamps = t.get("timestamps")
+        if frames and isinstance(stamps, list) and len(stamps) == len(frames) and all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in stamps):
+            unit, off = _timestamp_offset(stamps, frames, fps)
+            if off > 1.0:
+                warnings.append(f"{tw}: timestamps ({unit}) disagree with frame_ids by up to {off:.1f} frames at "
+                                f"{fps:g} frames/s; frame_ids are used (decoded frames)")
+        regions = []
+        for k, f in sorted(enumerate(frames), key=lambda kf: kf[1]):
+            b = boxes[k]
             if not isinstance(b, list) or len(b) != 4:
                 raise AdapterError(f"{tw}.bounding_boxes[{k}]: expected [x1, y1, x2, y2] (fractions of W, H), got "
                                    f"{b!r}")
@@ -125,7 +146,9 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warning
                                    f"x2, y1 <= y2 (data_visualisation.ipynb paint_box multiplies by W and H), got {b}")
             region: dict[str, Any] = {"frame": f, "box": [x1 * w, y1 * h, x2 * w, y2 * h]}
             if masked is not None and len(masked) == len(frames):
-                region["extra"] = {"is_masked": bool(masked[frames.index(f)])}
+                region["extra"] = {"is_masked": bool(masked[k])}
+                if masked[k]:
+                    region["area"] = 0.0  # hidden (under a cup): not a sighting; its box stays the evidence
             regions.append(region)
             annotated.add(f)
         oid = str(t["id"])

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..atomic import write_atomic
+from ..errors import InputError
 from ..questions import parse_questions
 from ..scene import Scene
 from .common import AdapterError
@@ -63,10 +64,15 @@ def write_import(imported: Imported2D, out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     if imported.video is None or not Path(imported.video).is_file():
         raise AdapterError(f"{imported.video}: --video: the annotated video was not found; give it with --video")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # the video's path below is relative to it
     doc = {**imported.scene, "video": os.path.relpath(Path(imported.video).resolve(), out.resolve())}
     path = out / "scene.json"
-    scene = Scene.from_dict(doc, root=out, source=str(path))
+    src = next((imported.provenance[k] for k in ("annotations", "gt", "sequence") if k in imported.provenance),
+               "the annotation")
+    try:
+        scene = Scene.from_dict(doc, root=out, source=str(path))
+    except InputError as e:  # name the input: the scene is not written yet
+        raise AdapterError(f"{src}: converted, it is not a valid 2D scene: {e}") from None
     lines = [json.dumps(q, ensure_ascii=False) for q in imported.questions]
     if lines:
         parse_questions(lines, source=str(out / QUESTIONS_NAME), scene=scene)
