@@ -48,6 +48,7 @@ def _spec(**kw):
            dynamics=[{"category": "cup"}]), "objects[1].target"),
     (_spec(resolution=[65, 48]), "resolution"),
     (_spec(frames=2), "frames"),
+    (_spec(fps=1e-9), "fps"),
     (_spec(colour="red"), "colour"),
 ])
 def test_spec_errors_name_the_field(tmp_path, doc, field):
@@ -408,6 +409,18 @@ def test_same_spec_gives_byte_identical_outputs(tmp_path):
     spec.write_text(json.dumps(dict(doc, seed=doc["seed"] + 1)))
     _render_in_child(spec, tmp_path / "c")
     assert _digest(tmp_path / "c")["video.mp4"] != da["video.mp4"]
+
+
+@pytest.mark.parametrize("args, msg", [(["--grid", "1", "--seed", "-1"], "--seed"), (["--grid", "1", "--frames", "0"],
+                                       "--frames"), (["--grid", "1", "--fps", "0"], "--fps")])
+def test_cli_refuses_out_of_range_options(tmp_path, args, msg):
+    """--frames 0 and --fps 0 are refused, not read as 'the default'; a negative seed is refused, not numpy's error."""
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    r = CliRunner().invoke(main, ["synth", *args, "-o", str(tmp_path / "g"), "--quiet"])
+    assert r.exit_code == 2 and msg in r.output and not (tmp_path / "g").exists(), r.output
 
 
 def test_cli_renders_and_reruns_idempotently(tmp_path):

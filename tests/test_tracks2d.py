@@ -171,6 +171,12 @@ def test_mask_area_is_the_visible_share_and_its_box_the_evidence():
     assert vis.params["visible"] == "mask"
     assert vis.visible[0, 0] == pytest.approx(3 / 24) and vis.evidence[0, 0] == pytest.approx(3 / 24)
     assert vis.bbox[0, 0].tolist() == [2, 1, 3, 4]
+    objs[0]["regions"][0]["box"] = [2, 1, 3, 3]  # a box that leaves out the mask's last row: refused
+    with pytest.raises(InputError, match=r"regions\[0\]\.box: expected it to hold the mask's pixels"):
+        scene2d(objs, num_frames=1, size=(6, 4))
+    objs[0]["regions"][0]["box"] = [1, 0, 5, 4]  # a box around it: the evidence, the mask the visible share
+    vis = compute_visibility(scene2d(objs, num_frames=1, size=(6, 4)))
+    assert vis.visible[0, 0] == pytest.approx(3 / 24) and vis.evidence[0, 0] == pytest.approx(16 / 24)
 
 
 def test_silhouette_rule_refused_pixels_rule_applies():
@@ -416,6 +422,9 @@ def test_perception_test_objects_option_and_errors(tmp_path):
     named.write_text(json.dumps({"video_9_mc_3": ["0", "1"]}))
     _, imp = import_tracks("perception-test", ann, tmp_path / "out", options={"objects": str(named)})
     assert imp.questions[0]["objects"] == ["0", "1"]
+    named.write_text(json.dumps({"video_9_mc_3": "12"}))  # a string is not a list of ids (not ["1", "2"])
+    with pytest.raises(AdapterError, match=r"objects.json: video_9_mc_3: expected a list of object track ids"):
+        import_tracks("perception-test", ann, tmp_path / "out0", options={"objects": str(named)})
     doc = json.loads(ann.read_text())
     doc["video_9"]["object_tracking"][0]["timestamps"] = [0, 2000000]  # 60 frames at 30 frames/s, not 30
     ann.write_text(json.dumps(doc))
@@ -701,6 +710,14 @@ def test_bdd100k_import_inclusive_corners(tmp_path):
     car = s.tracks2d.objects[0]
     assert car.regions[0].box.tolist() == [2, 3, 12, 8] and car.regions[0].area == 50.0  # 10 x 5 pixels
     assert s.tracks2d.states.state[1, 0] == ABSENT  # every frame annotated: no box at frame 1 is absent
+    # a video of another length (the raw 30 fps one beside 5 fps labels) would misalign: refused
+    from vistest.videos.ffmpeg import VideoWriter
+
+    with VideoWriter(tmp_path / "raw.mp4", fps=30.0, size=(30, 20)) as wr:
+        for _ in range(18):
+            wr.write(np.zeros((20, 30, 3), np.uint8))
+    with pytest.raises(AdapterError, match=r"raw.mp4: 18 frames, .* annotates 3"):
+        import_tracks("bdd100k", ann, tmp_path / "out2", video=str(tmp_path / "raw.mp4"))
 
 
 def test_presence_rule():

@@ -479,6 +479,10 @@ class _Parser:
             box = np.array([self.number(v, f"{rf}.box[{i}]") for i, v in enumerate(b)])
             if box[2] < box[0] or box[3] < box[1]:
                 raise self.fail(f"{rf}.box", f"expected x0 <= x1 and y0 <= y1, got {box.tolist()}")
+            mb = mask_box(m) if mask is not None else None
+            if mb is not None and (mb[0] < box[0] or mb[1] < box[1] or mb[2] > box[2] or mb[3] > box[3]):
+                raise self.fail(f"{rf}.box", f"expected it to hold the mask's pixels (their box {mb.tolist()}: the "
+                                             f"region a mask dummy fills is the box), got {box.tolist()}")
         elif mask is not None:
             mb = mask_box(m)
             box = mb if mb is not None else np.zeros(4)

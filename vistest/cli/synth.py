@@ -24,11 +24,13 @@ def _size(text: str) -> tuple[int, int]:
 @click.option("--grid", "grid_n", type=int, default=None,
               help="Instead of SPEC: N scenarios spread evenly over the 12 cells (scale x perspective x dynamics), "
                    "rendered, their questions generated per cell, run through the batch engine, exported, reported.")
-@click.option("--seed", type=int, default=0, show_default=True, help="--grid: the seed of every scenario's draw.")
-@click.option("--frames", "num_frames", type=int, default=None,
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="--grid: the seed of every scenario's draw.")
+@click.option("--frames", "num_frames", type=click.IntRange(2), default=None,
               help="Frames per video (SPEC: overrides the spec's; --grid default 300).")
 @click.option("--size", default=None, help="WxH of the video (SPEC: overrides the spec's; --grid default 640x480).")
-@click.option("--fps", type=float, default=None, help="Frame rate (SPEC: overrides the spec's; --grid default 30).")
+@click.option("--fps", type=click.FloatRange(0.1, 1000.0), default=None,
+              help="Frame rate (SPEC: overrides the spec's; --grid default 30).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="--grid: the batch engine (docs/batch.md).")
 @click.option("-j", "--workers", type=int, default=None,
@@ -50,7 +52,8 @@ def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers
         from ..synth.grid import GridConfig, run_grid
 
         w, h = _size(size) if size else (640, 480)
-        cfg = GridConfig(n=grid_n, seed=seed, frames=num_frames or 300, resolution=(w, h), fps=fps or 30.0,
+        cfg = GridConfig(n=grid_n, seed=seed, frames=300 if num_frames is None else num_frames, resolution=(w, h),
+                         fps=30.0 if fps is None else fps,
                          engine=engine, workers=workers, address=address, budgets=budgets, export=not no_export,
                          force=force)
         report = run_grid(cfg, output, progress=not quiet)
@@ -60,7 +63,7 @@ def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers
     from ..synth.render import render_scenario
 
     sp = load_spec(spec)
-    if num_frames or size or fps:
+    if num_frames is not None or size or fps is not None:
         sp = sp.with_render(frames=num_frames, resolution=_size(size) if size else None, fps=fps,
                             source=f"{spec} with --frames/--size/--fps")
     click.echo(str(render_scenario(sp, output, quiet=quiet, force=force)))

@@ -63,8 +63,9 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     video_encoded = video is None
     if video is not None:
         fps, n, size = probe_video(video, path)
-        if n < len(frames):
-            raise AdapterError(f"{video}: {n} frames, {path} annotates {len(frames)}")
+        if n != len(frames):  # annotation k is decoded frame k: a longer video (e.g. the raw 30 fps one) would misalign
+            raise AdapterError(f"{video}: {n} frames, {path} annotates {len(frames)} (every frame of the sequence: "
+                               f"give the video of the annotated frames, or -O frames=DIR with the images)")
     else:
         if out_dir is None or "frames" not in options:
             raise AdapterError(f"{path}: --video: give the video of the annotated frames, or -O frames=DIR with "

@@ -304,6 +304,10 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
         named = read_json(Path(option(options, "objects", text)), "objects of each question (JSON {id: [ids]})")
         if not isinstance(named, dict):
             raise AdapterError(f"{options['objects']}: expected a JSON object {{question id: [object ids]}}")
+        for key, ids in named.items():
+            if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool)
+                                                    for i in ids):
+                raise AdapterError(f"{options['objects']}: {key}: expected a list of object track ids, got {ids!r}")
     questions = _questions(entry, where, video_id, labels, named, grounded=cut is None)
     gap = option(options, "max_gap_s", positive_float, DEFAULT_MAX_GAP_S)
     if video is None:

@@ -13,10 +13,10 @@ are placed, which keep clear of them).
 
 :data:`CELL_TYPES`: one task per cell, as vistest.generate types (VGenST asks one reasoning task per
 cell; these are the generator's types closest to each): static cells ask the static types of their
-scale (figural: sizes, counting, relative distance; vista: absolute and relative distance, direction,
-room size; environmental: distance, direction, appearance order), egocentric ones also the order of
-appearance along the walk; dynamic cells ask the motion types of the movers and the camera-motion
-types of a moving camera.
+scale (:data:`STATIC_TYPES`: figural: sizes, counting, relative distance; vista: absolute and relative
+distance, direction, room size; environmental: absolute and relative distance, direction, counting),
+egocentric ones also the order of appearance along the walk; dynamic cells ask the motion types of
+the movers and the camera-motion types of a moving camera.
 """
 from __future__ import annotations
 

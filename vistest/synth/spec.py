@@ -215,7 +215,7 @@ class _Parser:
         if not isinstance(dyn, list):
             raise self.fail("dynamics", "a list of moving objects, or \"none\"", dyn)
         frames = self.integer(doc.get("frames", DEFAULT_FRAMES), "frames", MIN_FRAMES, 100_000)
-        fps = self.number(doc.get("fps", DEFAULT_FPS), "fps", positive=True)
+        fps = self.number(doc.get("fps", DEFAULT_FPS), "fps", 0.1, 1000.0)  # frames/s
         res = doc.get("resolution", list(DEFAULT_RESOLUTION))
         if not isinstance(res, (list, tuple)) or len(res) != 2:
             raise self.fail("resolution", "[W, H] in pixels", res)
