@@ -244,6 +244,65 @@ def test_cell_visibility_agrees_with_geometry(rendered, cell):
     assert checked_in > 0 and checked_out + checked_in > len(scene.frames) // 2
 
 
+def _seen_by_ray_casting(scene, share=0.1):
+    """(frames, objects) bool: seen by the synth seen rule (silhouette: at least ``share`` of the object's own
+    in-image silhouette shows), computed here from the spec's boxes alone: a ray through every pixel centre
+    (OpenCV: integer coordinates are centres), each box hit by the slab method in its own frame, the nearest
+    hit shows. The floor and walls hide nothing in a room walked from inside."""
+    k, (w, h) = scene.camera, scene.image_size
+    u, v = np.meshgrid(np.arange(w, dtype=float), np.arange(h, dtype=float))
+    rays_cam = np.stack([(u.ravel() - k.cx) / k.fx, (v.ravel() - k.cy) / k.fy, np.ones(u.size)], 1)
+    out = np.zeros((len(scene.frames), len(scene.objects)), bool)
+    for fi, f in enumerate(scene.frames):
+        eye, d = f.camera_to_world[:3, 3], rays_cam @ f.camera_to_world[:3, :3].T
+        depth = np.full((len(scene.objects), len(d)), np.inf)
+        for j, o in enumerate(scene.objects):
+            c, rot = o.pose_at(fi)
+            r = np.asarray(rot, float)  # the box's axes in the world at this frame (columns)
+            ol, dl = (eye - c) @ r, d @ r
+            half = np.asarray(o.size) / 2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t1, t2 = (-half - ol) / dl, (half - ol) / dl
+            near, far = np.nanmax(np.minimum(t1, t2), 1), np.nanmin(np.maximum(t1, t2), 1)
+            hit = (near <= far) & (near > 0)
+            depth[j, hit] = near[hit]
+        sil = np.isfinite(depth).sum(1)
+        shown = np.bincount(np.argmin(depth, 0)[np.isfinite(depth).any(0)], minlength=len(scene.objects))
+        out[fi] = (sil > 0) & (shown >= share * sil)
+    return out
+
+
+def test_appearance_order_answers_agree_with_ray_casting(tmp_path):
+    """An egocentric walk long enough for the order of appearance (the per-cell scenarios are too short for
+    its one-second gaps): every generated order is the order of the labels' first sightings by
+    :func:`_seen_by_ray_casting` (the spec's boxes, no renderer), where those are two frames apart or more."""
+    from vistest.generate import SceneInput, generate
+    from vistest.synth.render import render_scenario
+    from vistest.visibility.table import compute_visibility
+
+    cell = "vista-egocentric-static"
+    spec = cell_spec(cell, 0, seed=1, frames=48, resolution=(96, 72), fps=4.0)
+    scene = Scene.load(render_scenario(spec, tmp_path / "s", quiet=True))
+    qs = generate([SceneInput(scene, compute_visibility(scene))], CELL_TYPES[cell], synth_rules(spec.scale),
+                  seed=0).questions.get(scene.scene_id, ())
+    orders = [[lab.strip() for lab in _answer_text(q).split(",")] for q in qs
+              if q["question_type"] == "obj_appearance_order"]
+    assert orders, [q["question_type"] for q in qs]
+    seen = _seen_by_ray_casting(scene)
+    first = {}
+    for j, o in enumerate(scene.objects):
+        if seen[:, j].any():
+            first[o.label] = min(first.get(o.label, len(seen)), int(np.argmax(seen[:, j])))
+    compared = 0
+    for order in orders:
+        times = [first[lab] for lab in order]
+        for a, b in zip(times, times[1:]):
+            if abs(b - a) >= 2:
+                assert a < b, (order, times)
+                compared += 1
+    assert compared >= len(orders)
+
+
 def _window_frames(q, fps, n):
     t0, t1 = q["time_start"], q["time_end"]
     return [i for i in range(n) if t0 - 1e-9 <= i / fps <= t1 + 1e-9]
