@@ -505,6 +505,30 @@ def test_cli_renders_and_reruns_idempotently(tmp_path):
 # ---------------------------------------------------------------------------------------
 # the grid
 # ---------------------------------------------------------------------------------------
+def test_a_spec_that_cannot_be_laid_out_is_drawn_again_under_its_id(monkeypatch):
+    """laid_out_spec: the first draw fails to lay out, the second (another seed, the same scenario id) is the
+    spec the grid writes to specs/ and renders; after MAX_REDRAWS failures the SpecError stands."""
+    from vistest.synth import grid, layout
+
+    calls = []
+    real = layout.build_layout
+
+    def flaky(spec):
+        calls.append(spec.seed)
+        if len(calls) == 1:
+            raise SpecError("cannot place every object")
+        return real(spec)
+
+    monkeypatch.setattr(layout, "build_layout", flaky)
+    cfg = grid.GridConfig(n=1, seed=3, frames=16, resolution=(64, 48), fps=4.0)
+    first = cell_spec(CELLS[0], 0, seed=3, frames=16, resolution=(64, 48), fps=4.0)
+    spec = grid.laid_out_spec(CELLS[0], 0, cfg)
+    assert spec.scenario_id == first.scenario_id and spec.seed != first.seed and len(calls) == 2
+    monkeypatch.setattr(layout, "build_layout", lambda spec: (_ for _ in ()).throw(SpecError("never")))
+    with pytest.raises(SpecError, match="never"):
+        grid.laid_out_spec(CELLS[0], 0, cfg)
+
+
 def test_grid_spreads_evenly_over_the_cells():
     from vistest.synth.grid import grid_cells
 
@@ -540,6 +564,8 @@ def test_grid_writes_the_benchmark(tmp_path):
     assert "| figural-egocentric-static | 1 |" in (tmp_path / "g" / "report.md").read_text()
     videos = sorted((tmp_path / "g" / "scenes").glob("*/video.mp4"))
     assert len(videos) == 12
+    for v in videos:  # specs/ holds the spec each scene was rendered from (after any redraw)
+        assert (v.parent / "spec.json").read_text() == (tmp_path / "g" / "specs" / f"{v.parent.name}.json").read_text()
     before = [v.stat().st_mtime_ns for v in videos]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0 and [v.stat().st_mtime_ns for v in videos] == before

@@ -69,24 +69,32 @@ def grid_cells(n: int) -> list[tuple[str, int]]:
     return [(CELLS[i % len(CELLS)], i // len(CELLS)) for i in range(n)]
 
 
-def _render_one(doc: dict, folder: str, cell: str, k: int, seed: int, force: bool) -> str:
-    """Worker: render a spec, drawing it again from another seed while it cannot be laid out
-    (``MAX_REDRAWS`` times); returns its scene.json."""
-    from .render import render_scenario
+def laid_out_spec(cell: str, k: int, cfg: "GridConfig") -> ScenarioSpec:
+    """Scenario ``k`` of ``cell``: its spec from the grid's seed, drawn again from another seed while it
+    cannot be laid out (``MAX_REDRAWS`` times; the same id), so that ``specs/{id}.json`` is the spec rendered
+    and a rerun finds its render."""
+    from .layout import build_layout
 
-    spec = spec_from_dict(doc)
-    for attempt in range(1, MAX_REDRAWS + 1):
+    for attempt in range(MAX_REDRAWS):
+        spec = cell_spec(cell, k, seed=cfg.seed + 1_000_003 * attempt, frames=cfg.frames,
+                         resolution=cfg.resolution, fps=cfg.fps)
         try:
-            return str(render_scenario(spec, folder, quiet=True, force=force))
+            build_layout(spec)
+            return spec
         except SpecError:
-            if attempt == MAX_REDRAWS:
+            if attempt == MAX_REDRAWS - 1:
                 raise
-            spec = cell_spec(cell, k, seed=seed + 1_000_003 * attempt, frames=spec.frames,
-                             resolution=spec.resolution, fps=spec.fps)
     raise AssertionError("unreachable")
 
 
-def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, seed: int, workers: int,
+def _render_one(doc: dict, folder: str, cell: str, force: bool) -> str:
+    """Worker: render a spec (one :func:`laid_out_spec` gave); returns its scene.json."""
+    from .render import render_scenario
+
+    return str(render_scenario(spec_from_dict(doc), folder, quiet=True, force=force))
+
+
+def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, workers: int,
                force: bool, progress: bool, ray: bool = False, address: str | None = None
                ) -> dict[str, tuple[str, Path]]:
     """Render every (cell, k, spec) into ``scenes_dir/{id}`` on ``workers`` processes (spawned: each
@@ -94,8 +102,7 @@ def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, see
     (1 CPU each; every node sees ``scenes_dir`` at the same path); scenario id -> (cell, scene.json)."""
     import multiprocessing
 
-    jobs = [(spec_to_dict(spec), str(scenes_dir.resolve() / spec.scenario_id), cell, k, seed, force)
-            for cell, k, spec in specs]
+    jobs = [(spec_to_dict(spec), str(scenes_dir.resolve() / spec.scenario_id), cell, force) for cell, k, spec in specs]
     out: dict[str, tuple[str, Path]] = {}
     with progress_bar(len(jobs), "render", enabled=progress) as bar:
         if ray:
@@ -313,11 +320,11 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
     out.mkdir(parents=True, exist_ok=True)
     specs = []
     for cell, k in grid_cells(cfg.n):
-        spec = cell_spec(cell, k, seed=cfg.seed, frames=cfg.frames, resolution=cfg.resolution, fps=cfg.fps)
+        spec = laid_out_spec(cell, k, cfg)
         specs.append((cell, k, spec))
         write_atomic(out / "specs" / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
     workers = cfg.workers or os.cpu_count() or 1
-    scenes = render_all(specs, out / "scenes", cfg.seed, min(workers, len(specs)), cfg.force, progress,
+    scenes = render_all(specs, out / "scenes", min(workers, len(specs)), cfg.force, progress,
                         ray=cfg.engine == "ray", address=cfg.address)
     lap("render")
     tables = visibility_all(scenes, progress)
