@@ -529,6 +529,19 @@ def test_a_spec_that_cannot_be_laid_out_is_drawn_again_under_its_id(monkeypatch)
         grid.laid_out_spec(CELLS[0], 0, cfg)
 
 
+def test_grid_exports_score_every_cell_type_by_one_protocol():
+    """An egocentric static cell mixes VSI-Bench's appearance order with ReVSI's types: 'auto' refuses that
+    mix, so the grid names its protocol (found by the 200-scenario run, whose export stopped there)."""
+    from vistest.eval.metrics import resolve_protocol
+    from vistest.eval.records import ScoreError
+    from vistest.synth import grid
+
+    types = set().union(*CELL_TYPES.values())
+    with pytest.raises(ScoreError, match="mixes ReVSI-only"):
+        resolve_protocol("auto", types)
+    assert resolve_protocol(grid.PROTOCOL, types).name == "revsi"
+
+
 def test_grid_spreads_evenly_over_the_cells():
     from vistest.synth.grid import grid_cells
 

@@ -36,6 +36,10 @@ from .cells import CELL_TYPES, SEEN_KIND, cell_spec, split_cell, synth_rules
 from .spec import CELLS, ScenarioSpec, SpecError, spec_from_dict, spec_to_dict
 
 MAX_REDRAWS = 10
+# The exports' scoring rules: ReVSI's, the generator's preset (vistest.synth.cells.synth_rules). Named, not
+# "auto": an egocentric static cell asks VSI-Bench's appearance order beside ReVSI's types, a mix "auto" refuses
+# (vistest.eval.metrics.resolve_protocol); the exported task scores every type by these rules.
+PROTOCOL = "revsi"
 EXPORTS = ("lmms-eval-task", "vlmevalkit")
 
 
@@ -340,7 +344,7 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
         from ..eval.exporters import ExportOptions, export
 
         for fmt in EXPORTS:
-            res = export(fmt, out / "run", out / "export" / fmt, ExportOptions(progress=progress))
+            res = export(fmt, out / "run", out / "export" / fmt, ExportOptions(progress=progress, protocol=PROTOCOL))
             notes += [f"export {fmt}: {w}" for w in res.warnings]
         lap("export")
     rows = cell_rows(scenes, reports, out / "run")
