@@ -28,10 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
-from .coco_video import encode_images, even_size, probe_video, scene_id_of
 from .common import AdapterError, positive_float, read_json, text
 from .mot import flag
-from .tracks2d_import import Format2D, Imported2D, option
+from .tracks2d_import import Format2D, Imported2D, encode_images, even_size, option, probe_video, scene_id_of
 
 NAME = "bdd100k"
 FPS = 5.0  # BDD100K MOT: boxes at 5 frames/s

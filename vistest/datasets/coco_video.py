@@ -39,15 +39,9 @@ import numpy as np
 
 from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, mask_box, polygon_mask, rle_decode, rle_encode
 from .common import AdapterError, positive_float, read_json, text
-from .tracks2d_import import Format2D, Imported2D, option
+from .tracks2d_import import Format2D, Imported2D, encode_images, even_size, option, probe_video, scene_id_of
 
 YTVIS_FPS = 6.0  # YouTube-VOS / YouTube-VIS JPEGs: every 5th frame of 30 frames/s videos
-
-
-def scene_id_of(name: str) -> str:
-    """A scene id from a video's name (characters that cannot name files become ``_``)."""
-    s = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).lstrip("._-")
-    return s or "video"
 
 
 def _xywh(b: Any, where: str) -> list[float]:
@@ -86,17 +80,6 @@ def segmentation_mask(seg: Any, h: int, w: int, where: str) -> np.ndarray:
         return polygon_mask(seg, h, w, where)
     raise AdapterError(f"{where}: expected a COCO RLE {{size, counts}} or a list of polygons [x1, y1, x2, y2, ...], "
                        f"got {type(seg).__name__}")
-
-
-def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
-    """(fps, decoded frames, (W, H)) of the video an annotation ``path`` is of; AdapterError without one."""
-    if video is None:
-        raise AdapterError(f"{path}: --video: give the video the annotation is of (its frame rate and frame count "
-                           f"come from it)")
-    from ..videos.ffmpeg import probe
-
-    info = probe(video, count=True)
-    return info.fps, int(info.num_frames), info.size
 
 
 def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
@@ -218,43 +201,6 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
              "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames)),
              "source_format": "youtube-vis", "objects": objects}
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
-
-
-def even_size(w: int, h: int) -> tuple[int, int]:
-    """The size :func:`encode_images` writes an image of ``w`` x ``h`` at: padded to even (H.264 4:2:0)."""
-    return w + w % 2, h + h % 2
-
-
-def encode_images(files: list, fps: float, out_dir: Path, size: tuple[int, int] | None = None,
-                  size_source: str = "the first image's size") -> tuple[Path, tuple[int, int]]:
-    """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
-    ``files[k]`` (padded black to an even size on the right and bottom, :func:`even_size`: a region keeps its
-    pixel coordinates, and the scene's ``image_size`` must be the padded size, the video's); returns (video,
-    (W, H) of the images).
-    ``size``: the (W, H) every image must have (default: the first image's), ``size_source`` says where it
-    comes from in the error naming an image of another size."""
-    import cv2
-
-    from ..videos.ffmpeg import VideoWriter
-
-    if size is None:
-        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
-        if first is None:
-            raise AdapterError(f"{files[0]}: cannot read the image")
-        size = (first.shape[1], first.shape[0])
-    w, h = size
-    ew, eh = even_size(w, h)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / "video.mp4"
-    with VideoWriter(out, fps=fps, size=(ew, eh), preset="veryfast") as wr:
-        for fn in files:
-            img = cv2.imread(str(fn), cv2.IMREAD_COLOR)
-            if img is None or img.shape[:2] != (h, w):
-                raise AdapterError(f"{fn}: expected a {w}x{h} image ({size_source})")
-            frame = np.zeros((eh, ew, 3), np.uint8)
-            frame[:h, :w] = img[:, :, ::-1]
-            wr.write(frame)
-    return out, (w, h)
 
 
 TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",

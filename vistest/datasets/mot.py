@@ -35,9 +35,8 @@ from pathlib import Path
 
 
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT
-from .coco_video import encode_images, even_size
 from .common import AdapterError
-from .tracks2d_import import Format2D, Imported2D, option
+from .tracks2d_import import Format2D, Imported2D, encode_images, even_size, option, scene_id_of
 
 NAME = "mot"
 CLASSES = {1: "pedestrian", 2: "person_on_vehicle", 3: "car", 4: "bicycle", 5: "motorbike", 6: "non_mot_vehicle",
@@ -154,7 +153,7 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     info = read_seqinfo(ini)
     keep = option(options, "keep_ignored", flag, False)
     objects = read_gt(gt, info["seqLength"], (info["imWidth"], info["imHeight"]), keep)
-    sid = "".join(c if c.isalnum() or c in "._-" else "_" for c in info["name"]) or "sequence"
+    sid = scene_id_of(info["name"])
     scene = {"format": TRACKS2D_FORMAT, "scene_id": sid, "fps": info["frameRate"],
              "image_size": [info["imWidth"], info["imHeight"]], "num_frames": info["seqLength"],
              "annotated_frames": list(range(info["seqLength"])), "max_gap_s": 0.0, "source_format": NAME,

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import InputError
@@ -92,6 +95,61 @@ def option(options: dict, name: str, parse: Callable[[Any], Any], default: Any =
         return parse(options[name])
     except (TypeError, ValueError) as e:
         raise AdapterError(f"option {name}={options[name]!r}: {e}") from None
+
+
+# ---- shared by the importers: scene ids, the annotated video, images encoded into one --------------
+def scene_id_of(name: str) -> str:
+    """A scene id from a video's name (characters that cannot name files become ``_``)."""
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).lstrip("._-")
+    return s or "video"
+
+
+def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, int]]:
+    """(fps, decoded frames, (W, H)) of the video an annotation ``path`` is of; AdapterError without one."""
+    if video is None:
+        raise AdapterError(f"{path}: --video: give the video the annotation is of (its frame rate and frame count "
+                           f"come from it)")
+    from ..videos.ffmpeg import probe
+
+    info = probe(video, count=True)
+    return info.fps, int(info.num_frames), info.size
+
+
+def even_size(w: int, h: int) -> tuple[int, int]:
+    """The size :func:`encode_images` writes an image of ``w`` x ``h`` at: padded to even (H.264 4:2:0)."""
+    return w + w % 2, h + h % 2
+
+
+def encode_images(files: list, fps: float, out_dir: Path, size: tuple[int, int] | None = None,
+                  size_source: str = "the first image's size") -> tuple[Path, tuple[int, int]]:
+    """``files`` (images, all of one size) encoded into ``out_dir/video.mp4`` at ``fps``, decoded frame k =
+    ``files[k]`` (padded black to an even size on the right and bottom, :func:`even_size`: a region keeps its
+    pixel coordinates, and the scene's ``image_size`` must be the padded size, the video's); returns (video,
+    (W, H) of the images).
+    ``size``: the (W, H) every image must have (default: the first image's), ``size_source`` says where it
+    comes from in the error naming an image of another size."""
+    import cv2
+
+    from ..videos.ffmpeg import VideoWriter
+
+    if size is None:
+        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise AdapterError(f"{files[0]}: cannot read the image")
+        size = (first.shape[1], first.shape[0])
+    w, h = size
+    ew, eh = even_size(w, h)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / "video.mp4"
+    with VideoWriter(out, fps=fps, size=(ew, eh), preset="veryfast") as wr:
+        for fn in files:
+            img = cv2.imread(str(fn), cv2.IMREAD_COLOR)
+            if img is None or img.shape[:2] != (h, w):
+                raise AdapterError(f"{fn}: expected a {w}x{h} image ({size_source})")
+            frame = np.zeros((eh, ew, 3), np.uint8)
+            frame[:h, :w] = img[:, :, ::-1]
+            wr.write(frame)
+    return out, (w, h)
 
 
 def formats() -> dict[str, Format2D]:

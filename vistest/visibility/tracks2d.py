@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..tracks2d import STATE_NAMES, UNKNOWN
-from .table import Visibility
+from .table import Visibility, choose_occlusion
 
 
 def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
@@ -36,9 +36,7 @@ def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
     tracks = scene.tracks2d
     if tracks is None:
         raise InputError(f"{scene.source}: format: expected a 2D scene (vistest.tracks2d/1)")
-    if occlusion not in ("auto", "none"):
-        raise InputError(f"{scene.source}: occlusion: a 2D scene's regions are what shows (no boxes, depth or mesh "
-                         f"to occlude them): expected auto or none, got {occlusion!r}")
+    choose_occlusion(scene, occlusion)  # auto or none; another mode: its InputError
     st = tracks.states
     w, h = scene.image_size
     tw, th = tracks.image_size
@@ -50,10 +48,9 @@ def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
         ebox, area = st.evidence_box, st.area
     image = float(w) * float(h)
     unknown = st.state == UNKNOWN
-    visible = np.where(unknown, np.nan, np.nan_to_num(area) / image)
     ext = np.clip(ebox[..., 2] - ebox[..., 0], 0, None) * np.clip(ebox[..., 3] - ebox[..., 1], 0, None)
     evidence = np.where(unknown, np.nan, np.nan_to_num(ext) / image)
-    visible = np.where(unknown, np.nan, np.minimum(visible, evidence))
+    visible = np.where(unknown, np.nan, np.minimum(np.nan_to_num(area) / image, evidence))
     bbox = np.stack([np.floor(ebox[..., 0]), np.floor(ebox[..., 1]), np.ceil(ebox[..., 2]), np.ceil(ebox[..., 3])],
                     axis=-1)
     bbox[~(np.nan_to_num(ext) > 0)] = np.nan
