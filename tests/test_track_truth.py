@@ -486,19 +486,26 @@ def camera_value(scene, qtype, frames):
 
 
 def camera_frames_ref(sampled, ts, te, tol=0.5):
-    ends = []
-    for at in (ts, te):
-        f = min(sorted(set(sampled)), key=lambda x: abs(x / FPS - at))
-        if abs(f / FPS - at) > tol + 1e-9:
-            return None
-        ends.append(f)
-    return sorted(f for f in set(sampled) if ends[0] <= f <= ends[1]) if ends[0] < ends[1] else None
+    """Issue #45: the sampled frames inside [ts, te] (i / FPS), the first at most ``tol`` after ts and the last
+    at most ``tol`` before te (the tolerance applied inward), two distinct ones; None otherwise."""
+    inside = sorted({f for f in sampled if ts - 1e-9 <= f / FPS <= te + 1e-9})
+    if len(inside) < 2 or inside[0] / FPS - ts > tol + 1e-9 or te - inside[-1] / FPS > tol + 1e-9:
+        return None
+    return inside
+
+
+def nearest_ends_ref(sampled, ts, te, tol=0.5):
+    """The rule issue #45 replaced: the sampled frame nearest each end (within ``tol``), wherever it lies."""
+    ends = [min(sorted(set(sampled)), key=lambda x: abs(x / FPS - at)) for at in (ts, te)]
+    return ends if all(abs(f / FPS - at) <= tol + 1e-9 for f, at in zip(ends, (ts, te))) else None
 
 
 def test_camera_motion_truth_per_budget(demo):
-    """Rule camera: the value over the sampled frames from the one nearest the window's start to
-    the one nearest its end (each within 0.5 s), the nearest option; no frame near an end:
-    unanswerable (camera_ends_unsampled); every budget against this file's computation."""
+    """Rule camera: the value over the sampled frames inside the window, the first within 0.5 s after
+    its start and the last within 0.5 s before its end (issue #45: the tolerance applied inward), the
+    nearest option; no such frame at an end: unanswerable (camera_ends_unsampled); every budget against
+    this file's computation. Every evidence frame of every row lies inside its window, where the rule it
+    replaced (the nearest frame to each end) took a frame outside on some rows."""
     out, scene, vis = demo
     types = ("camera_orientation_change", "camera_displacement", "camera_path_length")
     windows = [(0.5, 2.5), (1.0, 3.5), (0.2, 0.3), (0.0, 3.9)]
@@ -515,10 +522,14 @@ def test_camera_motion_truth_per_budget(demo):
     path.write_text("".join(json.dumps(d) + "\n" for d in lines))
     qs = load_questions(path, scene)
     truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
-    seen_any = set()
+    seen_any, outside_before = set(), 0
     for b in (16, 64, "all"):
         sampled = select_frames("uniform", N, b, fps=FPS).tolist()
         for q, r in zip(qs, (json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()), strict=True):
+            ts, te = q.window
+            assert all(ts - 1e-9 <= f / FPS <= te + 1e-9 for f in r["evidence_frames"] + r["track_frames"]), (b, q.id)
+            old = nearest_ends_ref(sampled, ts, te)
+            outside_before += old is not None and not all(ts - 1e-9 <= f / FPS <= te + 1e-9 for f in old)
             frames = camera_frames_ref(sampled, *q.window)
             if frames is None:
                 assert (r["status"], r["reason"]) == ("unanswerable", "camera_ends_unsampled"), (b, q.id)
@@ -529,14 +540,15 @@ def test_camera_motion_truth_per_budget(demo):
             letter = nearest_letter(q.options, value, q.question_type)
             assert (r["status"], r["ground_truth"]) == (("kept", "C") if letter == "C" else ("changed", letter))
             seen_any.add(r["status"])
-    assert seen_any >= {"kept", "unanswerable"}
+    assert seen_any >= {"kept", "unanswerable"} and outside_before > 0
 
 
 def test_a_pose_change_needs_a_frame_at_each_end(demo):
     """STI-Bench's Pose Estimation and Ego-Centric Orientation over [ts, te] compare the camera at
     both ends (ReSTI: "Taking the camera pose at t=0 s as the identity ..., what is the camera pose at
-    t=15 s?"): answerable only with a witnessing sampled frame within the instant tolerance of each,
-    however many frames fall inside. Displacement keeps the count rule (2 frames inside)."""
+    t=15 s?"): answerable only with a witnessing sampled frame inside the window within the instant
+    tolerance of each end (issue #45: the tolerance applied inward), however many frames fall inside.
+    Displacement keeps the count rule (2 frames inside)."""
     out, scene, vis = demo
     ts, te, tol = 0.37, 3.3, 0.1
     lines = [{"id": f"p{k}", "scene_id": scene.scene_id, "question_type": qt, "question": "q?",
@@ -550,14 +562,102 @@ def test_a_pose_change_needs_a_frame_at_each_end(demo):
                          instant_tolerance_s=tol)
     for b in (16, 64):
         sampled = sorted(set(select_frames("uniform", N, b, fps=FPS).tolist()))
-        near = [min(sampled, key=lambda f: abs(f / FPS - at)) for at in (ts, te)]
-        ok = all(abs(f / FPS - at) <= tol + 1e-9 for f, at in zip(near, (ts, te)))
-        assert ok == (b == 64)  # 16 frames: the nearest to 0.37 s is frame 15, 0.13 s away
+        inside = [f for f in sampled if ts <= f / FPS <= te]  # issue #45: the ends measured inside the window
+        near = [inside[0], inside[-1]]
+        served = [f for f, at in zip(near, (ts, te)) if abs(f / FPS - at) <= tol + 1e-9]
+        ok = len(served) == 2
+        assert ok == (b == 64)  # 16 frames: the first inside is frame 15 (0.5 s), 0.13 s after 0.37 s
         rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
         for r in rows[:2]:
             assert (r["status"], r["reason"]) == (("kept", "window_ends_sampled") if ok else
                                                   ("unanswerable", "window_ends_unsampled"))
-            assert r["evidence_frames"] == [f for f, at in zip(near, (ts, te)) if abs(f / FPS - at) <= tol + 1e-9]
+            assert r["evidence_frames"] == served and all(ts <= f / FPS <= te for f in r["evidence_frames"])
             if not ok:
-                assert "0.37 s: nearest frame 15, 0.13 s away" in r["reason_text"]
+                assert ("no frame inside the window within 0.1 s after its start 0.37 s (the first inside is frame "
+                        "15 at 0.5 s)") in r["reason_text"]
         assert rows[2]["status"] == "kept" and rows[2]["window_frame_count"] > 2
+
+
+# ---------------------------------------------------------------------------------------
+# imported ReSTI instants (issue #45): speed and acceleration judged by their anchors
+# ---------------------------------------------------------------------------------------
+def _resti_instant(scene, i, question, t, unit):
+    """A ReSTI row in its own layout (pengzhansun/ReSTI annotations/resti.jsonl @ d4f4eff): the
+    wording of resti-rem6r2-21d6be66c1abab2a7443 ("What is the speed of the blue chevrolet suv at t=12 s?
+    (unit: m/s)") and resti-rem6r2-b450c4c10efdb8229758 ("What is the magnitude of the acceleration of the
+    blue chevrolet suv at t=12 s, from velocities over 1-second central windows? (unit: m/s²)")."""
+    video = f"{scene.scene_id}.mp4"
+    cands = {k: f"{0.1 * (j + 1):.2f}{unit}" for j, k in enumerate("ABCDE")}
+    return {"Video": video, "Source": "Waymo", "Task": "Speed & Acceleration", "QType": "Single Choice",
+            "Question": question, "Prompt": "Object description: the cart.", "time_start": t, "time_end": t,
+            "Candidates": cands, "Answer": "B", "Answer Detail": cands["B"], "ID": i, "scene": "indoor",
+            "ReSTI ID": f"resti-test-{i}", "Legacy Row Key": f"Waymo|Speed & Acceleration|{video}|{i}|uid={i:016x}"}
+
+
+def anchor_ref(sampled, t, offsets, tol=0.1):
+    """For each anchor t + offset, the sampled frame nearest it (the earlier on a tie) when within ``tol``
+    seconds, else None (the quantity's definition needs the object's position at each anchor)."""
+    out = []
+    for off in offsets:
+        f = min(sorted(set(sampled)), key=lambda x: (abs(x / FPS - (t + off)), x))
+        out.append(f if abs(f / FPS - (t + off)) <= tol + 1e-9 else None)
+    return out
+
+
+@pytest.mark.parametrize("kind, t, offsets", [("speed", 1.4, (-0.5, 0.5)), ("acceleration", 1.7, (-1.0, 0.0, 1.0))])
+def test_imported_resti_instants_need_their_anchors(demo, tmp_path, kind, t, offsets):
+    """Issue #45: an imported ReSTI Speed & Acceleration row at an instant (time_start == time_end == t)
+    is measured between anchors (speed: t -/+ 0.5 s, "measured over a 1-second window centered on that
+    instant"; acceleration: t - 1, t, t + 1, "from velocities over 1-second central windows"): at 16
+    uniform frames an anchor has no sampled frame within 0.1 s, so the row is unanswerable, its reason
+    naming that anchor, where the instant rule (a frame within 0.5 s of t) keeps it; with every frame,
+    kept, its evidence the anchor frames computed here."""
+    from vistest.datasets.sti_bench import import_question_set
+
+    out, scene, vis = demo
+    wording = {"speed": (f"What is the speed of the cart at t={t:g} s? (unit: m/s)", "m/s"),
+               "acceleration": (f"What is the magnitude of the acceleration of the cart at t={t:g} s, from velocities "
+                                f"over 1-second central windows? (unit: m/s²)", "m/s²")}[kind]
+    path = tmp_path / "resti.jsonl"
+    path.write_text(json.dumps(_resti_instant(scene, 1, wording[0], t, wording[1])) + "\n")
+    imported = import_question_set("resti", path)
+    assert imported.questions[0]["instant_quantity"] == f"instant_{kind}" and imported.warnings == ()
+    qpath = tmp_path / "q.jsonl"
+    qpath.write_text(json.dumps(imported.questions[0]) + "\n")
+    qs = load_questions(qpath, scene)
+    truth = budget_truth(scene, vis, qs, budgets=(16, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    r16, r_all = (json.loads(budget_jsonl(truth, b)) for b in (16, "all"))
+    s16 = select_frames("uniform", N, 16, fps=FPS).tolist()
+    anchors16 = anchor_ref(s16, t, offsets)
+    missing = [t + off for off, f in zip(offsets, anchors16) if f is None]
+    assert missing, "the test needs an anchor without a sampled frame at 16"
+    assert min(abs(f / FPS - t) for f in s16) <= 0.5  # the instant rule would keep it
+    assert (r16["status"], r16["reason"], r16["ground_truth"]) == ("unanswerable", "instant_anchor_unsampled", None)
+    assert f"no observed frame within 0.1 s of {missing[0]:g} s" in r16["reason_text"]
+    assert f"{kind} at {t:g} s" in r16["reason_text"] and "anchors" in r16["reason_text"]
+    every = anchor_ref(range(N), t, offsets)
+    assert None not in every
+    assert (r_all["status"], r_all["reason"], r_all["ground_truth"]) == ("kept", "instant_anchors_sampled", "B")
+    assert r_all["evidence_frames"] == every
+    assert "frames " + ", ".join(map(str, every)) in r_all["reason_text"]
+    # the same row without the column: the quantity read from its wording
+    bare = {k: v for k, v in imported.questions[0].items() if k != "instant_quantity"}
+    qpath.write_text(json.dumps(bare) + "\n")
+    truth = budget_truth(scene, vis, load_questions(qpath, scene), budgets=(16,), profile="uniform",
+                         seen_threshold=THRESHOLD)
+    assert json.loads(budget_jsonl(truth, 16))["reason"] == "instant_anchor_unsampled"
+
+
+def test_instant_quantity_column_is_checked(demo, tmp_path):
+    _, scene, _ = demo
+    rec = {"id": "x", "scene_id": scene.scene_id, "question_type": "sti_speed_acceleration", "question": "q?",
+           "options": ["A. 1", "B. 2", "C. 3", "D. 4", "E. 5"], "ground_truth": "A", "time_start": 1.0,
+           "time_end": 1.0, "time": 1.0, "instant_quantity": "jerk"}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(InputError, match=r"q.jsonl:1: instant_quantity: expected one of instant_speed"):
+        load_questions(path, scene)
+    rec.update(instant_quantity="instant_speed", time_start=0.5, time_end=1.5, time=None)
+    path.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(InputError, match=r"instant_quantity: only sti_speed_acceleration questions asked at an"):
+        load_questions(path, scene)

@@ -138,6 +138,36 @@ CAMERA_MOTION_TYPES = ("camera_orientation_change", "camera_displacement", "came
 # the dynamic types asked at an instant (``time``; ReSTI's rows with time_start == time_end): their anchors
 # (vistest.motion.ANCHORS) must each have a sampled frame seeing the object
 INSTANT_MOTION_TYPES = ("motion_instant_speed",)
+# STI-Bench's Speed & Acceleration asked at an instant (ReSTI: time_start == time_end == t; "What is the speed of
+# the blue chevrolet suv at t=12 s? (unit: m/s)", "What is the magnitude of the acceleration of ... at t=11 s, from
+# velocities over 1-second central windows? (unit: m/s²)"): the quantity is read from the row's
+# ``instant_quantity`` column when given (one of INSTANT_QUANTITIES; the importers write it), else from its
+# wording (:func:`instant_quantity`); the budget stage then needs a sampled frame at each of its anchors
+# (vistest.motion.ANCHORS: speed t -/+ 0.5 s, acceleration t - 1, t, t + 1)
+STI_SPEED_ACCELERATION = "sti_speed_acceleration"
+INSTANT_QUANTITY_FIELD = "instant_quantity"
+INSTANT_QUANTITIES = ("instant_speed", "instant_acceleration")  # vistest.motion.INSTANT_SPEED, INSTANT_ACCELERATION
+_ACCELERATION_WORDS = re.compile(r"accelerat|m/s\s*(?:²|\^2|2\b)|m/s/s", re.I)
+_SPEED_WORDS = re.compile(r"\bspeed\b|\bvelocit|m/s\b", re.I)
+
+
+def instant_quantity(record: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(quantity, where it was read) of an STI-Bench Speed & Acceleration row asked at an instant: the
+    ``instant_quantity`` column when the row has one; else its wording: ``"instant_acceleration"`` when the
+    question (or, failing that, an option) names an acceleration ("acceleration", "m/s²", "m/s^2"),
+    ``"instant_speed"`` when it names a speed or a velocity ("speed", "velocity", "m/s"); (None, why) when
+    it names neither. Acceleration is looked for first: ReSTI's acceleration rows say "from velocities"."""
+    col = record.get(INSTANT_QUANTITY_FIELD)
+    if col is not None:
+        return (col, f"column {INSTANT_QUANTITY_FIELD}") if col in INSTANT_QUANTITIES else (None, "")
+    texts = {"the question's wording": str(record.get("question") or ""),
+             "the options' wording": " ".join(str(o) for o in record.get("options") or ())}
+    for where, text in texts.items():
+        if _ACCELERATION_WORDS.search(text):
+            return "instant_acceleration", f"{where} (acceleration)"
+        if _SPEED_WORDS.search(text):
+            return "instant_speed", f"{where} (speed)"
+    return None, "neither the question nor its options name a speed or an acceleration"
 
 
 def _types() -> dict[str, QuestionType]:
@@ -381,6 +411,13 @@ class _LineParser:
             raise self.fail("time", f"{qtype_name!r} needs an instant (time, seconds)")
         if qtype.rule in (RULE_TRACK, RULE_CAMERA) and qtype.name not in INSTANT_MOTION_TYPES and window is None:
             raise self.fail("time_start", f"{qtype_name!r} needs a window (time_start, time_end)")
+        if doc.get(INSTANT_QUANTITY_FIELD) is not None:
+            if qtype_name != STI_SPEED_ACCELERATION or instant is None:
+                raise self.fail(INSTANT_QUANTITY_FIELD, f"only {STI_SPEED_ACCELERATION} questions asked at an instant "
+                                                        f"(time) take it, not {qtype_name!r}")
+            if doc[INSTANT_QUANTITY_FIELD] not in INSTANT_QUANTITIES:
+                raise self.fail(INSTANT_QUANTITY_FIELD, f"expected one of {', '.join(INSTANT_QUANTITIES)}, got "
+                                                        f"{doc[INSTANT_QUANTITY_FIELD]!r}")
         q = Question(id=qid, scene_id=scene_id, question_type=qtype_name, question=text, options=options,
                      ground_truth=gt, objects=objects, category=category, allow_zero=allow_zero,
                      record=MappingProxyType(dict(doc)), source=self.source, line=self.line,

@@ -47,8 +47,20 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   witnessing selected frames (QuestionType.window_frames); kept then, unanswerable otherwise.
   This is a necessary condition only (whether the moving object is seen there needs tracks).
   A pose change (:data:`POSE_CHANGE_TYPES`: Pose Estimation, Ego-Centric Orientation) with a
-  window compares the camera at its two ends: it needs a witnessing selected frame within the
-  instant tolerance of each (two distinct frames), else unanswerable (``window_ends_unsampled``).
+  window compares the camera at its two ends: it needs a witnessing selected frame *inside* the
+  window within the instant tolerance of each end (the tolerance applied inward,
+  vistest.budget.windows.window_ends; two distinct frames), else unanswerable
+  (``window_ends_unsampled``). A Speed & Acceleration row asked at an instant (ReSTI's
+  ``time_start == time_end``; its quantity from the ``instant_quantity`` column, else the wording:
+  vistest.questions.instant_quantity) is measured between anchors (vistest.motion.ANCHORS: a speed
+  over t -/+ 0.5 s, an acceleration from t - 1, t, t + 1): it needs a witnessing selected frame
+  within vistest.motion.ANCHOR_TOLERANCE_S (0.1 s) of each anchor (``instant_anchors_sampled``, the
+  anchor frames the evidence), else unanswerable (``instant_anchor_unsampled``, the anchor named in
+  words); a row naming neither quantity keeps the instant rule, saying so. Other instants (pose
+  rows, groundings) keep the instant rule.
+* The camera's own motion (rule ``camera``): the quantity over the witnessing selected frames
+  inside the window, from the first (at most the instant tolerance after its start) to the last
+  (at most the tolerance before its end), never a frame outside the window (:func:`_camera`).
 * Tracks (the dynamic types, rule ``track``; docs/questions-format.md "Dynamic questions"): the
   *seen window frames* are the witnessing selected frames inside the window in which the
   question's object (``objects[0]``) is seen (``track_frames``). Fewer than the type's
@@ -105,9 +117,9 @@ from ..answers import NUMBER, is_special_option, none_letter, normalize_text
 from ..layout import budget_file_name
 from .. import motion
 from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
-                         RULE_PRESENCE, RULE_TRACK,
-                         RULE_WINDOW, Question, option_letter, option_number)
-from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_range
+                         RULE_PRESENCE, RULE_TRACK, RULE_WINDOW, STI_SPEED_ACCELERATION, Question, instant_quantity,
+                         option_letter, option_number)
+from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_ends, window_range
 from .evaluators import Evaluator
 from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, UNKNOWN, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
@@ -116,7 +128,7 @@ from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
-RULES_VERSION = 2
+RULES_VERSION = 3
 """The ground-truth rules' version: bump it with any change to this stage (this module, the seen
 rule, dummy ground truth, windows, the samplers) that can change a written row. A run folder's
 scene records keep it (vistest.pipeline.rules_versions): a scene recorded under another version is
@@ -141,6 +153,8 @@ REASON_INSTANT_SAMPLED = "instant_sampled"            # a selected frame within 
 REASON_INSTANT_UNSAMPLED = "instant_unsampled"        # no selected frame within the tolerance of the instant
 REASON_WINDOW_ENDS_SAMPLED = "window_ends_sampled"    # a pose change: a selected frame near each end of the window
 REASON_WINDOW_ENDS_UNSAMPLED = "window_ends_unsampled"  # a pose change: no selected frame near an end
+REASON_INSTANT_ANCHORS_SAMPLED = "instant_anchors_sampled"    # an imported instant speed / acceleration: each anchor
+REASON_INSTANT_ANCHOR_UNSAMPLED = "instant_anchor_unsampled"  # ... has a sampled frame, or one has none
 REASON_TRACK_SUPPORTED = "track_supported"            # the seen window frames give the original answer
 REASON_TRACK_CHANGED = "track_changed"                # they give another answer (every frame gives the original)
 REASON_TRACK_DISAGREES = "track_disagrees_with_scene"  # another answer, and every frame does not give the original
@@ -573,22 +587,47 @@ def temporal_fields(q: Question, sel: FrameSelection, fps: float, tolerance_s: f
 def _window(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     """Rule ``window`` (module docstring) over the witnessing selected frames."""
     if q.instant is not None:
+        judged, why = _instant_anchors(q, sel, t) if q.question_type == STI_SPEED_ACCELERATION else (None, "")
+        if judged is not None:
+            return judged
         m = nearest_frame(sel.witnesses, q.instant, t.fps, t.instant_tolerance_s)
-        if not m.within:
-            return _unanswerable(q, sel, REASON_INSTANT_UNSAMPLED)
-        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_SAMPLED, (), (m.frame,))
+        qt = (_unanswerable(q, sel, REASON_INSTANT_UNSAMPLED) if not m.within else
+              QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_SAMPLED, (), (m.frame,)))
+        return replace(qt, note=f"{why}: the instant rule") if why else qt
     if q.question_type in POSE_CHANGE_TYPES and q.window[0] < q.window[1]:
-        ends = [nearest_frame(sel.witnesses, end, t.fps, t.instant_tolerance_s) for end in q.window]
-        found = tuple(sorted({m.frame for m in ends if m.within}))
-        if not all(m.within for m in ends) or len(found) < 2:
-            words = "; ".join(f"{end:g} s: " + ("no frame" if m.frame is None else f"nearest frame {m.frame}, "
-                                                f"{m.offset_s:.3g} s away") for end, m in zip(q.window, ends))
-            return replace(_unanswerable(q, sel, REASON_WINDOW_ENDS_UNSAMPLED, (), found), note=words)
-        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_ENDS_SAMPLED, (), found)
+        ends = window_ends(sel.witnesses, q.window[0], q.window[1], t.fps, t.instant_tolerance_s)
+        found = tuple(f for f in (ends.start, ends.end) if f is not None)
+        if not ends.served:
+            return replace(_unanswerable(q, sel, REASON_WINDOW_ENDS_UNSAMPLED, (), tuple(sorted(set(found)))),
+                           note=ends.why)
+        return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_ENDS_SAMPLED, (), found,
+                             note=f"ends: frames {ends.start} and {ends.end}, inside the window")
     inside = frames_in_window(sel.witnesses, q.window[0], q.window[1], t.fps)
     if len(inside) < q.type.window_frames:
         return _unanswerable(q, sel, REASON_WINDOW_UNDERSAMPLED, (), inside)
     return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_WINDOW_SAMPLED, (), tuple(inside))
+
+
+def _instant_anchors(q: Question, sel: FrameSelection, t: _Table) -> tuple[QuestionTruth | None, str]:
+    """An imported Speed & Acceleration row asked at an instant (module docstring): its quantity
+    (vistest.questions.instant_quantity: the ``instant_quantity`` column, else the wording) is
+    measured between anchor times (vistest.motion.ANCHORS: speed t -/+ 0.5 s, acceleration t - 1, t,
+    t + 1), each of which needs a witnessing sampled frame within vistest.motion.ANCHOR_TOLERANCE_S
+    (the frames nearest the anchors are the evidence): kept, else unanswerable naming the anchor in
+    words. (None, why) when the row names neither quantity (the instant rule then applies)."""
+    quantity, how = instant_quantity(q.record)
+    if quantity is None:
+        return None, how
+    at = ", ".join(f"{q.instant + off:g} s" for off in motion.ANCHORS[quantity])
+    lead = (f"{quantity.replace('_', ' ')} at {q.instant:g} s (read from {how}) is measured between the anchors "
+            f"{at}, each needing a witnessing sampled frame within {motion.ANCHOR_TOLERANCE_S:g} s")
+    try:
+        anchors = motion.anchor_frames(quantity, sel.witnesses, q.instant, t.fps)
+    except motion.MotionError as e:
+        return replace(_unanswerable(q, sel, REASON_INSTANT_ANCHOR_UNSAMPLED), note=f"{lead}; {e}"), ""
+    frames = ", ".join(str(f) for f in anchors)
+    return QuestionTruth(q, sel, q.ground_truth, KEPT, REASON_INSTANT_ANCHORS_SAMPLED, (), tuple(anchors),
+                         note=f"{lead}: frames {frames}"), ""
 
 
 def track_value(q: Question, frames: Sequence[int], t: _Table) -> float:
@@ -713,19 +752,12 @@ def _value_verdict(base: QuestionTruth, q: Question, value: float, value_all: fl
 
 
 def camera_frames(q: Question, frames: Sequence[int], t: _Table) -> tuple[list[int], str]:
-    """The frames a camera question's value is measured over: the frame of ``frames`` (witnessing
-    frames, sorted) nearest each end of the window (the earlier on a tie), each within the instant
-    tolerance, and those between them; ([], why in words) when an end has none."""
-    ends = []
-    for end in q.window:
-        m = nearest_frame(frames, end, t.fps, t.instant_tolerance_s)
-        if not m.within:
-            near = "no frame" if m.frame is None else f"nearest frame {m.frame} at {m.frame / t.fps:.3g} s"
-            return [], (f"no witnessing frame within {t.instant_tolerance_s:g} s of {end:g} s ({near})")
-        ends.append(m.frame)
-    if ends[0] >= ends[1]:
-        return [], f"the same frame {ends[0]} serves both ends of the window"
-    return [f for f in frames if ends[0] <= f <= ends[1]], ""
+    """The frames a camera question's value is measured over: the frames of ``frames`` (witnessing
+    frames, sorted) inside the window, from the first (at most the instant tolerance after its start)
+    to the last (at most the tolerance before its end): the tolerance applied inward
+    (vistest.budget.windows.window_ends); ([], why in words) when an end has none."""
+    ends = window_ends(frames, q.window[0], q.window[1], t.fps, t.instant_tolerance_s)
+    return (list(ends.inside), "") if ends.served else ([], ends.why)
 
 
 def _camera_value(q: Question, frames: Sequence[int], t: _Table) -> tuple[float | None, list[int], str]:
@@ -740,9 +772,10 @@ def _camera_value(q: Question, frames: Sequence[int], t: _Table) -> tuple[float 
 
 def _camera(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     """Rule ``camera`` (the camera's own motion, vistest.motion.CAMERA_QUANTITIES): the value over
-    the witnessing selected frames from the one nearest the window's start to the one nearest its
-    end (each within the instant tolerance: the quantity compares the camera at those instants),
-    against the same over every witnessing frame; the answer as rule ``track``'s."""
+    the witnessing selected frames inside the window, the first within the instant tolerance after
+    its start and the last within it before its end (:func:`camera_frames`: the tolerance applied
+    inward, so the quantity is measured over the window's own time), against the same over every
+    witnessing frame; the answer as rule ``track``'s."""
     ts, te = q.window
     unit = TRACK_UNITS[q.type.motion]
     value, frames, why = _camera_value(q, sel.witnesses, t)
@@ -800,9 +833,10 @@ REASON_WORDS = {
     REASON_WINDOW_UNDERSAMPLED: "too few selected frames fall inside the time window",
     REASON_INSTANT_SAMPLED: "a selected frame is within the tolerance of the instant",
     REASON_INSTANT_UNSAMPLED: "no selected frame is within the tolerance of the instant",
-    REASON_WINDOW_ENDS_SAMPLED: "a selected frame is within the tolerance of each end of the window (a pose change)",
-    REASON_WINDOW_ENDS_UNSAMPLED: "no selected frame is within the tolerance of an end of the window (a pose change "
-                                  "compares the camera at both)",
+    REASON_WINDOW_ENDS_SAMPLED: "a selected frame inside the window is within the tolerance of each end (a pose "
+                                "change)",
+    REASON_WINDOW_ENDS_UNSAMPLED: "no selected frame inside the window is within the tolerance of an end (a pose "
+                                  "change compares the camera at both)",
     REASON_TRACK_SUPPORTED: "the sampled frames of the window that see the object give the original answer",
     REASON_TRACK_CHANGED: "the sampled frames of the window that see the object give another answer",
     REASON_TRACK_DISAGREES: "the sampled frames of the window that see the object give another answer, and every "
@@ -812,7 +846,11 @@ REASON_WORDS = {
     REASON_TRACK_UNDEFINED: "the sampled frames of the window that see the object give no value",
     REASON_TRACK_NOT_IN_OPTIONS: "the recomputed heading is none of the options",
     REASON_TRACK_UNBRACKETED: "the sampled frames that see the object do not bracket the instant's window",
-    REASON_CAMERA_ENDS_UNSAMPLED: "no witnessing sampled frame is within the tolerance of each end of the window",
+    REASON_CAMERA_ENDS_UNSAMPLED: "no witnessing sampled frame inside the window is within the tolerance of an end",
+    REASON_INSTANT_ANCHORS_SAMPLED: "a witnessing sampled frame is at each anchor the instant's quantity is measured "
+                                    "between",
+    REASON_INSTANT_ANCHOR_UNSAMPLED: "no witnessing sampled frame is at an anchor the instant's quantity is measured "
+                                     "between",
 }
 
 

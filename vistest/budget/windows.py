@@ -10,7 +10,10 @@ Conventions (docs/questions-format.md "Time windows"):
   zero-length window (``time_start == time_end``) holds the frame at that time, if any;
 * an instant ``time`` is served by the sampled frame nearest it (the earlier one on a tie); its
   distance ``|i / fps - time|`` in seconds is compared with a tolerance
-  (:data:`DEFAULT_INSTANT_TOLERANCE_S` unless the caller gives one).
+  (:data:`DEFAULT_INSTANT_TOLERANCE_S` unless the caller gives one);
+* a window's two *ends* (a quantity comparing the camera at its start and its end) are served by the
+  first and the last frame *inside* the window, each within the tolerance of its end (the tolerance
+  applied inward: :func:`window_ends`).
 
 Everything here is plain arithmetic on frame numbers; nothing reads a video. The window report
 (:func:`window_report`, ``vistest windows``) counts, per task and sampling configuration, the
@@ -76,6 +79,48 @@ def nearest_frame(frames: Iterable[int], time: float, fps: float,
     if best is None:
         return InstantMatch(None, None, tolerance_s)
     return InstantMatch(best[1], best[0], tolerance_s)
+
+
+@dataclass(frozen=True)
+class WindowEnds:
+    """The frames that stand for a window's two ends (:func:`window_ends`): ``start`` and ``end``
+    (None where no frame serves that end), ``inside`` (every given frame inside the window, sorted)
+    and ``why`` (in words, empty when both ends are served by two distinct frames)."""
+
+    start: int | None
+    end: int | None
+    inside: tuple[int, ...]
+    why: str
+
+    @property
+    def served(self) -> bool:
+        return not self.why
+
+
+def window_ends(frames: Iterable[int], time_start: float, time_end: float, fps: float,
+                tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> WindowEnds:
+    """The frames of ``frames`` that stand for the two ends of the window [``time_start``, ``time_end``]
+    (seconds), measured *inside* it: the first frame inside the window, which must lie at most
+    ``tolerance_s`` after ``time_start``, and the last, at most ``tolerance_s`` before ``time_end``
+    (the tolerance applied inward: a frame outside the window never stands for an end, so a quantity
+    between the ends is measured over the window's own time). Two distinct frames, else ``why``
+    says which end is not served, naming the nearest frame inside."""
+    inside = tuple(frames_in_window(frames, time_start, time_end, fps))
+    if not inside:
+        return WindowEnds(None, None, inside, f"no frame inside the window [{time_start:g}, {time_end:g}] s")
+    first, last = inside[0], inside[-1]
+    start = first if frame_time(first, fps) - time_start <= tolerance_s + TIME_EPS_S else None
+    end = last if time_end - frame_time(last, fps) <= tolerance_s + TIME_EPS_S else None
+    why = []
+    if start is None:
+        why.append(f"no frame inside the window within {tolerance_s:g} s after its start {time_start:g} s (the "
+                   f"first inside is frame {first} at {frame_time(first, fps):.3g} s)")
+    if end is None:
+        why.append(f"no frame inside the window within {tolerance_s:g} s before its end {time_end:g} s (the last "
+                   f"inside is frame {last} at {frame_time(last, fps):.3g} s)")
+    if not why and start == end:
+        why.append(f"the same frame {start} serves both ends of the window [{time_start:g}, {time_end:g}] s")
+    return WindowEnds(start, end, inside, "; ".join(why))
 
 
 def window_count_bin(count: int) -> str:

@@ -23,9 +23,12 @@ ReSTI: its ``ReSTI ID``), ``scene_id`` (the video's file name without extension)
 in ``task``), ``question`` (the row's text; the client's "From {ts} s to {te} s." prefix is
 not added), ``options`` (``"A. text"`` .. ``"E. text"``), ``ground_truth`` (the letter),
 ``time_start``/``time_end`` (seconds, carried as given; ``time`` too when they are equal: an
-instant), and, kept for the record: ``benchmark``, ``dataset`` (``Source``: ScanNet, Waymo,
-Omni6DPose; the rank-attack cells split by it), ``video``, ``legacy_id``, ``scene_kind``,
-``answer_detail``, ``qtype`` and ``prompt`` where given, and for ReSTI ``legacy_row_key``.
+instant; a Speed & Acceleration instant also ``instant_quantity``, ``instant_speed`` or
+``instant_acceleration`` as its wording says, vistest.questions.instant_quantity: the budget stage
+measures it between that quantity's anchors), and, kept for the record: ``benchmark``,
+``dataset`` (``Source``: ScanNet, Waymo, Omni6DPose; the rank-attack cells split by it), ``video``,
+``legacy_id``, ``scene_kind``, ``answer_detail``, ``qtype`` and ``prompt`` where given, and for ReSTI
+``legacy_row_key``.
 
 Two rows with the same id (STI-Bench: Omni6DPose ``000070.mp4`` has two rows with ID 2, a
 speed and an acceleration question) get ``{id}:row{n}`` (n the 0-based row number) and a
@@ -44,7 +47,8 @@ from typing import Any
 
 from ..atomic import write_atomic
 from ..errors import InputError
-from ..questions import MAX_TIME_S, STI_TASKS, parse_questions
+from ..questions import (INSTANT_QUANTITY_FIELD, MAX_TIME_S, STI_SPEED_ACCELERATION, STI_TASKS, instant_quantity,
+                         parse_questions)
 from ..scene import check_scene_id
 
 STI_BENCH, RESTI = "sti-bench", "resti"
@@ -220,6 +224,10 @@ def convert_row(layout: str, where: str, row: dict) -> dict:
         "time_start": ts, "time_end": te}
     if ts == te:
         q["time"] = ts
+        if q["question_type"] == STI_SPEED_ACCELERATION:  # which quantity the instant asks: its anchors differ
+            quantity, _ = instant_quantity(q)
+            if quantity is not None:
+                q[INSTANT_QUANTITY_FIELD] = quantity
     q.update(benchmark="ReSTI" if layout == RESTI else "STI-Bench", task=task,
              dataset=_text(row["Source"], where, "Source"), video=video, legacy_id=legacy,
              scene_kind=_plain(row[scene_col], where, scene_col),
@@ -267,6 +275,12 @@ def import_question_set(layout: str, path: str | os.PathLike) -> ImportedSet:
         raise QuestionSetError(f"{path}: no rows")
     questions = [convert_row(layout, where, row) for where, row in rows]
     warnings = _unique_ids(questions, [w for w, _ in rows], path)
+    unnamed = [q["id"] for q in questions if q["question_type"] == STI_SPEED_ACCELERATION and "time" in q
+               and INSTANT_QUANTITY_FIELD not in q]
+    if unnamed:
+        warnings.append(f"{path}: {len(unnamed)} Speed & Acceleration row(s) asked at an instant name neither a speed "
+                        f"nor an acceleration ({', '.join(unnamed[:4])}{' ...' if len(unnamed) > 4 else ''}): judged "
+                        f"by the instant rule, not by anchors (add instant_quantity to their questions)")
     detail = sum(1 for q in questions if q["answer_detail"] != q["options"][LETTERS.index(q["ground_truth"])][3:])
     if detail:
         warnings.append(f"{path}: {detail} of {len(questions)} rows have an Answer Detail that differs from "
