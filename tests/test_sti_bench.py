@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -125,6 +127,69 @@ def test_sti_bench_client_takes_28_frames_where_the_float_product_falls_short():
     """30 / duration frames/s times the duration is not always 30.0 in float64: qwen-vl-utils floors it to 28."""
     short = [n for n in range(31, 600) if _sti_bench_frame_count(n, 30.0) == 28]
     assert short and all(len(EVALUATORS[STI_BENCH].takes(n, 30.0, "all")) == 28 for n in short)
+
+
+def _mp4_rate(path):
+    """The average frame rate an MP4 states, read here from its bytes (ISO/IEC 14496-12): the video
+    track's mdhd timescale and its stts (sample count, delta) runs: samples x timescale / total delta."""
+    import struct
+    from fractions import Fraction
+
+    data = path.read_bytes()
+
+    def boxes(a, b):
+        while a + 8 <= b:
+            size, kind = struct.unpack(">I4s", data[a:a + 8])
+            yield kind.decode("latin-1"), a + 8, a + size
+            a += size
+
+    def find(a, b, *kinds):
+        for kind, x, y in boxes(a, b):
+            if kind == kinds[0]:
+                return (x, y) if len(kinds) == 1 else find(x, y, *kinds[1:])
+        raise AssertionError(kinds)
+
+    moov = find(0, len(data), "moov")
+    for kind, x, y in boxes(*moov):
+        if kind != "trak":
+            continue
+        mdia = find(x, y, "mdia")
+        hx, _ = find(*mdia, "hdlr")
+        if data[hx + 8:hx + 12] != b"vide":
+            continue
+        mx, _ = find(*mdia, "mdhd")
+        timescale = struct.unpack(">I", data[mx + 12:mx + 16])[0] if data[mx] == 0 else \
+            struct.unpack(">I", data[mx + 20:mx + 24])[0]
+        sx, _ = find(*mdia, "minf", "stbl", "stts")
+        (n,) = struct.unpack(">I", data[sx + 4:sx + 8])
+        runs = [struct.unpack(">II", data[sx + 8 + 8 * k:sx + 16 + 8 * k]) for k in range(n)]
+        return Fraction(sum(c for c, _ in runs) * timescale, sum(c * d for c, d in runs))
+    raise AssertionError("no video track")
+
+
+def test_ntsc_rate_as_a_ratio_and_read_from_the_video(tmp_path):
+    """Issue #45: an NTSC clip's rate is 30000/1001 (what decord's get_avg_fps and PyAV return as a double),
+    not the 29.97 ffmpeg prints; for 33 frames STI-Bench's client takes 30 at the exact rate and 28 at 29.97
+    (the script's and qwen-vl-utils' arithmetic written out above). `vistest frames` takes --fps 30000/1001,
+    and with --video reads the count and the exact rate (checked against the MP4's own stts/mdhd)."""
+    from vistest.videos.ffmpeg import average_frame_rate, ffmpeg_exe
+
+    assert _sti_bench_frame_count(33, 30000 / 1001) == 30 and _sti_bench_frame_count(33, 29.97) == 28
+    video = tmp_path / "ntsc.mp4"
+    r = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                        "testsrc=size=64x48:rate=30000/1001", "-frames:v", "33", "-pix_fmt", "yuv420p", str(video)])
+    assert r.returncode == 0
+    assert _mp4_rate(video) == Fraction(30000, 1001) == average_frame_rate(video)[0]
+    args = ["frames", "-p", "qwen-vl-utils-fps", "-O", "sample_frames=30", "-n", "768"]
+    runner = CliRunner()
+    counts = {}
+    for extra in (["-N", "33", "--fps", "29.97"], ["-N", "33", "--fps", "30000/1001"], ["--video", str(video)]):
+        res = runner.invoke(main, args + extra)
+        assert res.exit_code == 0, res.output
+        counts[extra[-1]] = len(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert counts == {"29.97": 28, "30000/1001": 30, str(video): 30}
+    res = runner.invoke(main, args + ["-N", "33", "--fps", "30000/0"])
+    assert res.exit_code == 2 and "--fps: expected a positive frame rate" in res.output
 
 
 # ---------------------------------------------------------------------------------------

@@ -661,3 +661,45 @@ def test_instant_quantity_column_is_checked(demo, tmp_path):
     path.write_text(json.dumps(rec) + "\n")
     with pytest.raises(InputError, match=r"instant_quantity: only sti_speed_acceleration questions asked at an"):
         load_questions(path, scene)
+
+
+# ---------------------------------------------------------------------------------------
+# the exports carry the client's own rows (issue #45)
+# ---------------------------------------------------------------------------------------
+def test_export_with_the_client_takes_its_rows_at_every_budget_it_caps(demo, questions, tmp_path):
+    """Issue #45: `vistest export lmms-eval-task --evaluator sti-bench.qwen2_5_vl` of the dynamic demo's
+    run holds, at 32 and 64 frames, the reference computation over the 30 source frames STI-Bench's
+    client takes of each budget video (frames from its code, truth from this file's), not the budget's
+    rows (which differ somewhere); at 16 (it takes every frame) the budget's; the record says which."""
+    from vistest.cli import main
+
+    out, scene, vis = demo
+    qfile, run, exp = tmp_path / "q.jsonl", tmp_path / "run", tmp_path / "export"
+    qfile.write_text("".join(json.dumps(dict(q.record)) + "\n" for q in questions))
+    r = CliRunner().invoke(main, ["run", scene.source, str(qfile), "-o", str(run), "--budgets", "16,32,64,all",
+                                  "--profile", "uniform", "--visibility", str(out / "vis.npz"), "--seen-threshold",
+                                  str(THRESHOLD), "--dummy", "none", "--preset", "ultrafast",
+                                  "--evaluator", STI_BENCH, "--quiet"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["export", "lmms-eval-task", str(run), "-o", str(exp), "--evaluator", STI_BENCH,
+                                  "--quiet"])
+    assert r.exit_code == 0, r.output
+    record = json.loads((exp / "vistest_export.json").read_text())
+    sid = scene.scene_id
+    assert record["info"]["evaluator"] == STI_BENCH
+    assert record["info"]["evaluator_rows"] == {"16": {"budget": [sid]}, "32": {"evaluator": [sid]},
+                                                "64": {"evaluator": [sid]}, "all": {"evaluator": [sid]}}
+    differs = 0
+    for b in (16, 32, 64):
+        src = [int(x) for x in np.linspace(0, N - 1, b).astype(int)]  # uniform@b: the budget video's source frames
+        sampled = src if b == 16 else [src[i] for i in sti_client_takes(b)]
+        assert b == 16 or len(sampled) == 30
+        got = {d["id"]: d for d in map(json.loads, (exp / "data" / f"vistest_{b}_frame_real.jsonl").open())}
+        want = {q.id: expected(scene, vis, q, sampled) for q in questions}
+        assert set(got) == {k for k, w in want.items() if w[0] != "unanswerable"}, b
+        for qid, d in got.items():
+            assert (d["status"], d["ground_truth"], d["reason"]) == want[qid][:3], (b, qid)
+            assert d["frame_indices"] == sampled and d["evaluator"] == (None if b == 16 else STI_BENCH)
+        budget_rows = {q.id: expected(scene, vis, q, src)[:2] for q in questions}
+        differs += sum(budget_rows[k] != w[:2] for k, w in want.items())
+    assert differs > 0  # the budget's rows would be another export

@@ -14,7 +14,10 @@ Conventions:
 * ``budget`` (n): a positive int, or ``"all"``. ``"all"`` means the model sees every
   decoded frame (ReVSI's ``all_frame`` condition): ``0..N-1`` for every profile.
 * ``fps``: the video's average frame rate (``VideoReader.get_avg_fps()``), frames per
-  second; only the profiles that need it (``needs_fps``) read it.
+  second; only the profiles that need it (``needs_fps``) read it. An NTSC rate is the rational
+  30000/1001 (29.97002997... as a double, what decord and PyAV return), not 29.97: the frame
+  count of a client that multiplies by the rate can differ by 2 between the two
+  (:func:`parse_rate` reads "30000/1001"; vistest.videos.ffmpeg.average_frame_rate reads a video's).
 * Results are ``np.ndarray`` of int64 in selection order. Duplicates are kept (when
   N < n most evaluators sample a frame more than once) and the length may differ from n
   (``vlmevalkit-uniform-tail`` can append a frame, ``qwen-vl-utils`` rounds n to even).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -397,6 +401,23 @@ def check_options(profile: str, options: Mapping[str, Any]) -> None:
     if unknown:
         raise InputError(f"profile {profile!r}: unknown option(s) {', '.join(unknown)}; "
                          f"expected {', '.join(prof.options) or 'none'}")
+
+
+def parse_rate(value: Any, where: str = "fps") -> float:
+    """A frame rate in frames/s as the clients hold it (a double): a positive finite number, or a string
+    holding one (``"29.97"``) or a ratio of two (``"30000/1001"``, NTSC's rate, which a decimal only
+    approximates). InputError naming ``where`` otherwise."""
+    x: Any = value
+    if isinstance(value, str):
+        try:
+            num, _, den = value.strip().partition("/")
+            x = float(Fraction(num.strip()) / Fraction(den.strip())) if den else float(Fraction(num.strip()))
+        except (ValueError, ZeroDivisionError):
+            x = None
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)) or not math.isfinite(x) or x <= 0:
+        raise InputError(f"{where}: expected a positive frame rate in frames/s, a number or a ratio such as "
+                         f"30000/1001, got {value!r}")
+    return float(x)
 
 
 def select_frames(profile: str, num_frames: int, budget: BudgetValue, fps: float | None = None,

@@ -4,7 +4,6 @@ each question's time window: vistest.budget.windows)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import click
@@ -15,14 +14,43 @@ from .options import (OUTDIR_ALIAS, budgets_option, instant_tolerance_option, mi
                       output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
 
 
+def _rate(ctx, param, value):
+    """--fps: a number or a ratio (30000/1001), as vistest.budget.sampling.parse_rate reads it."""
+    from ..budget.sampling import parse_rate
+
+    return None if value is None else parse_rate(value, "--fps")
+
+
 @click.command("frames")
 @profile_options()
 @click.option("--budget", "-n", required=True, help="Frames to sample: a positive integer or 'all'.")
-@click.option("--num-frames", "-N", required=True, type=int, help="Decoded frames in the video.")
-@click.option("--fps", type=float, default=None, help="Video frames per second (needed by some profiles).")
-def frames(profile: str, options: dict, budget: str, num_frames: int, fps: float | None) -> None:
+@click.option("--num-frames", "-N", type=int, default=None, help="Decoded frames in the video (default: --video's, "
+                                                                  "counted by decoding).")
+@click.option("--fps", type=str, default=None, callback=_rate, metavar="RATE",
+              help="Video frames per second, a number or a ratio (30000/1001 for NTSC's 29.97; default: --video's "
+                   "own average rate). Needed by some profiles.")
+@click.option("--video", type=click.Path(dir_okay=False), default=None,
+              help="The video: its decoded frame count and exact average frame rate (the rate decord and PyAV "
+                   "return), where --num-frames / --fps are not given.")
+def frames(profile: str, options: dict, budget: str, num_frames: int | None, fps: float | None,
+           video: str | None) -> None:
     """Print the 0-based frame indices PROFILE samples from a video, as a JSON list (on stderr: how a
-    qwen-vl-utils profile rounded the frame count, and the client versions that rounding is)."""
+    qwen-vl-utils profile rounded the frame count, and the client versions that rounding is; with
+    --video, the frame count and rate read from it)."""
+    from ..errors import InputError
+
+    if video is not None and (num_frames is None or fps is None):
+        from ..videos.ffmpeg import average_frame_rate, probe
+
+        rate, packets = average_frame_rate(video)
+        if num_frames is None:
+            num_frames = int(probe(video, count=True).num_frames)
+        if fps is None:
+            fps = float(rate)
+        click.echo(f"{video}: {num_frames} decoded frames, average rate {rate} = {float(rate):.10g} frames/s "
+                   f"({packets} packets)", err=True)
+    if num_frames is None:
+        raise InputError("--num-frames: expected the decoded frame count (or give --video)")
     idx = select_frames(profile, num_frames, parse_budget(budget, "--budget"), fps=fps, **options)
     note = rounding_note(profile, options)
     if note:
@@ -119,6 +147,7 @@ def windows(questions_jsonl, scenes, video_info, videos_dir, evaluator_specs, bu
 def _video_timings(questions, scenes, video_info, videos_dir) -> dict:
     """{scene_id: VideoTiming} from scene files, a JSON table and/or a video folder (later sources
     fill only what earlier ones left)."""
+    from ..budget.sampling import parse_rate
     from ..budget.windows import VideoTiming
     from ..budgets import MAX_BUDGET
     from ..errors import InputError
@@ -136,24 +165,27 @@ def _video_timings(questions, scenes, video_info, videos_dir) -> dict:
         by_name = {}
         for key, v in doc.items():
             n, fps = (v.get("num_frames"), v.get("fps")) if isinstance(v, dict) else (None, None)
-            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BUDGET or isinstance(
-                    fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps < math.inf:
+            try:
+                rate = parse_rate(fps, "fps")
+            except InputError:
+                rate = None
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BUDGET or rate is None:
                 raise InputError(f"{video_info}: {key}: expected {{\"num_frames\": an integer in 1..{MAX_BUDGET} (the "
-                                 f"most decoded frames a scene may give), \"fps\": a positive finite number}}, "
-                                 f"got {v!r}")
-            by_name[key] = VideoTiming(n, float(fps))
+                                 f"most decoded frames a scene may give), \"fps\": a positive finite number or a "
+                                 f"ratio such as \"30000/1001\"}}, got {v!r}")
+            by_name[key] = VideoTiming(n, rate)
         for q in questions:
             for key in (q.scene_id, q.record.get("video")):
                 if q.scene_id not in out and key in by_name:
                     out[q.scene_id] = by_name[key]
     if videos_dir:
-        from ..videos.ffmpeg import probe
+        from ..videos.ffmpeg import average_frame_rate, probe
 
         for q in questions:
             if q.scene_id in out or q.window is None:
                 continue
             path = Path(videos_dir) / (q.record.get("video") or f"{q.scene_id}.mp4")
-            if path.is_file():
-                info = probe(path, count=True)
-                out[q.scene_id] = VideoTiming(int(info.num_frames), float(info.fps))
+            if path.is_file():  # the exact average rate (30000/1001, not ffmpeg's printed 29.97)
+                out[q.scene_id] = VideoTiming(int(probe(path, count=True).num_frames),
+                                              float(average_frame_rate(path)[0]))
     return out

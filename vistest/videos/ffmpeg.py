@@ -744,6 +744,28 @@ def decode_hashes(path: str | os.PathLike, threads: int | None = None) -> FrameH
     return parse_frame_hashes(res.stdout.decode("ascii", "replace"), str(path))
 
 
+def average_frame_rate(path: str | os.PathLike) -> tuple[Fraction, int]:
+    """(the exact average frame rate of the first video stream of ``path``, its packet count), read
+    from its packets without decoding (``-c copy -f framehash``: each packet's duration in the stream's
+    time base): packets / their total duration, the average rate libavformat gives for a constant-rate
+    stream (``avg_frame_rate``: what decord's ``get_avg_fps()`` and PyAV's ``average_rate`` return),
+    e.g. 30000/1001 where ``ffmpeg -i`` prints "29.97 fps". VideoError naming the file when the stream
+    has no packet or no duration."""
+    path = Path(path)
+    if not path.is_file():
+        raise VideoError(f"{path}: video file not found")
+    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path), "-map", "0:v:0",
+           "-c", "copy", "-f", "framehash", "-"]
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if res.returncode != 0:
+        raise VideoError(f"{path}: ffmpeg cannot read the video stream's packets: {stderr_tail(res.stderr)}")
+    fh = parse_frame_hashes(res.stdout.decode("utf-8", "replace"), str(path))
+    total = sum(fh.durations)
+    if not fh.durations or total <= 0:
+        raise VideoError(f"{path}: video stream: no packet durations to compute the frame rate from")
+    return Fraction(len(fh.durations)) / (total * fh.time_base), len(fh.durations)
+
+
 def remux_command(src: str | os.PathLike, out: str | os.PathLike, metadata: Mapping[str, str]) -> list[str]:
     """ffmpeg arguments copying the first video stream of ``src`` into ``out`` without
     re-encoding (no other stream, no source tags; ``metadata`` set; ``+faststart`` for MP4)."""

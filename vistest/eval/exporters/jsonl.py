@@ -64,4 +64,4 @@ def write(run: RunData, out: str | Path, **_) -> ExportResult:
     """Export ``run`` to ``out/vistest.jsonl`` (module docstring)."""
     folder = OutputFolder(out, "jsonl", run.root)
     folder.text(FILE, jsonl_text(jsonl_record(run, r) for r in run.rows))
-    return folder.finish([Part("vistest", FILE, len(run.rows))], [])
+    return folder.finish([Part("vistest", FILE, len(run.rows))], [], run.warnings, run.export_info())

@@ -246,8 +246,8 @@ def write(run: RunData, out: str | Path, protocol: str = "auto", name: str = "vi
     folder.text("_default_template_yaml", template_yaml(proto, run))
     folder.text("utils.py", utils_source(proto))
     folder.text("README.md", readme(run, folder.out, name, groups, proto))
-    return folder.finish(parts, left, warnings,
-                         {"protocol": proto.name, "groups": [f"{name}_{b}_frame" for b in groups]})
+    return folder.finish(parts, left, [*run.warnings, *warnings],
+                         {**run.export_info(), "protocol": proto.name, "groups": [f"{name}_{b}_frame" for b in groups]})
 
 
 def readme(run: RunData, out: Path, name: str, groups: dict[str, list[str]], protocol: Protocol) -> str:

@@ -210,6 +210,6 @@ def write(run: RunData, out: str | Path, link: str = "hard", progress: bool = Tr
         folder.text(p.file, data[p.name])
     tasks = write_tasks(folder, folder.out, name, [p.name for p in parts]) if parts else []
     folder.text("README.md", readme(run, parts, left, tasks))
-    return folder.finish(parts, left, warnings, {"split": SPLIT, "link": link, "lmms_eval_tasks": tasks,
-                                                 "lmms_eval_group": f"{name}_revsi" if tasks else None,
-                                                 "evaluator": run.evaluator})
+    return folder.finish(parts, left, [*run.warnings, *warnings],
+                         {"split": SPLIT, "link": link, "lmms_eval_tasks": tasks,
+                          "lmms_eval_group": f"{name}_revsi" if tasks else None, **run.export_info()})

@@ -37,7 +37,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ...errors import InputError
 from ...layout import MANIFEST, SCENES_DIR, budget_file_name, budget_video_path, evaluator_dir
@@ -49,6 +49,12 @@ from ...videos.manifest import read_scene_record
 from ...answers import is_abstain_answer
 from ...budgets import budget_json, budget_sort_key
 from ..records import load_budget_file, load_run_dir
+
+
+# where an evaluator's rows of one budget come from (:func:`evaluator_sources`)
+FROM_EVALUATOR = "evaluator"   # its own file, evaluators/{name}/{b}_frame.jsonl: over the frames it takes
+FROM_BUDGET = "budget"         # it takes every frame of the budget video once: the budget's rows are its
+FROM_NONE = "client_fails"     # its client fails on the budget video: no row at that budget
 
 
 @dataclass(frozen=True)
@@ -199,8 +205,9 @@ class RunData:
     (absolute); ``rows``: real rows (budget order, then scene, then question order) followed
     by dummy rows (scene, then the order of dummy_gt.jsonl); ``videos``: manifest lines by
     path; ``scenes``: scene ids, sorted; ``budgets``: budget labels present, in budget order;
-    ``evaluator``: the evaluator configuration whose ``all`` ground truth the ``all`` rows are
-    (None: every frame)."""
+    ``evaluator``: the evaluator configuration whose rows these are (None: the budgets' own);
+    ``evaluator_sources``: with ``evaluator``, per scene and budget label, where that budget's rows
+    come from (:func:`evaluator_sources`: its own file, the budget's, or none)."""
 
     root: Path
     rows: tuple[ExportRow, ...]
@@ -208,6 +215,27 @@ class RunData:
     scenes: tuple[str, ...]
     budgets: tuple[str, ...]
     evaluator: str | None = None
+    evaluator_sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def export_info(self) -> dict[str, Any]:
+        """What every export's record says of the rows' origin: ``evaluator`` (None: the budgets' own
+        ground truth) and, with one, ``evaluator_rows``: per budget label, the scenes whose rows are the
+        evaluator's own (``evaluators/{name}/{b}_frame.jsonl``), the budget's (its client takes every frame
+        of that budget video once) or none (its client fails on the video)."""
+        if self.evaluator is None:
+            return {"evaluator": None}
+        per: dict[str, dict[str, list[str]]] = {}
+        for scene, by_budget in sorted(self.evaluator_sources.items()):
+            for b, src in by_budget.items():
+                per.setdefault(b, {}).setdefault(src, []).append(scene)
+        return {"evaluator": self.evaluator, "evaluator_rows": {b: per[b] for b in sorted(per, key=budget_sort_key)}}
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The rows an evaluator's client leaves without ground truth (its client fails on a budget video)."""
+        fails = sorted((b, s) for s, by in self.evaluator_sources.items() for b, src in by.items() if src == FROM_NONE)
+        return tuple(f"scene {s}: evaluator {self.evaluator!r} fails on the {b}-frame budget video (the manifest "
+                     f"states its error): its {b}-frame rows are left out" for b, s in fails)
 
     def video_abspath(self, rel: str) -> Path:
         """The absolute path of a video given relative to the run directory."""
@@ -334,35 +362,81 @@ def _video_of(truth: TruthRow, scene_id: str, videos: Mapping[str, VideoEntry],
     return str(rel), entry
 
 
-def scene_truths(root: Path, scene_dir: Path, evaluator: str | None = None) -> tuple[list[TruthRow], list[str]]:
-    """The truths of one scene folder and their files; with ``evaluator``, its ``all`` rows
-    replace ``all_frame.jsonl``'s (an InputError when the run has none for it)."""
+def evaluator_sources(scene_id: str, evaluator: str, budgets: Sequence[str],
+                      videos: Mapping[str, VideoEntry], where: Path) -> dict[str, str]:
+    """Per budget label of ``budgets``, where ``evaluator``'s rows of that budget come from, by what
+    the manifest says it takes of the budget video (``evaluators[name].takes[budget]``): every frame
+    once, :data:`FROM_BUDGET`; an error (its client fails on the video), :data:`FROM_NONE`; other
+    frames (STI-Bench's client: 30 of a 32- or 64-frame video), :data:`FROM_EVALUATOR`. ``all``: always
+    its own file. InputError when the manifest states nothing for the evaluator (the run did not name
+    it). A budget video the manifest lacks is left to :func:`_video_of`'s error."""
+    out = {}
+    for b in budgets:
+        if b == "all":
+            out[b] = FROM_EVALUATOR
+            continue
+        entry = videos.get(budget_video_path(scene_id, budget_json(b)))
+        if entry is None:
+            out[b] = FROM_BUDGET
+            continue
+        if evaluator not in entry.evaluators or b not in entry.evaluators[evaluator]:
+            raise InputError(f"{where}: evaluators: the manifest states no frames that {evaluator!r} takes of "
+                             f"{entry.path}; rerun 'vistest run' with --evaluator {evaluator}")
+        taken = entry.evaluators[evaluator][b]
+        out[b] = (FROM_NONE if taken is None else FROM_BUDGET if taken == tuple(range(entry.num_frames)) else
+                  FROM_EVALUATOR)
+    return out
+
+
+def scene_truths(root: Path, scene_dir: Path, evaluator: str | None = None,
+                 videos: Mapping[str, VideoEntry] | None = None) -> tuple[list[TruthRow], list[str], dict[str, str]]:
+    """The truths of one scene folder, their files and, with ``evaluator``, where its rows of each
+    budget come from (:func:`evaluator_sources`; ``videos``: the manifest's lines): a budget its client
+    caps takes the rows of ``evaluators/{name}/{b}_frame.jsonl`` (``all``: ``all_frame.jsonl``, always)
+    in place of the budget's (an InputError when the run has none), a budget video its client fails on
+    loses its real rows, and a budget it takes whole keeps the budget's rows (an earlier run's file of
+    the evaluator for that budget is not read)."""
     truth = load_run_dir(scene_dir)
     truths, files = list(truth.truths), list(truth.files)
     if evaluator is None:
-        return truths, files
-    path = evaluator_dir(root, scene_dir.name, evaluator) / budget_file_name("all")
-    if not path.is_file():
-        raise InputError(f"{path}: not found: the run has no all ground truth for evaluator {evaluator!r} (rerun "
-                         f"'vistest run' with the all budget and --evaluator {evaluator}; docs/sampling.md)")
-    truths = [t for t in truths if t.is_dummy or t.budget != "all"] + list(load_budget_file(path))
-    return truths, files + [str(path)]
+        return truths, files, {}
+    folder = evaluator_dir(root, scene_dir.name, evaluator)
+    if not (folder / budget_file_name("all")).is_file():  # every run with the all budget writes it
+        raise InputError(f"{folder / budget_file_name('all')}: not found: the run has no all ground truth for "
+                         f"evaluator {evaluator!r} (rerun 'vistest run' with the all budget and --evaluator "
+                         f"{evaluator}; docs/sampling.md)")
+    budgets = sorted({t.budget for t in truths if not t.is_dummy} | {"all"}, key=budget_sort_key)
+    sources = evaluator_sources(scene_dir.name, evaluator, budgets, videos or {}, root / MANIFEST)
+    replaced = {b for b, src in sources.items() if src != FROM_BUDGET}
+    truths = [t for t in truths if t.is_dummy or t.budget not in replaced]
+    for b in budgets:
+        if sources[b] != FROM_EVALUATOR:
+            continue
+        path = folder / budget_file_name(budget_json(b))
+        if not path.is_file():
+            raise InputError(f"{path}: not found: the run has no {b}-frame ground truth for evaluator {evaluator!r} "
+                             f"(rerun 'vistest run' with the {b} budget and --evaluator {evaluator}; docs/sampling.md)")
+        truths += list(load_budget_file(path))
+        files.append(str(path))
+    return truths, files, sources
 
 
 def scene_rows(root: Path, scene_dir: Path, videos: Mapping[str, VideoEntry],
-               evaluator: str | None = None) -> list[ExportRow]:
+               evaluator: str | None = None) -> tuple[list[ExportRow], dict[str, str]]:
     """The rows of one ``scenes/{scene_id}/`` folder (budget files, then dummy_gt.jsonl;
-    ``evaluator``: its ``all`` rows instead of ``all_frame.jsonl``'s)."""
+    ``evaluator``: its own rows at every budget its client caps, :func:`scene_truths`) and, with
+    ``evaluator``, where each budget's rows come from."""
     scene_id = scene_dir.name
     rows = []
-    for t in scene_truths(root, scene_dir, evaluator)[0]:
+    truths, _, sources = scene_truths(root, scene_dir, evaluator, videos)
+    for t in truths:
         if str(t.fields.get("scene_id", scene_id)) != scene_id:
             raise InputError(f"{t.where}: scene_id: expected {scene_id!r} (the folder's name), got "
                              f"{t.fields.get('scene_id')!r}")
         rel, entry = _video_of(t, scene_id, videos, root)
         frames = t.frame_indices if not t.is_dummy else (entry.source_frames if entry else ())
         rows.append(ExportRow(t, scene_id, rel, entry.num_frames if entry else None, frames))
-    return rows
+    return rows, sources
 
 
 def check_ids_across_scenes(rows: list[ExportRow]) -> None:
@@ -392,8 +466,10 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | 
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
     videos = manifest_videos(root)
     rows: list[ExportRow] = []
+    sources: dict[str, dict[str, str]] = {}
     for d in scene_dirs:
-        rows += scene_rows(root, d, videos, evaluator)
+        scene, sources[d.name] = scene_rows(root, d, videos, evaluator)
+        rows += scene
     check_ids_across_scenes(rows)
     verify_videos(root, rows, videos, verify)
     budgets = sorted({r.budget for r in rows}, key=budget_sort_key)
@@ -401,7 +477,7 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | 
     real = sorted((r for r in rows if not r.is_dummy), key=lambda r: order[r.budget])  # stable: scene, question
     dummy = [r for r in rows if r.is_dummy]
     return RunData(root, tuple(real + dummy), MappingProxyType(videos), tuple(d.name for d in scene_dirs),
-                   tuple(budgets), evaluator)
+                   tuple(budgets), evaluator, MappingProxyType(sources if evaluator is not None else {}))
 
 
 def answer_text(v: Any) -> str | None:

@@ -251,5 +251,5 @@ def write(run: RunData, out: str | Path, target: str = "auto", skip_unsupported:
             continue
         folder.text(name, tsv_text(run, rows, types, target))
         parts.append(Part(name, name, len(rows)))
-    return folder.finish(parts, left, warnings, {"video_root": str(run.root), "target": target,
-                                                 "evaluator": run.evaluator})
+    return folder.finish(parts, left, [*run.warnings, *warnings],
+                         {"video_root": str(run.root), "target": target, **run.export_info()})
