@@ -670,7 +670,12 @@ def test_export_with_the_client_takes_its_rows_at_every_budget_it_caps(demo, que
     """Issue #45: `vistest export lmms-eval-task --evaluator sti-bench.qwen2_5_vl` of the dynamic demo's
     run holds, at 32 and 64 frames, the reference computation over the 30 source frames STI-Bench's
     client takes of each budget video (frames from its code, truth from this file's), not the budget's
-    rows (which differ somewhere); at 16 (it takes every frame) the budget's; the record says which."""
+    rows (which differ somewhere); at 16 (it takes every frame) the budget's; the record says which. The
+    VLMEvalKit export for its STIBench class holds the same rows, in the columns that class reads."""
+    import ast
+
+    import pandas as pd
+
     from vistest.cli import main
 
     out, scene, vis = demo
@@ -685,6 +690,11 @@ def test_export_with_the_client_takes_its_rows_at_every_budget_it_caps(demo, que
                                   "--quiet"])
     assert r.exit_code == 0, r.output
     record = json.loads((exp / "vistest_export.json").read_text())
+    vlm = tmp_path / "vlmevalkit"
+    r = CliRunner().invoke(main, ["export", "vlmevalkit", str(run), "-o", str(vlm), "--evaluator", STI_BENCH,
+                                  "--target", "STIBench", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((vlm / "vistest_export.json").read_text())["info"]["target"] == "STIBench"
     sid = scene.scene_id
     assert record["info"]["evaluator"] == STI_BENCH
     assert record["info"]["evaluator_rows"] == {"16": {"budget": [sid]}, "32": {"evaluator": [sid]},
@@ -702,4 +712,15 @@ def test_export_with_the_client_takes_its_rows_at_every_budget_it_caps(demo, que
             assert d["frame_indices"] == sampled and d["evaluator"] == (None if b == 16 else STI_BENCH)
         budget_rows = {q.id: expected(scene, vis, q, src)[:2] for q in questions}
         differs += sum(budget_rows[k] != w[:2] for k, w in want.items())
+        # VLMEvalKit's STIBench class (vlmeval/dataset/stibench.py: build_prompt reads question, time_start,
+        # time_end, options as a list it letters itself, video under its root; evaluate: answer per task_type)
+        tsv = pd.read_csv(vlm / f"{b}_frame.tsv", sep="\t")
+        assert dict(zip(tsv["id"], tsv["answer"])) == {k: got[k]["ground_truth"] for k in got}, b
+        byid = {q.id: q for q in questions}
+        for _, row in tsv.iterrows():
+            q = byid[row["id"]]
+            opts = ast.literal_eval(row["options"])
+            assert opts == [o.split(". ", 1)[1] for o in q.options] and row["answer"] in "ABCDE"[:len(opts)]
+            assert (row["time_start"], row["time_end"]) == q.window and row["task_type"] == q.type.task
+            assert (run / row["video"]).is_file() and (b == 16 or row["evaluator"] == STI_BENCH)
     assert differs > 0  # the budget's rows would be another export

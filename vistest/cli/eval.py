@@ -174,10 +174,11 @@ def baseline(run_dir, output, model, seed, holdout, folds, prune_out, prune_thre
               help="The all budget's rows: the ground truth of this evaluator configuration of the run "
                    "(scenes/ID/evaluators/NAME/all_frame.jsonl: over the frames it takes; docs/sampling.md). "
                    "Default: every frame (all_frame.jsonl).")
-@click.option("--target", type=click.Choice(["auto", "ReVSI", "VsiBench"]), default="auto", show_default=True,
+@click.option("--target", type=click.Choice(["auto", "ReVSI", "VsiBench", "STIBench"]), default="auto",
+              show_default=True,
               help="vlmevalkit: the VLMEvalKit dataset class the TSVs are for (question types are checked against "
-                   "it and mapped where a mapping exists; auto: ReVSI when every row has a ReVSI type, else "
-                   "VsiBench).")
+                   "it and mapped where a mapping exists; STIBench: the STI-Bench and dynamic types, over their "
+                   "windows; auto: the class that prompts most rows, ReVSI on a tie).")
 @click.option("--skip-unsupported/--refuse-unsupported", default=True, show_default=True,
               help="revsi, vlmevalkit, lmms-eval-task: leave out the rows the target cannot prompt for (counted per "
                    "type in vistest_export.json, one warning), or stop naming them. lmms-eval-task prompts every "

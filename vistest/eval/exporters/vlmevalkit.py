@@ -12,7 +12,14 @@ sep='\\t')``). Columns its video datasets use:
 * ``VsiBench`` (vlmeval/dataset/vsibench.py ``build_prompt``, ``evaluate`` and
   vlmeval/dataset/utils/spatial_bench/cal_scores.py): ``question_type`` (VSI-Bench's types),
   ``candidates`` (``repr`` of the options), ``answer``; ``video`` is a path relative to the
-  dataset root, read as ``os.path.join(root, video)``.
+  dataset root, read as ``os.path.join(root, video)``;
+* ``STIBench`` (vlmeval/dataset/stibench.py, open-compass/VLMEvalKit @ 7fdb479, ``build_prompt``,
+  ``save_video_frames``, ``evaluate``): ``question``, ``time_start``, ``time_end`` (the prompt opens "From
+  {time_start} seconds to {time_end} seconds."), ``options`` (``repr`` of the option texts, which the
+  class letters "A ...", "B ..."), ``video`` (``os.path.join(data_root, video)``), ``answer`` (the
+  letter, scored per ``task_type``: STI-Bench's task). It takes the motion questions: the imported
+  ``sti_*`` types and the dynamic types generated from tracks (``motion_*``, ``camera_*``), which
+  neither ReVSI nor VsiBench prompts.
 
 Each export is for one class (``--target``): the rows' ``question_type`` must be a type the
 class builds a prompt for, else ``build_prompt`` fails (ReVSI assigns its prompt only for its
@@ -26,10 +33,10 @@ type, or an MCQ row without options) is left out (``skip_unsupported``, the defa
 revsi export does), counted per type in the record (``no_target_question_type``,
 ``mcq_without_options``) and named in one warning; with ``skip_unsupported=False``
 (``--refuse-unsupported``) it stops the export with an InputError naming the rows. ``auto``:
-the class that can prompt more of the rows (ReVSI on a tie, so ReVSI when every row has a
-ReVSI type): neither prompts every type of ``vistest generate --types all`` (ReVSI lacks
-VSI-Bench's relative-direction levels and the appearance order; VsiBench ReVSI's
-forward/backward directions).
+the class that can prompt most of the rows (on a tie the first of ReVSI, VsiBench, STIBench, so
+ReVSI when every row has a ReVSI type): none prompts every type of ``vistest generate --types all``
+(ReVSI lacks VSI-Bench's relative-direction levels and the appearance order; VsiBench ReVSI's
+forward/backward directions; both the motion types, which only STIBench takes).
 
 Written (``OUT``)::
 
@@ -46,7 +53,8 @@ with ``.mp4``, the VsiBench convention with the run directory as the dataset roo
 rows: ``{scene_id}.mp4``, which ``ReVSI.video_path`` opens as ``{root}/{n}_frame/{video}``;
 ReVSI dummy rows: relative to the run directory), ``video_path`` (absolute),
 ``video_frames``, ``status``, ``reason``, ``original_ground_truth``, ``dummy_mode``,
-``expectation``, ``evaluator``. VLMEvalKit keeps every column in its prediction file, so
+``expectation``, ``evaluator``; for ``STIBench`` also ``time_start``, ``time_end``, ``task_type``
+(:data:`STI_COLUMNS`). VLMEvalKit keeps every column in its prediction file, so
 ``id``, ``variant`` and ``num_frames`` turn its predictions into the plain JSONL ``vistest
 score`` reads.
 """
@@ -72,6 +80,7 @@ from .output import (
     count_left_out,
     unsupported_warning,
 )
+from ...questions import ANSWER_MCQ, QUESTION_TYPES, option_letter
 from .revsi import revsi_question_type
 from .rundir import ExportRow, RunData, answer_text
 
@@ -79,8 +88,11 @@ COLUMNS = ("index", "id", "variant", "scene_id", "num_frames", "question_type", 
            "options", "candidates", "ground_truth", "answer", "video", "video_path", "video_frames", "status",
            "reason", "original_ground_truth", "dummy_mode", "expectation", "evaluator")
 
-REVSI, VSIBENCH = "ReVSI", "VsiBench"
-TARGETS = ("auto", REVSI, VSIBENCH)
+REVSI, VSIBENCH, STIBENCH = "ReVSI", "VsiBench", "STIBench"
+TARGETS = ("auto", REVSI, VSIBENCH, STIBENCH)
+# STIBench's own columns (vlmeval/dataset/stibench.py STIBench.build_prompt reads time_start, time_end and options;
+# evaluate groups by task_type), written after COLUMNS for that target only
+STI_COLUMNS = ("time_start", "time_end", "task_type")
 # The question types each class builds a prompt for, from VLMEvalKit's source (commit e8e78f05):
 # vlmeval/dataset/revsi.py MCQ_QUESTION_TYPES / NQ_QUESTION_TYPES (ReVSI.build_prompt) and
 # vlmeval/dataset/vsibench.py VsiBench.get_task_type mcq_items / na_items.
@@ -95,6 +107,13 @@ VLMEVALKIT_TYPES = MappingProxyType({
         "mcq": ("obj_appearance_order", "object_rel_direction_easy", "object_rel_direction_hard",
                 "object_rel_direction_medium", "object_rel_distance", "route_planning"),
         "number": ("object_abs_distance", "object_size_estimation", "object_counting", "room_size_estimation")}),
+    # STIBench (vlmeval/dataset/stibench.py, open-compass/VLMEvalKit @ 7fdb479) lists no types: build_prompt
+    # prompts any row with question, time_start, time_end and options (a list, lettered by the class) and
+    # evaluate scores the letter per task_type; vistest writes the five-way types that stand for an STI-Bench
+    # task (QuestionType.task: the imported sti_* types and the dynamic types generated from tracks)
+    STIBENCH: MappingProxyType({
+        "mcq": tuple(sorted(n for n, t in QUESTION_TYPES.items() if t.task and t.answer == ANSWER_MCQ)),
+        "number": ()}),
 })
 # ReVSI types VSI-Bench asks under another name (the ReVSI relative directions, forward/backward
 # easy/hard, are defined differently from VSI-Bench's easy/medium/hard: no mapping)
@@ -114,6 +133,8 @@ def target_type(row: ExportRow, target: str) -> str | None:
     """The row's question type for ``target`` (its own, or mapped), None when there is none."""
     if target == REVSI:
         t = revsi_question_type(row)
+    elif target == STIBENCH:
+        t = row.question_type
     else:
         t = TO_VSIBENCH.get(row.question_type, row.question_type)
     return t if t in known_types(target) else None
@@ -137,13 +158,15 @@ def unprompted(row: ExportRow, target: str) -> str | None:
 
 
 def resolve_target(target: str, rows: list[ExportRow]) -> str:
-    """``target``, or for ``auto`` the class that can prompt more of ``rows`` (ReVSI on a tie)."""
+    """``target``, or for ``auto`` the class that can prompt most of ``rows`` (on a tie the first of ReVSI,
+    VsiBench, STIBench)."""
     if target not in TARGETS:
         raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
     if target != "auto":
         return target
-    prompted = {t: sum(1 for r in rows if unprompted(r, t) is None) for t in (REVSI, VSIBENCH)}
-    return REVSI if rows and prompted[REVSI] >= prompted[VSIBENCH] else VSIBENCH
+    classes = (REVSI, VSIBENCH, STIBENCH)
+    prompted = [sum(1 for r in rows if unprompted(r, t) is None) for t in classes]
+    return classes[prompted.index(max(prompted))] if rows else REVSI
 
 
 def questions_text(bad: list[tuple[ExportRow, str]], limit: int = 8) -> str:
@@ -189,6 +212,20 @@ def options_repr(options: tuple[str, ...] | None) -> str:
     return repr([str(o) for o in options]) if options else ""
 
 
+def sti_options_repr(options: tuple[str, ...] | None) -> str:
+    """The options as STIBench reads them: ``repr`` of the option texts without their letters
+    (``build_prompt`` letters them itself: ``f'{upper_letters[i]} {options_list[i]}'``)."""
+    return repr([option_letter(str(o))[1] for o in options]) if options else ""
+
+
+def sti_cells(row: ExportRow) -> list:
+    """:data:`STI_COLUMNS` of a row: its window (an instant: ``time`` at both ends) and its STI-Bench task."""
+    rec = row.record
+    ts = rec.get("time_start", rec.get("time"))
+    te = rec.get("time_end", rec.get("time"))
+    return [ts, te, QUESTION_TYPES[row.question_type].task]
+
+
 def video_column(row: ExportRow, target: str) -> str:
     """``video``: ``{scene_id}.mp4`` for ReVSI's real rows (its video_path adds ``{root}/{n}_frame/``),
     else the path relative to the run directory."""
@@ -199,11 +236,13 @@ def tsv_row(run: RunData, index: int, row: ExportRow, qtype: str, target: str) -
     """One TSV row in :data:`COLUMNS` order (``qtype``: the target's question type); None
     becomes the empty cell."""
     gt = answer_text(row.ground_truth)
-    opts = options_repr(row.options)
+    opts = sti_options_repr(row.options) if target == STIBENCH else options_repr(row.options)
     values = [index, row.id, row.variant, row.scene_id, row.num_frames, qtype, row.question_type, row.question, opts,
               opts, gt, gt, video_column(row, target), str(run.video_abspath(row.video)), row.video_frames,
               row.status, row.reason, answer_text(row.original_ground_truth), row.record.get("dummy_mode"),
               row.record.get("expectation"), row.record.get("evaluator")]
+    if target == STIBENCH:
+        values += sti_cells(row)
     return ["" if v is None else str(v) for v in values]
 
 
@@ -211,7 +250,7 @@ def tsv_text(run: RunData, rows: list[ExportRow], types: dict[int, str], target:
     """A TSV (tab-separated, ``"``-quoted where needed, as pandas reads it) of ``rows``."""
     buf = io.StringIO()
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    w.writerow(COLUMNS)
+    w.writerow(COLUMNS + (STI_COLUMNS if target == STIBENCH else ()))
     for i, r in enumerate(rows):
         w.writerow(tsv_row(run, i, r, types[id(r)], target))
     return buf.getvalue()
