@@ -119,6 +119,11 @@ demo: $(STAMP)
 	$(VENV)/bin/vistest run $(DEMO_DYN)/scene.json $(DEMO_DYN)/generated/questions.jsonl -o $(DEMO_DYN)/run \
 		--budgets 16,32,64,all --profile uniform --visibility $(DEMO_DYN)/visibility.npz --dummy black \
 		--evaluator sti-bench.qwen2_5_vl --quiet
+	$(call demo_step,its exports with STI-Bench's client's own rows at every budget it caps: lmms-eval and VLMEvalKit's STIBench (vistest export --evaluator))
+	$(VENV)/bin/vistest export lmms-eval-task $(DEMO_DYN)/run -o $(DEMO_OUT)/export/dynamic-lmms-eval-task \
+		--evaluator sti-bench.qwen2_5_vl --quiet
+	$(VENV)/bin/vistest export vlmevalkit $(DEMO_DYN)/run -o $(DEMO_OUT)/export/dynamic-vlmevalkit-stibench \
+		--evaluator sti-bench.qwen2_5_vl --target STIBench --quiet
 	$(call demo_step,the window report: sampled frames inside each window (vistest windows))
 	$(VENV)/bin/vistest windows $(DEMO_DYN)/generated/questions.jsonl --scene $(DEMO_DYN)/scene.json \
 		--evaluator sti-bench.qwen2_5_vl -o $(DEMO_DYN)/run/windows.md
@@ -152,6 +157,7 @@ demo: $(STAMP)
 	@echo "                 its questions: $(abspath $(DEMO_DYN))/generated/questions.jsonl and report.md (docs/generate.md)"
 	@echo "                 their run: $(abspath $(DEMO_DYN))/run/ (ground truth per window: scenes/*/{16,32,64,all}_frame.jsonl,"
 	@echo "                 STI-Bench's client: scenes/*/evaluators/; black dummies; window report: windows.md)"
+	@echo "                 exported with the client's own rows: $(abspath $(DEMO_OUT))/export/dynamic-{lmms-eval-task,vlmevalkit-stibench}/"
 	@echo "  synth:         $(abspath $(DEMO_OUT))/synth/{tabletop-orbit-slide,room-walk}/ (exocentric and egocentric"
 	@echo "                 scenarios rendered from examples/synth/*.json: video.mp4 and scene.json; docs/synth.md)"
 	@echo "  open this:     $(abspath $(DEMO_OUT))/run/index.html"
