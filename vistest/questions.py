@@ -164,9 +164,9 @@ def instant_quantity(record: Mapping[str, Any]) -> tuple[str | None, str]:
              "the options' wording": " ".join(str(o) for o in record.get("options") or ())}
     for where, text in texts.items():
         if _ACCELERATION_WORDS.search(text):
-            return "instant_acceleration", f"{where} (acceleration)"
+            return "instant_acceleration", f"{where}, which names an acceleration"
         if _SPEED_WORDS.search(text):
-            return "instant_speed", f"{where} (speed)"
+            return "instant_speed", f"{where}, which names a speed"
     return None, "neither the question nor its options name a speed or an acceleration"
 
 
