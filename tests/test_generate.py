@@ -313,7 +313,8 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     assert all(x["bias"] is None or -1 <= x["bias"] <= 1 for x in lines)
     # every attack of vistest.eval.attacks, the world prior included, held out by scene
     assert rep.attacks is not None and rep.attacks.folds.by == "scene"
-    expected = {"constant", "option-label", "option-rank", "numeric-prior", "learned", "answer-length", "world-prior"}
+    expected = {"constant", "option-label", "option-rank", "numeric-prior", "learned", "answer-length", "world-prior",
+                "training-median", "label-median"}
     assert {c.attack for c in rep.attacks.cells} >= expected
     assert all(c.null is not None for r in rep.attack_seeds[:1] for c in r.cells if c.complement and c.judged)
     targets = {(c.target.split(" - ")[0], c.question_type): c for c in rep.checks}

@@ -403,6 +403,10 @@ def build_report(questions: Mapping[str, Sequence[dict]], ranks: Mapping[str, in
                  + ("" if len(runs) < 2 or len({tuple(sorted(r.folds.fold_of.items())) for r in runs}) > 1 else
                     f" (held out {runs[0].folds.scheme}: every fold seed gives the same folds, so the balancing "
                     f"was scored on the folds judged here)")]
+    errors = sorted({e for r in runs for e in r.row_scores.errors})
+    if errors:
+        notes = [*notes, f"{len(errors)} blind attack(s) raised and were left out of these tables (a vistest bug: "
+                         f"please report it): {'; '.join(errors[:3])}"]
     rep = GenerateReport(seed, tuple(sorted(questions)), types, rules, fun, tuple(dists), (),
                          runs[0] if runs else None, tuple(answerability(questions, scenes, rules)), tuple(notes),
                          runs, judge, dict(bias or {}), tuple(curve), dropped)
