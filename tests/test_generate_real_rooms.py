@@ -8,7 +8,6 @@ for the boxes as read; per-label and per-pair median tables computed here straig
 questions; the answer words counted here for the relative directions."""
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
