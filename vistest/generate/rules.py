@@ -338,8 +338,9 @@ class BalanceRules:
     stratify: bool = param(True, "the per-scene caps draw stratified: each place goes to the answer class (a "
                                  "direction word, a count, a number's side of its world prior) the set holds "
                                  "fewest of so far (False: at random)",
-                           "vistest (issue #34: balance by construction; ReVSI balances direction answers by "
-                           "choosing the query triples)")
+                           "vistest (issue #34: balance by construction; ReVSI's obj_rel_dir_qa.py "
+                           "_process_one_scene takes the first max_samples_per_scene triples that pass, in random "
+                           "order, and balances no answer)")
     removal_budget: float = param(0.5, "Iterative Bias Pruning removes at most this share of each type's questions "
                                        "(0: no pruning)",
                                   "VSI-Bench-Debiased v1 removed 54% of VSI-Bench (2,768 of 5,130) (issue #34)")
