@@ -42,6 +42,10 @@ import numpy as np
 import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
+
+# an exception in a blind attack is a bug: the tests see its traceback (vistest.eval.attacks._attack_failed),
+# where a user's run reports it and goes on
+os.environ["VISTEST_STRICT_ATTACKS"] = "1"
 from vistest.scene import FORMAT, Scene
 
 DEMO_SMALL = dict(seed=0, num_frames=60, size=(320, 240))  # make_demo_scene parameters

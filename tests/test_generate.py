@@ -313,7 +313,8 @@ def test_debiasing_targets_on_20_random_rooms(generated):
     assert all(x["bias"] is None or -1 <= x["bias"] <= 1 for x in lines)
     # every attack of vistest.eval.attacks, the world prior included, held out by scene
     assert rep.attacks is not None and rep.attacks.folds.by == "scene"
-    expected = {"constant", "option-label", "option-rank", "numeric-prior", "learned", "answer-length", "world-prior"}
+    expected = {"constant", "option-label", "option-rank", "numeric-prior", "learned", "answer-length", "world-prior",
+                "training-median", "label-median"}
     assert {c.attack for c in rep.attacks.cells} >= expected
     assert all(c.null is not None for r in rep.attack_seeds[:1] for c in r.cells if c.complement and c.judged)
     targets = {(c.target.split(" - ")[0], c.question_type): c for c in rep.checks}
@@ -574,3 +575,36 @@ def _other_vis(tmp_path, room):
     p = tmp_path / "other.npz"
     room.visibility.save(p)
     return p
+
+
+def test_numeric_baselines_beside_chance_recomputed(generated):
+    """Issue #43: the report shows beside each numeric type its chance, the training median, the
+    per-label median and the world prior, every type on its own. The training median and the
+    per-label median of object size are recomputed here from the records alone (the report's
+    folds by scene; the median of the other folds' answers, of the same label; MRA as lmms-eval)."""
+    from vistest.answers import mean_relative_accuracy
+
+    rep = generated.report
+    shown = {r[0]: r for r in rep.numeric_baselines()}
+    assert {"object_size_estimation", "object_abs_distance", "room_size_estimation_multiple"} <= set(shown)
+    assert {"object_size_estimation_mcq", "object_abs_distance_mcq"} <= set(shown)
+    qtype = "object_size_estimation"
+    rs = [r for _, r in records_of(generated) if r["question_type"] == qtype]
+    gts = [float(r["ground_truth"]) for r in rs]
+    chance = np.mean([np.mean([mean_relative_accuracy(gts[j], gts[i]) for j in range(len(rs)) if j != i])
+                      for i in range(len(rs))])
+    gaps = {"training-median": [], "label-median": []}
+    for run in rep.attack_seeds:
+        fold = run.folds.fold_of
+        med, lab = [], []
+        for r, gt in zip(rs, gts):
+            train = [(x, g) for x, g in zip(rs, gts) if fold[x["scene_id"]] != fold[r["scene_id"]]]
+            med.append(mean_relative_accuracy(float(np.median([g for _, g in train])), gt))
+            same = [g for x, g in train if x["object_label"] == r["object_label"]] or [g for _, g in train]
+            lab.append(mean_relative_accuracy(float(np.median(same)), gt))
+        gaps["training-median"].append(np.mean(med) - chance)
+        gaps["label-median"].append(np.mean(lab) - chance)
+    row = shown[qtype]
+    assert float(row[2]) == pytest.approx(100 * chance, abs=0.06)
+    assert float(row[3]) == pytest.approx(100 * np.mean(gaps["training-median"]), abs=0.06)
+    assert float(row[4]) == pytest.approx(100 * np.mean(gaps["label-median"]), abs=0.06)

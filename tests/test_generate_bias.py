@@ -253,3 +253,57 @@ def test_a_candidate_failing_its_checks_is_dropped_and_counted(monkeypatch, smal
     assert gen.report.dropped_candidates == 2
     assert any("failed their own checks" in n and "listed twice" in n for n in gen.report.notes)
     assert sum(len(v) for v in gen.questions.values()) > 0
+
+
+# ---- issue #43: a cap never cuts a type below its floor because of one rare answer ----------------
+def _count(i, scene, n):
+    return Candidate(scene, "object_counting_single", "How many {x}(s)?", (("x", "chair"),), objects=(str(i),),
+                     value=n)
+
+
+def test_a_rare_count_is_dropped_not_the_type():
+    """The issue's pool 4:9, 5:16, 6:6, 7:1 under the 20% cap: keeping the single 7 allows one of
+    each (4 questions); without it the three counts keep 6 each (18), worked out by hand."""
+    cands = [_count(100 * n + i, f"s{i % 5}", n) for n, k in ((4, 9), (5, 16), (6, 6), (7, 1)) for i in range(k)]
+    kept, note = cap_answers("object_counting_single", cands, Rules().balance, np.random.default_rng(0))
+    assert Counter(c.value for c in kept) == {4: 6, 5: 6, 6: 6}
+    assert "dropped" in note and "7: 1" in note
+    # never below three distinct counts (a two-count type is a coin): 5:16, 6:6, 7:1 keeps 3
+    cands = [_count(100 * n + i, "s", n) for n, k in ((5, 16), (6, 6), (7, 1)) for i in range(k)]
+    kept, _ = cap_answers("object_counting_single", cands, Rules().balance, np.random.default_rng(0))
+    assert Counter(c.value for c in kept) == {5: 1, 6: 1, 7: 1}
+
+
+def test_direction_words_are_never_dropped():
+    """A direction type keeps its rare 'back' (dropping it would teach "never back"): 20 left,
+    20 right, 2 back keep 2 + 2 + 2 under the 1/3 + 2 points cap."""
+    cands = [_direction(i, f"s{i % 7}", w) for i, w in enumerate(["left"] * 20 + ["right"] * 20 + ["back"] * 2)]
+    kept, _ = cap_answers("object_rel_direction_forward_easy", cands, Rules().balance, np.random.default_rng(0))
+    assert Counter(c.answer for c in kept) == {"left": 2, "right": 2, "back": 2}
+
+
+def test_the_per_scene_caps_draw_up_to_the_floor():
+    """Answerable questions in few rooms: 3 scenes of 8 under a cap of 2 per scene draw 6; with a
+    floor of 10 the draw goes on past the caps, spread over the scenes and the answer classes."""
+    cands = [_direction(100 * s + i, f"s{s}", w) for s in range(3) for i, w in enumerate(["left"] * 5 + ["right"] * 2
+                                                                                        + ["back"])]
+    assert len(draw_per_scene(cands, 2, np.random.default_rng(0))) == 6
+    got = draw_per_scene(cands, 2, np.random.default_rng(0), floor=10)
+    assert len(got) == 10 and max(Counter(c.scene_id for c in got).values()) - min(
+        Counter(c.scene_id for c in got).values()) <= 1
+    words = Counter(c.answer for c in got)
+    assert words["back"] == 3 and sorted((words["left"], words["right"])) == [3, 4]  # every back, then even
+    assert len(draw_per_scene(cands, 2, np.random.default_rng(0), floor=100)) == len(cands)
+
+
+def test_the_pool_keeps_a_rooms_rare_words():
+    """The random pool per scene (balance.pool_per_scene) drawn round the answer classes: 400 'left',
+    400 'right' and 8 'back' triples in a pool of 40 keep every 'back' (a uniform draw keeps
+    about 0.4 of one)."""
+    from vistest.generate.run import draw_pool
+
+    cands = [_direction(i, "s", w) for i, w in enumerate(["left"] * 400 + ["right"] * 400 + ["back"] * 8)]
+    strat = Counter(c.answer for c in draw_pool(cands, 40, np.random.default_rng(0), stratify=True))
+    assert strat == {"back": 8, "left": 16, "right": 16}
+    uniform = Counter(c.answer for c in draw_pool(cands, 40, np.random.default_rng(0)))
+    assert sum(uniform.values()) == 40 and uniform["back"] <= 3

@@ -18,7 +18,10 @@ of thinking-in-space: the boxes of 288 real validation scans; the copies in the 
   ``ANY_DISTANCE_M``, the median over every such pair.
 
 Medians, not means: one mislabelled giant box must not move a category. A label seen fewer than
-:data:`MIN_INSTANCES` times is left out (the attack then falls back to its type's prior).
+:data:`MIN_INSTANCES` times is left out (the attack then falls back to its type's prior); it is 1
+(issue #43): a label seen once is still a better guess than the median over every label, and the
+prior must be at least as strong as a per-label median table (tests/test_generate_real_rooms.py);
+with 3, the distances of rare pairs fell back to the overall median and the attack was weaker.
 
     python -m vistest.datasets.world_prior META.json [META.json ...] -o vistest/eval/world_prior_data.py
 
@@ -36,10 +39,10 @@ import numpy as np
 from ..errors import InputError
 from ..generate.geometry import box_distance
 
-MIN_INSTANCES = 3  # a label (a pair) needs this many instances (scans) to enter a table
+MIN_INSTANCES = 1  # a label (a pair) needs this many instances (scans) to enter a table (issue #43: every one)
 
 
-def _boxes(label_boxes: list, source: str, label: str) -> list[tuple]:
+def meta_boxes(label_boxes: list, source: str, label: str) -> list[tuple]:
     """(center, size, rotation) of each box of one label (vistest.datasets.vsibench's reading)."""
     out = []
     for i, b in enumerate(label_boxes):
@@ -54,8 +57,9 @@ def _boxes(label_boxes: list, source: str, label: str) -> list[tuple]:
     return out
 
 
-def derive(paths: list[Path]) -> dict:
-    """The tables (module docstring) from VSI-Bench meta-info files."""
+def derive(paths: list[Path], only=None) -> dict:
+    """The tables (module docstring) from VSI-Bench meta-info files; ``only``: the scans used,
+    as ``{dataset}-{scan id}`` (vistest.datasets.real_rooms.read_scans' keys; default: all)."""
     sizes: dict[str, list[float]] = defaultdict(list)
     rooms: list[float] = []
     pairs: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -63,11 +67,13 @@ def derive(paths: list[Path]) -> dict:
         doc = json.loads(Path(path).read_text())
         for sid in sorted(doc):
             scan = doc[sid]
+            if only is not None and f"{scan.get('dataset') or Path(path).name.split('_')[0]}-{sid}" not in only:
+                continue
             if scan.get("room_size") is not None:
                 rooms.append(float(scan["room_size"]))
             unique = {}
             for label in sorted(scan.get("object_bbox", {})):
-                boxes = _boxes(scan["object_bbox"][label], f"{path}: {sid}", label)
+                boxes = meta_boxes(scan["object_bbox"][label], f"{path}: {sid}", label)
                 key = label.strip().lower()
                 sizes[key] += [float(np.max(s)) * 100.0 for _, s, _ in boxes]
                 if len(boxes) == 1:
@@ -82,6 +88,14 @@ def derive(paths: list[Path]) -> dict:
     return {"sources": [Path(p).name for p in paths], "size_cm": size_cm,
             "room_m2": (round(float(np.median(rooms)), 1), len(rooms)),
             "distance_m": dist, "any_distance_m": (round(float(np.median(every)), 2), len(every))}
+
+
+def world_prior_of(prior: dict, source: str):
+    """The tables of :func:`derive` as a vistest.eval.world_prior.WorldPrior (to cross-fit it:
+    ``world_prior.using(world_prior_of(derive(paths, only=...), "..."))``)."""
+    from ..eval.world_prior import WorldPrior
+
+    return WorldPrior(prior["size_cm"], prior["room_m2"], prior["distance_m"], prior["any_distance_m"], source)
 
 
 def module_text(prior: dict) -> str:

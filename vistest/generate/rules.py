@@ -338,23 +338,34 @@ class BalanceRules:
     stratify: bool = param(True, "the per-scene caps draw stratified: each place goes to the answer class (a "
                                  "direction word, a count, a number's side of its world prior) the set holds "
                                  "fewest of so far (False: at random)",
-                           "vistest (issue #34: balance by construction; ReVSI balances direction answers by "
-                           "choosing the query triples)")
+                           "vistest (issue #34: balance by construction; ReVSI's obj_rel_dir_qa.py "
+                           "_process_one_scene takes the first max_samples_per_scene triples that pass, in random "
+                           "order, and balances no answer)")
     removal_budget: float = param(0.5, "Iterative Bias Pruning removes at most this share of each type's questions "
                                        "(0: no pruning)",
                                   "VSI-Bench-Debiased v1 removed 54% of VSI-Bench (2,768 of 5,130) (issue #34)")
     stop_score: float = param(0.25, "IBP stops removing from a type when its highest bias score (the attacks' mean "
                                     "held-out score of the gold answer minus chance) is below this",
                               "TsT docs/ibp.md --early_stop (vision-x-nyu/test-set-training); vistest value")
-    min_per_type: int = param(10, "IBP never leaves a type with fewer questions than this",
-                              "TsT docs/ibp.md: VSI-Bench's minimum per question type (10)")
+    min_per_type: int = param(10, "IBP never leaves a type with fewer questions than this, nor do the per-scene "
+                                  "caps (they draw past the cap up to it when a type's answerable questions sit in "
+                                  "a few rooms)", "TsT docs/ibp.md: VSI-Bench's minimum per question type (10)")
+    min_per_large_type: int = param(20, "the same floor for a type of at least large_type answerable questions",
+                                    "issue #43 (a type with >= 100 answerable keeps >= 20)")
+    large_type: int = param(100, "answerable questions from which a type's floor is min_per_large_type",
+                            "issue #43")
     ibp_rounds: int = param(8, "IBP iterations: each removes at most 1/ibp_rounds of a type's budget, then the "
                                "attacks are refitted on what is left", "TsT docs/ibp.md (batch = budget / iterations)")
     blind_margin: float = param(0.05, "the report's target: every blind attack, held out by scene, at most this "
                                       "above chance on every judged type (and every complement not-X)",
                                 "issue #34 (chance + 5 points: one fold split moves a 40-question cell by ~5)")
-    min_judged: int = param(40, "the report judges a type's blind attacks from this many questions on (smaller "
-                                "types pooled per attack, the pool judged from this size on)", "issue #34")
+    min_judged: int = param(20, "the report judges a type's blind attacks from this many questions on (smaller "
+                                "types pooled per attack, the pool judged from this size on)",
+                            "issue #43 (every type of 20 or more on its own: pooled with larger types, counting's "
+                            "+38.7 on 16 questions went unseen; issue #34 had 40)")
+    pool_stratify: bool = param(True, "the random pool per scene and type (pool_per_scene) is drawn stratified by "
+                                      "answer class, as the per-scene caps (a rare direction word of a room reaches "
+                                      "the caps' draw; False: uniform)", "vistest (issue #43)")
     judge_fold_seeds: int = param(3, "the report judges every blind attack on this many fold seeds (seed, seed + 1 "
                                      "...; the generation's --seed first) and a cell on its mean gap over them; the "
                                      "pruning scores on other fold seeds", "vistest (issue #23)")
@@ -540,8 +551,10 @@ class Rules:
                 raise InputError(f"--rule: balance.{name}: expected at least 1, got {getattr(b, name)}")
         if not 0.0 <= b.removal_budget < 1.0:
             raise InputError(f"--rule: balance.removal_budget: expected a share in [0, 1), got {b.removal_budget}")
-        if b.min_per_type < 0 or b.pool_per_scene < 0 or b.null_permutations < 0 or not 0.0 <= b.blind_margin < 1.0:
-            raise InputError("--rule: balance: expected min_per_type, pool_per_scene and null_permutations >= 0 and "
+        if min(b.min_per_type, b.min_per_large_type, b.large_type, b.pool_per_scene, b.null_permutations) < 0 or not (
+                0.0 <= b.blind_margin < 1.0):
+            raise InputError("--rule: balance: expected min_per_type, min_per_large_type, large_type, "
+                             "pool_per_scene and null_permutations >= 0 and "
                              f"blind_margin in [0, 1), got {b.min_per_type}, {b.pool_per_scene}, "
                              f"{b.null_permutations}, {b.blind_margin}")
 

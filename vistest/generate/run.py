@@ -32,7 +32,7 @@ from ..scene import Scene
 from ..visibility.table import Visibility
 from . import appearance, counting, direction, distance, motion, room, route, size
 from . import templates as tpl
-from .balance import Placed, balance
+from .balance import Placed, answer_class, balance
 from .candidates import (
     ALL_TYPES,
     DEFAULT_TYPES,
@@ -129,9 +129,15 @@ def scene_candidates(facts: SceneFacts, rules: Rules, types: tuple[str, ...], rn
     return sorted(out, key=lambda c: c.key)
 
 
-def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator) -> list[Candidate]:
+def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator, stratify: bool = False
+              ) -> list[Candidate]:
     """At most ``limit`` candidates per type (0: all), drawn at random; key order kept. A
-    numeric question and its numeric-option twin are drawn as one (candidates.twin_key)."""
+    numeric question and its numeric-option twin are drawn as one (candidates.twin_key). With
+    ``stratify`` (``balance.pool_stratify``), the places go round the answer classes
+    (vistest.generate.balance.answer_class: a direction word, a count, a side of the world prior),
+    each to the class drawn least so far, a unit of it at random: a scene's 20 'back' triples
+    among 2,000 reach the per-scene caps' stratified draw (issue #43; drawn uniformly, 40 of
+    2,000 hold one 'back' on average)."""
     groups: dict[tuple, list[list[Candidate]]] = defaultdict(list)
     units: dict[tuple, list[Candidate]] = {}
     for c in cands:
@@ -144,9 +150,25 @@ def draw_pool(cands: Sequence[Candidate], limit: int, rng: np.random.Generator) 
     for fam in sorted(groups):
         g = groups[fam]
         if limit and len(g) > limit:
-            g = [g[i] for i in np.sort(rng.choice(len(g), size=limit, replace=False))]
+            pick = _stratified(g, limit, rng) if stratify else rng.choice(len(g), size=limit, replace=False)
+            g = [g[i] for i in np.sort(pick)]
         out.extend(c for unit in g for c in unit)
     return sorted(out, key=lambda c: c.key)
+
+
+def _stratified(units: Sequence[Sequence[Candidate]], limit: int, rng: np.random.Generator) -> list[int]:
+    """``limit`` unit indices, round the answer classes of the units' first candidates (draw_pool)."""
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, u in enumerate(units):
+        by[str(answer_class(u[0]))].append(i)
+    left = {k: [v[j] for j in rng.permutation(len(v))] for k, v in sorted(by.items())}
+    taken: dict[str, int] = dict.fromkeys(left, 0)
+    out: list[int] = []
+    while len(out) < limit:
+        k = min((k for k, v in left.items() if v), key=lambda k: (taken[k], k))
+        out.append(left[k].pop())
+        taken[k] += 1
+    return out
 
 
 def provisional_record(c: Candidate, qid: str) -> dict:
@@ -214,7 +236,8 @@ def generate(inputs: Sequence[SceneInput], types: tuple[str, ...] = DEFAULT_TYPE
             facts = SceneFacts(inp.scene, inp.visibility, rules.frames.seen, inp.source)
             rng = scene_rng(seed, sid)
             found = scene_candidates(facts, rules, types, rng)
-            pooled, why = valid(inp.scene, draw_pool(found, rules.balance.pool_per_scene, rng))
+            b = rules.balance
+            pooled, why = valid(inp.scene, draw_pool(found, b.pool_per_scene, rng, b.pool_stratify))
             dropped += [f"{sid}: {w}" for w in why]
             ok = kept_at(inp.scene, inp.visibility, pooled, rules)
             for stage, cs in (("found", found), ("pooled", pooled), ("answerable", ok)):
