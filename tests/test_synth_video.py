@@ -104,7 +104,22 @@ def synth_video_rows(spec, tmp_path):
     ref = _reference(scene, _shape_triangles)
     assert video.shape == ref.shape
     movers = [i for i, o in enumerate(scene.objects) if o.track is not None]
-    return iou_table(video, ref, len(scene.objects)), movers, scene
+    return iou_table(video, ref, len(scene.objects)), movers, scene, video
+
+
+def _table_counts_the_video(scene: Scene, video: np.ndarray) -> None:
+    """The visibility table (occlusion auto: the scene's mesh of shapes) gives each static object the
+    share of the image its own pixels cover in the decoded video, within 0.5% of the image (the working
+    grid's sampling error, docs/visibility.md); a mover's ``visible`` (its box's evidence) is never less."""
+    from vistest import compute_visibility
+
+    vis = compute_visibility(scene)
+    assert vis.params["occlusion"] == "mesh" and vis.params["visible"] == "instance"
+    share = np.stack([(video == i).mean(axis=(1, 2)) for i in range(len(scene.objects))], 1)
+    static = np.array([o.track is None for o in scene.objects])
+    err = np.abs(vis.visible[:, static] - share[:, static])
+    assert err.max() <= 0.005, f"visible vs the video's pixels: {err.max():.4f} of the image off"
+    assert (vis.visible[:, ~static] >= share[:, ~static] - 0.005).all()
 
 
 @pytest.mark.parametrize("cell", CELL_PARAMS)
@@ -112,8 +127,9 @@ def test_decoded_video_shows_scene_json(tmp_path, cell):
     from vistest.synth.cells import cell_spec
 
     spec = cell_spec(cell, 0, frames=FRAMES, resolution=SIZE)
-    rows, movers, _ = synth_video_rows(spec, tmp_path)
+    rows, movers, scene, video = synth_video_rows(spec, tmp_path)
     _floor(rows, cell, movers)
+    _table_counts_the_video(scene, video)
     if cell in FAST_CELLS:
         assert any(r[1] in movers for r in rows), f"{cell}: no mover covers 200 px in any frame: check a bigger one"
 
@@ -152,3 +168,65 @@ def test_demo_video_shows_scene_json(tmp_path, dynamic):
     rows = iou_table(video, ref, len(scene.objects))
     _floor(rows, scene.scene_id, movers)
     assert not dynamic or any(r[1] in movers for r in rows)
+
+
+def _catalogue_sizes():
+    from vistest.synth.layout import SCALES, catalogue
+
+    rng = np.random.default_rng(0)
+    t = SCALES["figural"].table
+    cases = {("table", tuple(np.r_[np.mean(t[0]), np.mean(t[1]), t[2]]))}
+    for scale in ("figural", "vista", "environmental"):
+        for label, (lo, hi) in catalogue(scale).items():
+            for size in (lo, hi, rng.uniform(lo, hi)):
+                cases.add((label, tuple(float(x) for x in size)))
+    return sorted(cases)
+
+
+def test_every_category_has_a_shape_that_fills_its_box():
+    """Every catalogue category has its own builder; its parts lie inside the box and reach all six faces
+    (scene.json's box is exactly the shape's bounds)."""
+    from vistest.synth.layout import catalogue
+    from vistest.synth.shapes import BUILDERS, object_mesh, object_parts
+
+    for scale in ("figural", "vista", "environmental"):
+        assert set(catalogue(scale)) <= set(BUILDERS), set(catalogue(scale)) - set(BUILDERS)
+    for label, size in _catalogue_sizes():
+        size = np.array(size)
+        v, f, slots = object_mesh(label, size)
+        np.testing.assert_allclose(v.min(0), -size / 2, atol=1e-6, err_msg=label)
+        np.testing.assert_allclose(v.max(0), size / 2, atol=1e-6, err_msg=label)
+        assert len(object_parts(label, size)) >= (1 if label == "ball" else 2), label
+        assert set(slots) <= {0, 1, 2, 3}
+
+
+def test_every_part_is_closed_and_wound_outward():
+    """Each part is a watertight solid of positive volume whose every triangle winds counter-clockwise
+    seen from outside (its geometric normal points away from the part's centre: every part is convex)
+    and carries that normal (the renderer culls back faces)."""
+    import trimesh
+
+    from vistest.synth.shapes import object_parts, part_arrays
+
+    for label, size in _catalogue_sizes():
+        for part in object_parts(label, np.array(size)):
+            p, n, t = part_arrays(part)
+            m = trimesh.Trimesh(p, t)
+            m.merge_vertices()
+            assert m.is_watertight and m.volume > 0, (label, part.kind)
+            geo = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
+            away = p[t].mean(1) - (np.asarray(part.lo) + np.asarray(part.hi)) / 2
+            assert (np.einsum("ij,ij->i", geo, away) > 0).all(), (label, part.kind, "a face wound inward")
+            assert (np.einsum("ij,ij->i", geo, n[t[:, 0]]) > 0).all(), (label, part.kind, "a normal inward")
+
+
+def test_box_faces_wind_outward():
+    """box_arrays: every face's winding gives its stated normal (the old ±y faces gave the opposite)."""
+    from vistest.synth.shapes import box_arrays
+
+    p, n, _, t = box_arrays(np.array([1.0, 2.0, 3.0]))
+    geo = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
+    geo /= np.linalg.norm(geo, axis=1, keepdims=True)
+    np.testing.assert_allclose(geo, n[t[:, 0]], atol=1e-6)
+    assert sorted(map(tuple, np.unique(n, axis=0).astype(int))) == sorted(
+        tuple(int(s) * (np.arange(3) == a)) for a in range(3) for s in (-1, 1))

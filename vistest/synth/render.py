@@ -250,3 +250,64 @@ def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96), columns: int = 10,
+                   seed: int = 0) -> list[str]:
+    """A contact sheet of every catalogue category (vistest.synth.layout: the three scales' and the figural
+    table), one tile each: the object at its catalogue's mid size, seen from 35 degrees above, colours
+    from ``seed``, its label below; written to ``out_png`` (docs/synth.md shows it). Returns the labels."""
+    import cv2
+    import pyrender
+
+    from ..geometry import look_at
+    from ..visibility.render import gl_camera, gl_pose
+    from .layout import SCALES, catalogue, draw_look
+
+    cats: dict[str, np.ndarray] = {}
+    for scale in ("figural", "vista", "environmental"):
+        for label, (lo, hi) in catalogue(scale).items():
+            cats.setdefault(label, (np.array(lo, float) + np.array(hi, float)) / 2)
+    t = SCALES["figural"].table
+    cats.setdefault("table", np.array([np.mean(t[0]), np.mean(t[1]), t[2]]))
+    labels = sorted(cats)
+    w, h = tile
+    k = demo.demo_intrinsics((w, h))
+    rng = np.random.default_rng(seed)
+    renderer = pyrender.OffscreenRenderer(w, h)
+    tiles = []
+    try:
+        for label in labels:
+            size = cats[label]
+            o = Placed("1", label, np.array([0.0, 0.0, size[2] / 2]), size, np.radians(-20), draw_look(rng), 0)
+            scene = pyrender.Scene(bg_color=[0.93, 0.93, 0.9, 1.0], ambient_light=[0.4] * 3)
+            scene.add(pyrender.Mesh([_flat_primitive(pyrender, *arrays, colour)
+                                     for arrays, colour in object_primitives(o)]), pose=_pose(o))
+            scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=2.5),
+                      pose=demo.light_pose(np.array([-0.4, -0.6, -0.7])))
+            r = 0.5 * float(np.linalg.norm(size))
+            d = 1.25 * r / np.sin(np.arctan(min(w, h) / 2 / k.fx))
+            el, az = np.radians(30), np.radians(-60)
+            eye = o.center + d * np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
+            scene.add(gl_camera(k, 0.01 * d, 10 * d), pose=gl_pose(look_at(eye, o.center)))
+            rgb, _ = renderer.render(scene)
+            img = np.full((h + 16, w, 3), 255, np.uint8)
+            img[:h] = rgb
+            cv2.putText(img, label, (3, h + 12), cv2.FONT_HERSHEY_SIMPLEX, 0.36, (0, 0, 0), 1, cv2.LINE_AA)
+            tiles.append(img)
+    finally:
+        renderer.delete()
+    rows = [tiles[i:i + columns] for i in range(0, len(tiles), columns)]
+    rows[-1] += [np.full_like(tiles[0], 255)] * (columns - len(rows[-1]))
+    sheet = np.vstack([np.hstack(r) for r in rows])
+    ok, png = cv2.imencode(".png", sheet[..., ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    if not ok:
+        raise RuntimeError(f"{out_png}: OpenCV could not encode the PNG")
+    write_atomic(Path(out_png), png.tobytes())
+    return labels
+
+
+def _flat_primitive(pyrender, pos, nrm, uv, tri, colour):
+    mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*map(float, colour), 1.0], metallicFactor=0.0,
+                                             roughnessFactor=1.0)
+    return pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
