@@ -19,11 +19,10 @@ counts an object's own pixels (instance visibility, docs/visibility.md). Every p
 counter-clockwise seen from outside: pyrender culls back faces.
 
 Determinism: pyrender draws opaque nodes sorted by the distance of the node's origin from the camera
-(its set of nodes has no fixed order). Every box is therefore its own node posed at its centre (a
+(its set of nodes has no fixed order). Every object is therefore its own node posed at its centre (a
 distinct distance; its parts are primitives in a fixed order), the floor and walls one node of several
-primitives; so the draw order, hence every
-pixel, is fixed, and the same spec gives byte-identical ``video.mp4`` and ``scene.json`` on one
-machine (libx264 is deterministic for one build and thread count).
+primitives; so the draw order, hence every pixel, is fixed, and the same spec gives byte-identical
+``video.mp4`` and ``scene.json`` on one machine (libx264 is deterministic for one build and thread count).
 
 Conventions: those of vistest.scene (metres, +Z up, OpenCV camera-to-world; intrinsics of
 vistest.datasets.demo.demo_intrinsics, fx = fy = 0.8 W).
@@ -107,11 +106,7 @@ class ScenarioRenderer:
         self.renderer = pyrender.OffscreenRenderer(*size)
 
     def _primitive(self, pos, nrm, uv, tri, colour, texture):
-        mat = self.pyrender.MetallicRoughnessMaterial(
-            baseColorFactor=[1.0, 1.0, 1.0, 1.0] if texture is not None else [*map(float, colour), 1.0],
-            baseColorTexture=texture, metallicFactor=0.0, roughnessFactor=1.0)
-        return self.pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
-
+        return _primitive(self.pyrender, pos, nrm, uv, tri, colour, texture)
 
     def render(self, frame: int) -> tuple[np.ndarray, None]:
         """(RGB uint8 (H, W, 3), None) at decoded frame ``frame``."""
@@ -281,7 +276,7 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
             size = cats[label]
             o = Placed("1", label, np.array([0.0, 0.0, size[2] / 2]), size, np.radians(-20), draw_look(rng), 0)
             scene = pyrender.Scene(bg_color=[0.93, 0.93, 0.9, 1.0], ambient_light=[0.4] * 3)
-            scene.add(pyrender.Mesh([_flat_primitive(pyrender, *arrays, colour)
+            scene.add(pyrender.Mesh([_primitive(pyrender, *arrays, colour)
                                      for arrays, colour in object_primitives(o)]), pose=_pose(o))
             scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=2.5),
                       pose=demo.light_pose(np.array([-0.4, -0.6, -0.7])))
@@ -307,7 +302,9 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
     return labels
 
 
-def _flat_primitive(pyrender, pos, nrm, uv, tri, colour):
-    mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*map(float, colour), 1.0], metallicFactor=0.0,
-                                             roughnessFactor=1.0)
+def _primitive(pyrender, pos, nrm, uv, tri, colour, texture=None):
+    """A pyrender primitive: matte, single-sided (back faces culled), ``colour`` RGB 0-1 or ``texture``."""
+    mat = pyrender.MetallicRoughnessMaterial(
+        baseColorFactor=[1.0, 1.0, 1.0, 1.0] if texture is not None else [*map(float, colour), 1.0],
+        baseColorTexture=texture, metallicFactor=0.0, roughnessFactor=1.0)
     return pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
