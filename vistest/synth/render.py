@@ -5,19 +5,24 @@
     scene.json        the Scene (vistest.scene/1): boxes, movers' tracks (a key every frame), poses,
                       intrinsics, room polygon (the floor), mesh and its instance ids; written last
     video.mp4         H.264 render (pyrender, offscreen; the demo's video writer)
-    mesh.ply          floor, walls and every *static* box (face colours); movers are not in it
+    mesh.ply          floor, walls and every *static* object's shape (face colours); movers are not in it
     mesh_objects.txt  the object id of each mesh vertex (empty for the floor's and walls')
     spec.json         the spec, every default written out (vistest.synth.spec.spec_to_dict)
 
-Looks are procedural (no third-party asset): each box has flat colours and a pattern (stripes,
-checker, dots) drawn as a 64 x 64 texture, the floor a faint checker of 1 m tiles (0.25 m at figural
-scale), one directional light and an ambient term, all from the seed (vistest.synth.layout).
+Looks are procedural (no third-party asset): each object is its category's shape, composed of
+primitives inside its box (vistest.synth.shapes: a chair a seat on legs with a back, a ball a sphere
+...), flat-coloured from its look (colour, second colour, a dark and a pale shade), the floor a faint
+checker of 1 m tiles (0.25 m at figural scale), one directional light and an ambient term, all from the
+seed (vistest.synth.layout). scene.json keeps each object's axis-aligned box (VSI-Bench's convention),
+exactly the box of its shape; ``mesh.ply`` holds the static objects' shapes, so the visibility table
+counts an object's own pixels (instance visibility, docs/visibility.md). Every part is closed and wound
+counter-clockwise seen from outside: pyrender culls back faces.
 
 Determinism: pyrender draws opaque nodes sorted by the distance of the node's origin from the camera
-(its set of nodes has no fixed order). Every box is therefore its own node posed at its centre (a
-distinct distance), the floor and walls one node of several primitives; so the draw order, hence every
-pixel, is fixed, and the same spec gives byte-identical ``video.mp4`` and ``scene.json`` on one
-machine (libx264 is deterministic for one build and thread count).
+(its set of nodes has no fixed order). Every object is therefore its own node posed at its centre (a
+distinct distance; its parts are primitives in a fixed order), the floor and walls one node of several
+primitives; so the draw order, hence every pixel, is fixed, and the same spec gives byte-identical
+``video.mp4`` and ``scene.json`` on one machine (libx264 is deterministic for one build and thread count).
 
 Conventions: those of vistest.scene (metres, +Z up, OpenCV camera-to-world; intrinsics of
 vistest.datasets.demo.demo_intrinsics, fx = fy = 0.8 W).
@@ -33,53 +38,14 @@ import numpy as np
 from ..atomic import write_atomic
 from ..datasets import demo
 from ..scene import Frame, Intrinsics, Scene, SceneObject, TrackKey
-from .layout import LAYOUT_VERSION, Layout, Look, Placed, build_layout
+from .layout import LAYOUT_VERSION, Layout, Placed, build_layout
+from .shapes import object_mesh, object_parts, part_arrays, slot_colours
 from .spec import ScenarioSpec, spec_to_dict
 
-STAMP = ".synth-params.json"  # the spec (and version) a folder was rendered from, written last
-TEXTURE_PX = 64
+STAMP = ".synth-params.json"  # the spec (and versions) a folder was rendered from, written last
+TEXTURE_PX = 64  # the floor's checker texture
+RENDER_VERSION = 2  # bumped when the same layout renders differently (2: shapes, closed outward parts)
 ZNEAR, ZFAR = 0.02, 120.0  # m
-
-
-def pattern_image(look: Look) -> np.ndarray:
-    """(TEXTURE_PX, TEXTURE_PX, 3) uint8 texture of ``look``: its pattern in ``colour2`` on ``colour``."""
-    n = TEXTURE_PX
-    u, v = np.meshgrid((np.arange(n) + 0.5) / n, (np.arange(n) + 0.5) / n)
-    k = look.cells
-    if look.pattern == "stripes":
-        mask = (np.floor(u * k * 2) % 2) == 1
-    elif look.pattern == "checker":
-        mask = ((np.floor(u * k) + np.floor(v * k)) % 2) == 1
-    elif look.pattern == "dots":
-        mask = ((u * k % 1 - 0.5) ** 2 + (v * k % 1 - 0.5) ** 2) < 0.09
-    else:
-        mask = np.zeros_like(u, bool)
-    img = np.where(mask[..., None], np.array(look.colour2), np.array(look.colour))
-    return np.round(img * 255).astype(np.uint8)
-
-
-def box_arrays(size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A box of full extents ``size`` centred at the origin, 24 vertices (4 per face, flat normals,
-    UV 0-1 per face), outward counter-clockwise faces: (positions, normals, uvs, triangles)."""
-    pos, nrm, uv, tri = [], [], [], []
-    h = np.asarray(size, float) / 2
-    for axis in range(3):
-        for sign in (-1.0, 1.0):
-            n = np.zeros(3)
-            n[axis] = sign
-            a, b = [i for i in range(3) if i != axis]
-            if sign < 0:
-                a, b = b, a  # keep the winding outward
-            base = len(pos)
-            for du, dv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-                p = n * h
-                p[a], p[b] = du * h[a], dv * h[b]
-                pos.append(p)
-                nrm.append(n)
-                uv.append(((du + 1) / 2, (dv + 1) / 2))
-            tri += [(base, base + 1, base + 2), (base, base + 2, base + 3)]
-    return (np.array(pos, np.float32), np.array(nrm, np.float32), np.array(uv, np.float32),
-            np.array(tri, np.uint32))
 
 
 def _quad(corners, colour, cell: float | None):
@@ -132,8 +98,7 @@ class ScenarioRenderer:
         self.scene.add(pyrender.Mesh(prims))
         self.nodes = []
         for o in layout.objects:
-            tex = pyrender.Texture(source=pattern_image(o.look), source_channels="RGB")
-            mesh = pyrender.Mesh([self._primitive(*box_arrays(o.size), o.look.colour, tex)])
+            mesh = pyrender.Mesh([self._primitive(*arrays, colour, None) for arrays, colour in object_primitives(o)])
             self.nodes.append(self.scene.add(mesh, pose=_pose(o)))
         self.scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=lt.intensity),
                        pose=demo.light_pose(lt.light_dir))
@@ -141,10 +106,7 @@ class ScenarioRenderer:
         self.renderer = pyrender.OffscreenRenderer(*size)
 
     def _primitive(self, pos, nrm, uv, tri, colour, texture):
-        mat = self.pyrender.MetallicRoughnessMaterial(
-            baseColorFactor=[1.0, 1.0, 1.0, 1.0] if texture is not None else [*map(float, colour), 1.0],
-            baseColorTexture=texture, metallicFactor=0.0, roughnessFactor=1.0)
-        return self.pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
+        return _primitive(self.pyrender, pos, nrm, uv, tri, colour, texture)
 
     def render(self, frame: int) -> tuple[np.ndarray, None]:
         """(RGB uint8 (H, W, 3), None) at decoded frame ``frame``."""
@@ -161,6 +123,26 @@ class ScenarioRenderer:
         self.renderer.delete()
 
 
+def object_primitives(o: Placed) -> list[tuple[tuple, tuple[float, float, float]]]:
+    """An object's shape (vistest.synth.shapes) in its own frame, one primitive per colour slot (in slot
+    order, each slot's parts in their order: a fixed draw order): [((positions, normals, uvs, triangles),
+    RGB)]; the uvs are zero (no texture)."""
+    colours = slot_colours(o.look.colour, o.look.colour2)
+    by_slot: dict[int, list] = {}
+    for part in object_parts(o.label, o.size):
+        by_slot.setdefault(part.slot, []).append(part_arrays(part))
+    out = []
+    for slot in sorted(by_slot):
+        arrays, base, tris = by_slot[slot], 0, []
+        for p, _, t in arrays:
+            tris.append(t + base)
+            base += len(p)
+        pos = np.vstack([a[0] for a in arrays])
+        out.append(((pos, np.vstack([a[1] for a in arrays]), np.zeros((len(pos), 2), np.float32),
+                     np.vstack(tris).astype(np.uint32)), tuple(float(c) for c in colours[slot])))
+    return out
+
+
 def _pose(o: Placed) -> np.ndarray:
     m = np.eye(4)
     m[:3, :3], m[:3, 3] = o.rotation, o.center
@@ -168,28 +150,28 @@ def _pose(o: Placed) -> np.ndarray:
 
 
 def scene_mesh(layout: Layout):
-    """Floor, walls and the static boxes as one trimesh with face colours (``mesh.ply``: a box's is the mean
-    of its texture, what a scan's vertex colours would average to), and the ``mesh_objects`` text (the
-    object id per vertex; empty for the room's)."""
+    """Floor, walls and the static objects' shapes (vistest.synth.shapes, posed by their boxes) as one
+    trimesh with face colours (each part's colour, as rendered before lighting), and the ``mesh_objects``
+    text (the object id per vertex; empty for the room's)."""
     import trimesh
-
-    from ..visibility.render import box_mesh
 
     parts, lines = [], []
     for corners, colour in room_quads(layout):
         m = trimesh.Trimesh(np.array(corners, float), [[0, 1, 2], [0, 2, 3]], process=False)
         parts.append((m, colour))
         lines += [""] * len(m.vertices)
-    for o in layout.objects:
-        if o.centres is None:
-            m = box_mesh(o.center, o.size, o.rotation)
-            parts.append((m, tuple(pattern_image(o.look).reshape(-1, 3).mean(0) / 255.0)))  # the texture's mean
-            lines += [o.id] * len(m.vertices)
     meshes = []
     for m, colour in parts:
-        m = m.copy()
         m.visual.face_colors = np.tile(np.round(np.array([*colour, 1.0]) * 255).astype(np.uint8), (len(m.faces), 1))
         meshes.append(m)
+    for o in layout.objects:
+        if o.centres is None:
+            v, f, slots = object_mesh(o.label, o.size, o.rotation, o.center)
+            m = trimesh.Trimesh(v, f, process=False)
+            rgb = np.round(slot_colours(o.look.colour, o.look.colour2) * 255).astype(np.uint8)
+            m.visual.face_colors = np.c_[rgb[slots], np.full(len(f), 255, np.uint8)]
+            meshes.append(m)
+            lines += [o.id] * len(v)
     return trimesh.util.concatenate(meshes), "".join(f"{x}\n" for x in lines)
 
 
@@ -225,13 +207,15 @@ def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool =
     """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json.
 
     Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec,
-    the vistest version and vistest.synth.layout.LAYOUT_VERSION) is left as it is unless ``force``;
+    the vistest version, vistest.synth.layout.LAYOUT_VERSION and RENDER_VERSION) is left as it is
+    unless ``force``;
     otherwise scene.json and the stamp are removed first and written last, every other file replaced
     atomically, so an interrupted run leaves no scene a rerun trusts."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / STAMP
-    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version(), "layout": LAYOUT_VERSION}
+    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version(), "layout": LAYOUT_VERSION,
+              "render": RENDER_VERSION}
     if not force and _up_to_date(outdir, stamp, params):
         return scene_path
     layout = build_layout(spec)
@@ -261,3 +245,66 @@ def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96), columns: int = 10,
+                   seed: int = 0) -> list[str]:
+    """A contact sheet of every catalogue category (vistest.synth.layout: the three scales' and the figural
+    table), one tile each: the object at its catalogue's mid size, seen from 35 degrees above, colours
+    from ``seed``, its label below; written to ``out_png`` (docs/synth.md shows it). Returns the labels."""
+    import cv2
+    import pyrender
+
+    from ..geometry import look_at
+    from ..visibility.render import gl_camera, gl_pose
+    from .layout import SCALES, catalogue, draw_look
+
+    cats: dict[str, np.ndarray] = {}
+    for scale in ("figural", "vista", "environmental"):
+        for label, (lo, hi) in catalogue(scale).items():
+            cats.setdefault(label, (np.array(lo, float) + np.array(hi, float)) / 2)
+    t = SCALES["figural"].table
+    cats.setdefault("table", np.array([np.mean(t[0]), np.mean(t[1]), t[2]]))
+    labels = sorted(cats)
+    w, h = tile
+    k = demo.demo_intrinsics((w, h))
+    rng = np.random.default_rng(seed)
+    renderer = pyrender.OffscreenRenderer(w, h)
+    tiles = []
+    try:
+        for label in labels:
+            size = cats[label]
+            o = Placed("1", label, np.array([0.0, 0.0, size[2] / 2]), size, np.radians(-20), draw_look(rng), 0)
+            scene = pyrender.Scene(bg_color=[0.93, 0.93, 0.9, 1.0], ambient_light=[0.4] * 3)
+            scene.add(pyrender.Mesh([_primitive(pyrender, *arrays, colour)
+                                     for arrays, colour in object_primitives(o)]), pose=_pose(o))
+            scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=2.5),
+                      pose=demo.light_pose(np.array([-0.4, -0.6, -0.7])))
+            r = 0.5 * float(np.linalg.norm(size))
+            d = 1.25 * r / np.sin(np.arctan(min(w, h) / 2 / k.fx))
+            el, az = np.radians(30), np.radians(-60)
+            eye = o.center + d * np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
+            scene.add(gl_camera(k, 0.01 * d, 10 * d), pose=gl_pose(look_at(eye, o.center)))
+            rgb, _ = renderer.render(scene)
+            img = np.full((h + 16, w, 3), 255, np.uint8)
+            img[:h] = rgb
+            cv2.putText(img, label, (3, h + 12), cv2.FONT_HERSHEY_SIMPLEX, 0.36, (0, 0, 0), 1, cv2.LINE_AA)
+            tiles.append(img)
+    finally:
+        renderer.delete()
+    rows = [tiles[i:i + columns] for i in range(0, len(tiles), columns)]
+    rows[-1] += [np.full_like(tiles[0], 255)] * (columns - len(rows[-1]))
+    sheet = np.vstack([np.hstack(r) for r in rows])
+    ok, png = cv2.imencode(".png", sheet[..., ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    if not ok:
+        raise RuntimeError(f"{out_png}: OpenCV could not encode the PNG")
+    write_atomic(Path(out_png), png.tobytes())
+    return labels
+
+
+def _primitive(pyrender, pos, nrm, uv, tri, colour, texture=None):
+    """A pyrender primitive: matte, single-sided (back faces culled), ``colour`` RGB 0-1 or ``texture``."""
+    mat = pyrender.MetallicRoughnessMaterial(
+        baseColorFactor=[1.0, 1.0, 1.0, 1.0] if texture is not None else [*map(float, colour), 1.0],
+        baseColorTexture=texture, metallicFactor=0.0, roughnessFactor=1.0)
+    return pyrender.Primitive(positions=pos, normals=nrm, texcoord_0=uv, indices=tri, material=mat)
