@@ -240,6 +240,117 @@ def test_camera_turn_questions_are_the_turn_made():
 
 
 # ---------------------------------------------------------------------------------------
+# the cells' tasks and levels
+# ---------------------------------------------------------------------------------------
+def test_cells_ask_what_they_allow_each_at_its_level():
+    """Every cell asks its dedicated task and the static types at every scale; room size only at vista scale
+    (the only one with walls), the movers' motion only in dynamic cells; each type a level, the levels those
+    the cells' docstring gives (counting and size L1, distances and directions L2, time-bound types L3)."""
+    from vistest.synth.cells import CELL_TASKS, LEVELS
+
+    for cell in CELLS:
+        types = set(CELL_TYPES[cell])
+        assert CELL_TASKS[cell][1] in types
+        assert ("room_size_estimation_single" in types) == cell.startswith("vista")
+        assert any(t.startswith("motion_") for t in types) == cell.endswith("dynamic")
+        assert {"obj_appearance_order", "camera_orientation_change", "object_abs_distance"} <= types
+        assert types <= set(LEVELS)
+    assert len({t for _, t in CELL_TASKS.values()}) == 12
+    assert LEVELS["object_counting_single"] == LEVELS["object_size_estimation"] == "L1"
+    assert {LEVELS[t] for t in ("object_abs_distance", "object_rel_direction_backward_hard",
+                                "room_size_estimation_single")} == {"L2"}
+    assert {LEVELS[t] for t in ("obj_appearance_order", "motion_speed", "camera_displacement")} == {"L3"}
+
+
+def test_a_type_not_generated_gets_its_reason():
+    """The grid's note per type a cell asks and did not generate, from the generator's funnel: no candidate
+    (with why such a type finds none), none answerable, or removed by the balancing (its steps)."""
+    from types import SimpleNamespace
+
+    from vistest.generate.report import Funnel
+    from vistest.synth.grid import missing_types
+
+    cell = "vista-exocentric-static"
+    kept = [Funnel(t, 5, 5, 5, 2) for t in CELL_TYPES[cell]
+            if t not in ("camera_displacement", "object_abs_distance", "object_size_estimation")]
+    funnel = kept + [Funnel("object_abs_distance", 3, 3, 0, 0),
+                     Funnel("object_size_estimation", 6, 6, 6, 0, (("per_scene_cap", 2), ("answer_cap", 4)))]
+    notes = {m["type"]: m["reason"] for m in missing_types(cell, SimpleNamespace(funnel=funnel), 7)}
+    assert set(notes) == {"camera_displacement", "object_abs_distance", "object_size_estimation"}
+    assert notes["camera_displacement"].startswith("no candidate in 7 scene(s)") and "fixed tripod" in notes[
+        "camera_displacement"]
+    assert "none answerable" in notes["object_abs_distance"]
+    assert "per_scene_cap 2, answer_cap 4" in notes["object_size_estimation"]
+
+
+def _ground_hits(poses, k, size, wall_h, floor, nx=9, ny=7):
+    """For each pose: does a ray through a grid of pixels hit a wall (x = 0 or FX, y = 0 or FY, below
+    ``wall_h``) before the floor? Rays from the camera centre, the room [0, FX] x [0, FY] (no ceiling)."""
+    w, h = size
+    us, vs = np.meshgrid(np.linspace(0, w, nx), np.linspace(0, h, ny))
+    d_cam = np.stack([(us.ravel() - k.cx) / k.fx, (vs.ravel() - k.cy) / k.fy, np.ones(us.size)], 1)
+    out = []
+    for pose in poses:
+        o, d = pose[:3, 3], d_cam @ pose[:3, :3].T
+        hit = False
+        for ray in d:
+            ts = []
+            for axis, lim in ((0, 0.0), (0, floor[0]), (1, 0.0), (1, floor[1])):
+                if abs(ray[axis]) > 1e-12:
+                    t = (lim - o[axis]) / ray[axis]
+                    if t > 0:
+                        ts.append(t)
+            t_wall = min(ts) if ts else np.inf
+            t_floor = -o[2] / ray[2] if ray[2] < 0 else np.inf
+            if t_wall < t_floor and 0 <= o[2] + t_wall * ray[2] <= wall_h:
+                hit = True
+                break
+        out.append(hit)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("cell", [c for c in CELLS if c.startswith("vista")])
+def test_room_size_is_asked_where_walls_are_in_view(cell):
+    """Room size is asked in vista cells only: there, in every frame of each mode's scenario, a wall is in
+    view (a ray through the image meets a wall below its top before the floor); the other scales have no
+    walls (their spec's ground has wall height 0)."""
+    from vistest.datasets.demo import demo_intrinsics
+    from vistest.synth.layout import draw_camera
+
+    for k in range(3):
+        spec = cell_spec(cell, k, frames=40, resolution=(64, 48))
+        _, _, g, poses = draw_camera(spec)
+        assert g.wall > 0
+        assert _ground_hits(poses, demo_intrinsics(spec.resolution), spec.resolution, g.wall, g.floor).all(), (cell, k)
+    for cell in (c for c in CELLS if not c.startswith("vista")):
+        assert draw_camera(cell_spec(cell, 0, frames=8, resolution=(64, 48)))[2].wall == 0
+
+
+@pytest.mark.parametrize("cell", ["vista-egocentric-dynamic",
+                                  pytest.param("figural-egocentric-dynamic", marks=pytest.mark.slow),
+                                  pytest.param("environmental-egocentric-dynamic", marks=pytest.mark.slow)])
+def test_egocentric_movers_are_placed_in_view(cell):
+    """An egocentric walk's movers stand where it looks: each mover's centre projects inside the image, in
+    front of the camera, in at least 40% of the frames after it starts (a walk turning 150 degrees sees no point
+    of the floor throughout: the best at most 55-80%; projected here with the spec's intrinsics)."""
+    from vistest.datasets.demo import demo_intrinsics
+
+    for k in range(2):
+        spec = _laid_out(cell, k, frames=90)
+        layout = build_layout(spec)
+        kk = demo_intrinsics(spec.resolution)
+        w, h = spec.resolution
+        for oid, mot in layout.motions.items():
+            o = next(b for b in layout.objects if b.id == oid)
+            frames = np.arange(int(math.ceil(mot.start_s * spec.fps)), spec.frames)
+            inside = 0
+            for f in frames:
+                u, v, z = _project(layout.poses[f], kk, o.centres[f][None])
+                inside += bool(z[0] > 0 and 0 <= u[0] < w and 0 <= v[0] < h)
+            assert inside >= 0.4 * len(frames), (cell, k, o.label, inside, len(frames))
+
+
+# ---------------------------------------------------------------------------------------
 # geometry, independent of vistest's engine
 # ---------------------------------------------------------------------------------------
 def _project(pose, k, pts):
@@ -423,7 +534,7 @@ def test_appearance_order_answers_agree_with_ray_casting(tmp_path):
     from vistest.visibility.table import compute_visibility
 
     cell = "vista-egocentric-static"
-    spec = cell_spec(cell, 0, seed=1, frames=48, resolution=(96, 72), fps=4.0)
+    spec = cell_spec(cell, 8, seed=1, frames=48, resolution=(96, 72), fps=4.0)  # one whose walk reveals 4 labels
     scene = Scene.load(render_scenario(spec, tmp_path / "s", quiet=True))
     qs = generate([SceneInput(scene, compute_visibility(scene))], CELL_TYPES[cell], synth_rules(spec.scale),
                   seed=0).questions.get(scene.scene_id, ())
@@ -707,8 +818,20 @@ def test_grid_writes_the_benchmark(tmp_path):
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "g" / "report.json").read_text())["cells"]
     assert set(rep) == set(CELLS) and all(r["scenarios"] == 1 for r in rep.values())
+    from vistest.synth.cells import CELL_TASKS, LEVELS
+
     for cell, row in rep.items():
         assert set(row["questions"]) <= set(CELL_TYPES[cell])
+        # every question carries its type's level; the report counts them per level, per scenario
+        qs = [json.loads(line) for line in (tmp_path / "g" / "scenes" / f"{cell}-0000" / "questions.jsonl")
+              .read_text().splitlines() if line.strip()]
+        assert all(q["level"] == LEVELS[q["question_type"]] for q in qs)
+        assert row["levels"] == {lv: sum(q["level"] == lv for q in qs) for lv in ("L1", "L2", "L3")}
+        assert row["per_scenario"] == len(qs)
+        assert row["dedicated"]["type"] == CELL_TASKS[cell][1]
+        assert row["dedicated"]["questions"] == row["questions"].get(CELL_TASKS[cell][1], 0)
+        # a note for each type the cell asks and did not generate, and for no other
+        assert {m["type"] for m in row["not_generated"]} == set(CELL_TYPES[cell]) - set(row["questions"])
         if row["questions"]:
             assert set(row["budget_statuses"]) == {"16", "32", "64", "all"}
             assert sum(row["budget_statuses"]["all"].values()) == sum(row["questions"].values())

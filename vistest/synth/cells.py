@@ -149,15 +149,15 @@ def cell_spec(cell: str, k: int, seed: int = 0, frames: int = 300, resolution: t
     return spec
 
 
-REGION_HALF = 0.25  # half the side of an egocentric mover's region (a fraction of the ground's extent)
+REGION_HALF = 0.2  # half the side of an egocentric mover's region (a fraction of the ground's extent)
 
 
 def in_view_region(spec: ScenarioSpec) -> list[float]:
     """Where an egocentric walk's movers go: of the squares of side ``2 * REGION_HALF`` (fractions of the
-    ground) centred on a grid of step 0.05 within the ground, the one whose centre (at the ground's height)
-    the camera sees in the most frames after the movers start (projected in front of it, more than 0.3 m
-    away, inside the image's central 80%; vistest.datasets.demo.demo_intrinsics), the one nearest the
-    ground's centre on ties (then the first)."""
+    ground) centred on a grid of step 0.05 within the ground, the one the camera sees best after the movers
+    start: the most (frame, point) pairs, over its centre, corners and edges' middles at the ground's
+    height, projected in front of the camera, more than 0.3 m away, inside the image's central 80%
+    (vistest.datasets.demo.demo_intrinsics); the one nearest the ground's centre on ties (then the first)."""
     from ..datasets.demo import demo_intrinsics
     from .layout import draw_camera
 
@@ -167,14 +167,17 @@ def in_view_region(spec: ScenarioSpec) -> list[float]:
     first = int(np.ceil(min((m.start_s for m in spec.dynamics), default=0.0) * spec.fps))
     poses = poses[min(first, len(poses) - 1):]
     grid = np.round(np.arange(REGION_HALF, 1 - REGION_HALF + 1e-9, 0.05), 3)
+    offsets = np.array([(dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)], float) * REGION_HALF
     best, score = None, (-1, 0.0)
     for fx in grid:
         for fy in grid:
-            p = np.array([g.x0 + fx * (g.x1 - g.x0), g.y0 + fy * (g.y1 - g.y0), g.z])
-            cam = np.einsum("nji,nj->ni", poses[:, :3, :3], p[None] - poses[:, :3, 3])  # R^T (p - t)
-            z = cam[:, 2]
+            frac = np.array([fx, fy]) + offsets
+            pts = np.c_[g.x0 + frac[:, 0] * (g.x1 - g.x0), g.y0 + frac[:, 1] * (g.y1 - g.y0), np.full(9, g.z)]
+            rel = pts[None] - poses[:, None, :3, 3]  # (frames, points, 3)
+            cam = np.einsum("nji,npj->npi", poses[:, :3, :3], rel)  # R^T (p - t)
+            z = cam[..., 2]
             with np.errstate(divide="ignore", invalid="ignore"):
-                u, v = k.fx * cam[:, 0] / z + k.cx, k.fy * cam[:, 1] / z + k.cy
+                u, v = k.fx * cam[..., 0] / z + k.cx, k.fy * cam[..., 1] / z + k.cy
             n = int(np.sum((z > 0.3) & (abs(u - w / 2) < 0.4 * w) & (abs(v - h / 2) < 0.4 * h)))
             key = (n, -round(abs(fx - 0.5) + abs(fy - 0.5), 6))
             if best is None or key > score:
