@@ -2,15 +2,15 @@
 
 :func:`cell_spec` makes the k-th scenario of a cell from a seed: the scale's categories (drawn from its
 catalogue, vistest.synth.layout), :data:`KIND_LEVELS` kinds (cycling with k), each at a count level of
-:data:`COUNT_LEVELS` (1, 1-2, 1, 1, 2-3 instances, cycling over the kinds from a level that shifts with
-k // 3: every scenario mixes unique labels, which most types ask about (relative distance needs five,
-the order of appearance four), with repeated ones, which counting asks about), sizes in the lower or the upper half of the catalogue's range (k // 9), so that a
-cell's scenarios spread over counts and sizes; the exocentric camera cycles fixed, orbit, pan; a dynamic cell
-adds one or two movers (the scale's movable categories) with the scale's speeds (m/s) and accelerations
-(m/s^2), starting at a tenth of the video, listed first (their lanes are planned before the other objects
-are placed, which keep clear of them), in a region of the ground every frame of the camera's path looks at
-when it can (:func:`in_view_region`: the egocentric walk sees one side of the room, so its movers go there;
-an exocentric camera looks at the ground's centre, :data:`CENTRE`).
+:data:`COUNT_LEVELS` (1, 1-2, 1, 1, 2-3 instances, cycling over the kinds from a level that shifts with k //
+3: every scenario mixes unique labels, which most types ask about (relative distance needs five, the order of
+appearance four), with repeated ones, which counting asks about), sizes in the lower or the upper half of the
+catalogue's range (k // 9), so that a cell's scenarios spread over counts and sizes; the exocentric camera
+cycles fixed, orbit, pan; a dynamic cell adds one or two movers (the scale's movable categories) with the
+scale's speeds (m/s) and accelerations (m/s^2), starting at a tenth of the video, listed first (their lanes
+are planned before the other objects are placed, which keep clear of them), in a region of the ground the
+camera's path looks at (:func:`in_view_region`: the egocentric walk sees one side of the room, so its movers
+go there; an exocentric camera looks at the ground's centre, :data:`CENTRE`).
 
 Tasks (:data:`CELL_TASKS`): VGenST asks one dedicated reasoning task per cell (the summary in
 shared/reference/vgenst-bench-summary.txt, "Video taxonomy" and "Task design": "12 task cells ... one
@@ -196,8 +196,9 @@ FIGURAL_MOTION = {"min_displacement_m": 0.1, "min_speed_mps": 0.02, "min_acceler
                   "min_speed_change_mps": 0.03}
 # figural scale: ReVSI's room-scale distances (obj_abs_dist_qa.py, obj_rel_dist_closest_qa.py, obj_rel_dir_qa.py:
 # pairs 1 m apart, options 1 m from the primary and 0.3 m from each other, objects 1.5 m apart and at most 1.4 m
-# wide) a tenth as large on a table about a metre across; none of them holds on a table at room scale
-FIGURAL_SPACE = {"abs_distance": {"min_distance_m": 0.1},
+# wide) a tenth as large on a table about a metre across (none of them holds on a table at room scale), and the
+# distance in centimetres (ReVSI gives a tenth of a metre: a third of a 0.3 m distance)
+FIGURAL_SPACE = {"abs_distance": {"min_distance_m": 0.1, "decimals": 2},
                  "rel_distance": {"min_option_distance_m": 0.1, "min_option_gap_m": 0.03},
                  "rel_direction": {"min_separation_m": 0.15, "min_floor_separation_m": 0.15,
                                    "max_object_xy_extent_m": 0.35}}
