@@ -17,7 +17,7 @@ import pytest
 
 from vistest.scene import Scene
 from vistest.synth.cells import CELL_TYPES, cell_spec, synth_rules
-from vistest.synth.layout import SCALES, build_layout, catalogue, travelled
+from vistest.synth.layout import SCALES, build_layout, catalogue
 from vistest.synth.spec import CELLS, SpecError, load_spec, spec_from_dict, spec_to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +95,260 @@ def test_grid_cells_spread_counts_and_modes():
     assert {s.camera.mode for s in specs} == {"fixed", "orbit", "pan"}
     assert {o.count for s in specs for o in s.objects} == {(1, 1), (1, 2), (2, 3)}
     assert len({len(s.objects) for s in specs}) == 3
+
+
+# ---------------------------------------------------------------------------------------
+# motion: movers and the camera
+# ---------------------------------------------------------------------------------------
+def _laid_out(cell, k, frames):
+    """The grid's k-th scenario of ``cell`` (drawn again while it cannot be laid out)."""
+    from vistest.synth.grid import GridConfig, laid_out_spec
+
+    return laid_out_spec(cell, k, GridConfig(n=12, frames=frames, resolution=(64, 48)))
+
+
+def _simulate(mot, t_end, dt=2e-4):
+    """A mover's distance along its lane by stepping the rules with ``dt`` (independent of Motion's closed
+    forms): at rest before ``start_s``; speed up at ``ramp`` to ``v0``; then ``accel``, never below 0 speed;
+    brake at ``ramp`` once distance + the braking distance v^2 / (2 ramp) reaches the lane. Returns times
+    (s since the video's start) and distances (m)."""
+    t = np.arange(0.0, t_end + dt, dt)
+    s = np.zeros_like(t)
+    pos, v, phase = 0.0, 0.0, "up"
+    for i in range(1, len(t)):
+        if t[i] > mot.start_s:
+            if phase != "brake" and pos + v * v / (2 * mot.ramp) >= mot.lane - 1e-9 and v > 0:
+                phase = "brake"
+            if phase == "up":
+                acc = mot.ramp
+                if v + acc * dt >= mot.v0:
+                    acc, phase = (mot.v0 - v) / dt, "cruise"
+            elif phase == "cruise":
+                acc = mot.accel
+            else:
+                acc = -mot.ramp
+            v_new = max(v + acc * dt, 0.0)
+            pos = min(pos + (v + v_new) / 2 * dt, mot.lane)
+            v = v_new
+        s[i] = pos
+    return t, s
+
+
+def _distance(mot, tau):
+    """The mover's distance at ``tau`` s after its start, from :func:`_simulate`."""
+    t, s = _simulate(mot, mot.start_s + float(np.max(tau)) + 0.01)
+    return np.interp(np.asarray(tau, float) + mot.start_s, t, s)
+
+
+@pytest.mark.parametrize("cell", [c if c == "environmental-egocentric-dynamic" else
+                                  pytest.param(c, marks=pytest.mark.slow) for c in CELLS if c.endswith("dynamic")])
+def test_movers_start_and_stop_with_bounded_acceleration(cell):
+    """Every mover of a dynamic cell's first scenarios: at rest until its start, then no acceleration beyond its
+    ramp (the track's second differences, frame to frame: a jump from rest to full speed in one frame is v / dt
+    = 3 m/s^2 at 0.1 m/s and 30 fps), the track where a simulation of its rules puts it (1 mm), and the
+    ramp a few times the largest cruise acceleration a cell draws (not the ramp of a step)."""
+    scale = cell.split("-")[0]
+    for k in range(2):
+        spec = _laid_out(cell, k, frames=300)
+        layout = build_layout(spec)
+        assert layout.motions, cell
+        for oid, mot in layout.motions.items():
+            o = next(b for b in layout.objects if b.id == oid)
+            times = np.arange(spec.frames) / spec.fps
+            s = (o.centres - mot.start) @ mot.heading
+            dt = 1 / spec.fps
+            acc = np.diff(s, 2) / dt ** 2
+            assert np.abs(acc).max() <= mot.ramp + 1e-6, (cell, k, oid, np.abs(acc).max(), mot.ramp)
+            assert mot.ramp <= SCALES[scale].ramp_mps2 + 1e-12 and mot.ramp >= abs(mot.accel)
+            assert np.allclose(s[times <= mot.start_s], 0.0)
+            t_sim, s_sim = _simulate(mot, times[-1])
+            assert np.abs(np.interp(times, t_sim, s_sim) - s).max() < 1e-3, (cell, k, oid)
+            assert s.max() > 0.05 * spec.frames / spec.fps * mot.v0  # it moves
+
+
+def test_a_short_lane_speeds_up_then_brakes_to_its_end():
+    """A lane shorter than the speed-up and braking distances: a triangle of speed, stopping at the lane's end;
+    a long lane with a slowing mover: it stops where its speed reaches 0 (v0^2 / 2|a| after cruising)."""
+    from vistest.synth.layout import Motion
+
+    mot = Motion(np.zeros(3), np.array([1.0, 0, 0]), 1.0, 0.0, 0.0, 0.5, 0.5)  # v0^2 / ramp = 2 m > 0.5 m
+    tau = np.linspace(0, 5, 501)
+    assert mot.distance(tau)[-1] == pytest.approx(0.5) and mot.speed(tau).max() == pytest.approx(0.5, abs=1e-3)
+    assert np.allclose(mot.distance(tau), _distance(mot, tau), atol=1e-3)
+    slow = Motion(np.zeros(3), np.array([1.0, 0, 0]), 1.0, -0.25, 1.0, 100.0, 0.5)
+    tau = np.linspace(0, 10, 1001)
+    assert slow.distance(tau)[-1] == pytest.approx(1.0 + 2.0)  # 1 m speeding up, then 1 / 0.5 m slowing
+    assert np.allclose(slow.distance(tau), _distance(slow, tau), atol=1e-3)
+
+
+def _heading_range(poses):
+    f = poses[:, :3, 2]
+    yaw = np.degrees(np.unwrap(np.arctan2(f[:, 1], f[:, 0])))
+    return float(yaw.max() - yaw.min())
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_no_camera_window_turns_180_degrees(cell):
+    """Over the whole video of a cell's first six scenarios the camera's heading stays within 180 degrees
+    (so does every window's); orbit and pan turn (a moving exocentric camera is drawn)."""
+    from vistest.synth.layout import draw_camera
+
+    ranges = {}
+    for k in range(6):
+        spec = cell_spec(cell, k, frames=60, resolution=(64, 48))
+        poses = draw_camera(spec)[3]
+        ranges[spec.camera.mode] = max(ranges.get(spec.camera.mode, 0.0), _heading_range(poses))
+    assert max(ranges.values()) < 180.0, ranges
+    if "exocentric" in cell:
+        assert ranges["fixed"] == 0.0 and ranges["orbit"] > 100 and ranges["pan"] > 60, ranges
+    else:
+        assert ranges["walk"] > 90, ranges
+
+
+def test_camera_turn_questions_are_the_turn_made():
+    """A camera that turns 300 degrees in 6 s: no orientation-change question whose window turned more than
+    180 degrees (its wrapped value is the opposite turn), and each one asked is the turn made."""
+    from vistest.generate.motion import camera_candidates
+    from vistest.generate.rules import Rules
+    from vistest.geometry import look_at
+    from vistest.scene import FORMAT
+    from vistest.visibility.table import Visibility
+
+    n, fps = 61, 10.0
+    yaw = np.radians(300.0) * np.arange(n) / (n - 1)
+    eye = np.array([0.0, 0.0, 1.5])
+    frames = [{"index": i, "time": i / fps, "camera_to_world": look_at(eye, eye + np.array(
+        [math.cos(yaw[i]), math.sin(yaw[i]), -0.3])).tolist()} for i in range(n)]
+    scene = Scene.from_dict({"format": FORMAT, "scene_id": "turn", "fps": fps, "image_size": [64, 48],
+                             "camera": {"fx": 50.0, "fy": 50.0, "cx": 32.0, "cy": 24.0}, "frames": frames,
+                             "objects": [{"id": "1", "label": "box", "center": [3, 0, 0.5], "size": [1, 1, 1],
+                                          "rotation": np.eye(3).tolist()}]})
+    vis = np.full((n, 1), 0.2)
+    table = Visibility("turn", vis, vis.copy(), np.zeros((n, 1, 4)), np.array(["1"]), np.arange(n), np.ones(n, bool),
+                       {"occlusion": "none"}, source="<turn>")
+    from vistest.generate.facts import SceneFacts
+
+    rules = Rules()
+    facts = SceneFacts(scene, table, rules.frames.seen)
+    cands = camera_candidates(facts, rules.motion, ("camera_orientation_change",))
+    assert cands
+    for c in cands:
+        t0, t1 = c.window
+        made = 300.0 * (t1 - t0) / ((n - 1) / fps)
+        assert made < 180.0 and c.value == pytest.approx(made, abs=1e-6), (c.window, c.value, made)
+    longest = max(c.window[1] - c.window[0] for c in cands)
+    assert longest < 180.0 / 50.0 + 1e-9  # 50 deg/s: the 4 s windows (200 deg) and longer are not asked
+
+
+# ---------------------------------------------------------------------------------------
+# the cells' tasks and levels
+# ---------------------------------------------------------------------------------------
+def test_cells_ask_what_they_allow_each_at_its_level():
+    """Every cell asks its dedicated task and the static types at every scale; room size only at vista scale
+    (the only one with walls), the movers' motion only in dynamic cells; each type a level, the levels those
+    the cells' docstring gives (counting and size L1, distances and directions L2, time-bound types L3)."""
+    from vistest.synth.cells import CELL_TASKS, LEVELS
+
+    for cell in CELLS:
+        types = set(CELL_TYPES[cell])
+        assert CELL_TASKS[cell][1] in types
+        assert ("room_size_estimation_single" in types) == cell.startswith("vista")
+        assert any(t.startswith("motion_") for t in types) == cell.endswith("dynamic")
+        assert {"obj_appearance_order", "camera_orientation_change", "object_abs_distance"} <= types
+        assert types <= set(LEVELS)
+    assert len({t for _, t in CELL_TASKS.values()}) == 12
+    assert LEVELS["object_counting_single"] == LEVELS["object_size_estimation"] == "L1"
+    assert {LEVELS[t] for t in ("object_abs_distance", "object_rel_direction_backward_hard",
+                                "room_size_estimation_single")} == {"L2"}
+    assert {LEVELS[t] for t in ("obj_appearance_order", "motion_speed", "camera_displacement")} == {"L3"}
+
+
+def test_a_type_not_generated_gets_its_reason():
+    """The grid's note per type a cell asks and did not generate, from the generator's funnel: no candidate
+    (with why such a type finds none), none answerable, or removed by the balancing (its steps)."""
+    from types import SimpleNamespace
+
+    from vistest.generate.report import Funnel
+    from vistest.synth.grid import missing_types
+
+    cell = "vista-exocentric-static"
+    kept = [Funnel(t, 5, 5, 5, 2) for t in CELL_TYPES[cell]
+            if t not in ("camera_displacement", "object_abs_distance", "object_size_estimation")]
+    funnel = kept + [Funnel("object_abs_distance", 3, 3, 0, 0),
+                     Funnel("object_size_estimation", 6, 6, 6, 0, (("per_scene_cap", 2), ("answer_cap", 4)))]
+    notes = {m["type"]: m["reason"] for m in missing_types(cell, SimpleNamespace(funnel=funnel), 7)}
+    assert set(notes) == {"camera_displacement", "object_abs_distance", "object_size_estimation"}
+    assert notes["camera_displacement"].startswith("no candidate in 7 scene(s)") and "fixed tripod" in notes[
+        "camera_displacement"]
+    assert "none answerable" in notes["object_abs_distance"]
+    assert "per_scene_cap 2, answer_cap 4" in notes["object_size_estimation"]
+
+
+def _ground_hits(poses, k, size, wall_h, floor, nx=9, ny=7):
+    """For each pose: does a ray through a grid of pixels hit a wall (x = 0 or FX, y = 0 or FY, below
+    ``wall_h``) before the floor? Rays from the camera centre, the room [0, FX] x [0, FY] (no ceiling)."""
+    w, h = size
+    us, vs = np.meshgrid(np.linspace(0, w, nx), np.linspace(0, h, ny))
+    d_cam = np.stack([(us.ravel() - k.cx) / k.fx, (vs.ravel() - k.cy) / k.fy, np.ones(us.size)], 1)
+    out = []
+    for pose in poses:
+        o, d = pose[:3, 3], d_cam @ pose[:3, :3].T
+        hit = False
+        for ray in d:
+            ts = []
+            for axis, lim in ((0, 0.0), (0, floor[0]), (1, 0.0), (1, floor[1])):
+                if abs(ray[axis]) > 1e-12:
+                    t = (lim - o[axis]) / ray[axis]
+                    if t > 0:
+                        ts.append(t)
+            t_wall = min(ts) if ts else np.inf
+            t_floor = -o[2] / ray[2] if ray[2] < 0 else np.inf
+            if t_wall < t_floor and 0 <= o[2] + t_wall * ray[2] <= wall_h:
+                hit = True
+                break
+        out.append(hit)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("cell", [c for c in CELLS if c.startswith("vista")])
+def test_room_size_is_asked_where_walls_are_in_view(cell):
+    """Room size is asked in vista cells only: there, in every frame of each mode's scenario, a wall is in
+    view (a ray through the image meets a wall below its top before the floor); the other scales have no
+    walls (their spec's ground has wall height 0)."""
+    from vistest.datasets.demo import demo_intrinsics
+    from vistest.synth.layout import draw_camera
+
+    for k in range(3):
+        spec = cell_spec(cell, k, frames=40, resolution=(64, 48))
+        _, _, g, poses = draw_camera(spec)
+        assert g.wall > 0
+        assert _ground_hits(poses, demo_intrinsics(spec.resolution), spec.resolution, g.wall, g.floor).all(), (cell, k)
+    for cell in (c for c in CELLS if not c.startswith("vista")):
+        assert draw_camera(cell_spec(cell, 0, frames=8, resolution=(64, 48)))[2].wall == 0
+
+
+@pytest.mark.parametrize("cell", ["vista-egocentric-dynamic",
+                                  pytest.param("figural-egocentric-dynamic", marks=pytest.mark.slow),
+                                  pytest.param("environmental-egocentric-dynamic", marks=pytest.mark.slow)])
+def test_egocentric_movers_are_placed_in_view(cell):
+    """An egocentric walk's movers stand where it looks: each mover's centre projects inside the image, in
+    front of the camera, in at least 40% of the frames after it starts (a walk turning 150 degrees sees no point
+    of the floor throughout: the best at most 55-80%; projected here with the spec's intrinsics)."""
+    from vistest.datasets.demo import demo_intrinsics
+
+    for k in range(2):
+        spec = _laid_out(cell, k, frames=90)
+        layout = build_layout(spec)
+        kk = demo_intrinsics(spec.resolution)
+        w, h = spec.resolution
+        for oid, mot in layout.motions.items():
+            o = next(b for b in layout.objects if b.id == oid)
+            frames = np.arange(int(math.ceil(mot.start_s * spec.fps)), spec.frames)
+            inside = 0
+            for f in frames:
+                u, v, z = _project(layout.poses[f], kk, o.centres[f][None])
+                inside += bool(z[0] > 0 and 0 <= u[0] < w and 0 <= v[0] < h)
+            assert inside >= 0.4 * len(frames), (cell, k, o.label, inside, len(frames))
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,7 +535,7 @@ def test_appearance_order_answers_agree_with_ray_casting(tmp_path):
     from vistest.visibility.table import compute_visibility
 
     cell = "vista-egocentric-static"
-    spec = cell_spec(cell, 0, seed=1, frames=48, resolution=(96, 72), fps=4.0)
+    spec = cell_spec(cell, 8, seed=1, frames=48, resolution=(96, 72), fps=4.0)  # one whose walk reveals 4 labels
     scene = Scene.load(render_scenario(spec, tmp_path / "s", quiet=True))
     qs = generate([SceneInput(scene, compute_visibility(scene))], CELL_TYPES[cell], synth_rules(spec.scale),
                   seed=0).questions.get(scene.scene_id, ())
@@ -365,10 +619,10 @@ def test_cell_answers_agree_with_geometry(rendered, cell):
                 want = "left" if ang < turn else ("back" if ang < 360 - turn else "right")
             assert _answer_text(q) == want, (t, ang, q["question"])
         elif t in ("motion_displacement", "motion_path_length", "motion_speed", "motion_direction"):
-            oid = q["objects"][0]
-            p0, u, v0, a, start, lane = layout.motions[oid]
+            mot = layout.motions[q["objects"][0]]
+            u = mot.heading
             fr = _window_frames(q, fps, n)
-            s = travelled(np.array([fr[0], fr[-1]]) / fps - start, v0, a, lane)
+            s = _distance(mot, np.array([fr[0], fr[-1]]) / fps - mot.start_s)
             disp = float(s[1] - s[0])
             if t == "motion_direction":
                 r = scene.frames[fr[0]].camera_to_world[:3, :3]
@@ -383,16 +637,17 @@ def test_cell_answers_agree_with_geometry(rendered, cell):
                 want = disp / ((fr[-1] - fr[0]) / fps) if t == "motion_speed" else disp
                 assert _number(q) == pytest.approx(want, rel=0.15, abs=0.011), (t, want, q["options"])
         elif t == "motion_acceleration":
-            # s = v0 tau + a tau^2 / 2: any chord's speed is the speed at its middle, so the first-to-last chord
-            # estimate is exactly a while the mover is in its unclamped phase (started, not stopped, not at its
-            # lane's end) over the whole window, whichever frames see it
-            p0, u, v0, a, start, lane = layout.motions[q["objects"][0]]
+            # vistest.motion's acceleration (the first chord's speed to the last's over the time between their
+            # middles) is a mean of the acceleration over the window with non-negative weights, whichever frames
+            # see the mover: within the range of its accelerations there, from a simulation of its rules
+            mot = layout.motions[q["objects"][0]]
             fr = _window_frames(q, fps, n)
-            tau = np.array([fr[0], fr[-1]]) / fps - start
-            free = tau[0] >= 0 and (a >= 0 or tau[1] <= v0 / -a) and v0 * tau[1] + a * tau[1] ** 2 / 2 < lane - 1e-6
-            if not free:
-                continue
-            assert _number(q) == pytest.approx(a, abs=0.006), (t, a, q["options"])
+            t_sim, s_sim = _simulate(mot, fr[-1] / fps + 0.01)
+            acc = np.gradient(np.gradient(s_sim, t_sim), t_sim)
+            inside = (t_sim >= fr[0] / fps) & (t_sim <= fr[-1] / fps)
+            val, tol = _number(q), 0.006 + 0.15 * abs(_number(q))  # the options' rounding
+            assert acc[inside].min() - tol <= val <= acc[inside].max() + tol, (t, val, acc[inside].min(),
+                                                                               acc[inside].max())
         elif t in ("camera_displacement", "camera_path_length", "camera_orientation_change"):
             fr = _window_frames(q, fps, n)
             eyes = layout.poses[fr, :3, 3]
@@ -566,8 +821,20 @@ def test_grid_writes_the_benchmark(tmp_path):
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "g" / "report.json").read_text())["cells"]
     assert set(rep) == set(CELLS) and all(r["scenarios"] == 1 for r in rep.values())
+    from vistest.synth.cells import CELL_TASKS, LEVELS
+
     for cell, row in rep.items():
         assert set(row["questions"]) <= set(CELL_TYPES[cell])
+        # every question carries its type's level; the report counts them per level, per scenario
+        qs = [json.loads(line) for line in (tmp_path / "g" / "scenes" / f"{cell}-0000" / "questions.jsonl")
+              .read_text().splitlines() if line.strip()]
+        assert all(q["level"] == LEVELS[q["question_type"]] for q in qs)
+        assert row["levels"] == {lv: sum(q["level"] == lv for q in qs) for lv in ("L1", "L2", "L3")}
+        assert row["per_scenario"] == len(qs)
+        assert row["dedicated"]["type"] == CELL_TASKS[cell][1]
+        assert row["dedicated"]["questions"] == row["questions"].get(CELL_TASKS[cell][1], 0)
+        # a note for each type the cell asks and did not generate, and for no other
+        assert {m["type"] for m in row["not_generated"]} == set(CELL_TYPES[cell]) - set(row["questions"])
         if row["questions"]:
             assert set(row["budget_statuses"]) == {"16", "32", "64", "all"}
             assert sum(row["budget_statuses"]["all"].values()) == sum(row["questions"].values())

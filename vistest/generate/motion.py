@@ -276,9 +276,11 @@ def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, .
     """The camera's own motion (``camera_*``; vistest.motion.camera_quantity) over every window of
     the grid (as the objects' windows: ends on multiples of ``window_step_s``, ``min_window_s`` to
     ``max_window_s`` long) whose two ends are table frames with a camera pose: the orientation
-    change (its magnitude in [``min_turn_deg``, 180 - ``min_turn_deg``]), the displacement and the
-    path length (at least ``min_displacement_m``), each over the window's table frames (the ends
-    and every frame between: what rule ``camera`` recomputes at ``all``)."""
+    change (its magnitude in [``min_turn_deg``, 180 - ``min_turn_deg``], and so the turn the camera
+    made: frame to frame over the window's frames, :func:`unwrapped_turn`, as well; a camera that turned
+    +242.8 degrees would otherwise be asked -117.2), the displacement and the path length (at least
+    ``min_displacement_m``), each over the window's table frames (the ends and every frame between: what
+    rule ``camera`` recomputes at ``all``)."""
     if not types:
         return []
     scene, d = facts.scene, time_decimals(rules.window_step_s)
@@ -303,7 +305,8 @@ def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, .
                 continue
             fields = (("time_end", f"{t1:.{d}f}"), ("time_start", f"{t0:.{d}f}"))
             for q, v in values.items():
-                if q == CAMERA_TURN and not rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg:
+                if q == CAMERA_TURN and not (rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg
+                                             and abs(unwrapped_turn(scene, inside) - v) < 1e-6):
                     continue
                 if q != CAMERA_TURN and v < rules.min_displacement_m:
                     continue
@@ -311,3 +314,10 @@ def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, .
                                      window=(t0, t1), value=v, decimals=DECIMALS,
                                      detail=(("value", v), ("window_frames", float(len(inside))))))
     return out
+
+
+def unwrapped_turn(scene, frames: np.ndarray) -> float:
+    """The camera's heading change (degrees, counter-clockwise from above positive) summed frame to frame
+    over ``frames`` (each step vistest.motion.heading_change, wrapped): the turn it made, not wrapped."""
+    _, forwards = mo.camera_poses(scene, [int(f) for f in frames])
+    return float(sum(mo.heading_change(a, b) for a, b in zip(forwards[:-1], forwards[1:])))

@@ -9,14 +9,17 @@
                                      ground truth per budget, manifest.jsonl, index.html)
     OUT/export/lmms-eval-task/       the lmms-eval task folder, OUT/export/vlmevalkit/ the TSVs
     OUT/reports/{cell}/report.md     each cell's generate report (pools, debiasing, blind attacks)
-    OUT/report.md, OUT/report.json   the per-cell report: scenarios, questions per type, budget
-                                     statuses, blind attacks (report.json: each step's seconds too)
+    OUT/report.md, OUT/report.json   the per-cell report: scenarios, questions per type and per level,
+                                     a scenario's mean, the cell's dedicated task, budget statuses, blind
+                                     attacks, a note per type asked and not generated with the reason
+                                     (report.json: each step's seconds too)
 
 Steps: the specs (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts, sizes and camera
 modes cycle inside a cell; a spec that cannot be laid out is drawn again from another seed, up to
 ``MAX_REDRAWS`` times); rendering on ``workers`` processes (``engine`` ray: a Ray task per scenario);
 each scene's visibility table; the questions of each cell's task (vistest.synth.cells.CELL_TYPES)
-generated over the cell's scenes together (the set's debiasing, per cell); the batch (vistest.batch,
+generated over the cell's scenes together (the set's debiasing, per cell), each carrying its ``level``
+(L1, L2, L3: vistest.synth.cells.LEVELS); the batch (vistest.batch,
 the local pool or Ray) with the table reused; the exports; the report. Reruns skip what is up to date
 (renders by their spec, tables newer than their scene, the batch by its records).
 """
@@ -32,7 +35,7 @@ from pathlib import Path
 from ..atomic import write_atomic
 from ..errors import InputError
 from ..progress import progress_bar
-from .cells import CELL_TYPES, SEEN_KIND, cell_spec, split_cell, synth_rules
+from .cells import CELL_TASKS, CELL_TYPES, LEVEL_NAMES, SEEN_KIND, cell_spec, level_of, split_cell, synth_rules
 from .spec import CELLS, ScenarioSpec, SpecError, spec_from_dict, spec_to_dict
 
 MAX_REDRAWS = 10
@@ -186,8 +189,9 @@ def visibility_all(scenes: dict[str, tuple[str, Path]], progress: bool) -> dict:
 def generate_cells(scenes: dict[str, tuple[str, Path]], tables: dict, seed: int, reports_dir: Path,
                    progress: bool) -> dict[str, object]:
     """Each cell's questions (its task's types, vistest.synth.cells.CELL_TYPES) over the cell's scenes
-    together, debiased as a set; written to each scene's ``questions.jsonl`` and the cell's report to
-    ``reports_dir/{cell}/``; cell -> its GenerateReport."""
+    together, debiased as a set, each with its ``level`` (vistest.synth.cells.level_of); written to each
+    scene's ``questions.jsonl`` and the cell's report to ``reports_dir/{cell}/``; cell -> its
+    GenerateReport."""
     from ..generate import SceneInput, generate
     from ..generate.run import questions_jsonl
 
@@ -201,7 +205,8 @@ def generate_cells(scenes: dict[str, tuple[str, Path]], tables: dict, seed: int,
         inputs = [SceneInput(*tables[sid], f"{scenes[sid][1].parent / 'visibility.npz'}") for sid in by_cell[cell]]
         gen = generate(inputs, CELL_TYPES[cell], synth_rules(split_cell(cell)[0]), seed=seed, progress=progress)
         for sid in by_cell[cell]:
-            write_atomic(scenes[sid][1].parent / "questions.jsonl", questions_jsonl(gen.questions.get(sid, ())))
+            records = [{**q, "level": level_of(q["question_type"])} for q in gen.questions.get(sid, ())]
+            write_atomic(scenes[sid][1].parent / "questions.jsonl", questions_jsonl(records))
         write_atomic(reports_dir / cell / "report.md", gen.report.markdown())
         write_atomic(reports_dir / cell / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
         reports[cell] = gen.report
@@ -255,6 +260,45 @@ def budget_statuses(run_dir: Path, scene_ids: list[str]) -> dict[str, Counter]:
     return dict(out)
 
 
+# why a type finds no candidate in a cell's scenes (vistest.generate's rules, docs/generate.md)
+NO_CANDIDATE = {
+    "motion": "no mover seen (the silhouette rule) at both ends of a window, and in half its frames, over which it "
+              "moved beyond the motion rules' thresholds (MotionRules)",
+    "camera": "no window over which the camera moved or turned beyond the motion rules' thresholds (a fixed tripod "
+              "does not move; a turn must stay under 180 - min_turn_deg)",
+    "obj_appearance_order": "no labels, each unique and seen, whose first sightings are far enough apart (a camera "
+                            "standing still sees its objects at once)",
+    "room_size_estimation_single": "no room (walls) in the scene",
+}
+
+
+def _no_candidate(qtype: str) -> str:
+    key = "motion" if qtype.startswith("motion_") else ("camera" if qtype.startswith("camera_") else qtype)
+    return NO_CANDIDATE.get(key, "no candidate passes the type's rules (unique labels seen, the ambiguity "
+                                 "thresholds: docs/generate.md)")
+
+
+def missing_types(cell: str, report, n_scenes: int) -> list[dict]:
+    """Each type ``cell`` asks that the generator kept no question of over the cell's ``n_scenes`` scenes,
+    with the reason its funnel gives (vistest.generate.report.Funnel): no candidate (why such a type finds
+    none), none answerable at the budgets checked, or all removed by the balancing (its steps)."""
+    funnel = {f.question_type: f for f in report.funnel}
+    out = []
+    for t in CELL_TYPES[cell]:
+        f = funnel.get(t)
+        if f is not None and f.final > 0:
+            continue
+        if f is None or f.found == 0:
+            why = f"no candidate in {n_scenes} scene(s): {_no_candidate(t)}"
+        elif f.answerable == 0:
+            why = f"{f.found} candidate(s), none answerable at the budgets checked (answerable_at)"
+        else:
+            steps = ", ".join(f"{s} {n}" for s, n in f.removed if n) or "balancing"
+            why = f"{f.answerable} answerable, all removed by the set's balancing ({steps})"
+        out.append({"type": t, "reason": why})
+    return out
+
+
 def cell_rows(scenes: dict[str, tuple[str, Path]], reports: dict, run_dir: Path | None) -> dict[str, dict]:
     """The per-cell report's data (module docstring): cell -> scenarios, questions per type, statuses per
     budget, blind attacks (attack, type, n, score - chance in points, judged, within margin)."""
@@ -264,16 +308,24 @@ def cell_rows(scenes: dict[str, tuple[str, Path]], reports: dict, run_dir: Path 
         if not sids:
             continue
         per_type: Counter = Counter()
+        per_level: Counter = Counter()
         for sid in sids:
             for line in (scenes[sid][1].parent / "questions.jsonl").read_text().splitlines():
                 if line.strip():
-                    per_type[json.loads(line)["question_type"]] += 1
+                    q = json.loads(line)
+                    per_type[q["question_type"]] += 1
+                    per_level[q["level"]] += 1
         rep = reports.get(cell)
         attacks = []
         if rep is not None and rep.attacks is not None:
             attacks = [{"attack": a.attack, "type": a.question_type, "n": a.n, "gap_points": round(100 * a.gap, 1),
                         "judged": a.judged, "ok": a.ok} for a in rep.attacks.cells]
+        vgenst, dedicated = CELL_TASKS[cell]
         out[cell] = {"scenarios": len(sids), "questions": dict(sorted(per_type.items())),
+                     "levels": {lv: per_level.get(lv, 0) for lv in LEVEL_NAMES},
+                     "per_scenario": round(sum(per_type.values()) / len(sids), 2),
+                     "dedicated": {"vgenst_task": vgenst, "type": dedicated, "questions": per_type.get(dedicated, 0)},
+                     "not_generated": missing_types(cell, rep, len(sids)) if rep is not None else [],
                      "budget_statuses": ({b: dict(sorted(c.items())) for b, c in
                                           sorted(budget_statuses(run_dir, sids).items())} if run_dir else {}),
                      "blind_attacks": attacks}
@@ -285,9 +337,10 @@ def report_markdown(rows: dict[str, dict], cfg: GridConfig, notes: list[str]) ->
     w, h = cfg.resolution
     head = (f"# vistest synth --grid {cfg.n}\n\n{sum(r['scenarios'] for r in rows.values())} scenarios over "
             f"{len(rows)} cells, {cfg.frames} frames of {w}x{h} at {cfg.fps:g} fps, seed {cfg.seed}.")
-    table = ["| cell | scenarios | questions | per type | statuses per budget (kept/changed/unanswerable) "
+    table = ["| cell | scenarios | questions | a scenario | L1 / L2 / L3 | dedicated task (its questions) | per type "
+             "| statuses per budget (kept/changed/unanswerable) "
              "| blind attacks: beyond their margin / judged; the largest gap over chance (points) |",
-             "|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for cell, r in rows.items():
         types = ", ".join(f"{t} {n}" for t, n in r["questions"].items()) or "-"
         st = "; ".join(f"{b}: {c.get('kept', 0)}/{c.get('changed', 0)}/{c.get('unanswerable', 0)}"
@@ -298,10 +351,19 @@ def report_markdown(rows: dict[str, dict], cfg: GridConfig, notes: list[str]) ->
         if worst is not None:
             att += (f"; {worst['attack']} on {worst['type']}: {worst['gap_points']:+.1f} (n {worst['n']}"
                     f"{'' if worst['judged'] else ', too few to judge'})")
-        table.append(f"| {cell} | {r['scenarios']} | {sum(r['questions'].values())} | {types} | {st} | {att} |")
+        lv = " / ".join(str(r["levels"][k]) for k in LEVEL_NAMES)
+        ded = r["dedicated"]
+        table.append(f"| {cell} | {r['scenarios']} | {sum(r['questions'].values())} | {r['per_scenario']:g} | {lv} "
+                     f"| {ded['type']} ({ded['questions']}) | {types} | {st} | {att} |")
     parts = [head, "\n".join(table),
-             "Each cell's task: " + "; ".join(f"{c}: {', '.join(CELL_TYPES[c])}" for c in rows) + ".",
+             "Levels: " + "; ".join(f"{k} {v}" for k, v in LEVEL_NAMES.items()) + ". Each cell's dedicated task: "
+             + "; ".join(f"{c}: {CELL_TASKS[c][1]}" + (f" (VGenST: {CELL_TASKS[c][0]})" if CELL_TASKS[c][0] else "")
+                         for c in rows) + ".",
+             "Each cell's types: " + "; ".join(f"{c}: {', '.join(CELL_TYPES[c])}" for c in rows) + ".",
              "Per cell: reports/{cell}/report.md (the generator's pools, debiasing and every blind attack)."]
+    missing = [f"{cell}: {m['type']}: {m['reason']}" for cell, r in rows.items() for m in r["not_generated"]]
+    if missing:
+        parts.append("## Types a cell asks and did not generate\n\n" + "\n".join(f"- {m}" for m in missing))
     if notes:
         parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes))
     return "\n\n".join(parts) + "\n"

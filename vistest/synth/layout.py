@@ -27,6 +27,7 @@ as vistest.scene. Every object is an upright box (rotation about +Z by its ``yaw
 from __future__ import annotations
 
 import colorsys
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ from .spec import CameraSpec, MoverSpec, ObjectSpec, ScenarioSpec, SpecError
 
 # bumped whenever a spec's layout or looks change for the same seed: a folder rendered under another one is
 # rendered again (vistest.synth.render's stamp)
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 # category -> (size min, size max) full extents (x, y, z) metres: a scale's catalogue when a spec gives no size
 FIGURAL_CATALOGUE = {
     "cup": ((0.07, 0.07, 0.08), (0.10, 0.10, 0.12)), "bowl": ((0.12, 0.12, 0.05), (0.20, 0.20, 0.09)),
@@ -77,7 +78,9 @@ class ScaleParams:
     ``exo_distance_m`` its distance range from the ground's centre beyond the ground's half extent (None:
     ``exo_inside`` times the smaller half extent for an orbit, of the half diagonal towards a corner for
     fixed and pan: inside the room or yard), ``target_z_m`` the height the
-    exocentric camera looks at above the ground, ``next_gap_m`` next_to's largest gap, ``clearance_m``."""
+    exocentric camera looks at above the ground, ``next_gap_m`` next_to's largest gap, ``clearance_m``,
+    ``ramp_mps2`` a mover's speed-up and brake (m/s^2: a hand pushing a toy, a person pushing a cart, a car
+    pulling away gently)."""
 
     floor_m: tuple[tuple[float, float], tuple[float, float]]
     wall_m: float
@@ -89,14 +92,16 @@ class ScaleParams:
     next_gap_m: float
     clearance_m: float
     table: tuple[tuple[float, float], tuple[float, float], float] | None = None
+    ramp_mps2: float = 0.5
 
 
 SCALES = {
     "figural": ScaleParams(((4.0, 4.0), (4.0, 4.0)), 0.0, (1.45, 1.65), (0.35, 0.6), (0.3, 0.6), 0.0, 0.05, 0.06,
-                           0.15, table=((0.9, 1.4), (0.6, 0.9), 0.75)),
-    "vista": ScaleParams(((5.0, 10.0), (4.0, 8.0)), 2.6, (1.5, 1.7), (1.9, 2.3), None, 0.8, 0.5, 0.3, 0.3),
+                           0.15, table=((0.9, 1.4), (0.6, 0.9), 0.75), ramp_mps2=0.15),
+    "vista": ScaleParams(((5.0, 10.0), (4.0, 8.0)), 2.6, (1.5, 1.7), (1.9, 2.3), None, 0.8, 0.5, 0.3, 0.3,
+                         ramp_mps2=0.5),
     "environmental": ScaleParams(((16.0, 30.0), (12.0, 24.0)), 0.0, (1.5, 1.7), (3.0, 5.0), None, 0.9, 1.0, 1.0,
-                                 0.4),
+                                 0.4, ramp_mps2=1.5),
 }
 
 
@@ -235,8 +240,37 @@ def draw_ground(spec: ScenarioSpec, rng: np.random.Generator) -> Ground:
 # ---------------------------------------------------------------------------------------
 # the camera
 # ---------------------------------------------------------------------------------------
+MAX_TURN_DEG = 170.0  # the most a drawn camera path turns (heading range over the whole video, degrees)
+
+
+def turn_range_deg(poses: np.ndarray) -> float:
+    """The range (degrees) of the camera's heading over ``poses`` (N, 4, 4): its optical axis projected
+    on the floor, unwrapped frame to frame. Under 180: no window of the video turns 180 degrees or more,
+    so a window's wrapped heading change (vistest.motion.heading_change) is the turn the camera made."""
+    f = poses[:, :3, 2]
+    yaw = np.unwrap(np.arctan2(f[:, 1], f[:, 0]))
+    return float(np.degrees(np.ptp(yaw))) if len(yaw) else 0.0
+
+
 def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, 4, 4) OpenCV camera-to-world poses for frame i at ``t = i / (n - 1)`` (module docstring).
+    """(n, 4, 4) OpenCV camera-to-world poses (:func:`drawn_poses`), the drawn path's arc narrowed by
+    steps of 10% (every draw repeated) until its heading range (:func:`turn_range_deg`) is at most
+    :data:`MAX_TURN_DEG`; a ``sweep_deg`` the spec gives is kept as given (the generator then asks no
+    camera turn over a window that turned more than 180 - ``min_turn_deg``: vistest.generate.motion)."""
+    state = rng.bit_generator.state
+    shrink = 1.0
+    while True:
+        rng.bit_generator.state = state
+        poses = drawn_poses(cam, scale, g, n, rng, shrink)
+        if cam.sweep_deg is not None or turn_range_deg(poses) <= MAX_TURN_DEG or shrink < 0.01:
+            return poses
+        shrink *= 0.9
+
+
+def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.Generator,
+                shrink: float = 1.0) -> np.ndarray:
+    """(n, 4, 4) OpenCV camera-to-world poses for frame i at ``t = i / (n - 1)`` (module docstring); the
+    walk's arc, its look-around and the orbit's or pan's default sweep times ``shrink``.
 
     walk: figural, an arc around the table at eye height looking at a point drifting over the top;
     vista, an elliptical loop at 0.55 of the room's half extents looking 30 deg inward of ahead and
@@ -244,7 +278,7 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
     half extents looking 50 deg inward and +-30 deg around, pitched 8 deg down. fixed / pan stand at one
     azimuth (figural: ``exo_distance_m`` beyond the table's half diagonal; vista, environmental:
     ``exo_inside`` of the way to a corner); orbit circles
-    ``sweep_deg`` (270) at ``exo_inside`` of the smaller half extent; pan turns ``sweep_deg`` (90) about
+    ``sweep_deg`` (150) at ``exo_inside`` of the smaller half extent; pan turns ``sweep_deg`` (90) about
     the direction to the centre. ``distance_m`` replaces the distance."""
     p = SCALES[scale]
     t = np.linspace(0.0, 1.0, n)
@@ -257,16 +291,16 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
         poses = []
         if scale == "figural":
             r = float(np.hypot(*half)) + float(rng.uniform(0.45, 0.7))
-            sweep = np.radians(rng.uniform(120, 180))
+            sweep = np.radians(rng.uniform(120, 180)) * shrink
             b0 = rng.uniform(0, 2 * np.pi)
             for i, ti in enumerate(t):
                 a = a0 + sign * sweep * ti
                 eye = np.array([c[0] + r * np.cos(a), c[1] + r * np.sin(a), eye_h + bob[i]])
-                b = b0 + 2 * np.pi * ti
+                b = b0 + 2 * np.pi * ti * shrink
                 tgt = c + np.array([0.5 * half[0] * np.cos(b), 0.5 * half[1] * np.sin(b), 0.0])
                 poses.append(look_at(eye, tgt))
             return np.stack(poses)
-        a = a0 + sign * 2 * np.pi * t
+        a = a0 + sign * 2 * np.pi * shrink * t
         if scale == "vista":
             xy = c[:2] + 0.55 * half * np.stack([np.cos(a), np.sin(a)], 1)
             look_amp, inward, pitch = 35.0, 30.0, -15.0
@@ -276,7 +310,7 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
             look_amp, inward, pitch = 30.0, 50.0, -8.0
         d = np.gradient(xy, axis=0)
         heading = np.degrees(np.unwrap(np.arctan2(d[:, 1], d[:, 0])))
-        yaw = heading + sign * inward + look_amp * np.sin(2 * np.pi * 1.5 * t + rng.uniform(0, 2 * np.pi))
+        yaw = heading + sign * inward + look_amp * shrink * np.sin(2 * np.pi * 1.5 * t + rng.uniform(0, 2 * np.pi))
         out = np.tile(np.eye(4), (n, 1, 1))
         for i in range(n):
             out[i, :3, :3] = look_rotation(yaw[i], pitch)
@@ -297,7 +331,8 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
         d = p.exo_inside * float(np.hypot(*half))
     tgt = c + np.array([0.0, 0.0, p.target_z_m])
     if cam.mode == "orbit":
-        sweep = np.radians(cam.sweep_deg if cam.sweep_deg is not None else 270.0) * float(rng.choice([-1.0, 1.0]))
+        sweep = np.radians(cam.sweep_deg if cam.sweep_deg is not None else 150.0 * shrink) * float(
+            rng.choice([-1.0, 1.0]))
         return np.stack([look_at(np.array([c[0] + d * np.cos(az + sweep * ti), c[1] + d * np.sin(az + sweep * ti), h]),
                                  tgt) for ti in t])
     eye = np.array([c[0] + d * np.cos(az), c[1] + d * np.sin(az), h])
@@ -306,7 +341,7 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
     v = tgt - eye
     yaw0 = np.degrees(np.arctan2(v[1], v[0]))
     pitch = np.degrees(np.arctan2(v[2], np.hypot(v[0], v[1])))
-    sweep = (cam.sweep_deg if cam.sweep_deg is not None else 90.0) * float(rng.choice([-1.0, 1.0]))
+    sweep = (cam.sweep_deg if cam.sweep_deg is not None else 90.0 * shrink) * float(rng.choice([-1.0, 1.0]))
     out = np.tile(np.eye(4), (n, 1, 1))
     for i, ti in enumerate(t):
         out[i, :3, :3] = look_rotation(yaw0 + sweep * (ti - 0.5), pitch)
@@ -442,13 +477,74 @@ def _draw_instance(spec, k: int, os_: ObjectSpec, lo, hi, g: Ground, placed: lis
     return o if any(_rests_on(o, s) for s in placed) else None  # on the same top as it
 
 
-def travelled(tau: np.ndarray, v0: float, a: float, lane: float) -> np.ndarray:
-    """Distance (m) after ``tau`` seconds of motion (tau <= 0: none): ``v0 tau + a tau^2 / 2`` while the
-    speed ``v0 + a tau`` is positive, then still; at most ``lane`` metres."""
-    tau = np.maximum(np.asarray(tau, float), 0.0)
-    if a < 0:
-        tau = np.minimum(tau, v0 / -a if v0 > 0 else 0.0)
-    return np.minimum(v0 * tau + 0.5 * a * tau ** 2, lane)
+@dataclass(frozen=True)
+class Motion:
+    """A mover's kinematics (module docstring): at rest at ``start`` (centre, (3,) m) until ``start_s`` s,
+    then along the unit ``heading`` (3,): speeding up at ``ramp`` m/s^2 to ``v0`` m/s, then constant
+    acceleration ``accel`` m/s^2 (``|accel| <= ramp``) until the speed reaches 0 (it stops) or until it
+    must brake at ``ramp`` to stop at the lane's end, ``lane`` m from ``start``. Distance, speed and
+    acceleration are piecewise quadratic, linear and constant in ``tau`` (seconds after ``start_s``):
+    :meth:`phases`."""
+
+    start: np.ndarray
+    heading: np.ndarray
+    v0: float
+    accel: float
+    start_s: float
+    lane: float
+    ramp: float
+
+    def phases(self) -> tuple[tuple[float, float, float, float], ...]:
+        """``(tau0, s0, v0, a)`` pieces, ``tau0`` ascending from 0: from ``tau0`` on, distance
+        ``s0 + v0 x + a x^2 / 2`` and speed ``v0 + a x`` (``x = tau - tau0``); the last piece is at rest
+        or still moving at a constant acceleration that never reaches the lane's end."""
+        big_a, v, a, lane = self.ramp, self.v0, self.accel, self.lane
+        if v <= 0 or lane <= 0:
+            return ((0.0, 0.0, 0.0, 0.0),)
+        t1, s1 = v / big_a, v * v / (2 * big_a)
+        if math.isinf(lane):  # an endless lane (how far the video would take it)
+            if a < 0:
+                return (0.0, 0.0, 0.0, big_a), (t1, s1, v, a), (t1 + v / -a, s1 + v * v / (-2 * a), 0.0, 0.0)
+            return (0.0, 0.0, 0.0, big_a), (t1, s1, v, a)
+        if 2 * s1 >= lane:  # no room for the cruise: speed up for half the lane, brake for the other half
+            tp = math.sqrt(lane / big_a)
+            return ((0.0, 0.0, 0.0, big_a), (tp, lane / 2, big_a * tp, -big_a), (2 * tp, lane, 0.0, 0.0))
+        ramp_up = (0.0, 0.0, 0.0, big_a)
+        if a < 0 and s1 + v * v / (-2 * a) <= lane:  # slows to a stop before it must brake
+            x0 = v / -a
+            return ramp_up, (t1, s1, v, a), (t1 + x0, s1 + v * v / (-2 * a), 0.0, 0.0)
+        # brake once distance + braking distance reaches the lane: a x^2 / 2 + v x = d (module docstring)
+        d = (lane - s1 - v * v / (2 * big_a)) / (1 + a / big_a)
+        if abs(a) < 1e-12:
+            x = d / v
+        else:
+            x = (-v + math.sqrt(max(v * v + 2 * a * d, 0.0))) / a
+        sb, vb = s1 + v * x + a * x * x / 2, v + a * x
+        return ramp_up, (t1, s1, v, a), (t1 + x, sb, vb, -big_a), (t1 + x + vb / big_a, lane, 0.0, 0.0)
+
+    def _piece(self, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        tau = np.maximum(np.asarray(tau, float), 0.0)
+        ph = np.array(self.phases())
+        k = np.searchsorted(ph[:, 0], tau, side="right") - 1
+        return tau - ph[k, 0], ph[k, 1], ph[k, 2], ph[k, 3]
+
+    def distance(self, tau) -> np.ndarray:
+        """Distance (m) along the heading ``tau`` s after ``start_s`` (tau <= 0: 0)."""
+        x, s0, v0, a = self._piece(tau)
+        return np.minimum(s0 + v0 * x + a * x * x / 2, self.lane)
+
+    def speed(self, tau) -> np.ndarray:
+        """Speed (m/s) ``tau`` s after ``start_s``."""
+        x, _, v0, a = self._piece(tau)
+        return np.maximum(v0 + a * x, 0.0) * (np.asarray(tau, float) > 0)
+
+    def acceleration(self, tau) -> np.ndarray:
+        """Acceleration (m/s^2, signed along the heading) ``tau`` s after ``start_s`` (0 at rest)."""
+        return self._piece(tau)[3] * (np.asarray(tau, float) > 0)
+
+    def centres(self, times: np.ndarray) -> np.ndarray:
+        """(N, 3) centres at ``times`` (s since the video's start)."""
+        return self.start[None] + self.distance(np.asarray(times, float) - self.start_s)[:, None] * self.heading[None]
 
 
 def plan_lane(spec: ScenarioSpec, g: Ground, o: Placed, m: MoverSpec, mi: int, others: list[Placed],
@@ -463,7 +559,8 @@ def plan_lane(spec: ScenarioSpec, g: Ground, o: Placed, m: MoverSpec, mi: int, o
     n = spec.frames
     times = np.arange(n) / spec.fps
     v0, a = float(rng.uniform(*m.speed_mps)), float(rng.uniform(*m.accel_mps2))
-    need = float(travelled(np.array([times[-1] - m.start_s]), v0, a, np.inf)[0])
+    ramp = max(m.ramp_mps2 if m.ramp_mps2 is not None else p.ramp_mps2, abs(a))
+    need = float(Motion(np.zeros(3), np.zeros(3), v0, a, m.start_s, np.inf, ramp).distance(times[-1] - m.start_s))
     bounds = region_bounds(g, spec.objects[o.spec_index].region)
     planned = [b for b in others if b.centres is not None]
     best = None
@@ -476,19 +573,20 @@ def plan_lane(spec: ScenarioSpec, g: Ground, o: Placed, m: MoverSpec, mi: int, o
         lane = _lane_length(start, u, float(heading), bounds, others, need)
         if lane is None or (best is not None and lane <= best[0]):
             continue
-        centres = start.center[None] + travelled(times - m.start_s, v0, a, lane)[:, None] * u[None]
+        motion = Motion(start.center.copy(), u, v0, a, m.start_s, lane, ramp)
+        centres = motion.centres(times)
         moving = Placed(o.id, o.label, centres[0], o.size, float(heading), o.look, o.spec_index, centres)
         if _path_clear_of_camera(moving, eyes, p.clearance_m) and not any(
                 boxes_overlap(moving.at(f), b.at(f)) for b in planned for f in _sampled(n)):
-            best = (lane, moving, u)
+            best = (lane, moving, motion)
             if lane >= need:
                 break
     if best is None:
         raise SpecError(file=spec.scenario_id, field=f"dynamics[{mi}]",
                         expected=f"a mover with room to move: no free lane for {m.category!r} in {tries} headings "
                                  f"(seed {spec.seed}); fewer objects or a slower mover")
-    lane, moving, u = best
-    return moving, (moving.centres[0].copy(), u, v0, a, m.start_s, lane)
+    _, moving, motion = best
+    return moving, motion
 
 
 def _sampled(n: int) -> range:
@@ -524,12 +622,18 @@ def _lane_length(o: Placed, u: np.ndarray, heading: float, bounds, others: list[
         dist += step
 
 
-def build_layout(spec: ScenarioSpec) -> Layout:
-    """The scenario's layout (module docstring); SpecError when the spec cannot be laid out."""
+def draw_camera(spec: ScenarioSpec) -> tuple[np.random.Generator, Lighting, Ground, np.ndarray]:
+    """The first draws of :func:`build_layout` (lighting, ground, camera poses), which no object changes:
+    the generator, left where the objects' draws begin, and them."""
     rng = np.random.default_rng(spec.seed)
     lighting = draw_lighting(rng, spec.scale)
     g = draw_ground(spec, rng)
-    poses = camera_poses(spec.camera, spec.scale, g, spec.frames, rng)
+    return rng, lighting, g, camera_poses(spec.camera, spec.scale, g, spec.frames, rng)
+
+
+def build_layout(spec: ScenarioSpec) -> Layout:
+    """The scenario's layout (module docstring); SpecError when the spec cannot be laid out."""
+    rng, lighting, g, poses = draw_camera(spec)
     eyes = poses[:, :3, 3]
     objects, motions = place_objects(spec, g, eyes, rng)
     return Layout(spec, g, tuple(objects), poses, lighting, motions)

@@ -75,15 +75,19 @@ class CameraSpec:
 @dataclass(frozen=True)
 class MoverSpec:
     """An object that moves: the ``instance``-th (0-based) instance of ``category`` slides along a
-    straight line on its support, starting at ``start_s`` seconds with speed drawn from ``speed_mps``
-    (min, max) and constant acceleration from ``accel_mps2`` (min, max); speed never below 0 (it stops
-    and stays), and it stops at the end of its lane (the path is drawn to fit the ground)."""
+    straight line on its support. At rest until ``start_s`` seconds, it speeds up at ``ramp_mps2`` (m/s^2;
+    None: the scale's, vistest.synth.layout.SCALES) to a speed drawn from ``speed_mps`` (min, max), then
+    keeps a constant acceleration drawn from ``accel_mps2`` (min, max; each at most ``ramp_mps2`` in
+    magnitude); speed never below 0 (it stops and stays), and it brakes at ``ramp_mps2`` to stop at the
+    end of its lane (the path is drawn to fit the ground). No step in speed: every acceleration is at most
+    ``ramp_mps2`` in magnitude."""
 
     category: str
     instance: int = 0
     speed_mps: tuple[float, float] = (0.2, 0.6)
     accel_mps2: tuple[float, float] = (0.0, 0.0)
     start_s: float = 0.0
+    ramp_mps2: float | None = None
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,7 @@ class _Parser:
         return CameraSpec(persp, mode, h, d, sw)
 
     def mover(self, v: Any, fld: str, objects: tuple[ObjectSpec, ...], duration: float) -> MoverSpec:
-        v = self.obj(v, fld, ("category", "instance", "speed_mps", "accel_mps2", "start_s"))
+        v = self.obj(v, fld, ("category", "instance", "speed_mps", "accel_mps2", "start_s", "ramp_mps2"))
         cat = self.string(v.get("category"), f"{fld}.category")
         kinds = [o for o in objects if o.category == cat]
         if not kinds:
@@ -308,7 +312,11 @@ class _Parser:
         start = self.number(v.get("start_s", 0.0), f"{fld}.start_s", 0.0)
         if start >= duration:
             raise self.fail(f"{fld}.start_s", f"a time before the video's end ({duration:g} s)", start)
-        return MoverSpec(cat, inst, speed, accel, start)
+        ramp = None if v.get("ramp_mps2") is None else self.number(v["ramp_mps2"], f"{fld}.ramp_mps2", positive=True)
+        if ramp is not None and max(abs(a) for a in accel) > ramp:
+            raise self.fail(f"{fld}.ramp_mps2", f"at least the largest |accel_mps2| ({max(abs(a) for a in accel):g}): "
+                            "the speed-up and the brake bound every acceleration", ramp)
+        return MoverSpec(cat, inst, speed, accel, start, ramp)
 
 
 def spec_from_dict(doc: Any, source: str = "<spec>") -> ScenarioSpec:
@@ -359,7 +367,8 @@ def spec_to_dict(spec: ScenarioSpec) -> dict:
     return {"format": FORMAT, "scenario_id": spec.scenario_id, "scale": spec.scale,
             "objects": [obj(o) for o in spec.objects], "camera": cam,
             "dynamics": [{"category": m.category, "instance": m.instance, "speed_mps": list(m.speed_mps),
-                          "accel_mps2": list(m.accel_mps2), "start_s": m.start_s} for m in spec.dynamics],
+                          "accel_mps2": list(m.accel_mps2), "start_s": m.start_s,
+                          **({} if m.ramp_mps2 is None else {"ramp_mps2": m.ramp_mps2})} for m in spec.dynamics],
             "frames": spec.frames, "fps": spec.fps, "resolution": list(spec.resolution), "seed": spec.seed}
 
 
