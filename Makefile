@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,ray]'
+	@# the Numba kernels, compiled now so that no first run waits on them (vistest compile, issue #47)
+	$(VENV)/bin/vistest compile
 	touch $(STAMP)
 
 # `make demo` says where it is: one line per step on stderr, "make demo: step i of N: what", before the step's

@@ -241,7 +241,7 @@ def test_compiled_kernels_are_cached_on_disk(tmp_path):
     code = ("import vistest; from vistest.datasets.synthetic import random_box_scene;"
             "from vistest.visibility.table import compute_visibility; from vistest.visibility import raster;"
             "compute_visibility(random_box_scene(num_frames=3, num_boxes=2));"
-            "s = raster.visibility_kernel.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")
+            "s = raster.visibility_kernel_jit.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
