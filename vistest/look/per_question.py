@@ -41,7 +41,7 @@ TILE_WIDTH = 112  # pixels
 MAX_TILES = 16  # tiles per strip (more frames: spread uniformly)
 JPEG_QUALITY = 85
 NOT_DRAWN = ("allblack",)  # dummy modes without pictures (every frame black: the page says so)
-COLUMNS = 8
+COLUMNS = 4  # a budget's sheet and a dummy's fit side by side on a 1280-pixel page
 EVIDENCE_RGB, PLAIN_RGB, BOX_RGB = (120, 220, 120), (200, 200, 200), (255, 210, 40)
 
 
