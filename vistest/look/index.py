@@ -36,7 +36,7 @@ from ..budget.truth import STATUSES, UNKNOWN
 from ..errors import InputError
 from ..budgets import budget_sort_key
 from ..videos.manifest import read_manifest
-from .per_question import (QUESTIONS_DIR, budget_rows, dummy_rows, named, object_labels, picture_path,
+from .per_question import (NOT_DRAWN, QUESTIONS_DIR, budget_rows, dummy_rows, named, object_labels, picture_path,
                            question_objects)
 from .summary import SceneSummary, collapse_notes, note_kind, scene_summary
 
@@ -258,8 +258,9 @@ def _question_details(run_dir: Path, sid: str, qid: str, anchor: str, budgets: d
             mode = str(d.get("dummy_mode"))
             pic = picture_path(run_dir, sid, qid, b, mode)
             text = (f"dummy {html.escape(mode)}: answer {html.escape(str(d.get('ground_truth')))} "
-                    f"({html.escape(str(d.get('status')))}), removes "
-                    f"{html.escape(named(d.get('removed_objects') or [], labels)) or 'nothing'}"
+                    f"({html.escape(str(d.get('status')))}), "
+                    + ("every frame black" if mode in NOT_DRAWN else
+                       f"removes {html.escape(named(d.get('removed_objects') or [], labels)) or 'nothing'}")
                     + ("" if d.get("video") else "; no frame left, no video"))
             figs.append(f'<figure><img src="{_href(pic, run_dir)}" alt="dummy {html.escape(mode)}" loading="lazy">'
                         f"<figcaption>{text}</figcaption></figure>" if pic.is_file() else
