@@ -181,7 +181,7 @@ def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id
         from ..look.timeline import make_timeline
 
         folder = layout.scene_dir(outdir, scene_id)
-        make_timeline(scene_json, folder / "timeline.png", questions_jsonl,
+        make_timeline(scene_json, folder / layout.TIMELINE, questions_jsonl,
                       tuple(b for b in kw["budgets"] if b != ALL), kw["profile"], kw["options"],
                       str(folder / layout.VISIBILITY), seen_threshold=kw["seen_threshold"],
                       evidence_threshold=kw["dummy_evidence_threshold"],

@@ -36,7 +36,7 @@ from ..budget.truth import STATUSES, UNKNOWN
 from ..errors import InputError
 from ..budgets import budget_sort_key
 from ..videos.manifest import read_manifest
-from .per_question import (NOT_DRAWN, QUESTIONS_DIR, budget_rows, dummy_rows, named, object_labels, picture_path,
+from .per_question import (NOT_DRAWN, budget_rows, dummy_rows, named, object_labels, picture_path,
                            question_objects)
 from .summary import SceneSummary, collapse_notes, note_kind, scene_summary
 
@@ -321,7 +321,7 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
                                                  for s in scene_ids) + "</p>")
     for sid in scene_ids:
         parts.append(f'<h2 id="scene-{html.escape(quote(sid))}">{html.escape(sid)}</h2>')
-        drill = layout.scene_dir(run_dir, sid) / QUESTIONS_DIR  # shown per question, not listed
+        drill = layout.scene_dir(run_dir, sid) / layout.QUESTIONS_DIR  # shown per question, not listed
         files = [f for f in _visible_files(layout.scene_dir(run_dir, sid)) if drill not in f.parents]
         pics = [f for f in files if f.suffix.lower() == ".png"]
         others = [f for f in files if f.suffix.lower() != ".png"]

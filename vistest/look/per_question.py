@@ -7,7 +7,7 @@ dummy rows (``dummy_gt.jsonl``: per mode and budget the dummy's answer, status a
 it removes). Objects are named by label, ``label (id)``, from the scene file the run's record names.
 
 :func:`write_question_pictures` draws, per question and numeric budget, into
-``scenes/{scene_id}/questions/{question id}/``:
+``scenes/{scene_id}/questions/{question id}/`` (vistest.layout.QUESTIONS_DIR):
 
 * ``{budget}.jpg``: the sampled frames (at most :data:`MAX_TILES`, spread as the ``uniform``
   sampler spreads them; the title says so), each with the evidence box of every object the question
@@ -36,7 +36,6 @@ from .. import layout
 from ..budgets import budget_sort_key
 from .summary import jsonl_objects, scene_file
 
-QUESTIONS_DIR = "questions"  # scenes/{scene_id}/questions/{question id}/
 TILE_WIDTH = 112  # pixels
 MAX_TILES = 16  # tiles per strip (more frames: spread uniformly)
 JPEG_QUALITY = 85
@@ -90,10 +89,11 @@ def question_objects(row: dict, labels: dict[str, str]) -> list[str]:
 
 
 def picture_path(run_dir: Path, scene_id: str, qid: str, budget: str, mode: str | None = None) -> Path:
-    """``scenes/{scene_id}/questions/{qid}/{budget}[-{mode}].png``."""
+    """``scenes/{scene_id}/questions/{qid}/{budget}[-{mode}].jpg`` (a question id's characters other than
+    letters, digits, ``-_.`` as ``_``)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)
-    return layout.scene_dir(run_dir, scene_id) / QUESTIONS_DIR / safe / (budget + (f"-{mode}" if mode else "")
-                                                                          + ".jpg")
+    name = budget + (f"-{mode}" if mode else "") + ".jpg"
+    return layout.scene_dir(run_dir, scene_id) / layout.QUESTIONS_DIR / safe / name
 
 
 def _shown(frames: list[int]) -> list[int]:
