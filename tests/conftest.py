@@ -217,14 +217,13 @@ def pytest_sessionstart(session):
     CLI subprocess that starts before the cache is written."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    from vistest.datasets.synthetic import random_box_scene
-    from vistest.look.overlay import label_images, project_boxes
-    from vistest.visibility.table import compute_visibility
+    from vistest.look.overlay import warm_overlay
+    from vistest.visibility.compile import compile_kernels, steps_to_compile
 
-    scene = random_box_scene(seed=0, num_frames=2, num_boxes=2)
-    compute_visibility(scene)
-    label_images(scene, scene.frames, (32, 24), 0.05)
-    project_boxes(scene, scene.frames[0])
+    steps = steps_to_compile()
+    if steps:
+        compile_kernels(steps, why="before the tests")
+    warm_overlay()
 
 
 def pytest_collection_modifyitems(config, items):

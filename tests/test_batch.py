@@ -153,11 +153,13 @@ def test_default_workers_fit_cpus_and_memory():
 
 def test_a_batch_scene_is_exactly_what_vistest_run_writes(reference, scenes, tmp_path):
     """The task is the scene's SceneJob with run's options: `vistest run` of one scene, with the threads
-    the batch gives each scene (1 CPU each), writes the same bytes and manifest lines."""
+    the batch gives each scene (1 CPU each) and without the page's pictures (a batch draws none), writes the
+    same bytes and manifest lines."""
     out, _ = reference
     single = tmp_path / "single"
     a = scenes / "demo-a"
-    cli("run", a / "scene.json", a / "questions.jsonl", "-o", single, *FAST, "--threads", "1", "--quiet", check=0)
+    cli("run", a / "scene.json", a / "questions.jsonl", "-o", single, *FAST, "--threads", "1", "--quiet",
+        "--no-pictures", check=0)
     mine = snapshot(single)
     for rel in [k for k in mine if k.endswith(".mp4") or k.startswith("scenes/")]:
         assert mine[rel] == (out / rel).read_bytes(), rel
@@ -460,7 +462,8 @@ def test_batch_takes_exactly_the_options_of_run():
         return {p.name: (tuple(p.opts), p.default) for p in main.commands[name].params if p.name != "help"}
 
     run, batch = opts("run"), opts("batch")
-    own = ("if_stale", "scene_json", "questions_jsonl")  # a batch always skips current scenes; one scene's args
+    # a batch always skips current scenes; one scene's args; the page's pictures (a batch writes its page once)
+    own = ("if_stale", "scene_json", "questions_jsonl", "pictures", "sheets")
     assert {k: v for k, v in batch.items() if k in run} == {k: v for k, v in run.items() if k not in own}
     assert set(run) - set(batch) == set(own)
 

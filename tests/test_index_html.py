@@ -52,7 +52,10 @@ def run_dir(tmp_path_factory):
     (root / "scene.json").write_text(json.dumps(doc))
     (root / "q.jsonl").write_text(json.dumps({"id": "q1", "scene_id": "tiny", "question_type": "object_counting",
                                               "question": "How many boxes?", "category": "box",
-                                              "ground_truth": "2"}) + "\n")
+                                              "ground_truth": "2"}) + "\n"
+                                  + json.dumps({"id": "q2", "scene_id": "tiny", "question_type":
+                                                "object_size_estimation", "question": "How long is the box?",
+                                                "objects": ["1"], "ground_truth": "60"}) + "\n")
     out = root / "run"
     runner = CliRunner()
     r = runner.invoke(main, ["run", str(root / "scene.json"), str(root / "q.jsonl"), "-o", str(out), "--budgets",
@@ -133,6 +136,60 @@ class Cells(HTMLParser):
 def summary_of(page: str) -> str:
     start = page.index('<section class="summary"')
     return page[start:page.index("</section>", start)]
+
+
+def test_each_question_has_a_row_and_its_frames_with_the_evidence_boxes(run_dir):
+    """The page's question table: a row per question, its status at each budget the budget file's, the
+    reason in words where the answer does not stand, the objects by label. The drill-down's picture of
+    q2 at 4 frames: 4 tiles; on each tile of a frame where the visibility table gives object 1 a visible
+    box, the box's outline (yellow) is drawn at that box (scaled to the tile), and nowhere else."""
+    from vistest.look.per_question import BOX_RGB, COLUMNS, TILE_WIDTH, picture_path
+
+    page = (run_dir / "index.html").read_text()
+    start = page.index('<table class="questions"')
+    p = Cells()
+    p.feed(page[start:page.index("</table>", start)])
+    (table,) = p.tables
+    rows = {r[0].split(":")[0]: r for r in table[1:]}
+    assert list(rows) == ["q1", "q2"]
+    for label, col in (("4", 4), ("all", 5)):
+        for ln in (run_dir / "scenes" / "tiny" / f"{label}_frame.jsonl").open():
+            d = json.loads(ln)
+            cell = rows[d["id"]][col]
+            assert cell.startswith(d["status"])  # no status is the start of another
+            assert (d["reason_text"] in html_unescape(cell)) == (d["status"] != "kept")
+    assert rows["q2"][2] == "box (1)" and rows["q1"][2] == "box (0), box (1)"
+    row = json.loads((run_dir / "scenes" / "tiny" / "4_frame.jsonl").read_text().splitlines()[1])
+    assert row["id"] == "q2"
+    pic = picture_path(run_dir, "tiny", "q2", "4")
+    assert f'src="{pic.relative_to(run_dir).as_posix()}"' in page
+    img = cv2.cvtColor(cv2.imread(str(pic)), cv2.COLOR_BGR2RGB).astype(int)
+    with np.load(run_dir / "scenes" / "tiny" / "visibility.npz") as z:
+        bbox = dict(zip(z["frame_index"].tolist(), z["bbox"][:, 1]))
+    k = TILE_WIDTH / 96
+    assert BOX_RGB[0] - BOX_RGB[2] > 150  # yellow: the frames are grey levels (R = G = B), the JPEG smears hue
+    yellow = (img[..., 0] - img[..., 2] > 50) & (img[..., 1] - img[..., 2] > 40)
+    # the sheet's layout (vistest.look.overlay.contact_sheet): a title line, then tiles left to right, 4 px apart
+    assert len(row["frame_indices"]) == 4 and COLUMNS >= 4
+    drawn = 0
+    for n, f in enumerate(row["frame_indices"]):
+        x = 4 + n * (TILE_WIDTH + 4)
+        cols = yellow[:, x:x + TILE_WIDTH]
+        b = bbox[f]
+        if np.isfinite(b).all():
+            ys, xs = np.nonzero(cols)
+            assert len(xs), f"frame {f}: no box drawn"
+            assert abs(xs.min() - b[0] * k) <= 2 and abs(xs.max() - b[2] * k) <= 2, (f, xs.min(), xs.max(), b * k)
+            drawn += 1
+        else:
+            assert not cols.any(), f"frame {f}: a box drawn where the object is not visible"
+    assert drawn >= 1
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
 
 
 def test_index_opens_with_a_summary_read_from_the_run(run_dir):
@@ -256,9 +313,15 @@ def test_real_vs_dummy_plot_labels_do_not_overlap(tmp_path):
 HARNESS = """<!doctype html><html><body><pre id="result">pending</pre>
 <iframe id="page" src="{src}" width="1280" height="900"></iframe>
 <script>
-document.getElementById("page").addEventListener("load", () => {{
+document.getElementById("page").addEventListener("load", async () => {{
   const doc = document.getElementById("page").contentDocument;
-  const out = {{title: doc.title, images: [], links: []}};
+  const out = {{title: doc.title, images: [], links: [], questions: {{}}}};
+  for (const d of doc.querySelectorAll("details")) d.open = true;  // the drill-down's pictures load too
+  for (const img of doc.images) img.loading = "eager";
+  await Promise.all(Array.from(doc.images).map(img => img.complete ? null :
+    new Promise(done => {{ img.addEventListener("load", done); img.addEventListener("error", done); }})));
+  for (const t of doc.querySelectorAll("table.questions"))
+    out.questions[t.id] = Array.from(t.rows).slice(1).map(r => [r.id, ...Array.from(r.cells).map(c => c.innerText)]);
   for (const img of doc.images)
     out.images.push({{src: img.getAttribute("src"), ok: img.complete && img.naturalWidth > 0}});
   for (const a of doc.querySelectorAll("a[href]")) {{
@@ -294,7 +357,17 @@ def test_index_html_in_headless_chromium(run_dir, tmp_path):
     start = r.stdout.index('<pre id="result">') + len('<pre id="result">')
     result = json.loads(r.stdout[start:r.stdout.index("</pre>", start)].replace("&quot;", '"').replace("&amp;", "&"))
     assert result["title"] == "vistest run: tiny"  # named by its scene
-    assert len(result["images"]) >= 4 and len(result["links"]) >= 10
+    # the per-question table, as the browser lays it out: a row per question of the questions file, its
+    # status at each budget the budget file's
+    asked = [json.loads(ln)["id"] for ln in (run_dir.parent / "q.jsonl").open()]
+    rows = result["questions"]["questions-tiny"]
+    assert [r[0] for r in rows] == [f"row-q-tiny-{q}" for q in asked]
+    for label, col in (("4", 5), ("all", 6)):
+        status = {(d := json.loads(ln))["id"]: d["status"]
+                  for ln in (run_dir / "scenes" / "tiny" / f"{label}_frame.jsonl").open()}
+        assert [r[col].split()[0] for r in rows] == [status[q] for q in asked]
+    assert len(result["images"]) >= 6 and len(result["links"]) >= 10
+    assert any("questions/q1/4.jpg" in i["src"] for i in result["images"])
     assert [i["src"] for i in result["images"] if not i["ok"]] == []
     assert [a["href"] for a in result["links"] if not a["ok"]] == []
     ARTIFACTS.mkdir(exist_ok=True)

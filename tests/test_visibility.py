@@ -237,17 +237,23 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
 
 @pytest.mark.slow  # compiles the kernels cold in a fresh cache (~15 s of CPU)
 def test_compiled_kernels_are_cached_on_disk(tmp_path):
-    """A second process loads the kernels from the on-disk cache instead of compiling."""
+    """A second process loads the kernels from the on-disk cache instead of compiling; only the first says
+    that it compiles."""
     code = ("import vistest; from vistest.datasets.synthetic import random_box_scene;"
             "from vistest.visibility.table import compute_visibility; from vistest.visibility import raster;"
             "compute_visibility(random_box_scene(num_frames=3, num_boxes=2));"
-            "s = raster.visibility_kernel.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")
+            "s = raster.visibility_kernel_jit.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert first.stdout.split() == ["0", "1"]  # compiled (and written to the cache)
     assert second.stdout.split() == ["1", "0"]  # loaded from the cache
+    # the first process says that it compiles, with an estimate, before it does (issue #47); the second is silent
+    said = first.stderr.splitlines()
+    assert said[0].startswith("vistest: compiling the visibility kernels (first run only, about ")
+    assert said[-1].startswith("vistest: compiled the visibility kernels in "), first.stderr
+    assert "compil" not in second.stderr
 
 
 @pytest.mark.parametrize("z0, shown", [(3.4, True), (3.6, True), (3.8, False)])
@@ -318,3 +324,30 @@ def test_nested_boxes_agree_with_pyrender():
     inner = [i for i, o in enumerate(scene.objects) if o.label == "inner"]
     assert (vis.visible[:, inner] > 0.005).sum() > 10  # nested boxes are seen: not vacuous
     assert ev.max() <= 0.005, f"visible: max error {ev.max():.4f} of image area"
+
+
+def test_compiling_says_so_first_with_an_estimate_then_every_few_seconds(monkeypatch):
+    """What a first run prints while the kernels compile (issue #47), with a stand-in step of 0.35 s and
+    heartbeats every 0.1 s: the announcement with the estimate before the work, progress lines naming
+    the step while it runs, the time taken at the end; nothing at all when every kernel is compiled."""
+    import io
+    import time as _time
+
+    from vistest.visibility import compile as comp
+
+    ran = []
+    monkeypatch.setattr(comp, "WARM", {"boxes": ("stand-in", lambda: (ran.append(1), _time.sleep(0.35)))})
+    monkeypatch.setattr(comp, "STEP_ESTIMATE_S", {"boxes": 12.0})
+    monkeypatch.setattr(comp, "HEARTBEAT_S", 0.1)
+    out = io.StringIO()
+    took = comp.compile_kernels(["boxes"], file=out)
+    lines = out.getvalue().splitlines()
+    assert ran == [1] and 0.3 < took < 5
+    assert lines[0].startswith("vistest: compiling the visibility kernels (first run only, about 12 s ")
+    beats = lines[1:-1]
+    assert len(beats) >= 2 and all(b.startswith("vistest: compiling: step 1 of 1 (stand-in), ") and
+                                   b.endswith("s elapsed of about 12 s") for b in beats), lines
+    assert lines[-1].startswith("vistest: compiled the visibility kernels in ")
+    # the kernels are compiled in this process (tests/conftest.py): nothing to do, nothing said
+    assert comp.steps_to_compile() == []
+    assert comp.ensure_compiled("mesh") == 0.0 and ran == [1]

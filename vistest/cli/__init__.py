@@ -1,7 +1,7 @@
 """Command-line interface: ``vistest COMMAND``, one module per pipeline stage.
 
 * :mod:`.datasets`: ``demo-scene``, ``import``, ``audit`` (scenes in);
-* :mod:`.visibility`: ``visibility``;
+* :mod:`.visibility`: ``visibility``, ``compile`` (the Numba kernels, before a first run waits on them);
 * :mod:`.budget`: ``frames``, ``budget``, ``windows`` (sampled frames, frame-budget ground truth, time windows);
 * :mod:`.videos`: ``videos``, ``run`` (budget and dummy videos; the whole pipeline of a scene);
 * :mod:`.batch`: ``batch`` (many scenes through ``run``'s pipeline, on a process pool or Ray);
@@ -34,7 +34,7 @@ from .reformulate import reformulate_cmd
 from .synth import synth_cmd
 from .look import index_cmd, overlay_cmd, sheet_cmd, timeline_cmd
 from .videos import run, videos
-from .visibility import visibility
+from .visibility import compile_cmd, visibility
 
 __all__ = ["main", "BadInput"]
 
@@ -69,6 +69,6 @@ def main() -> None:
 
 for _cmd in (visibility, demo_scene, frames, budget, score, baseline, import_cmd, audit_cmd, videos, run, batch,
              overlay_cmd, timeline_cmd, sheet_cmd, index_cmd, export_cmd, generate_cmd,
-             reformulate_cmd, windows, synth_cmd):
+             reformulate_cmd, windows, synth_cmd, compile_cmd):
     main.add_command(_cmd)
 

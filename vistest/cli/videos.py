@@ -13,7 +13,7 @@ from ..videos.config import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_E
                              DEFAULT_MASK_MARGIN, DEFAULT_MAX_MEMORY_MB, DUMMY_LENGTHS, DUMMY_MODES, FILLS,
                              DummyConfig, EncodeConfig, EncoderSettings, ResourceConfig)
 from ..videos.spool import SPOOL_ENV
-from ..budgets import parse_budgets
+from ..budgets import ALL, parse_budgets
 from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, evidence_frame_margin_option,
                       instant_tolerance_option,
                       min_budget_room_route_option, occlusion_option, output_option, profile_options, quiet_option,
@@ -98,6 +98,14 @@ video_options = compose(
                       "error."),
     quiet_option("No progress bar and no summary."),
 )
+picture_options = compose(
+    click.option("--pictures/--no-pictures", default=True, show_default=True,
+                 help="Draw the timeline (scenes/SCENE/timeline.png) and each question's sampled frames with the "
+                      "evidence boxes and its dummies' frames (scenes/SCENE/questions/) for index.html."),
+    click.option("--sheets", is_flag=True,
+                 help="Also draw a contact sheet of every video, each frame checked against the manifest "
+                      "(sheets/; what vistest sheet does: a decode of every video)."),
+)
 
 
 def dummy_config(kw: dict) -> DummyConfig:
@@ -150,16 +158,43 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, if_s
     with signals_as_exit():
         res = job.run(outdir, loaded=loaded, progress=not quiet, spool_dir=kw["spool_dir"], verify=kw["verify"],
                       wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
-    if full:
-        from ..look.index import write_index
-        from ..videos.manifest import shared_lock
-
-        # the run folder's page; `vistest sheet` rewrites it with contact sheets, and every
-        # file later written under scenes/SCENE/ (timeline, overlay, score report) is linked
-        with shared_lock(outdir):
-            write_index(outdir)
+    page = _pictures_and_page(scene_json, questions_jsonl, kw, res.plan.scene_id) if full else None
     if not quiet:
         _video_summary(res, outdir)
+        if page is not None:
+            click.echo(f"  page: {page.resolve()} (open it in a browser)", err=True)
+
+
+def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id: str) -> Path:
+    """``run``'s pictures (unless ``--no-pictures``): the timeline (scenes/SCENE/timeline.png) and each
+    question's sampled and dummy frames (vistest.look.per_question), the contact sheets with
+    ``--sheets``; then the run folder's index.html, whose path is returned. Every file written later
+    under scenes/SCENE/ (overlay, score report) is linked when the page is written again
+    (``vistest index`` / ``vistest sheet``)."""
+    from .. import layout
+    from ..look.index import write_index
+    from ..videos.manifest import shared_lock
+
+    outdir = kw["output"]
+    if kw["pictures"]:
+        from ..look.per_question import write_question_pictures
+        from ..look.timeline import make_timeline
+
+        folder = layout.scene_dir(outdir, scene_id)
+        make_timeline(scene_json, folder / layout.TIMELINE, questions_jsonl,
+                      tuple(b for b in kw["budgets"] if b != ALL), kw["profile"], kw["options"],
+                      str(folder / layout.VISIBILITY), seen_threshold=kw["seen_threshold"],
+                      evidence_threshold=kw["dummy_evidence_threshold"],
+                      unknown_as_evidence=kw["dummy_unknown_as_evidence"],
+                      evidence_frame_margin=kw["dummy_evidence_frame_margin"],
+                      instant_tolerance_s=kw["instant_tolerance_s"])
+        write_question_pictures(outdir, scene_id)
+    if kw["sheets"]:
+        from ..look.sheets import write_sheets
+
+        write_sheets(outdir, layout.sheets_dir(outdir), scene_id, progress=not kw["quiet"])
+    with shared_lock(outdir):
+        return write_index(outdir)
 
 
 def _video_summary(res, outdir: str) -> None:
@@ -208,6 +243,7 @@ def videos(scene_json: str, questions_jsonl: str, **kw) -> None:
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.argument("questions_jsonl", type=click.Path(dir_okay=False))
 @video_options
+@picture_options
 @click.option("--if-stale", is_flag=True,
               help="Do nothing when the scene is up to date in OUTPUT: its record lists every output as written, "
                    "and the inputs and the output options (not --jobs, --threads, --max-memory) are unchanged; "

@@ -45,3 +45,20 @@ def visibility(scene_json, output, occlusion, scale, near, depth_tol, cull_back,
         n_valid = int(vis.valid.sum())
         click.echo(f"{scene.scene_id}: {len(vis.frame_index)} frames ({n_valid} valid) x {len(vis.object_ids)} "
                    f"objects, occlusion={occlusion} -> {output}" + (f", {csv_path}" if csv_path else ""), err=True)
+
+
+@click.command("compile")
+@click.option("--force", is_flag=True, help="Compile every kernel again, even those Numba's cache already holds.")
+def compile_cmd(force):
+    """Compile the Numba kernels now (make setup runs it), so that the first 'vistest run' does not
+    wait on them: about a minute of CPU once; later processes load them from Numba's on-disk cache."""
+    from ..visibility.compile import compile_kernels, steps_to_compile
+
+    steps = None if force else steps_to_compile()
+    if steps == []:
+        click.echo("vistest: the visibility kernels are compiled (Numba's cache holds them); nothing to do", err=True)
+    else:
+        compile_kernels(steps, why="once, at set-up" if not force else "--force")
+    from ..look.overlay import warm_overlay
+
+    warm_overlay()  # the overlay's small projection kernel (about a second)

@@ -36,6 +36,8 @@ from ..budget.truth import STATUSES, UNKNOWN
 from ..errors import InputError
 from ..budgets import budget_sort_key
 from ..videos.manifest import read_manifest
+from .per_question import (NOT_DRAWN, budget_rows, dummy_rows, named, object_labels, picture_path,
+                           question_objects)
 from .summary import SceneSummary, collapse_notes, note_kind, scene_summary
 
 CSS = """
@@ -49,6 +51,10 @@ td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}t
 border:0}.summary table{margin:.3em 1.5em .6em 0;display:inline-table;vertical-align:top}.summary td.n{text-align:right}
 .summary ul{margin:.3em 0;padding-left:1.2em}.ok{color:#070}.fail{color:#b00;font-weight:bold}
 .pics img.plot{max-width:100%;max-height:none}
+.st{font-weight:bold}.st-kept{color:#070}.st-changed{color:#a40}.st-unanswerable{color:#b00}.st-unknown{color:#555}
+td small{color:#555}table.questions td{max-width:28em}details.q{margin:.4em 0;border:1px solid #ddd;padding:.3em .6em}
+details.q summary{cursor:pointer}.strips{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start}
+.strips figure{margin:0}.strips img{max-width:100%;border:1px solid #ccc}
 """
 
 
@@ -170,7 +176,103 @@ def _warnings_html(summaries: list[SceneSummary], recs: list[dict], run_dir: Pat
     return "".join(out) if out else "<p>No warnings.</p>"
 
 
-def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path, notes: dict[str, int] | None = None) -> str:
+def _status(row: dict | None) -> str:
+    st = str(row.get("status")) if row else "-"
+    return f'<span class="st st-{html.escape(st)}">{html.escape(st)}</span>'
+
+
+def _questions_html(run_dir: Path, sid: str) -> str:
+    """The scene's questions: a table with a row per question (its status at each budget, the budget's
+    answer where it differs, the reason in words where the answer does not stand, each dummy's answer)
+    and, below it, a collapsed section per question with the pictures of vistest.look.per_question."""
+    budgets = budget_rows(run_dir, sid)
+    if not budgets:
+        return ""
+    dummies = dummy_rows(run_dir, sid)
+    labels = object_labels(run_dir, sid)
+    qids = list(dict.fromkeys(q for rows in budgets.values() for q in rows))
+    shown = list(budgets)
+    head = ("<tr><th>question</th><th>type</th><th>objects</th><th>answer (all frames)</th>"
+            + "".join(f"<th>{html.escape(b if b == 'all' else b + ' frames')}</th>" for b in shown)
+            + "<th>dummies (answer: modes at budgets)</th></tr>")
+    rows, details = [head], []
+    for qid in qids:
+        first = next(rows_[qid] for rows_ in budgets.values() if qid in rows_)
+        anchor = html.escape(quote(f"q-{sid}-{qid}"))
+        objs = named(question_objects(first, labels), labels)
+        original = first.get("original_ground_truth", first.get("ground_truth"))
+        cells = []
+        for b in shown:
+            r = budgets[b].get(qid)
+            if r is None:
+                cells.append("<td>-</td>")
+                continue
+            answer = "" if str(r.get("ground_truth")) == str(original) or r.get("ground_truth") is None else \
+                f" &rarr; {html.escape(str(r.get('ground_truth')))}"
+            reason = html.escape(str(r.get("reason_text") or r.get("reason") or ""))
+            words = f"<br><small>{reason}</small>" if r.get("status") != "kept" and reason else ""
+            cells.append(f'<td title="{reason}">{_status(r)}{answer}{words}</td>')
+        by_answer: dict[str, list[dict]] = {}
+        for d in dummies.get(qid, []):
+            by_answer.setdefault(str(d.get("ground_truth")), []).append(d)
+        dums = "<br>".join(
+            f"{html.escape(a)}: " + html.escape(", ".join(dict.fromkeys(str(d.get("dummy_mode")) for d in ds)))
+            + " at " + html.escape(", ".join(dict.fromkeys(str(d.get("num_frames")) for d in ds)))
+            + (f" ({sum(not d.get('video') for d in ds)} without a video)" if any(not d.get("video") for d in ds)
+               else "") for a, ds in by_answer.items())
+        rows.append(f'<tr id="row-{anchor}"><td><a href="#{anchor}">{html.escape(qid)}</a>: '
+                    f"{html.escape(str(first.get('question', '')))}</td>"
+                    f"<td>{html.escape(str(first.get('question_type', '')))}</td><td>{html.escape(objs)}</td>"
+                    f"<td>{html.escape(str(original))}</td>" + "".join(cells) + f"<td><small>{dums}</small></td></tr>")
+        details.append(_question_details(run_dir, sid, qid, anchor, budgets, dummies.get(qid, []), labels))
+    return (f"<h3>Questions ({len(qids)})</h3>"
+            '<table class="questions" id="questions-' + html.escape(quote(sid)) + '">' + "".join(rows) + "</table>"
+            + "<h3>Per question: the frames</h3>" + "".join(details))
+
+
+def _question_details(run_dir: Path, sid: str, qid: str, anchor: str, budgets: dict, dummies: list[dict],
+                      labels: dict[str, str]) -> str:
+    """One question's collapsed section: per budget its status, answer and reason, the sampled frames
+    (evidence boxes drawn) and the dummies' frames beside them."""
+    first = next(rows_[qid] for rows_ in budgets.values() if qid in rows_)
+    out = [f'<details class="q" id="{anchor}"><summary><b>{html.escape(qid)}</b>: '
+           f"{html.escape(str(first.get('question', '')))}</summary>",
+           f"<p>Objects: {html.escape(named(question_objects(first, labels), labels)) or '-'}; answer over all "
+           f"frames: {html.escape(str(first.get('original_ground_truth', first.get('ground_truth'))))}</p>"]
+    for b, rows in budgets.items():
+        r = rows.get(qid)
+        if r is None:
+            continue
+        out.append(f"<h4>{html.escape(b if b == 'all' else b + ' frames')}: {_status(r)}, answer "
+                   f"{html.escape(str(r.get('ground_truth')))}</h4><p>{html.escape(str(r.get('reason_text') or ''))}"
+                   "</p>")
+        figs = []
+        pic = picture_path(run_dir, sid, qid, b)
+        if pic.is_file():
+            figs.append(f'<figure><img src="{_href(pic, run_dir)}" alt="{html.escape(qid)} at {html.escape(b)}" '
+                        'loading="lazy"><figcaption>the sampled frames, the evidence boxes drawn'
+                        "</figcaption></figure>")
+        for d in dummies:
+            if str(d.get("num_frames")) != b:
+                continue
+            mode = str(d.get("dummy_mode"))
+            pic = picture_path(run_dir, sid, qid, b, mode)
+            text = (f"dummy {html.escape(mode)}: answer {html.escape(str(d.get('ground_truth')))} "
+                    f"({html.escape(str(d.get('status')))}), "
+                    + ("every frame black" if mode in NOT_DRAWN else
+                       f"removes {html.escape(named(d.get('removed_objects') or [], labels)) or 'nothing'}")
+                    + ("" if d.get("video") else "; no frame left, no video"))
+            figs.append(f'<figure><img src="{_href(pic, run_dir)}" alt="dummy {html.escape(mode)}" loading="lazy">'
+                        f"<figcaption>{text}</figcaption></figure>" if pic.is_file() else
+                        f"<figure><figcaption>{text}</figcaption></figure>")
+        if figs:
+            out.append('<div class="strips">' + "".join(figs) + "</div>")
+    out.append("</details>")
+    return "".join(out)
+
+
+def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path, notes: dict[str, int] | None = None,
+                labels: dict[str, str] | None = None) -> str:
     rows = ["<tr><th>video</th><th>kind</th><th>frames</th><th>questions</th><th>contact sheet</th></tr>"]
     for r in recs:
         video = run_dir / r["path"]
@@ -179,7 +281,7 @@ def _video_rows(recs: list[dict], run_dir: Path, sheets_dir: Path, notes: dict[s
             (f" ({r['profile']})" if r.get("profile") else "") + (f" {r['mode']}" if r.get("mode") else "") + \
             (f" fill {r['fill']}" if r.get("fill") else "")
         if r.get("objects"):
-            kind += f"<br>removes {html.escape(', '.join(map(str, r['objects'])))}"
+            kind += f"<br>removes {html.escape(named(r['objects'], labels or {}))}"
         nums = sorted({(notes or {}).get(note_kind(str(w)), 0): str(w) for w in r.get("warnings", [])}.items())
         warns = "".join(f'<br><a class="warn" href="#note-{i}" title="{html.escape(w)}">note {i}</a>' if i else
                         f'<br><span class="warn">{html.escape(w)}</span>' for i, w in nums)
@@ -204,9 +306,13 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
     title = title or "vistest run: " + (", ".join(scene_ids) or run_dir.name)
     parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-             "<p>Everything this run wrote, per scene: pictures (timeline, overlay, plots), ground-truth files, "
-             "and every video with its contact sheet (each frame captioned with the source frame it was made "
-             "from; <code>ok</code> = it matches the source, or black, as the manifest says).</p>"]
+             "<p>Everything this run wrote. First the summary; then per scene every question with its status at "
+             "each budget and the reason in words (open a question for the frames each budget samples, its "
+             "objects' evidence boxes drawn, and its dummies' frames beside them), the pictures (timeline, "
+             "overlay, score plots, when written), the ground-truth files, and every video with its contact "
+             "sheet when <code>vistest sheet</code> or <code>vistest run --sheets</code> drew them (each frame "
+             "captioned with the source frame it was made from; <code>ok</code> = it matches the source, or "
+             "black, as the manifest says).</p>"]
     collapsed = collapse_notes(recs)
     notes = {kind: i for i, (kind, *_rest) in enumerate(collapsed, 1)}
     parts.append(_summary_html([scene_summary(run_dir, sid) for sid in scene_ids], recs, run_dir, collapsed))
@@ -215,9 +321,11 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
                                                  for s in scene_ids) + "</p>")
     for sid in scene_ids:
         parts.append(f'<h2 id="scene-{html.escape(quote(sid))}">{html.escape(sid)}</h2>')
-        files = _visible_files(layout.scene_dir(run_dir, sid))
+        drill = layout.scene_dir(run_dir, sid) / layout.QUESTIONS_DIR  # shown per question, not listed
+        files = [f for f in _visible_files(layout.scene_dir(run_dir, sid)) if drill not in f.parents]
         pics = [f for f in files if f.suffix.lower() == ".png"]
         others = [f for f in files if f.suffix.lower() != ".png"]
+        parts.append(_questions_html(run_dir, sid))
         if pics:
             parts.append("<h3>Pictures</h3><div class=\"pics\">" + "".join(
                 f'<figure><a href="{_href(p, run_dir)}"><img src="{_href(p, run_dir)}"'
@@ -225,10 +333,13 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
                 + f' alt="{html.escape(p.name)}"></a><figcaption>{html.escape(p.relative_to(run_dir).as_posix())}'
                 f"</figcaption></figure>" for p in pics) + "</div>")
         if others:
-            parts.append("<h3>Files</h3><ul>" + "".join(f"<li>{_link(f, run_dir)}</li>" for f in others) + "</ul>")
+            parts.append(f"<details><summary><b>Files ({len(others)})</b>: ground truth per budget, dummies, "
+                         "visibility, each evaluator's own ground truth</summary><ul>"
+                         + "".join(f"<li>{_link(f, run_dir)}</li>" for f in others) + "</ul></details>")
         mine = [r for r in recs if r["scene_id"] == sid]
         if mine:
-            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir, notes))
+            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir, notes,
+                                                                      object_labels(run_dir, sid)))
     top = [p for p in sorted(run_dir.iterdir()) if p.is_file() and not p.name.startswith(".")
            and p.name != layout.INDEX_HTML]
     if top:

@@ -132,6 +132,14 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
     return BoxProjection(np.stack([cu, cv], axis=2), np.stack([eu, ev], axis=2))
 
 
+def warm_overlay() -> None:
+    """Compile (or load from the cache) :func:`_project_boxes` on a tiny scene (``vistest compile``)."""
+    from ..datasets.synthetic import random_box_scene
+
+    scene = random_box_scene(seed=0, num_frames=2, num_boxes=2, image_size=(32, 24), inside_frame=None)
+    project_boxes(scene, next(f for f in scene.frames if f.valid))
+
+
 def world_corners(scene: Scene, frame: int | None = None) -> np.ndarray:
     """(O, 8, 3) box corners in the pose world (``boxes_to_world`` applied), contiguous: the static
     poses (a moving object's first key), or at decoded frame ``frame`` when given (an object absent
@@ -187,6 +195,9 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
         geom = np.zeros(n, np.int64)
         if corners is not None:
             boxes = np.ascontiguousarray(corners, np.float64)[None]
+    from ..visibility.compile import ensure_compiled
+
+    ensure_compiled("boxes")  # a first run says that it compiles (issue #47)
     raster.visibility_kernel(w2c, kin, valid, geom, boxes, axes, w, h, ws, hs, float(near), True,
                              np.zeros((0, 0)), 0.0, contains, proj, vis, bbox, labels)
     return labels.reshape(n, hs, ws)

@@ -63,7 +63,7 @@ class SceneSummary:
     audit: tuple[bool, str, Path] | None = None
 
 
-def _jsonl(path: Path) -> list[dict]:
+def jsonl_objects(path: Path) -> list[dict]:
     """The JSON objects of a JSONL file (unreadable lines and files skipped)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -149,7 +149,7 @@ def find_score(run_dir: Path, scene_id: str, with_video: set | None = None
         if not isinstance(cells, list):
             continue
         out: dict[str, list[int]] = {}
-        rows = _jsonl(path.parent / "rows.jsonl") if with_video is not None else []
+        rows = jsonl_objects(path.parent / "rows.jsonl") if with_video is not None else []
         for r in rows:
             variant = str(r.get("variant", ""))
             if variant.startswith("dummy-") and r.get("hallucinated") is not None \
@@ -176,10 +176,10 @@ def scene_summary(run_dir: Path, scene_id: str) -> SceneSummary:
     for path in sorted(folder.glob("*_frame.jsonl")) if folder.is_dir() else []:
         label = layout.budget_of_file(path.name)
         if label is not None:
-            s.budgets[label] = Counter(str(d.get("status")) for d in _jsonl(path))
+            s.budgets[label] = Counter(str(d.get("status")) for d in jsonl_objects(path))
     s.budgets = dict(sorted(s.budgets.items(), key=lambda kv: budget_sort_key(kv[0])))
     with_video = set()
-    for d in _jsonl(folder / layout.DUMMY_GT):
+    for d in jsonl_objects(folder / layout.DUMMY_GT):
         mode = str(d.get("dummy_mode"))
         if d.get("video") is None:
             s.no_video[mode] += 1

@@ -82,6 +82,11 @@ for _e, (_a, _b) in enumerate(EDGES):
     EDGE_ID[_a, _b] = EDGE_ID[_b, _a] = _e
 
 MAXV = 64  # vertex capacity of the polygon work buffers (a clipped hull has <= 18)
+# Integer constants the kernels pass to other kernels: a literal 0 or 1 in a call (or a counter that
+# starts at one) would make Numba compile the callee once more for Literal[int](0) beside int64 (twice
+# the compile time on a first run, issue #47); np.int64(...) is typed int64.
+ZERO = np.int64(0)
+ONE = np.int64(1)
 
 
 @njit_cached()
@@ -304,7 +309,7 @@ def clip_project_box(pc, near, fx, fy, cx, cy, cu, cv, eu, ev, px, py):
     the kept parts of the 12 box edges plus the near-plane cap. Nothing is projected from
     behind the plane, so nothing is ever mirrored. Returns the vertex count.
     """
-    n = 0
+    n = np.int64(0)  # typed int64, not Literal[int](0): one specialisation of the callees (ZERO)
     for k in range(8):
         if pc[k, 2] >= near:
             px[n] = fx * pc[k, 0] / pc[k, 2] + cx
@@ -405,7 +410,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, floo
         c = off[f]
         if (inside and c < 1e-12) or (not inside and c > -1e-12):
             continue  # not a face the camera sees (or edge-on)
-        n = 0
+        n = np.int64(0)
         for k in range(4):
             a = FACES[f, k]
             b = FACES[f, (k + 1) % 4]
@@ -431,7 +436,7 @@ def _raster_box(pc, axes, r, fxs, fys, cxs, cys, ws, hs, near, oid, zk, ik, floo
         m = convex_hull(capx, capy, ncap, hx, hy)
         if m >= 3:
             count += _raster(hx, hy, m, 1.0 / near, 0.0, 0.0, ws, hs, oid, zk, ik, floor, cur, kd, kr, r0, r1, drow,
-                             False, vis, vb)
+                             inside, vis, vb)  # inside is False here (a variable: no Literal specialisation)
     return count
 
 
@@ -576,7 +581,7 @@ def _kbuffer_boxes(cf, af, r, t, fxs, fys, cxs, cys, sx, sy, ws, hs, near, invie
     for o in range(no):
         if inview[o]:
             camera_corners(cf[o], r, t, near, pc)
-            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, z0, cnt, kd, kr, 0, hs,
+            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, zk, ik, z0, cnt, kd, kr, ZERO, hs,
                                  np.zeros(0), vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
     iset = np.empty(bits.shape[1], np.int64)
     for i in range(ky0, ky1 + 1):
@@ -625,8 +630,8 @@ def _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hu
     for o in range(no):  # count the entries of each sample (and each box's silhouette samples)
         if inview[o]:
             camera_corners(cf[o], r, t, near, pc)
-            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, empty_z, empty_i, z0, cnt, 0,
-                                 no_kr, 0, hs, empty_z, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
+            sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, empty_z, empty_i, z0, cnt, ZERO,
+                                 no_kr, ZERO, hs, empty_z, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
     rows = np.zeros(hs, np.int64)
     for i in range(hs):
         for j in range(ws):
@@ -639,7 +644,7 @@ def _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hu
     eo = np.empty(size, np.int64)
     cur = np.empty(ws * hs, np.int64)
     iset = np.empty(bits.shape[1], np.int64)
-    b0 = 0
+    b0 = ZERO
     while b0 < hs:  # bands of rows b0..b1-1 of at most ``budget`` entries (at least one row)
         b1 = b0 + 1
         n = rows[b0]
@@ -658,7 +663,7 @@ def _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hu
                         or math.ceil((hull_bb[o, 3] + 0.5) * sy - 0.5) + 1 < b0):
                     continue  # the box's hull does not reach the band
                 camera_corners(cf[o], r, t, near, pc)
-                _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, ez, eo, z0, cur, 0, no_kr, b0, b1,
+                _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, ez, eo, z0, cur, ZERO, no_kr, b0, b1,
                             empty_z, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm, off)
             for i in range(b0, b1):
                 for j in range(ws):
@@ -673,10 +678,33 @@ def _listed_boxes(cf, af, r, t, fxs, fys, cxs, cys, sy, ws, hs, near, inview, hu
         b0 = b1
 
 
-@njit_cached(parallel=True)
 def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
                       out_proj, out_vis, out_bbox, out_labels=None, list_entries=LIST_ENTRIES,
-                      kbuffer_layers=KBUFFER_LAYERS):
+                      kbuffer_layers=KBUFFER_LAYERS) -> None:
+    """:func:`visibility_kernel_jit` with its arguments given one type each (float64 and int64 arrays,
+    C order; Python numbers as int64 / float64 / bool; ``out_labels`` None as an empty (0, 0)
+    array), so that every caller (every occlusion mode, the overlay's labels) runs the one compiled
+    specialisation: compiled once, about half the first run's compile time (issue #47). The
+    ``out_*`` arrays are written in place and must already be float64 (labels: int64), C order."""
+    for name, a, dt in (("out_proj", out_proj, np.float64), ("out_vis", out_vis, np.float64),
+                        ("out_bbox", out_bbox, np.float64)):
+        if a.dtype != dt or not a.flags.c_contiguous:
+            raise TypeError(f"visibility_kernel: {name}: expected a C-ordered {np.dtype(dt).name} array")
+    labels = np.zeros((0, 0), np.int64) if out_labels is None else out_labels
+    if labels.dtype != np.int64 or not labels.flags.c_contiguous:
+        raise TypeError("visibility_kernel: out_labels: expected a C-ordered int64 array")
+    f64 = np.ascontiguousarray
+    visibility_kernel_jit(f64(w2c, np.float64), f64(kin, np.float64), f64(valid, np.bool_), f64(geom, np.int64),
+                       f64(corners, np.float64), f64(axes, np.float64), int(w), int(h), int(ws), int(hs),
+                       float(near), bool(raster), f64(np.reshape(depth, (depth.shape[0], -1)) if depth.size else
+                                                      np.zeros((0, 0)), np.float64), float(depth_tol),
+                       f64(contains, np.bool_), out_proj, out_vis, out_bbox, labels, int(list_entries),
+                       int(kbuffer_layers))
+
+
+@njit_cached(parallel=True)
+def visibility_kernel_jit(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, raster, depth, depth_tol, contains,
+                       out_proj, out_vis, out_bbox, out_labels, list_entries, kbuffer_layers):
     """Fill projected, visible (fractions of image area) and bbox for F frames x O boxes.
 
     w2c (F, 3, 4) world-to-camera; kin (F, 4) native fx, fy, cx, cy; valid (F,);
@@ -690,7 +718,7 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
     docstring); or shape (0, 0): boxes hide each other, except that box a never hides box
     b where ``contains[geom[f], a, b]`` ((G, O, O) bool, or (0, O, O) for no such pair).
     Invalid frames get NaN everywhere.
-    ``out_labels``: None (the default, compiled without it), or (F, hs*ws) int64 that
+    ``out_labels``: (0, 0) for none, or (F, hs*ws) int64 that
     receives, for valid frames with ``raster`` and no depth, the index of the box visible
     at each working sample (row-major, sample (j, i) at i*ws + j) or -1; where several are
     visible (a box and the boxes containing it), the innermost: the farthest visible one.
@@ -704,8 +732,9 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
     sy = hs / h
     use_depth = depth.shape[0] > 0
     use_contains = contains.shape[0] > 0
+    has_labels = out_labels.shape[0] > 0
     loc = np.full(no, -1, np.int64)  # the involved boxes (in a containment pair), numbered
-    ni = 0
+    ni = ZERO
     if raster and use_contains and not use_depth:
         involved = np.zeros(no, np.bool_)
         for g in range(contains.shape[0]):
@@ -783,8 +812,8 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
                 if raster and loc[o] >= 0:
                     inview[o] = True
                 elif raster:
-                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, no_depth, i0, 1,
-                                         no_kr, 0, hs, drow, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm,
+                    sil[o] = _raster_box(pc, af[o], r, fxs, fys, cxs, cys, ws, hs, near, o, z0, i0, no_depth, i0, ONE,
+                                         no_kr, ZERO, hs, drow, vis, vb, us, vs, cu, cv, eu, ev, px, py, hx, hy, nrm,
                                          off)
         if not raster:
             for o in range(no):
@@ -797,7 +826,7 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
             continue
         if not use_depth:
             lab = no_labels
-            if out_labels is not None:
+            if has_labels:
                 out_labels[f, :] = -1
                 lab = out_labels[f]
             cnt = np.zeros(ws * hs if inview.any() else 0, np.int64)
@@ -814,7 +843,7 @@ def visibility_kernel(w2c, kin, valid, geom, corners, axes, w, h, ws, hs, near, 
                     o = i0[k]
                     if o >= 0 and (cnt.shape[0] == 0 or cnt[k] == 0):  # no involved box in front of it
                         _count(vis, vb, o, j, i)
-                        if out_labels is not None:
+                        if has_labels:
                             out_labels[f, k] = o
         for o in range(no):
             p = out_proj[f, o]

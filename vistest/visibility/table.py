@@ -319,6 +319,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
 
         return tracks2d_visibility(scene, occlusion)
     from . import raster
+    from .compile import ensure_compiled
     from ..progress import progress_bar
 
     first: dict = {}
@@ -342,6 +343,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
 
     w, h = scene.image_size
     ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
+    ensure_compiled(occlusion)  # a first run says that it compiles, and for how long (issue #47)
     if not scene.dynamic:  # one geometry for every frame
         geom_all, corners, rots, contains = box_geometry(scene, None, occlusion == "boxes")
     nf, no = len(scene.frames), len(scene.objects)

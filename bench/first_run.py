@@ -1,0 +1,112 @@
+"""Benchmark: the first `vistest run` (empty Numba cache) beside a warm one, and the run against one decode.
+
+In one run, on the demo scene (640x480, 300 frames; `vistest demo-scene`) with its 12 questions and
+`make demo`'s options (--budgets 16,32,64,all --profile uniform):
+
+1. **compile**: `vistest compile` with an empty Numba cache (``NUMBA_CACHE_DIR`` a new temporary
+   folder): what `make setup` adds, once;
+2. **first run**: `vistest run` with another empty cache, as after `pip install` without set-up: it
+   compiles what it needs first and says so on stderr (its "compiling" lines are counted);
+3. **warm run**: `vistest run` again, the cache now full, into a new output folder (also with
+   ``--no-pictures``: the pipeline without the page's pictures);
+4. **decode**: one bare `ffmpeg -i video.mp4 -f null -` of the demo video (median of 3).
+
+Each is a child process: wall time and CPU time (user + system of the process and its children:
+on a shared machine wall times move with the load, CPU times much less). It prints them side by
+side and the ratios warm run / decode (issue #47's target: <= 20) with and without pictures, in wall
+and in CPU seconds. The machine's load (`uptime`) is printed before and after.
+
+    python bench/first_run.py [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from vistest.videos.ffmpeg import ffmpeg_exe
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
+RUN_OPTS = ["--budgets", "16,32,64,all", "--profile", "uniform"]
+
+
+def vistest() -> list[str]:
+    """The vistest command of this interpreter's environment."""
+    exe = Path(sys.executable).with_name("vistest")
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "vistest.cli"]
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """(wall s, CPU s, stderr) of a child process; raises when it fails."""
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return wall, cpu, r.stderr
+
+
+def uptime() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one, removed)")
+    args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vistest-first-run-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"load average before: {uptime()}; {os.cpu_count()} CPUs")
+    try:
+        timed(vistest() + ["demo-scene", str(work / "scene"), "--quiet"])
+        scene = work / "scene" / "scene.json"
+        rows = []
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(work / "cache-compile"))
+        wall, cpu, _ = timed(vistest() + ["compile"], env)
+        rows.append(("vistest compile (empty cache; make setup)", wall, cpu, ""))
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(work / "cache-run"))
+        wall, cpu, err = timed(vistest() + ["run", str(scene), str(QUESTIONS), "-o", str(work / "first"), *RUN_OPTS],
+                               env)
+        said = [ln for ln in err.splitlines() if "compil" in ln]
+        rows.append(("vistest run, first (empty cache)", wall, cpu, f"{len(said)} 'compiling' line(s): "
+                     + (said[0][:90] if said else "NONE")))
+        warm = timed(vistest() + ["run", str(scene), str(QUESTIONS), "-o", str(work / "warm"), *RUN_OPTS], env)
+        rows.append(("vistest run, warm", warm[0], warm[1], ""))
+        bare = timed(vistest() + ["run", str(scene), str(QUESTIONS), "-o", str(work / "bare"), *RUN_OPTS,
+                                  "--no-pictures"], env)
+        rows.append(("vistest run, warm, --no-pictures", bare[0], bare[1], ""))
+        decodes = [timed([ffmpeg_exe(), "-v", "error", "-i", str(work / "scene" / "video.mp4"), "-f", "null", "-"])
+                   for _ in range(3)]
+        dec_wall = statistics.median(d[0] for d in decodes)
+        dec_cpu = statistics.median(d[1] for d in decodes)
+        rows.append(("one decode of the demo video (median of 3)", dec_wall, dec_cpu, ""))
+        print(f"{'':46s} {'wall s':>8s} {'CPU s':>8s}")
+        for name, w, c, note in rows:
+            print(f"{name:46s} {w:8.2f} {c:8.2f}  {note}")
+        print(f"first run / warm run: {rows[1][1] / warm[0]:.1f}x wall, {rows[1][2] / warm[1]:.1f}x CPU")
+        for name, (w, c, _e) in (("warm run", warm), ("warm run --no-pictures", bare)):
+            print(f"{name} / one decode: {w / dec_wall:.1f}x wall, {c / dec_cpu:.1f}x CPU (target <= 20x)")
+    finally:
+        print(f"load average after: {uptime()}")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
