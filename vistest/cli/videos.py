@@ -181,14 +181,15 @@ def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id
         from ..look.timeline import make_timeline
 
         folder = layout.scene_dir(outdir, scene_id)
+        vis = kw["visibility_npz"] or str(folder / layout.VISIBILITY)  # --visibility FILE: none in the folder
         make_timeline(scene_json, folder / layout.TIMELINE, questions_jsonl,
                       tuple(b for b in kw["budgets"] if b != ALL), kw["profile"], kw["options"],
-                      str(folder / layout.VISIBILITY), seen_threshold=kw["seen_threshold"],
+                      vis, seen_threshold=kw["seen_threshold"],
                       evidence_threshold=kw["dummy_evidence_threshold"],
                       unknown_as_evidence=kw["dummy_unknown_as_evidence"],
                       evidence_frame_margin=kw["dummy_evidence_frame_margin"],
                       instant_tolerance_s=kw["instant_tolerance_s"])
-        write_question_pictures(outdir, scene_id)
+        write_question_pictures(outdir, scene_id, vis)
     if kw["sheets"]:
         from ..look.sheets import write_sheets
 

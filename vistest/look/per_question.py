@@ -113,21 +113,24 @@ def _draw_boxes(img: np.ndarray, boxes: list[np.ndarray], k: float) -> None:
                           BOX_RGB, 1)
 
 
-def _visibility_boxes(run_dir: Path, scene_id: str) -> tuple[dict[int, int], dict[str, int], np.ndarray] | None:
-    """({decoded frame: row}, {object id: column}, bbox (F, O, 4)) of the run's visibility.npz, or None."""
+def _visibility_boxes(npz: Path) -> tuple[dict[int, int], dict[str, int], np.ndarray] | None:
+    """({decoded frame: row}, {object id: column}, bbox (F, O, 4)) of the visibility file ``npz``, or None."""
     import zipfile
 
     try:
-        with np.load(layout.scene_dir(run_dir, scene_id) / layout.VISIBILITY, allow_pickle=False) as z:
+        with np.load(npz, allow_pickle=False) as z:
             rows = {int(f): i for i, f in enumerate(z["frame_index"])}
             return rows, {str(o): i for i, o in enumerate(z["object_ids"])}, np.asarray(z["bbox"], float)
     except (OSError, KeyError, ValueError, zipfile.BadZipFile):
         return None
 
 
-def write_question_pictures(run_dir: str | os.PathLike, scene_id: str) -> list[Path]:
+def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
+                            visibility: str | os.PathLike | None = None) -> list[Path]:
     """Write the pictures of the module docstring for every question of the scene; returns them.
-    Nothing is drawn when the scene file or its video cannot be read (the page then shows the table only)."""
+    ``visibility``: the table the run used (None: the run folder's ``scenes/SCENE/visibility.npz``; a run
+    given ``--visibility FILE`` writes none there). Nothing is drawn when the scene file or its video
+    cannot be read (the page then shows the table only); without the table, no evidence boxes."""
     from ..atomic import write_atomic
     from ..scene import Scene
     from ..videos.manifest import read_manifest
@@ -145,7 +148,8 @@ def write_question_pictures(run_dir: str | os.PathLike, scene_id: str) -> list[P
     dummies = dummy_rows(run_dir, scene_id)
     recs = {r["path"]: r for r in read_manifest(run_dir)} if layout.manifest_path(run_dir).is_file() else {}
     labels = {o.id: o.label for o in scene.objects}
-    boxes = _visibility_boxes(run_dir, scene_id)
+    boxes = _visibility_boxes(Path(visibility) if visibility is not None
+                              else layout.scene_dir(run_dir, scene_id) / layout.VISIBILITY)
     plans = []  # (path, title, [(source frame, black, mask rects, object ids drawn, evidence)])
     for b, rows in budgets.items():
         for qid, row in rows.items():
