@@ -1,5 +1,5 @@
 """Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets; question sets:
-vistest.datasets.sti_bench) and ``audit`` (vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
+vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
 from __future__ import annotations
 
 import click
@@ -58,7 +58,11 @@ def _import_epilog() -> str:
                     for f in _track_formats().values())
         + "\n\b\nQuestion sets (OUTPUT/questions.jsonl, by_scene/, import_report.json):\n"
         "  sti-bench: STI-Bench qa.parquet (MINT-SJTU/STI-Bench)\n"
-        "  resti: ReSTI annotations/resti.jsonl or resti.parquet (pengzhansun/ReSTI)")
+        "  resti: ReSTI annotations/resti.jsonl or resti.parquet (pengzhansun/ReSTI)\n"
+        "\b\nVSI-Bench / ReVSI question rows, objects resolved against --scenes (OUTPUT/questions.jsonl, by_scene/, "
+        "import_report.json):\n"
+        "  vsibench-questions: VSI-Bench or VSI-Bench-Debiased test.jsonl / parquet (nyu-visionx/VSI-Bench)\n"
+        "  revsi-questions: ReVSI rows, one config (3dlg-hcvc/ReVSI all_frame)")
 
 
 @click.command("import", epilog=_import_epilog())
@@ -78,8 +82,19 @@ def _import_epilog() -> str:
               help="With --video-from-frames: encode gaps of more than 10 s without images too (held frames; "
                    "refused by default: a stray image far past the others).")
 @key_value_option("Adapter option KEY=VALUE (repeatable).")
+@click.option("--scenes", "scenes", multiple=True, type=click.Path(exists=True),
+              help="vsibench-questions / revsi-questions: the imported scenes the rows are about (a scene.json, a "
+                   "scene folder or a folder of scene folders; repeatable); each object the text names is looked "
+                   "up among their labels.")
+@click.option("--scene-id", "scene_id", default=None,
+              help="vsibench-questions / revsi-questions: the scene id of a row, from {scene_name} (the row's "
+                   "scene_name or scene_id) and {dataset} (default: {scene_name}).")
+@click.option("--skip-refused", is_flag=True,
+              help="vsibench-questions / revsi-questions: import the rows that resolve and write the others to "
+                   "OUTPUT/refused.jsonl with the reason (default: a refused row stops the import, exit status 2).")
 @quiet_option("No progress bar and no summary.")
-def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, allow_frame_gaps, options, quiet):
+def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, allow_frame_gaps, options, scenes,
+               scene_id, skip_refused, quiet):
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
     (a question set, sti-bench or resti: OUTPUT/questions.jsonl; 2D object tracks, perception-test, mot,
     tao, youtube-vis or bdd100k: OUTPUT/scene.json as a 2D scene, and OUTPUT/questions.jsonl where it has questions)."""
@@ -88,8 +103,24 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
 
     from ..datasets import import_scene
     from ..datasets.sti_bench import LAYOUTS
+    from ..datasets.vsibench_questions import TEMPLATES
     from ..scene import Scene
 
+    scene_opts = [n for n, v in (("--scenes", scenes), ("--scene-id", scene_id), ("--skip-refused", skip_refused)) if v]
+    if dataset in TEMPLATES:
+        given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
+                                ("--video-from-frames", video_from_frames), ("--allow-frame-gaps", allow_frame_gaps),
+                                ("-O", options)) if v]
+        if given:
+            raise InputError(f"{', '.join(given)}: question rows ({dataset}) take --scenes, --scene-id and "
+                             f"--skip-refused only")
+        if not scenes:
+            raise InputError(f"--scenes: {dataset} needs the imported scenes the rows are about (their labels resolve "
+                             f"the objects the questions name)")
+        _import_rows(dataset, path, output, scenes, scene_id, skip_refused, quiet)
+        return
+    if scene_opts:
+        raise InputError(f"{', '.join(scene_opts)}: only question rows (vsibench-questions, revsi-questions) take them")
     if dataset in LAYOUTS:
         given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
                                 ("--video-from-frames", video_from_frames), ("--allow-frame-gaps", allow_frame_gaps),
@@ -155,6 +186,36 @@ def _import_questions(layout: str, path: str, output: str, quiet: bool) -> None:
         rep = imported.report()
         click.echo(f"{rep['questions']} questions over {rep['scenes']} videos: "
                    + ", ".join(f"{t} {n}" for t, n in rep["per_task"].items()), err=True)
+    click.echo(str(out))
+
+
+def _import_rows(layout: str, path: str, output: str, scenes: tuple, scene_id: str | None, skip_refused: bool,
+                 quiet: bool) -> None:
+    """``vistest import vsibench-questions|revsi-questions PATH --scenes DIR -o OUTPUT``
+    (vistest.datasets.vsibench_questions)."""
+    from ..datasets.sti_bench import write_question_set
+    from ..datasets.vsibench_questions import DEFAULT_SCENE_ID, find_scenes, import_rows, refusal_error, write_refused
+
+    found = find_scenes(list(scenes))
+    imported = import_rows(layout, path, found, scene_id or DEFAULT_SCENE_ID)
+    if imported.refused and not skip_refused:
+        raise refusal_error(imported)
+    if not imported.questions:
+        raise InputError(f"{path}: no row could be imported ({len(imported.refused)} refused; first: "
+                         f"{imported.refused[0].message()})")
+    out = write_question_set(imported, output)
+    from pathlib import Path
+
+    stale = Path(output) / "refused.jsonl"
+    if not imported.refused and stale.exists():  # a previous run's refusals no longer hold
+        stale.unlink()
+    if imported.refused:
+        click.echo(f"Warning: {imported.warnings[0]}; the refused rows and why: {write_refused(imported, output)}",
+                   err=True)
+    if not quiet:
+        rep = imported.report()
+        click.echo(f"{rep['questions']} questions over {rep['scenes']} scenes: "
+                   + ", ".join(f"{t} {n}" for t, n in rep["per_type"].items()), err=True)
     click.echo(str(out))
 
 

@@ -87,13 +87,18 @@ def walk(lo: np.ndarray, hi: np.ndarray, floor_z: float, num_frames: int, rng: n
 
 
 def real_layout_scene(key: str, scan: dict, num_frames: int = 90, image_size=(160, 120), fps: float = 10.0,
-                      seed: int = 0) -> Scene:
-    """The scene of one meta-info scan (module docstring); ``key`` its scene id."""
+                      seed: int = 0, ids: str = "index") -> Scene:
+    """The scene of one meta-info scan (module docstring); ``key`` its scene id. ``ids``: ``index``
+    (``0`` ... in (label, box) order) or ``label`` (``{label}_{i}``, i the box's place in its label's
+    list: the ids ``vistest import ... --boxes vsibench:`` gives, vistest.datasets.vsibench)."""
+    if ids not in ("index", "label"):
+        raise ValueError(f"ids: expected 'index' or 'label', got {ids!r}")
     objects = []
     source = f"{scan.get('_source', '<meta info>')}: {key}"
     for label in sorted(scan.get("object_bbox") or {}):
-        for center, size, rot in meta_boxes(scan["object_bbox"][label], source, label):
-            objects.append({"id": str(len(objects)), "label": label.strip().lower(), "center": center.tolist(),
+        for i, (center, size, rot) in enumerate(meta_boxes(scan["object_bbox"][label], source, label)):
+            oid = str(len(objects)) if ids == "index" else f"{label}_{i}"
+            objects.append({"id": oid, "label": label.strip().lower(), "center": center.tolist(),
                             "size": size.tolist(), "rotation": rot.tolist()})
     if not objects:
         raise InputError(f"{source}: object_bbox: expected at least one box")
