@@ -103,6 +103,7 @@ def vsibench_rows(meta) -> list[dict]:
     ``_truth``: the answer computed here (audited rows)."""
     ark, sn, pp = (meta[s] for s in SCANS.values())
     A, S, P = "arkitscenes", "scannet", "scannetpp"
+    AK, SN, PP = SCANS[A], SCANS[S], SCANS[P]
 
     def row(i, ds, sid, qtype, q, gt, options=None, **extra):
         return {"id": i, "dataset": ds, "scene_name": sid, "question_type": qtype, "question": q,
@@ -118,67 +119,67 @@ def vsibench_rows(meta) -> list[dict]:
                     for i in range(len(ark["object_bbox"][lab]))) for lab in ("stove", "sofa", "table", "chair")}
     rel_opts = ["A. stove", "B. sofa", "C. table", "D. chair"]
     rows = [
-        row(1, A, "41069025", "object_rel_direction_easy", "If I am standing by the stove and facing the sofa, is the "
+        row(1, A, AK, "object_rel_direction_easy", "If I am standing by the stove and facing the sofa, is the "
             "tv to the left or the right of the sofa?", letter(lr, direction(ark, "stove", "sofa", "tv", "lr")), lr,
             _expect=["stove_0", "sofa_0", "tv_0"]),
-        row(2, A, "41069025", "object_counting", "How many chair(s) are in this room?", "2", _expect="chair",
+        row(2, A, AK, "object_counting", "How many chair(s) are in this room?", "2", _expect="chair",
             _truth=len(ark["object_bbox"]["chair"])),
-        row(3, A, "41069025", "object_counting", "How many table(s) are in this room?", "3", _expect="table",
+        row(3, A, AK, "object_counting", "How many table(s) are in this room?", "3", _expect="table",
             _truth=len(ark["object_bbox"]["table"])),  # a stored count the scene does not support (4 tables)
-        row(4, A, "41069025", "object_size_estimation", "What is the length of the longest dimension (length, width, "
+        row(4, A, AK, "object_size_estimation", "What is the length of the longest dimension (length, width, "
             "or height) of the sofa, measured in centimeters?", str(round(100 * max(_box(ark, "sofa")[1]))),
             _expect=["sofa_0"], _truth=100 * max(_box(ark, "sofa")[1])),
-        row(5, A, "41069025", "object_abs_distance", "Measuring from the closest point of each object, what is the "
+        row(5, A, AK, "object_abs_distance", "Measuring from the closest point of each object, what is the "
             "direct distance between the stove and the tv (in meters)?", f"{d_ark:.2f}", _expect=["stove_0", "tv_0"],
             _truth=d_ark),
-        row(6, A, "41069025", "object_rel_distance", "Measuring from the closest point of each object, which of these "
+        row(6, A, AK, "object_rel_distance", "Measuring from the closest point of each object, which of these "
             "objects (stove, sofa, table, chair) is the closest to the tv?",
             letter(rel_opts, min(rel, key=rel.get)), rel_opts,
             _expect=["tv_0", "stove_0", "sofa_0", "table_0", "table_1", "table_2", "table_3", "chair_0", "chair_1"]),
-        row(7, A, "41069025", "room_size_estimation", "What is the size of this room (in square meters)? If multiple "
+        row(7, A, AK, "room_size_estimation", "What is the size of this room (in square meters)? If multiple "
             "rooms are shown, estimate the size of the combined space.", f"{ark['room_size']:.1f}", _expect=None,
             _truth=ark["room_size"]),
-        row(10, S, "scene0426_00", "object_rel_direction_medium", "If I am standing by the bed and facing the tv, is the "
+        row(10, S, SN, "object_rel_direction_medium", "If I am standing by the bed and facing the tv, is the "
             "lamp to my left, right, or back?\nAn object is to my back if I would have to turn at least 135 degrees in "
             "order to face it.", letter(lrb, direction(sn, "bed", "tv", "lamp", "lrb")), lrb,
             _expect=["bed_0", "tv_0", "lamp_0"]),
-        row(11, S, "scene0426_00", "object_rel_direction_hard", "If I am standing by the door and facing the window, is "
+        row(11, S, SN, "object_rel_direction_hard", "If I am standing by the door and facing the window, is "
             "the backpack to my front-left, front-right, back-left, or back-right?\nThe directions refer to the "
             "quadrants of a Cartesian plane (if I am standing at the origin and facing along the positive y-axis).",
             letter(quad, direction(sn, "door", "window", "backpack", "quad")), quad,
             _expect=["door_0", "window_0", "backpack_0"]),
-        row(12, S, "scene0426_00", "object_counting", "How many monitor(s) are in this room?", "4", _expect="monitor",
+        row(12, S, SN, "object_counting", "How many monitor(s) are in this room?", "4", _expect="monitor",
             _truth=len(sn["object_bbox"]["monitor"])),
-        row(13, S, "scene0426_00", "object_abs_distance", "Measuring from the closest point of each object, what is the "
+        row(13, S, SN, "object_abs_distance", "Measuring from the closest point of each object, what is the "
             "direct distance between the bed and the door (in meters)?", f"{d_sn:.2f}", _expect=["bed_0", "door_0"],
             _truth=d_sn),
-        row(14, S, "scene0426_00", "obj_appearance_order", "What will be the first-time appearance order of the "
+        row(14, S, SN, "obj_appearance_order", "What will be the first-time appearance order of the "
             "following categories in the video: tv, bed, lamp, door?", "B",
             ["A. tv, bed, lamp, door", "B. bed, tv, door, lamp", "C. door, lamp, tv, bed", "D. lamp, door, bed, tv"],
             _expect=["tv", "bed", "lamp", "door"]),
-        row(15, S, "scene0426_00", "route_planning", "You are a robot beginning at the bed facing the tv. You want to "
+        row(15, S, SN, "route_planning", "You are a robot beginning at the bed facing the tv. You want to "
             "navigate to the door. You will perform the following actions (Note: for each [please fill in], choose "
             "either 'turn back,' 'turn left,' or 'turn right.'): 1. [please fill in] 2. Go forward until the lamp 3. "
             "[please fill in] 4. Go forward until the door. You have reached the final destination.", "A",
             ["A. Turn Left, Turn Right", "B. Turn Back, Turn Left", "C. Turn Right, Turn Right",
              "D. Turn Left, Turn Left"], _expect=["bed_0", "tv_0", "lamp_0", "door_0"]),
-        row(20, P, "7b6477cb95", "object_size_estimation", "What is the length of the longest dimension (length, width, "
+        row(20, P, PP, "object_size_estimation", "What is the length of the longest dimension (length, width, "
             "or height) of the computer mouse, measured in centimeters?",
             str(round(100 * max(_box(pp, "computer mouse")[1]))), _expect=["computer mouse_0"],
             _truth=100 * max(_box(pp, "computer mouse")[1])),
-        row(21, P, "7b6477cb95", "object_abs_distance", "Measuring from the closest point of each object, what is the "
+        row(21, P, PP, "object_abs_distance", "Measuring from the closest point of each object, what is the "
             "direct distance between the power strip and the trash can (in meters)?", f"{d_pp:.2f}",
             _expect=["power strip_0", "trash can_0"], _truth=d_pp),
-        row(22, P, "7b6477cb95", "object_counting", "How many ceiling light(s) are in this room?", "4",
+        row(22, P, PP, "object_counting", "How many ceiling light(s) are in this room?", "4",
             _expect="ceiling light", _truth=len(pp["object_bbox"]["ceiling light"])),
-        row(23, P, "7b6477cb95", "room_size_estimation", "What is the size of this room (in square meters)? If multiple "
+        row(23, P, PP, "room_size_estimation", "What is the size of this room (in square meters)? If multiple "
             "rooms are shown, estimate the size of the combined space.", f"{2 * pp['room_size']:.1f}", _expect=None,
             _truth=pp["room_size"]),  # twice the area: unsupported
-        row(24, P, "7b6477cb95", "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
+        row(24, P, PP, "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
             "is the bookshelf to the left or the right of the door?",
             letter(lr, direction(pp, "telephone", "door", "bookshelf", "lr")), lr,
             _expect=["telephone_0", "door_0", "bookshelf_0"]),
-        row(25, P, "7b6477cb95", "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
+        row(25, P, PP, "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
             "is the bookshelf to the left or the right of the door?",
             letter(lr, {"left": "right", "right": "left"}[direction(pp, "telephone", "door", "bookshelf", "lr")]), lr,
             _expect=["telephone_0", "door_0", "bookshelf_0"]),  # the other side: unsupported

@@ -1,5 +1,6 @@
 """Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets; question sets:
-vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.datasets.audit, docs/adapters.md, docs/audit.md)."""
+vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.datasets.audit,
+docs/adapters.md, docs/audit.md)."""
 from __future__ import annotations
 
 import click
