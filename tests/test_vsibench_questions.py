@@ -240,7 +240,9 @@ def test_ambiguous_and_missing_labels_are_refused_with_the_scene_labels(world):
             {"id": 902, "dataset": "scannet", "scene_name": "scene0999_00", "question_type": "object_counting",
              "question": "How many chair(s) are in this room?", "options": None, "ground_truth": "2"},
             {"id": 903, "dataset": "scannet", "scene_name": "scene0426_00", "question_type": "object_counting",
-             "question": "How many chairs are there?", "options": None, "ground_truth": "3"}]
+             "question": "How many chairs are there?", "options": None, "ground_truth": "3"},
+            {"id": 904, "dataset": "scannet", "scene_name": "scene0426_00", "question_type": "object_counting",
+             "question": "How many chair(s) are in this room?", "options": None, "ground_truth": "2.5"}]
     got = import_rows(VSIBENCH, write_rows(root / "bad.jsonl", rows), find_scenes([root / "scenes"]))
     assert not got.questions
     why = {r.id: r.reason for r in got.refused}
@@ -250,6 +252,7 @@ def test_ambiguous_and_missing_labels_are_refused_with_the_scene_labels(world):
     assert why[901].startswith("missing label: the object name 'sofa' is no object's label")
     assert "scene scene0426_00 has labels: backpack (1), bed (1), chair (3)" in why[901]
     assert why[902].startswith("scene: 'scene0999_00'") and why[903].startswith("template:")
+    assert why[904] == "invalid: ground_truth: expected a non-negative integer count, got '2.5'"
 
 
 def test_audit_recomputes_the_answers_and_flags_the_unsupported(imported):

@@ -72,7 +72,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..generate import templates as T
-from ..questions import QUESTION_TYPES, option_letter, parse_questions
+from ..questions import QUESTION_TYPES, QuestionError, option_letter, parse_question
 from ..scene import Scene
 from .sti_bench import read_table
 
@@ -411,8 +411,9 @@ def import_rows(layout: str, path: str | os.PathLike, scenes: dict[str, SceneLab
                 scene_pattern: str = DEFAULT_SCENE_ID) -> ImportedRows:
     """Read one VSI-Bench (-Debiased) or ReVSI file (module docstring) against ``scenes``
     (:func:`find_scenes`). Rows that cannot be imported are returned in ``refused``; a file that is
-    not of the layout raises QuestionRowError. The imported questions are checked as ``vistest
-    budget`` reads them."""
+    not of the layout raises QuestionRowError. Each imported question is checked as ``vistest
+    budget`` reads it (a stored field it refuses, e.g. a count that is not an integer, refuses the row:
+    ``invalid``)."""
     if layout not in TEMPLATES:
         raise QuestionRowError(f"question rows: expected one of {', '.join(TEMPLATES)}, got {layout!r}")
     path = Path(path)
@@ -423,10 +424,15 @@ def import_rows(layout: str, path: str | os.PathLike, scenes: dict[str, SceneLab
     if not rows:
         raise QuestionRowError(f"{path}: no rows")
     questions, wheres, refused = [], [], []
-    for where, row in rows:
+    for n, (where, row) in enumerate(rows, 1):
         row = _jsonable(row, where) if isinstance(row, dict) else row
         try:
-            questions.append(convert_row(layout, where, row, scenes, scene_pattern))
+            q = convert_row(layout, where, row, scenes, scene_pattern)
+            try:  # as `vistest budget` will read it; a bad stored field refuses this row only
+                parse_question(q, str(path), n)
+            except QuestionError as e:
+                raise _Refused(f"invalid: {str(e).split(': ', 1)[-1]}") from None
+            questions.append(q)
             wheres.append(where)
         except _Refused as e:
             scene = row.get(SCENE_COLUMN[layout]) if isinstance(row, dict) else None
@@ -444,8 +450,6 @@ def import_rows(layout: str, path: str | os.PathLike, scenes: dict[str, SceneLab
         warnings.append(f"{path}: {len(refused)} of {len(rows)} rows refused ("
                         + ", ".join(f"{n} {k}" for k, n in sorted(Counter(r.reason.split(':', 1)[0]
                                                                          for r in refused).items())) + ")")
-    if questions:
-        parse_questions([json.dumps(q, ensure_ascii=False) for q in questions], source=str(path))
     return ImportedRows(layout, str(path), tuple(questions), tuple(refused), tuple(warnings))
 
 
