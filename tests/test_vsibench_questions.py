@@ -175,14 +175,14 @@ def vsibench_rows(meta) -> list[dict]:
         row(23, P, PP, "room_size_estimation", "What is the size of this room (in square meters)? If multiple "
             "rooms are shown, estimate the size of the combined space.", f"{2 * pp['room_size']:.1f}", _expect=None,
             _truth=pp["room_size"]),  # twice the area: unsupported
-        row(24, P, PP, "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
-            "is the bookshelf to the left or the right of the door?",
-            letter(lr, direction(pp, "telephone", "door", "bookshelf", "lr")), lr,
-            _expect=["telephone_0", "door_0", "bookshelf_0"]),
-        row(25, P, PP, "object_rel_direction_easy", "If I am standing by the telephone and facing the door, "
-            "is the bookshelf to the left or the right of the door?",
-            letter(lr, {"left": "right", "right": "left"}[direction(pp, "telephone", "door", "bookshelf", "lr")]), lr,
-            _expect=["telephone_0", "door_0", "bookshelf_0"]),  # the other side: unsupported
+        row(24, P, PP, "object_rel_direction_easy", "If I am standing by the trash can and facing the telephone, "
+            "is the door to the left or the right of the telephone?",
+            letter(lr, direction(pp, "trash can", "telephone", "door", "lr")), lr,
+            _expect=["trash can_0", "telephone_0", "door_0"]),
+        row(25, P, PP, "object_rel_direction_easy", "If I am standing by the trash can and facing the telephone, "
+            "is the door to the left or the right of the telephone?",
+            letter(lr, {"left": "right", "right": "left"}[direction(pp, "trash can", "telephone", "door", "lr")]), lr,
+            _expect=["trash can_0", "telephone_0", "door_0"]),  # the other side: unsupported
     ]
     return rows
 
@@ -278,6 +278,24 @@ def test_audit_recomputes_the_answers_and_flags_the_unsupported(imported):
             else:
                 assert r.verdict == AGREE, (r.id, r.why)
     assert flagged == {3, 23, 25}
+
+
+def test_audit_over_the_scene_folder(imported):
+    """``vistest audit SCENES --questions Q``: every scene's rows in one report; the same three flagged."""
+    from vistest.cli import main
+
+    _, got, root = imported
+    path = root / "all.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in got.questions if q["question_type"] != "obj_appearance_order")
+                    + json.dumps({**got.questions[0], "id": "elsewhere", "scene_id": "scene0999_00"}) + "\n")
+    r = CliRunner().invoke(main, ["audit", str(root / "scenes"), "--questions", str(path), "--json",
+                                  str(root / "audit.json"), "--quiet"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads((root / "audit.json").read_text())
+    bad = {row["id"] for rep in doc["scenes"] for row in rep["rows"] if row["verdict"] == "disagree"}
+    assert bad == {"3", "23", "25"} and len(doc["scenes"]) == 3
+    assert doc["summary"]["counting"] == {"checked": 4, "agree": 3, "disagree": 1, "not checkable": 0}
+    assert doc["unmatched"] == [{"id": "elsewhere", "scene_id": "scene0999_00"}]
 
 
 def test_revsi_rows(world):

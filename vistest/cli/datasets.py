@@ -221,7 +221,7 @@ def _import_rows(layout: str, path: str, output: str, scenes: tuple, scene_id: s
 
 
 @click.command("audit")
-@click.argument("scene_json", type=click.Path(dir_okay=False))
+@click.argument("scene_json", type=click.Path())
 @click.option("--alignment", "alignments", multiple=True, type=click.Path(dir_okay=False),
               help="Candidate alignment to test: ScanNet sceneXXXX_XX.txt, provenance.json, JSON 4x4 (repeatable).")
 @click.option("--no-provenance", is_flag=True, help="Ignore the alignments in provenance.json beside the scene.")
@@ -245,11 +245,25 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
               markdown_path, quiet):
     """Check that SCENE_JSON's boxes, poses and intrinsics agree with its depth/mesh, and which
     convention fix fits best; with --questions, that a question file's static answers agree with the scene
-    and its 3D answers land on its objects (which convention error explains them). Exit status 0 = pass,
-    1 = fails (docs/audit.md), 2 = bad input."""
+    and its 3D answers land on its objects (which convention error explains them). With --questions,
+    SCENE_JSON may be a folder of scene folders: the static answers of each scene's rows (by scene_id),
+    one report over them all. Exit status 0 = pass, 1 = fails (docs/audit.md), 2 = bad input."""
+    from pathlib import Path
+
     from ..datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
     from ..scene import Scene
 
+    if Path(scene_json).is_dir() and not (Path(scene_json) / "scene.json").is_file():
+        if questions is None:
+            raise InputError(f"{scene_json}: a folder: expected a scene.json (a folder of scenes goes with "
+                             f"--questions)")
+        if alignments:
+            raise click.UsageError("--alignment goes with the scene audit of one scene")
+        if not _audit_question_set(scene_json, questions, json_path, markdown_path, objects, quiet):
+            click.get_current_context().exit(1)
+        return
+    if Path(scene_json).is_dir():
+        scene_json = str(Path(scene_json) / "scene.json")
     scene = Scene.load(scene_json)
     scene.require_3d("vistest audit")
     if questions is not None:
@@ -273,6 +287,35 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
         click.echo(report.text(per_object=objects), nl=False)
     if not report.passed:
         click.get_current_context().exit(1)
+
+
+def _audit_question_set(folder: str, questions: str, json_path: str | None, markdown_path: str | None,
+                        per_row: bool, quiet: bool) -> bool:
+    """``vistest audit FOLDER --questions Q``: the static answers of Q's rows on each scene of FOLDER
+    (``*/scene.json``) that has rows (vistest.datasets.answer_audit.audit_static_set). Returns whether all pass."""
+    import json
+    from pathlib import Path
+
+    from ..atomic import write_atomic
+    from ..datasets.answer_audit import audit_static_set
+
+    paths = sorted(Path(folder).glob("*/scene.json"))
+    if not paths:
+        raise InputError(f"{folder}: no scene folder in it (expected FOLDER/*/scene.json)")
+
+    def progress(i: int, n: int, sid: str) -> None:
+        if not quiet:
+            click.echo(f"vistest audit: scene {i + 1} of {n}: {sid}", err=True)
+
+    result = audit_static_set(paths, questions, progress=progress)
+    text = result.markdown(per_row)
+    if json_path is not None:
+        write_atomic(json_path, json.dumps(result.to_dict(), indent=1, default=str) + "\n")
+    if markdown_path is not None:
+        write_atomic(markdown_path, text)
+    if not quiet:
+        click.echo(text, nl=False)
+    return result.passed
 
 
 def _audit_questions(scene, questions: str, json_path: str | None, markdown_path: str | None, per_row: bool,

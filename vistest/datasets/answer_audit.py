@@ -867,3 +867,90 @@ def audit_static(scene: Scene, questions: str | os.PathLike, config: StaticAudit
         recomputed, verdict, why = _static_row(q, fam, s, config)
         rows.append(StaticRow(q.id, line, qtype, fam, _given(q)[0], recomputed, verdict, why))
     return StaticAuditReport(scene.scene_id, str(path), config, tuple(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# static answers over many scenes (a benchmark's rows, e.g. VSI-Bench's imported)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StaticAuditSet:
+    """The static answer audit of one question file over several scenes: a report per scene that has
+    rows, and the rows whose ``scene_id`` is none of the scenes given (``unmatched``: (id, scene_id))."""
+
+    questions: str
+    reports: tuple[StaticAuditReport, ...]
+    unmatched: tuple[tuple[str, str], ...]
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Per family, summed over the scenes: checked, agree, disagree, not checkable."""
+        out: dict[str, dict[str, int]] = {}
+        for rep in self.reports:
+            for fam, n in rep.summary().items():
+                acc = out.setdefault(fam, {"checked": 0, AGREE: 0, DISAGREE: 0, NOT_CHECKABLE: 0})
+                for k, v in n.items():
+                    acc[k] += v
+        order = [*STATIC_FAMILIES, OTHER]
+        return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.reports)
+
+    def to_dict(self) -> dict:
+        return {"format": "vistest.static_answer_audit_set/1", "questions": self.questions, "passed": self.passed,
+                "summary": self.summary(), "scenes": [r.to_dict() for r in self.reports],
+                "unmatched": [{"id": i, "scene_id": s} for i, s in self.unmatched]}
+
+    def markdown(self, per_row: bool = False) -> str:
+        """Verdict, the table per family over every scene (with the share of checked answers that
+        disagree), then every disagreement (scene, row, given, recomputed, why); ``per_row``: every row."""
+        bad = [(rep.scene_id, r) for rep in self.reports for r in (rep.rows if per_row else rep.disagreements)]
+        n_bad = sum(len(rep.disagreements) for rep in self.reports)
+        checked = sum(rep.checked for rep in self.reports)
+        cfg = self.reports[0].config if self.reports else StaticAuditConfig()
+        lines = [f"# Static answers: {self.questions} on {len(self.reports)} scenes", "",
+                 f"**{'PASS' if self.passed else 'FAIL'}**: {n_bad} of {checked} checked answers disagree with "
+                 f"their scene beyond the tolerances (numbers {cfg.rel_tol:.0%} relative, counts exact, ties "
+                 f"{cfg.tie_m} m, angles {cfg.angle_tol_deg:g} deg, first appearances {cfg.order_tol_s:g} s)"
+                 + (f"; {len(self.unmatched)} rows name a scene not given (not audited)" if self.unmatched else ""),
+                 "", "| type | checked | agree | disagree | disagree % | not checkable |",
+                 "|---|---:|---:|---:|---:|---:|"]
+        for fam, n in self.summary().items():
+            share = f"{100 * n[DISAGREE] / n['checked']:.1f}" if n["checked"] else "-"
+            lines.append(f"| {fam} | {n['checked']} | {n[AGREE]} | {n[DISAGREE]} | {share} | {n[NOT_CHECKABLE]} |")
+        if bad:
+            lines += ["", "| scene | row | type | given | recomputed | verdict | why |",
+                      "|---|---|---|---|---|---|---|"]
+            for sid, r in bad:
+                lines.append(f"| {sid} | {r.id} | {r.question_type} | {_show(r.given)} | {_show(r.recomputed)} | "
+                             f"{r.verdict} | {r.why} |")
+        return "\n".join(lines) + "\n"
+
+
+def audit_static_set(scene_paths: list[str | os.PathLike], questions: str | os.PathLike,
+                     config: StaticAuditConfig = StaticAuditConfig(), progress=None) -> StaticAuditSet:
+    """:func:`audit_static` of ``questions`` on each scene (``scene.json`` paths) that has rows in it
+    (by ``scene_id``); rows of no given scene are listed as unmatched. ``progress(i, n, scene_id)``:
+    called before each scene. InputError when no row names a given scene."""
+    path = Path(questions)
+    ids_by_scene: dict[str, list[str]] = {}
+    for line, doc in iter_jsonl(read_text(path, InputError, "question file").splitlines(), str(path), InputError):
+        ids_by_scene.setdefault(str(doc.get("scene_id")), []).append(str(doc.get("id", f"line {line}")))
+    scenes = {}
+    for p in scene_paths:
+        scene = Scene.load(p)
+        if scene.scene_id in scenes:
+            raise InputError(f"{p}: scene_id: {scene.scene_id!r} is also the id of {scenes[scene.scene_id]}; expected "
+                             f"one scene per id")
+        scenes[scene.scene_id] = p
+    todo = [s for s in scenes if s in ids_by_scene]
+    if not todo:
+        raise InputError(f"{questions}: scene_id: no row names one of the {len(scenes)} scenes given "
+                         f"({', '.join(sorted(scenes)[:5])}{' ...' if len(scenes) > 5 else ''})")
+    reports = []
+    for i, sid in enumerate(sorted(todo)):
+        if progress is not None:
+            progress(i, len(todo), sid)
+        reports.append(audit_static(Scene.load(scenes[sid]), path, config))
+    unmatched = tuple((rid, sid) for sid, rids in ids_by_scene.items() if sid not in scenes for rid in rids)
+    return StaticAuditSet(str(path), tuple(reports), unmatched)
