@@ -49,8 +49,8 @@ whitespace; the text is otherwise matched exactly.
   one in a *farthest* question (ReVSI's farthest generator: ``obj_count == 1``). The options'
   labels must be the text's choices;
 * appearance order: ``category``, the four labels (the first appearance of any instance);
-* route planning: ``objects``, the start, the facing object, each "Go forward until the {X}" landmark and
-  the destination, each unique;
+* route planning: ``objects``, the start, the facing object, the destination, then each "Go forward until
+  the {X}" landmark that is not one of them (vistest.generate.route's order), each unique;
 * room size: no object.
 
 ``scene_id`` is the imported scene's id: ``--scene-id`` formats it from the row (``{scene_name}``: the
@@ -354,10 +354,6 @@ def resolve(template: Template, regex: re.Pattern, question: str, qtype: str, sc
     if template.target == "category":
         spelt = [scene.labels[x] for x in labels]
         return {"category": spelt[0] if len(template.roles) == 1 and "categories" not in template.roles else spelt}
-    if "destination_object" in template.roles:  # start, facing, landmarks, destination (once each)
-        dest = objects[2]
-        objects = [o for i, o in enumerate(objects) if i != 2 and o not in objects[:i]]
-        objects = [o for o in objects if o != dest] + [dest]
     return {"objects": objects}
 
 
