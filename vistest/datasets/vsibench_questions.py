@@ -51,7 +51,7 @@ whitespace; the text is otherwise matched exactly.
 * appearance order: ``category``, the four labels (the first appearance of any instance);
 * route planning: ``objects``, the start, the facing object, the destination, then each "Go forward until
   the {X}" landmark that is not one of them (vistest.generate.route's order), each unique;
-* room size: no object.
+* room size: no object (its wording is not checked: nothing is read from it).
 
 ``scene_id`` is the imported scene's id: ``--scene-id`` formats it from the row (``{scene_name}``: the
 row's scene column, ``scene_name`` or ``scene_id``; ``{dataset}``: its ``dataset``; default
@@ -89,9 +89,6 @@ MAX_SHOWN = 8  # refused rows named in the error message
 
 # roles: what a placeholder of a template is resolved to
 ONE, ANY, LIST_ANY, LIST_ONE, ROUTE = "one instance", "a label", "labels", "one instance each", "route"
-_ROLES = {"object_name": ONE, "object_name_1": ONE, "object_name_2": ONE, "positioning_object": ONE,
-          "orienting_object": ONE, "querying_object": ONE, "start_object": ONE, "facing_object": ONE,
-          "destination_object": ONE}
 
 
 @dataclass(frozen=True)
@@ -118,7 +115,7 @@ class Template:
 
 
 def _objects(text: str, **roles: str) -> Template:
-    return Template(text, "objects", {k: _ROLES.get(k, v) for k, v in roles.items()})
+    return Template(text, "objects", roles)
 
 
 _ONE3 = dict(positioning_object=ONE, orienting_object=ONE, querying_object=ONE)
@@ -299,12 +296,12 @@ def resolve(template: Template, regex: re.Pattern, question: str, qtype: str, sc
             options: list[str] | None) -> dict:
     """``objects`` / ``category`` of one question (module docstring), or _Refused naming the name,
     the instances found and the scene's labels."""
+    if template.target == "none":  # room size: no object to read (the wording is not checked)
+        return {}
     m = regex.fullmatch(question.strip())
     if m is None:
         raise _Refused(f"template: the question does not follow the {qtype} template "
                        f"{' '.join(template.text.split())!r}")
-    if template.target == "none":
-        return {}
     objects: list[str] = []
     labels: list[str] = []
 
