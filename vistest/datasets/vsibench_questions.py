@@ -20,7 +20,7 @@ Two layouts, each checked column by column:
   ``utils.py`` reads ``scene_id``, ``num_frames``, ``question_type``, ``question``, ``options``,
   ``ground_truth``; its ms-swift register reads ``id``). Required: ``id``, ``scene_id``,
   ``question_type``, ``question``, ``ground_truth``. Import one config (``all_frame``): the budget
-  configs hold the same ids again, and an id twice is refused.
+  configs are subsets of its questions (the budget stage re-derives them), and an id twice stops the import.
 
 Every other column is accepted, and every column of the row is kept verbatim under ``original``.
 
