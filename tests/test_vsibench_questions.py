@@ -280,6 +280,44 @@ def test_audit_recomputes_the_answers_and_flags_the_unsupported(imported):
     assert flagged == {3, 23, 25}
 
 
+def test_real_vsibench_rows(world, tmp_path):
+    """Three real rows of VSI-Bench's ``test.jsonl`` (nyu-visionx/VSI-Bench, Apache-2.0; quoted verbatim by
+    public repositories: tests/data/SOURCES.md): ids 0 and 166 as released; id 957's text and options as
+    released, its ground truth (not quoted there) computed here. They resolve on the meta info's scans, and
+    the audit supports their answers (4 tables in 41069025, 4 chairs in 47430468)."""
+    from vistest.datasets.answer_audit import AGREE, audit_static
+    from vistest.datasets.real_rooms import real_layout_scene
+    from vistest.datasets.vsibench_questions import VSIBENCH, find_scenes, import_rows
+    from vistest.scene import Scene
+
+    root, meta = world
+    scan = json.loads((META / "arkitscenes_meta_info_val.json").read_text())["47430468"]
+    real_layout_scene("47430468", scan, num_frames=6, image_size=(64, 48), ids="label").save(
+        tmp_path / "scene.json")
+    quad = ["A. front-left", "B. back-right", "C. back-left", "D. front-right"]
+    rows = [{"id": 0, "dataset": "arkitscenes", "scene_name": "41069025", "question_type": "object_counting",
+             "question": "How many table(s) are in this room?", "ground_truth": "4", "options": None,
+             "pruned": False},
+            {"id": 166, "dataset": "arkitscenes", "scene_name": "47430468", "question_type": "object_counting",
+             "question": "How many chair(s) are in this room?", "ground_truth": "4", "options": None},
+            {"id": 957, "dataset": "arkitscenes", "scene_name": "41069025",
+             "question_type": "object_rel_direction_hard",
+             "question": "If I am standing by the stove and facing the sofa, is the tv to my front-left, front-right, "
+                         "back-left, or back-right?\nThe directions refer to the quadrants of a Cartesian plane (if I "
+                         "am standing at the origin and facing along the positive y-axis).", "options": quad,
+             "ground_truth": letter(quad, direction(meta["41069025"], "stove", "sofa", "tv", "quad"))}]
+    got = import_rows(VSIBENCH, write_rows(tmp_path / "real.jsonl", rows),
+                      find_scenes([root / "scenes", tmp_path / "scene.json"]))
+    assert not got.refused
+    q = {x["id"]: x for x in got.questions}
+    assert q[0]["category"] == "table" and q[166]["category"] == "chair"
+    assert q[957]["objects"] == ["stove_0", "sofa_0", "tv_0"] and q[0]["original"]["pruned"] is False
+    for sid, path in (("41069025", root / "scenes" / "41069025" / "scene.json"), ("47430468", tmp_path / "scene.json")):
+        part = tmp_path / f"{sid}.jsonl"
+        part.write_text("".join(json.dumps(x) + "\n" for x in got.questions if x["scene_id"] == sid))
+        assert {r.verdict for r in audit_static(Scene.load(path), part).rows} == {AGREE}
+
+
 def test_audit_over_the_scene_folder(imported):
     """``vistest audit SCENES --questions Q``: every scene's rows in one report; the same three flagged."""
     from vistest.cli import main
