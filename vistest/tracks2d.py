@@ -44,6 +44,8 @@ from .errors import InputError
 from .budgets import MAX_BUDGET
 
 FORMAT = "vistest.tracks2d/1"  # vistest.scene.TRACKS2D_FORMAT
+MAX_IMAGE_SIDE = 16384  # pixels a side of a 2D scene's frames: bounds a mask's decoded size (268 M pixels)
+MIN_FPS, MAX_FPS = 0.01, 1000.0  # frames/s a 2D scene may have (ffmpeg's rational rate stays exact)
 DEFAULT_MAX_GAP_S = 1.0  # seconds: Perception Test annotates about one frame per second (README "frame_ids")
 # per (frame, object) states (:meth:`Tracks2D.states`)
 ANNOTATED, INTERPOLATED, ABSENT, UNKNOWN = 0, 1, 2, 3
@@ -95,6 +97,8 @@ def rle_decode(rle: Any, where: str = "mask") -> np.ndarray:
             or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
         raise Tracks2DError(f"{where}.size: expected [h, w], two positive integers, got {_short(size)}")
     h, w = size
+    if max(h, w) > MAX_IMAGE_SIDE:  # before the runs are expanded
+        raise Tracks2DError(f"{where}.size: expected at most {MAX_IMAGE_SIDE} pixels a side, got {_short(size)}")
     counts = rle["counts"]
     try:
         if isinstance(counts, str):
@@ -181,6 +185,11 @@ def polygon_mask(polygons: Any, h: int, w: int, where: str = "segmentation") -> 
             raise Tracks2DError(f"{where}[{k}]: expected a polygon [x1, y1, x2, y2, ...] of at least 3 points "
                                 f"(an even count of finite numbers), got {_short(p)}")
         xy = np.asarray(p, np.float64).reshape(-1, 2)
+        far = (xy[:, 0] < -w) | (xy[:, 0] > 2 * w) | (xy[:, 1] < -h) | (xy[:, 1] > 2 * h)
+        if far.any():  # before the boundary is walked: its length grows with the coordinates (x = 1e9: 37 GiB)
+            j = int(np.argmax(far))
+            raise Tracks2DError(f"{where}[{k}]: expected vertices within one image size of the {w}x{h} image "
+                                f"(x in -{w}..{2 * w}, y in -{h}..{2 * h}), got ({p[2 * j]!r}, {p[2 * j + 1]!r})")
         u, v = _poly_boundary(np.trunc(POLY_SCALE * xy[:, 0] + .5), np.trunc(POLY_SCALE * xy[:, 1] + .5))
         step = u[1:] != u[:-1]
         left = np.minimum(u[1:], u[:-1])[step]  # the crossing lies between upsampled columns left, left + 1
@@ -387,11 +396,15 @@ class _Parser:
         if not isinstance(sid, str):
             raise self.fail("scene_id", f"expected a string, got {_short(sid)}")  # vistest.scene checks the rest
         fps = self.number(doc["fps"], "fps", positive=True)
+        if not MIN_FPS <= fps <= MAX_FPS:
+            raise self.fail("fps", f"expected frames/s in {MIN_FPS:g}..{MAX_FPS:g}, got {fps:g}")
         size = doc["image_size"]
         if (not isinstance(size, list) or len(size) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
             raise self.fail("image_size", f"expected [W, H] as two positive integers, got {_short(size)}")
         w, h = size
+        if max(w, h) > MAX_IMAGE_SIDE:
+            raise self.fail("image_size", f"expected at most {MAX_IMAGE_SIDE} pixels a side, got {size}")
         n = self.integer(doc["num_frames"], "num_frames", 1)
         if n > max_frames:
             raise self.fail("num_frames", f"expected at most {max_frames} decoded frames, got {n}")
@@ -468,9 +481,11 @@ class _Parser:
         mask = rd.get("mask")
         pixels = None
         if mask is not None:
+            sz = mask.get("size") if isinstance(mask, dict) else None
+            if isinstance(mask, dict) and not (isinstance(sz, (list, tuple)) and list(sz) == [h, w]):  # not decoded
+                raise self.fail(f"{rf}.mask.size", f"expected the image's [h, w] = [{h}, {w}], got "
+                                                   f"{_short(mask.get('size'))}")
             m = rle_decode(mask, f"{self.source}: {rf}.mask")
-            if m.shape != (h, w):
-                raise self.fail(f"{rf}.mask.size", f"expected the image's [h, w] = [{h}, {w}], got {list(m.shape)}")
             pixels = float(m.sum())
         if rd.get("box") is not None:
             b = rd["box"]
