@@ -324,3 +324,48 @@ def test_mot_layouts_and_trackeval_ground_truth(tmp_path):
                                     "reflection": 1}
     gt.write_text("1,1,1,1,10,20,1,1\n")
     refused(invoke("import", "mot", seq, "-o", tmp_path / "o8", "--video", video), "gt.txt:1: expected 9 values")
+
+
+# ---- sizes bounded before allocation; errors that name what a 2D scene has ---------------------
+def test_frames_num_frames_is_bounded_before_an_array_is_sized(tmp_path):
+    refused(invoke("frames", "--profile", "uniform", "--budget", "all", "--num-frames", 10 ** 12),
+            "--num-frames: expected a decoded frame count in 1..10000000")  # was a 7.28 TiB MemoryError
+
+
+def write_2d(folder: Path, num_frames: int, objects: int = 1, size=(64, 48), video_frames: int = 3) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    blank_video(folder / "v.mp4", video_frames)  # 64 x 48
+    doc = {"format": "vistest.tracks2d/1", "scene_id": "s", "video": "v.mp4", "fps": 30.0, "image_size": list(size),
+           "num_frames": num_frames, "annotated_frames": [0],
+           "objects": [{"id": f"o{i}", "label": "person", "regions": [{"frame": 0, "box": [0, 0, 10, 10]}]}
+                       for i in range(objects)]}
+    (folder / "scene.json").write_text(json.dumps(doc))
+    return folder / "scene.json"
+
+
+def test_visibility_of_a_2d_scene_checks_the_tables_memory_first(tmp_path, monkeypatch):
+    """10 M frames (the most a scene may have) x 1000 objects: 2.4 TB of tables, refused at once;
+    the estimate (240 bytes a cell, measured) against the memory available, naming num_frames."""
+    import vistest.workers
+
+    scene = write_2d(tmp_path / "big", 10_000_000, objects=1000)
+    t0 = time.monotonic()
+    refused(invoke("visibility", scene, "-o", tmp_path / "vis.npz"), "num_frames: 10000000 frames x 1000 objects",
+            "MB are available")
+    assert time.monotonic() - t0 < 5 and not (tmp_path / "vis.npz").exists()
+    small = write_2d(tmp_path / "small", 1000, objects=2)
+    monkeypatch.setattr(vistest.workers, "available_memory_mb", lambda: 0.4)  # 1000 x 2 x 240 B = 0.46 MB
+    refused(invoke("visibility", small, "-o", tmp_path / "vis.npz"), "num_frames: 1000 frames x 2 objects")
+    monkeypatch.setattr(vistest.workers, "available_memory_mb", lambda: 0.5)
+    assert invoke("visibility", small, "-o", tmp_path / "vis.npz").exit_code == 0
+
+
+def test_run_on_a_2d_scene_names_num_frames_and_the_regions_not_poses(tmp_path):
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "q1", "scene_id": "s", "question_type": "object_counting",
+                             "question": "How many persons?", "ground_truth": 1, "category": "person"}) + "\n")
+    r = invoke("run", write_2d(tmp_path / "a", 5), q, "-o", tmp_path / "run", "--quiet")
+    refused(r, "decodes to 3 frames but", "says num_frames 5; the annotation's frames must be the decoded video's")
+    assert "poses" not in r.output
+    r = invoke("run", write_2d(tmp_path / "b", 3, size=(32, 24)), q, "-o", tmp_path / "run", "--quiet")
+    assert "--scale-intrinsics to scale the annotated regions" in r.output and "intrinsics to the video" not in r.output

@@ -45,7 +45,10 @@ from .budgets import MAX_BUDGET
 
 FORMAT = "vistest.tracks2d/1"  # vistest.scene.TRACKS2D_FORMAT
 MAX_IMAGE_SIDE = 16384  # pixels a side of a 2D scene's frames: bounds a mask's decoded size (268 M pixels)
-MIN_FPS, MAX_FPS = 0.01, 1000.0  # frames/s a 2D scene may have (ffmpeg's rational rate stays exact)
+MIN_FPS, MAX_FPS = 0.01, 1000.0
+# bytes per (frame, object) of the states and the visibility table at their peak: measured 230 (6.9 GB of
+# resident memory for `vistest visibility` on 10 M frames x 3 objects, issue #44), rounded up
+TABLE_BYTES_PER_CELL = 240  # frames/s a 2D scene may have (ffmpeg's rational rate stays exact)
 DEFAULT_MAX_GAP_S = 1.0  # seconds: Perception Test annotates about one frame per second (README "frame_ids")
 # per (frame, object) states (:meth:`Tracks2D.states`)
 ANNOTATED, INTERPOLATED, ABSENT, UNKNOWN = 0, 1, 2, 3
@@ -283,9 +286,25 @@ class Tracks2D:
         numbers are rounded from times)."""
         return self.max_gap_s * self.fps + 0.5
 
+    def check_table_size(self) -> None:
+        """Tracks2DError naming ``num_frames`` and the objects when the frames x objects tables (the
+        states, then the visibility table: :data:`TABLE_BYTES_PER_CELL` each) would not fit in the
+        memory available now (vistest.workers.available_memory_mb): the one number ``num_frames``
+        sizes them, up to 10 million frames, so it is checked before anything is allocated."""
+        from .workers import available_memory_mb
+
+        need = self.num_frames * max(1, len(self.objects)) * TABLE_BYTES_PER_CELL / 2**20
+        have = available_memory_mb()
+        if need > have:
+            raise Tracks2DError(f"{self.source}: num_frames: {self.num_frames} frames x {len(self.objects)} objects "
+                                f"need about {need:,.0f} MB for the per-frame tables, {have:,.0f} MB are available; "
+                                f"expected the decoded frame count of the video (is num_frames right?)")
+
     @cached_property
     def states(self) -> States:
-        """Every object's state at every decoded frame (module docstring)."""
+        """Every object's state at every decoded frame (module docstring); the memory it and the
+        visibility table need is checked first (:meth:`check_table_size`)."""
+        self.check_table_size()
         n, no = self.num_frames, len(self.objects)
         w, h = self.image_size
         state = np.full((n, no), UNKNOWN, np.int8)
