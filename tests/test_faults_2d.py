@@ -369,3 +369,14 @@ def test_run_on_a_2d_scene_names_num_frames_and_the_regions_not_poses(tmp_path):
     assert "poses" not in r.output
     r = invoke("run", write_2d(tmp_path / "b", 3, size=(32, 24)), q, "-o", tmp_path / "run", "--quiet")
     assert "--scale-intrinsics to scale the annotated regions" in r.output and "intrinsics to the video" not in r.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--budgets", "16,abc"], "Error: --budgets: expected a positive integer or 'all', got 'abc'"),
+    (["--frames", "100000000"], "Error: --frames: frames: expected an integer >= 8 and <= 100000, got 100000000"),
+    (["--size", "2x2"], "Error: --size: resolution[0]: expected an integer >= 16, got 2"),
+])
+def test_synth_grid_options_are_refused_before_anything_is_rendered(tmp_path, args, needle):
+    r = invoke("synth", "--grid", 1, *args, "-o", tmp_path / "g", "--quiet")
+    refused(r, needle)
+    assert "<grid cell" not in r.output and not (tmp_path / "g").exists()  # was: specs/, scenes/, reports/ left

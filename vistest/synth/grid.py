@@ -69,6 +69,15 @@ class GridConfig:
             raise InputError(f"--grid: expected a positive number of scenarios, got {self.n!r}")
         if self.workers is not None and self.workers < 1:
             raise InputError(f"-j/--workers: expected a positive integer, got {self.workers!r}")
+        run_config(self.budgets)  # --budgets (and the batch's settings) before anything is rendered
+        try:  # the render options, as every cell's spec will take them, named as options
+            cell_spec(CELLS[0], 0, seed=self.seed, frames=self.frames, resolution=self.resolution, fps=self.fps)
+        except SpecError as e:
+            fld = str(e.field or "").split("[")[0]
+            option = {"frames": "--frames", "resolution": "--size", "fps": "--fps"}.get(fld)
+            if option is None:
+                raise
+            raise InputError(f"{option}: {str(e).split(': ', 1)[1]}") from None  # "field: expected ..., got ..."
 
 
 def grid_cells(n: int) -> list[tuple[str, int]]:
