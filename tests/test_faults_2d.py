@@ -380,3 +380,77 @@ def test_synth_grid_options_are_refused_before_anything_is_rendered(tmp_path, ar
     r = invoke("synth", "--grid", 1, *args, "-o", tmp_path / "g", "--quiet")
     refused(r, needle)
     assert "<grid cell" not in r.output and not (tmp_path / "g").exists()  # was: specs/, scenes/, reports/ left
+
+
+# ---- a windowed count: one rule for the budget row and its dummy ----------------------------------
+RED, GREEN = (255, 0, 0), (0, 255, 0)
+BOX_A, BOX_B = (4, 4, 20, 40), (40, 4, 56, 40)  # person a (red) in frames 0-39, person b (green) in 20-59
+
+
+def write_two_people(folder: Path) -> tuple[Path, Path]:
+    """60 frames at 10 frames/s, 64 x 48: two people drawn as flat rectangles (lossless), annotated in
+    every frame; the question: how many people in the last two seconds (4.0-5.9 s: frames 40-59)?"""
+    from vistest.videos.ffmpeg import VideoWriter
+
+    folder.mkdir(parents=True)
+    with VideoWriter(folder / "v.mp4", fps=10.0, size=(64, 48), crf=0, preset="ultrafast") as w:
+        for f in range(60):
+            img = np.zeros((48, 64, 3), np.uint8)
+            if f < 40:
+                img[BOX_A[1]:BOX_A[3], BOX_A[0]:BOX_A[2]] = RED
+            if f >= 20:
+                img[BOX_B[1]:BOX_B[3], BOX_B[0]:BOX_B[2]] = GREEN
+            w.write(img)
+    objs = [{"id": "a", "label": "person", "regions": [{"frame": f, "box": list(BOX_A)} for f in range(40)]},
+            {"id": "b", "label": "person", "regions": [{"frame": f, "box": list(BOX_B)} for f in range(20, 60)]}]
+    doc = {"format": "vistest.tracks2d/1", "scene_id": "s", "video": "v.mp4", "fps": 10.0, "image_size": [64, 48],
+           "num_frames": 60, "annotated_frames": list(range(60)), "max_gap_s": 0.0, "objects": objs}
+    (folder / "scene.json").write_text(json.dumps(doc))
+    (folder / "q.jsonl").write_text(json.dumps({
+        "id": "c", "scene_id": "s", "question_type": "object_counting", "category": "person", "ground_truth": 1,
+        "question": "How many people are in the video during the last two seconds?", "time_start": 4.0,
+        "time_end": 5.9}) + "\n")
+    return folder / "scene.json", folder / "q.jsonl"
+
+
+def people_in(frame: np.ndarray) -> int:
+    """People a frame shows, read from its pixels: a red or a green patch of more than 20 pixels."""
+    px = frame.reshape(-1, 3).astype(int)
+    return sum(int(((abs(px - c) < 60).all(axis=1)).sum() > 20) for c in (RED, GREEN))
+
+
+def decoded(path: Path) -> list[np.ndarray]:
+    from vistest.videos.ffmpeg import FrameReader, probe
+
+    info = probe(path)
+    with FrameReader(path, info.size, "rgb24") as r:
+        return [np.frombuffer(bytes(b), np.uint8).reshape(info.size[1], info.size[0], 3) for b in r]
+
+
+def test_a_windowed_count_counts_inside_the_window_in_the_budget_row_and_its_dummy(tmp_path):
+    """The issue: truth 1 over 4-6 s; the budget row said 2 (counting ignored the window) and the dummy
+    row 0, on a video still showing both people before 4 s. Every row is checked against the pixels of
+    the video it is asked on: the people its frames inside the window show."""
+    scene, q = write_two_people(tmp_path / "in")
+    out = tmp_path / "run"
+    r = invoke("run", scene, q, "-o", out, "--budgets", "8,all", "--dummy", "black,mask", "--no-pictures", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "ignores time windows" not in r.output
+    inside = set(range(40, 60))
+    for budget in ("8", "all"):
+        row = json.loads((out / "scenes" / "s" / f"{budget}_frame.jsonl").read_text())
+        frames = decoded(out / f"{budget}_frame" / "s.mp4")
+        taken = row["frame_indices"] if budget == "8" else list(range(60))
+        assert len(frames) == len(taken)
+        window = [fr for f, fr in zip(taken, frames) if f in inside]
+        assert row["ground_truth"] == max(people_in(fr) for fr in window) == 1
+        assert max(people_in(fr) for fr in frames) == 2  # a rule ignoring the window would say 2
+    dummies = [json.loads(ln) for ln in (out / "scenes" / "s" / "dummy_gt.jsonl").read_text().splitlines()]
+    assert {d["dummy_mode"] for d in dummies} == {"black", "mask"}
+    for d in dummies:
+        frames = decoded(out / d["video"])
+        assert len(frames) == len(d["frame_indices"])
+        window = [fr for f, fr in zip(d["frame_indices"], frames) if f in inside]
+        outside = [fr for f, fr in zip(d["frame_indices"], frames) if f not in inside]
+        assert window and d["ground_truth"] == max(people_in(fr) for fr in window) == 0
+        assert max(people_in(fr) for fr in outside) == 2  # both people still show before 4 s: not asked about
