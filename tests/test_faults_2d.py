@@ -454,3 +454,45 @@ def test_a_windowed_count_counts_inside_the_window_in_the_budget_row_and_its_dum
         outside = [fr for f, fr in zip(d["frame_indices"], frames) if f not in inside]
         assert window and d["ground_truth"] == max(people_in(fr) for fr in window) == 0
         assert max(people_in(fr) for fr in outside) == 2  # both people still show before 4 s: not asked about
+
+
+# ---- 2D mask dummies over interpolated boxes ---------------------------------------------------------
+def test_a_mask_dummy_covers_an_object_that_turns_back_between_sparse_annotations(tmp_path):
+    """The issue: a mask dummy on a 1 frame/s TAO track left a strip of a person at an interpolated
+    frame, the real box outside the hull of its two annotated boxes. Here a white 10 x 20 person is
+    annotated once a second (frames 0, 10, 20, 30, 40 at 10 frames/s) at x = 10, 10, 20, 30, 30; between
+    frames 0 and 10 it steps 5 pixels right and back (the hull of its two equal boxes misses that; its
+    neighbours' drift, 10 pixels a second, covers it). Every decoded frame of the full-length mask dummy
+    must be free of its pixels."""
+    from vistest.videos.ffmpeg import VideoWriter
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+
+    def x_at(f: int) -> int:
+        return 10 + (5 - abs(f - 5) if f <= 10 else min(f - 10, 20))  # out and back, then 1 px a frame to 30
+
+    with VideoWriter(folder / "v.mp4", fps=10.0, size=(64, 48), crf=0, preset="ultrafast") as w:
+        for f in range(41):
+            img = np.zeros((48, 64, 3), np.uint8)
+            img[10:30, x_at(f):x_at(f) + 10] = 255
+            w.write(img)
+    regions = [{"frame": f, "box": [x_at(f), 10, x_at(f) + 10, 30]} for f in (0, 10, 20, 30, 40)]
+    doc = {"format": "vistest.tracks2d/1", "scene_id": "s", "video": "v.mp4", "fps": 10.0, "image_size": [64, 48],
+           "num_frames": 41, "annotated_frames": [0, 10, 20, 30, 40], "max_gap_s": 1.0,
+           "objects": [{"id": "p", "label": "person", "regions": regions}]}
+    (folder / "scene.json").write_text(json.dumps(doc))
+    (folder / "q.jsonl").write_text(json.dumps({"id": "g", "scene_id": "s", "question_type": "grounded_objects",
+                                                "question": "Which object moves?", "objects": ["p"],
+                                                "answer_kind": "text", "ground_truth": "person"}) + "\n")
+    out = tmp_path / "run"
+    r = invoke("run", folder / "scene.json", folder / "q.jsonl", "-o", out, "--budgets", "all", "--dummy", "mask",
+               "--dummy-budgets", "all", "--mask-margin", 0, "--no-pictures", "--quiet")
+    assert r.exit_code == 0, r.output
+    (d,) = [json.loads(ln) for ln in (out / "scenes" / "s" / "dummy_gt.jsonl").read_text().splitlines()]
+    frames = decoded(out / d["video"])
+    assert len(frames) == 41 and d["frame_indices"] == list(range(41))
+    original = decoded(folder / "v.mp4")
+    assert all((fr > 128).all(axis=2).sum() == 200 for fr in original)  # the person shows in every source frame
+    left = {f: int((fr > 128).all(axis=2).sum()) for f, fr in zip(d["frame_indices"], frames)}
+    assert left == {f: 0 for f in range(41)}  # the bare hull left 1-5 pixel columns in frames 1-9

@@ -135,7 +135,8 @@ def test_states_interpolate_within_the_gap_only():
     assert st.state[0, 0] == ANNOTATED and st.state[10, 0] == ANNOTATED
     assert (st.state[1:10, 0] == INTERPOLATED).all()
     assert np.allclose(st.box[5, 0], [5, 0, 15, 10])              # halfway
-    assert np.allclose(st.evidence_box[5, 0], [0, 0, 20, 10])     # the hull of both boxes
+    # the hull of both boxes [0, 0, 20, 10], grown by the neighbours' drift (10 px), clipped to the image
+    assert np.allclose(st.evidence_box[5, 0], [0, 0, 30, 20])
     assert st.state[0, 1] == ABSENT                               # annotated frame without its box
     assert (st.state[1:10, 1] == UNKNOWN).all()                   # absent at 0, present at 10: enters somewhere
     assert (st.state[11:30, :] == UNKNOWN).all()                  # 2 s between annotated frames
@@ -143,9 +144,9 @@ def test_states_interpolate_within_the_gap_only():
     vis = compute_visibility(s)
     assert vis.params["input"] == "tracks2d" and vis.params["occlusion"] == "none"
     assert vis.visible[0, 0] == pytest.approx(100 / 5000) and vis.visible[5, 0] == pytest.approx(100 / 5000)
-    assert vis.evidence[5, 0] == pytest.approx(200 / 5000) and vis.visible[0, 1] == 0.0
+    assert vis.evidence[5, 0] == pytest.approx(600 / 5000) and vis.visible[0, 1] == 0.0
     assert np.isnan(vis.visible[5, 1]) and np.isnan(vis.evidence[20, 0]) and vis.valid.all()
-    assert vis.bbox[5, 0].tolist() == [0, 0, 20, 10] and np.isnan(vis.bbox[0, 1]).all()
+    assert vis.bbox[5, 0].tolist() == [0, 0, 30, 20] and np.isnan(vis.bbox[0, 1]).all()
     ok = np.isfinite(vis.visible)
     assert (vis.visible[ok] <= vis.evidence[ok] + 1e-12).all()
 

@@ -248,13 +248,33 @@ class Track2D:
     extra: dict | None = None
 
 
+def _gap_margins(ann: np.ndarray, at: dict, lim: np.ndarray) -> np.ndarray:
+    """Per gap k between annotated frames ``ann[k]`` and ``ann[k + 1]``: the pixels an interpolated
+    frame's evidence box (the hull of the two annotated boxes) is grown by on every side, the
+    *neighbours' drift*: the largest move of any box edge (clipped to the image) between two
+    consecutive annotated boxes of the object, over this gap and the one before and after it (0 where
+    none has a box at both ends). An object that turns back inside a gap leaves the hull of its two
+    boxes (issue #44: a TAO person annotated at 1 frame/s left a 2-pixel strip beside a mask dummy's
+    fill); one that moves no faster than at its neighbouring annotations stays inside the grown hull."""
+    drift = np.zeros(max(len(ann) - 1, 0))
+    for k, (a0, a1) in enumerate(zip(ann[:-1], ann[1:])):
+        r0, r1 = at.get(int(a0)), at.get(int(a1))
+        if r0 is not None and r1 is not None:
+            drift[k] = float(np.abs(np.clip(r1.box, 0, lim) - np.clip(r0.box, 0, lim)).max())
+    if not len(drift):
+        return drift
+    padded = np.concatenate([[0.0], drift, [0.0]])
+    return np.maximum(np.maximum(padded[:-2], padded[1:-1]), padded[2:])
+
+
 @dataclass(frozen=True)
 class States:
     """Per (frame, object) what the annotation says (:meth:`Tracks2D.states`): ``state`` (F, O)
     int8 (:data:`ANNOTATED`, :data:`INTERPOLATED`, :data:`ABSENT`, :data:`UNKNOWN`), ``box`` (F, O, 4)
     the region's box (annotated, or linearly interpolated; NaN otherwise), ``evidence_box`` (F, O, 4)
-    where the object may be (the box; between two annotated boxes, the hull of both: an object
-    moving between them stays inside it when it moves monotonically), ``area`` (F, O) its pixels
+    where the object may be (the box; between two annotated boxes, the hull of both, grown on every
+    side by the neighbours' drift, :func:`_gap_margins`: an object that turns back between them may
+    leave the bare hull), ``area`` (F, O) its pixels
     (the mask's or box's; interpolated linearly; 0 absent, NaN unknown). Boxes clipped to the image."""
 
     state: np.ndarray
@@ -315,6 +335,7 @@ class Tracks2D:
         lim = np.array([w, h, w, h], np.float64)
         for o, tr in enumerate(self.objects):
             at = {r.frame: r for r in tr.regions}
+            grow = _gap_margins(ann, at, lim)
             for a in ann:
                 r = at.get(int(a))
                 if r is None:
@@ -322,7 +343,7 @@ class Tracks2D:
                 else:
                     state[a, o], area[a, o] = ANNOTATED, r.area
                     box[a, o] = ebox[a, o] = np.clip(r.box, 0, lim)
-            for a0, a1 in zip(ann[:-1], ann[1:]):
+            for k, (a0, a1) in enumerate(zip(ann[:-1], ann[1:])):
                 if a1 - a0 < 2:
                     continue
                 mid = np.arange(a0 + 1, a1)
@@ -336,7 +357,8 @@ class Tracks2D:
                     b0, b1 = np.clip(r0.box, 0, lim), np.clip(r1.box, 0, lim)
                     state[mid, o] = INTERPOLATED
                     box[mid, o] = (1 - s) * b0 + s * b1
-                    ebox[mid, o] = np.concatenate([np.minimum(b0[:2], b1[:2]), np.maximum(b0[2:], b1[2:])])
+                    hull = np.concatenate([np.minimum(b0[:2], b1[:2]), np.maximum(b0[2:], b1[2:])])
+                    ebox[mid, o] = np.clip(hull + grow[k] * np.array([-1, -1, 1, 1]), 0, lim)
                     area[mid, o] = (1 - s[:, 0]) * r0.area + s[:, 0] * r1.area
         return States(state, box, ebox, area)
 
