@@ -496,3 +496,27 @@ def test_a_mask_dummy_covers_an_object_that_turns_back_between_sparse_annotation
     assert all((fr > 128).all(axis=2).sum() == 200 for fr in original)  # the person shows in every source frame
     left = {f: int((fr > 128).all(axis=2).sum()) for f, fr in zip(d["frame_indices"], frames)}
     assert left == {f: 0 for f in range(41)}  # the bare hull left 1-5 pixel columns in frames 1-9
+
+
+# ---- a Ray address that does not answer ---------------------------------------------------------------
+def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path):
+    """The issue: synth --grid --engine ray --address 127.0.0.1:1 (nothing listening) waited > 300 s."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+        t0 = time.monotonic()
+        r = invoke("synth", "--grid", 1, "--engine", "ray", "--address", address, "-o", tmp_path / "g", "--quiet")
+        refused(r, f"--address: {address}: no Ray cluster answers there")
+        assert not (tmp_path / "g").exists()
+        write_2d(tmp_path / "scenes" / "s", 3)
+        (tmp_path / "scenes" / "s" / "questions.jsonl").write_text(json.dumps({
+            "id": "q1", "scene_id": "s", "question_type": "object_counting", "question": "How many persons?",
+            "ground_truth": 1, "category": "person"}) + "\n")
+        r = invoke("batch", tmp_path / "scenes", "-o", tmp_path / "run", "--engine", "ray", "--address", address,
+                   "--quiet")
+        refused(r, f"--address: {address}: no Ray cluster answers there")
+        assert time.monotonic() - t0 < 10
+    refused(invoke("synth", "--grid", 1, "--engine", "ray", "--address", "nowhere", "-o", tmp_path / "g"),
+            "--address: expected HOST:PORT")
