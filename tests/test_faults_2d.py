@@ -387,7 +387,7 @@ RED, GREEN = (255, 0, 0), (0, 255, 0)
 BOX_A, BOX_B = (4, 4, 20, 40), (40, 4, 56, 40)  # person a (red) in frames 0-39, person b (green) in 20-59
 
 
-def write_two_people(folder: Path) -> tuple[Path, Path]:
+def write_two_people(folder: Path, sid: str = "s") -> tuple[Path, Path]:
     """60 frames at 10 frames/s, 64 x 48: two people drawn as flat rectangles (lossless), annotated in
     every frame; the question: how many people in the last two seconds (4.0-5.9 s: frames 40-59)?"""
     from vistest.videos.ffmpeg import VideoWriter
@@ -403,11 +403,11 @@ def write_two_people(folder: Path) -> tuple[Path, Path]:
             w.write(img)
     objs = [{"id": "a", "label": "person", "regions": [{"frame": f, "box": list(BOX_A)} for f in range(40)]},
             {"id": "b", "label": "person", "regions": [{"frame": f, "box": list(BOX_B)} for f in range(20, 60)]}]
-    doc = {"format": "vistest.tracks2d/1", "scene_id": "s", "video": "v.mp4", "fps": 10.0, "image_size": [64, 48],
+    doc = {"format": "vistest.tracks2d/1", "scene_id": sid, "video": "v.mp4", "fps": 10.0, "image_size": [64, 48],
            "num_frames": 60, "annotated_frames": list(range(60)), "max_gap_s": 0.0, "objects": objs}
     (folder / "scene.json").write_text(json.dumps(doc))
     (folder / "q.jsonl").write_text(json.dumps({
-        "id": "c", "scene_id": "s", "question_type": "object_counting", "category": "person", "ground_truth": 1,
+        "id": "c", "scene_id": sid, "question_type": "object_counting", "category": "person", "ground_truth": 1,
         "question": "How many people are in the video during the last two seconds?", "time_start": 4.0,
         "time_end": 5.9}) + "\n")
     return folder / "scene.json", folder / "q.jsonl"
@@ -520,3 +520,81 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path):
         assert time.monotonic() - t0 < 10
     refused(invoke("synth", "--grid", 1, "--engine", "ray", "--address", "nowhere", "-o", tmp_path / "g"),
             "--address: expected HOST:PORT")
+
+
+# ---- two batches into one folder: an exclusive claim per scene -------------------------------------------
+def test_a_batch_leaves_alone_a_scene_another_batch_is_writing(tmp_path):
+    """The issue: two batches into one folder; one reported SEQ done while the other failed it and removed
+    scenes/SEQ/{8,all}_frame.jsonl, dummy_gt.jsonl and visibility.npz, record and manifest still saying
+    complete. Here the first batch's hold on SEQ is a live process's claim (vistest.batch.claims); the
+    second batch, with other options (so SEQ is stale for it), must report SEQ busy (exit 1) and leave
+    every file of it as it was, run the other scene, and run SEQ once the holder has ended."""
+    import shutil
+    import subprocess
+    import sys
+
+    from vistest import layout
+    from vistest.batch.claims import Claim, _process_start, read_claim, write_claim
+
+    scenes = tmp_path / "scenes"
+    for sid in ("SEQ", "other"):
+        write_two_people(scenes / sid, sid)
+        shutil.move(scenes / sid / "q.jsonl", scenes / sid / "questions.jsonl")
+    out = tmp_path / "run"
+    opts = ["--dummy", "black", "-j", "1", "--quiet"]
+    r = invoke("batch", scenes, "-o", out, "--budgets", "8,all", *opts)
+    assert r.exit_code == 0, r.output
+    seq = layout.scene_dir(out, "SEQ")
+    assert {p.name for p in seq.iterdir()} >= {"8_frame.jsonl", "all_frame.jsonl", "dummy_gt.jsonl", "visibility.npz"}
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        import socket
+
+        write_claim(out, "SEQ", Claim("another-batch", 1, socket.gethostname(), sleeper.pid,
+                                      _process_start(sleeper.pid), "video"))
+        before = snapshot(out)
+        manifest = [ln for ln in (out / "manifest.jsonl").read_text().splitlines() if '"SEQ"' in ln]
+        r = invoke("batch", scenes, "-o", out, "--budgets", "4,all", *opts)
+        assert r.exit_code == 1 and "busy: another run is writing them" in r.output, r.output
+        assert "Traceback" not in r.output
+        after = snapshot(out)
+        seq_files = [k for k in before if "SEQ" in k and "claims" not in k]
+        assert seq_files and all(after.get(k) == before[k] for k in seq_files)  # nothing of SEQ touched
+        assert [ln for ln in (out / "manifest.jsonl").read_text().splitlines() if '"SEQ"' in ln] == manifest
+        assert not layout.failed_path(out).exists()
+        assert (layout.scene_dir(out, "other") / "4_frame.jsonl").is_file()  # the other scene ran
+        assert read_claim(out, "SEQ").run == "another-batch"  # the holder's claim kept
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    r = invoke("batch", scenes, "-o", out, "--budgets", "4,all", *opts)  # the holder ended: its claim is lost
+    assert r.exit_code == 0, r.output
+    assert (seq / "4_frame.jsonl").is_file()
+
+
+def test_two_tasks_taking_one_claim_are_serialised(tmp_path):
+    """claims.take reads and writes the claim under the claim lock: a task that finds the lock held waits,
+    then sees the claim the holder wrote (here: a live process's) and stops, instead of both taking it."""
+    import fcntl
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from vistest import layout
+    from vistest.batch.claims import Claim, _process_start, write_claim
+
+    out = tmp_path / "run"
+    lock = layout.claim_lock_path(out, "SEQ")
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    code = ("import sys\nfrom vistest.batch import claims\n"
+            "try:\n    claims.take(sys.argv[1], 'SEQ', 'b')\nexcept claims.SceneClaimed as e:\n"
+            "    print('busy', e)\nelse:\n    print('taken')\n")
+    taker = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    assert taker.poll() is None  # waiting for the claim lock
+    write_claim(out, "SEQ", Claim("a", 1, socket.gethostname(), os.getpid(), _process_start(os.getpid()), "scene"))
+    os.close(fd)
+    assert taker.communicate(timeout=60)[0].startswith("busy")
