@@ -523,6 +523,7 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path):
 
 
 # ---- two batches into one folder: an exclusive claim per scene -------------------------------------------
+@pytest.mark.slow  # three batches of two scenes (2 s)
 def test_a_batch_leaves_alone_a_scene_another_batch_is_writing(tmp_path):
     """The issue: two batches into one folder; one reported SEQ done while the other failed it and removed
     scenes/SEQ/{8,all}_frame.jsonl, dummy_gt.jsonl and visibility.npz, record and manifest still saying
@@ -589,12 +590,13 @@ def test_two_tasks_taking_one_claim_are_serialised(tmp_path):
     lock.parent.mkdir(parents=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    code = ("import sys\nfrom vistest.batch import claims\n"
+    code = ("import sys\nfrom vistest.batch import claims\nprint('ready', flush=True)\n"
             "try:\n    claims.take(sys.argv[1], 'SEQ', 'b')\nexcept claims.SceneClaimed as e:\n"
             "    print('busy', e)\nelse:\n    print('taken')\n")
     taker = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    assert taker.stdout.readline() == "ready\n"
+    time.sleep(0.3)  # the taker is in take(): without the lock it would find no claim and take the scene
     assert taker.poll() is None  # waiting for the claim lock
     write_claim(out, "SEQ", Claim("a", 1, socket.gethostname(), os.getpid(), _process_start(os.getpid()), "scene"))
     os.close(fd)
-    assert taker.communicate(timeout=60)[0].startswith("busy")
+    assert taker.communicate(timeout=60)[0].startswith("busy")  # it read the claim written meanwhile
