@@ -78,6 +78,24 @@ def annotation_file(imported: Imported2D) -> str:
                     "the annotation"))
 
 
+_PROBED: dict = {}  # (path, size, mtime_ns) -> VideoInfo: a reader's probe and check_video decode a video once
+
+
+def probe_counted(video: Path):
+    """``vistest.videos.ffmpeg.probe(video, count=True)`` (the frames counted by decoding), once per
+    file content (path, size and modification time) in this process; VideoError as probe's."""
+    from ..videos.ffmpeg import probe
+
+    st = Path(video).stat() if Path(video).is_file() else None
+    key = (str(Path(video).resolve()), st.st_size, st.st_mtime_ns) if st is not None else None
+    if key is None or key not in _PROBED:
+        info = probe(video, count=True)
+        if key is None:
+            return info
+        _PROBED[key] = info
+    return _PROBED[key]
+
+
 def check_video(video: Path, doc: dict, src: str, given: bool) -> None:
     """The video against the scene it will be the video of, as every 2D importer checks it (BDD100K's
     rule, issue #44): its decoded frame count is ``num_frames`` (frame k of the annotation is decoded
@@ -85,11 +103,11 @@ def check_video(video: Path, doc: dict, src: str, given: bool) -> None:
     ``given``: the video came from ``--video`` (the error names the option), else the import made it.
     AdapterError naming the video, the field and the annotation ``src`` otherwise; a file ffmpeg
     cannot read is one too."""
-    from ..videos.ffmpeg import VideoError, probe
+    from ..videos.ffmpeg import VideoError
 
     what = f"{video}: --video" if given else f"{video}"
     try:
-        info = probe(video, count=True)
+        info = probe_counted(video)
     except VideoError as e:
         raise AdapterError(f"{what}: expected a video ffmpeg can decode ({e})") from None
     n, (w, h), fps = doc["num_frames"], doc["image_size"], doc["fps"]
@@ -185,10 +203,10 @@ def probe_video(video: Path | None, path: Path) -> tuple[float, int, tuple[int, 
     if video is None:
         raise AdapterError(f"{path}: --video: give the video the annotation is of (its frame rate and frame count "
                            f"come from it)")
-    from ..videos.ffmpeg import VideoError, probe
+    from ..videos.ffmpeg import VideoError
 
     try:
-        info = probe(video, count=True)
+        info = probe_counted(video)
     except VideoError as e:
         raise AdapterError(f"{video}: --video: expected a video ffmpeg can decode ({e})") from None
     if not MIN_FPS <= info.fps <= MAX_FPS:
