@@ -527,7 +527,8 @@ def test_every_seen_rule_kind_is_documented_with_unit_and_source():
 def test_a_window_on_a_type_whose_ground_truth_ignores_it_warns(tmp_path):
     """Issue #35: a 100-200 s window on a counting question of a 10-frame video gave a kept row in
     silence. The documented handling (docs/questions-format.md "Time windows"): a warning naming the
-    line and field; windowed types (sti_*, motion_*) get none."""
+    line and field; windowed types (sti_*, motion_*) get none, and a count (issue #44) counts inside its
+    window: none of the 10 frames is in it."""
     small_box_scene(tmp_path)
     q = tmp_path / "q.jsonl"
     rows = [{"id": 1, "scene_id": "s1", "question_type": "object_counting", "question": "?", "category": "chair",
@@ -540,10 +541,12 @@ def test_a_window_on_a_type_whose_ground_truth_ignores_it_warns(tmp_path):
     res = CliRunner().invoke(main, ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "all", "-o",
                                     str(tmp_path / "out"), "--quiet", "--seen-rule", "silhouette"])
     assert res.exit_code == 0, res.output
-    assert res.output.count("warning: ") == 1
-    assert (f"warning: {q}:1: time_start: the ground truth of object_counting ignores time windows and instants "
-            f"(decided over every sampled frame; only its dummies keep to the window's frames); 2 such question(s) "
+    assert res.output.count("warning: ") == 1  # a count counts inside its window (issue #44): no warning for it
+    assert (f"warning: {q}:2: time: the ground truth of object_size_estimation ignores time windows and instants "
+            f"(decided over every sampled frame; only its dummies keep to the window's frames); 1 such question(s) "
             f"in {q}") in res.output
+    count = json.loads((tmp_path / "out" / "all_frame.jsonl").read_text().splitlines()[0])
+    assert count["status"] == "unanswerable" and count["reason"] == "category_unseen"  # no frame in 100-200 s
     q.write_text(json.dumps(rows[2]) + "\n")
     res = CliRunner().invoke(main, ["budget", str(tmp_path / "scene.json"), str(q), "--budgets", "all", "-o",
                                     str(tmp_path / "out"), "--quiet"])

@@ -324,3 +324,37 @@ def test_generate_end_to_end_is_deterministic_and_valid():
         qs = parse_questions([json.dumps(r) for r in a.questions[sc.scene_id]], source="<t>", scene=sc)
         assert all(q.window is not None and q.type.rule == ("camera" if q.question_type in CAMERA_TYPES
                                                             else "track") for q in qs)
+
+
+def camera_windows_by_every_pair(frames, num_frames, fps, rules):
+    """The camera window rule pair by pair of grid times (the generator's loop before issue #44)."""
+    out = []
+    times = gm.grid_times(num_frames, fps, rules.window_step_s)
+    longest = rules.max_window_s or math.inf
+    for i, t0 in enumerate(times):
+        for t1 in times[i + 1:]:
+            if not rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
+                continue
+            first, last = math.ceil((t0 - 1e-6) * fps), math.floor((t1 + 1e-6) * fps)
+            inside = [f for f in frames if first <= f <= last]
+            if len(inside) >= 2 and inside[0] == first and inside[-1] == last:
+                out.append((t0, t1, inside))
+    return out
+
+
+def test_camera_windows_equal_the_pairwise_rule_in_linear_time():
+    import time
+
+    rng = np.random.default_rng(1)
+    for trial in range(20):
+        n, fps = int(rng.integers(2, 200)), float(rng.choice([10.0, 29.97, 30.0, 7.5]))
+        frames = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
+        rules = Rules().with_overrides([f"motion.window_step_s={rng.choice([0.5, 0.25, 0.1])}",
+                                        f"motion.min_window_s={rng.choice([0, 0.5, 1])}",
+                                        f"motion.max_window_s={rng.choice([0, 2, 8])}"]).motion
+        got = [(t0, t1, inside.tolist()) for t0, t1, inside in gm.camera_windows(np.array(frames), n, fps, rules)]
+        assert got == camera_windows_by_every_pair(frames, n, fps, rules), trial
+    # issue #44: a frame at 9,999,999 (a 667,000-time grid) kept the pair-by-pair loop running for minutes
+    t = time.perf_counter()
+    wins = gm.camera_windows(np.array(list(range(40)) + [9_999_999]), 10_000_000, 30.0, Rules().motion)
+    assert time.perf_counter() - t < 10 and [(w[0], w[1]) for w in wins] == [(0.0, 1.0)]

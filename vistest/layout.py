@@ -56,6 +56,7 @@ RECORDS_DIR = "records"
 SPOOL_PREFIX = ".vistest-spool-"  # + "{scene_id}.{rand}_{pid}_{host}" (vistest.atomic.process_tag)
 FAILED = "failed.jsonl"
 CLAIMS_DIR = "running"    # under STAMPS_DIR
+CLAIM_LOCKS_DIR = "claims"  # under STATE_DIR/LOCKS_DIR: held while a batch task reads and writes a claim
 VISIBILITY = "visibility.npz"
 DUMMY_GT = "dummy_gt.jsonl"
 EVALUATORS_DIR = "evaluators"  # scenes/{scene_id}/evaluators/{name}/: ground truth per evaluator configuration
@@ -175,6 +176,13 @@ def claim_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
     """``RUN_DIR/.vistest/running/{scene_id}.json``: the batch task working on a scene now, or
     one that was lost (vistest.batch.claims)."""
     return Path(run_dir) / STAMPS_DIR / CLAIMS_DIR / f"{scene_id}.json"
+
+
+def claim_lock_path(run_dir: str | os.PathLike, scene_id: str) -> Path:
+    """``RUN_DIR/.vistest/locks/claims/{scene_id}.lock``: the ``flock`` lock a batch task holds while it
+    reads the scene's claim and writes its own (vistest.batch.claims.take: one claim at a time). It
+    stays, empty, as the scene locks do."""
+    return Path(run_dir) / STATE_DIR / LOCKS_DIR / CLAIM_LOCKS_DIR / f"{scene_id}.lock"
 
 
 def sheets_dir(run_dir: str | os.PathLike) -> Path:

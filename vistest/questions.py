@@ -636,13 +636,14 @@ def load_questions(path: str | os.PathLike, scene: Any | None = None) -> tuple[Q
 
 def ignored_times(questions: Iterable[Question]) -> list[str]:
     """Warnings (one per file) for questions whose type's ground truth ignores their time window or
-    instant (every rule but ``window`` and ``track``; docs/questions-format.md "Time windows"): the
+    instant (every rule but ``window``, ``track``, ``camera`` and ``counting``, which counts inside the
+    window: vistest.budget.truth.counted_frames; docs/questions-format.md "Time windows"): the
     budget stage decides them over every selected frame, only their dummies keep to the window's
     frames (vistest.videos.evidence.time_span). Each names the first such line and field."""
     by_file: dict[str, list[Question]] = {}
     for q in questions:
         if (q.window is not None or q.instant is not None) and q.type.rule not in (RULE_WINDOW, RULE_TRACK,
-                                                                                  RULE_CAMERA):
+                                                                                  RULE_CAMERA, RULE_COUNTING):
             by_file.setdefault(q.source, []).append(q)
     out = []
     for source, qs in by_file.items():

@@ -376,6 +376,7 @@ def tracks_scene(tracks: Tracks2D, root: str | os.PathLike = ".") -> Scene:
     (:func:`check_scene_id`) and its video exist beside it (relative to ``root``); stages that
     need 3D refuse it (:meth:`Scene.require_3d`)."""
     check_scene_id(tracks.scene_id, tracks.source)
+    tracks.check_table_size()  # before a Frame per decoded frame is made (num_frames alone sizes everything)
     if tracks.video is not None and not (Path(root) / tracks.video).is_file():
         raise Tracks2DError(f"{tracks.source}: video: file not found: {Path(root) / tracks.video}")
     frames = tuple(Frame(i, i / tracks.fps, None) for i in range(tracks.num_frames))

@@ -44,6 +44,11 @@ from .errors import InputError
 from .budgets import MAX_BUDGET
 
 FORMAT = "vistest.tracks2d/1"  # vistest.scene.TRACKS2D_FORMAT
+MAX_IMAGE_SIDE = 16384  # pixels a side of a 2D scene's frames: bounds a mask's decoded size (268 M pixels)
+MIN_FPS, MAX_FPS = 0.01, 1000.0
+# bytes per (frame, object) of the states and the visibility table at their peak: measured 230 (6.9 GB of
+# resident memory for `vistest visibility` on 10 M frames x 3 objects, issue #44), rounded up
+TABLE_BYTES_PER_CELL = 240  # frames/s a 2D scene may have (ffmpeg's rational rate stays exact)
 DEFAULT_MAX_GAP_S = 1.0  # seconds: Perception Test annotates about one frame per second (README "frame_ids")
 # per (frame, object) states (:meth:`Tracks2D.states`)
 ANNOTATED, INTERPOLATED, ABSENT, UNKNOWN = 0, 1, 2, 3
@@ -95,6 +100,8 @@ def rle_decode(rle: Any, where: str = "mask") -> np.ndarray:
             or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
         raise Tracks2DError(f"{where}.size: expected [h, w], two positive integers, got {_short(size)}")
     h, w = size
+    if max(h, w) > MAX_IMAGE_SIDE:  # before the runs are expanded
+        raise Tracks2DError(f"{where}.size: expected at most {MAX_IMAGE_SIDE} pixels a side, got {_short(size)}")
     counts = rle["counts"]
     try:
         if isinstance(counts, str):
@@ -181,6 +188,11 @@ def polygon_mask(polygons: Any, h: int, w: int, where: str = "segmentation") -> 
             raise Tracks2DError(f"{where}[{k}]: expected a polygon [x1, y1, x2, y2, ...] of at least 3 points "
                                 f"(an even count of finite numbers), got {_short(p)}")
         xy = np.asarray(p, np.float64).reshape(-1, 2)
+        far = (xy[:, 0] < -w) | (xy[:, 0] > 2 * w) | (xy[:, 1] < -h) | (xy[:, 1] > 2 * h)
+        if far.any():  # before the boundary is walked: its length grows with the coordinates (x = 1e9: 37 GiB)
+            j = int(np.argmax(far))
+            raise Tracks2DError(f"{where}[{k}]: expected vertices within one image size of the {w}x{h} image "
+                                f"(x in -{w}..{2 * w}, y in -{h}..{2 * h}), got ({p[2 * j]!r}, {p[2 * j + 1]!r})")
         u, v = _poly_boundary(np.trunc(POLY_SCALE * xy[:, 0] + .5), np.trunc(POLY_SCALE * xy[:, 1] + .5))
         step = u[1:] != u[:-1]
         left = np.minimum(u[1:], u[:-1])[step]  # the crossing lies between upsampled columns left, left + 1
@@ -236,13 +248,33 @@ class Track2D:
     extra: dict | None = None
 
 
+def _gap_margins(ann: np.ndarray, at: dict, lim: np.ndarray) -> np.ndarray:
+    """Per gap k between annotated frames ``ann[k]`` and ``ann[k + 1]``: the pixels an interpolated
+    frame's evidence box (the hull of the two annotated boxes) is grown by on every side, the
+    *neighbours' drift*: the largest move of any box edge (clipped to the image) between two
+    consecutive annotated boxes of the object, over this gap and the one before and after it (0 where
+    none has a box at both ends). An object that turns back inside a gap leaves the hull of its two
+    boxes (issue #44: a TAO person annotated at 1 frame/s left a 2-pixel strip beside a mask dummy's
+    fill); one that moves no faster than at its neighbouring annotations stays inside the grown hull."""
+    drift = np.zeros(max(len(ann) - 1, 0))
+    for k, (a0, a1) in enumerate(zip(ann[:-1], ann[1:])):
+        r0, r1 = at.get(int(a0)), at.get(int(a1))
+        if r0 is not None and r1 is not None:
+            drift[k] = float(np.abs(np.clip(r1.box, 0, lim) - np.clip(r0.box, 0, lim)).max())
+    if not len(drift):
+        return drift
+    padded = np.concatenate([[0.0], drift, [0.0]])
+    return np.maximum(np.maximum(padded[:-2], padded[1:-1]), padded[2:])
+
+
 @dataclass(frozen=True)
 class States:
     """Per (frame, object) what the annotation says (:meth:`Tracks2D.states`): ``state`` (F, O)
     int8 (:data:`ANNOTATED`, :data:`INTERPOLATED`, :data:`ABSENT`, :data:`UNKNOWN`), ``box`` (F, O, 4)
     the region's box (annotated, or linearly interpolated; NaN otherwise), ``evidence_box`` (F, O, 4)
-    where the object may be (the box; between two annotated boxes, the hull of both: an object
-    moving between them stays inside it when it moves monotonically), ``area`` (F, O) its pixels
+    where the object may be (the box; between two annotated boxes, the hull of both, grown on every
+    side by the neighbours' drift, :func:`_gap_margins`: an object that turns back between them may
+    leave the bare hull), ``area`` (F, O) its pixels
     (the mask's or box's; interpolated linearly; 0 absent, NaN unknown). Boxes clipped to the image."""
 
     state: np.ndarray
@@ -274,9 +306,25 @@ class Tracks2D:
         numbers are rounded from times)."""
         return self.max_gap_s * self.fps + 0.5
 
+    def check_table_size(self) -> None:
+        """Tracks2DError naming ``num_frames`` and the objects when the frames x objects tables (the
+        states, then the visibility table: :data:`TABLE_BYTES_PER_CELL` each) would not fit in the
+        memory available now (vistest.workers.available_memory_mb): the one number ``num_frames``
+        sizes them, up to 10 million frames, so it is checked before anything is allocated."""
+        from .workers import available_memory_mb
+
+        need = self.num_frames * max(1, len(self.objects)) * TABLE_BYTES_PER_CELL / 2**20
+        have = available_memory_mb()
+        if need > have:
+            raise Tracks2DError(f"{self.source}: num_frames: {self.num_frames} frames x {len(self.objects)} objects "
+                                f"need about {need:,.0f} MB for the per-frame tables, {have:,.0f} MB are available; "
+                                f"expected the decoded frame count of the video (is num_frames right?)")
+
     @cached_property
     def states(self) -> States:
-        """Every object's state at every decoded frame (module docstring)."""
+        """Every object's state at every decoded frame (module docstring); the memory it and the
+        visibility table need is checked first (:meth:`check_table_size`)."""
+        self.check_table_size()
         n, no = self.num_frames, len(self.objects)
         w, h = self.image_size
         state = np.full((n, no), UNKNOWN, np.int8)
@@ -287,6 +335,7 @@ class Tracks2D:
         lim = np.array([w, h, w, h], np.float64)
         for o, tr in enumerate(self.objects):
             at = {r.frame: r for r in tr.regions}
+            grow = _gap_margins(ann, at, lim)
             for a in ann:
                 r = at.get(int(a))
                 if r is None:
@@ -294,7 +343,7 @@ class Tracks2D:
                 else:
                     state[a, o], area[a, o] = ANNOTATED, r.area
                     box[a, o] = ebox[a, o] = np.clip(r.box, 0, lim)
-            for a0, a1 in zip(ann[:-1], ann[1:]):
+            for k, (a0, a1) in enumerate(zip(ann[:-1], ann[1:])):
                 if a1 - a0 < 2:
                     continue
                 mid = np.arange(a0 + 1, a1)
@@ -308,7 +357,8 @@ class Tracks2D:
                     b0, b1 = np.clip(r0.box, 0, lim), np.clip(r1.box, 0, lim)
                     state[mid, o] = INTERPOLATED
                     box[mid, o] = (1 - s) * b0 + s * b1
-                    ebox[mid, o] = np.concatenate([np.minimum(b0[:2], b1[:2]), np.maximum(b0[2:], b1[2:])])
+                    hull = np.concatenate([np.minimum(b0[:2], b1[:2]), np.maximum(b0[2:], b1[2:])])
+                    ebox[mid, o] = np.clip(hull + grow[k] * np.array([-1, -1, 1, 1]), 0, lim)
                     area[mid, o] = (1 - s[:, 0]) * r0.area + s[:, 0] * r1.area
         return States(state, box, ebox, area)
 
@@ -387,11 +437,15 @@ class _Parser:
         if not isinstance(sid, str):
             raise self.fail("scene_id", f"expected a string, got {_short(sid)}")  # vistest.scene checks the rest
         fps = self.number(doc["fps"], "fps", positive=True)
+        if not MIN_FPS <= fps <= MAX_FPS:
+            raise self.fail("fps", f"expected frames/s in {MIN_FPS:g}..{MAX_FPS:g}, got {fps:g}")
         size = doc["image_size"]
         if (not isinstance(size, list) or len(size) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
             raise self.fail("image_size", f"expected [W, H] as two positive integers, got {_short(size)}")
         w, h = size
+        if max(w, h) > MAX_IMAGE_SIDE:
+            raise self.fail("image_size", f"expected at most {MAX_IMAGE_SIDE} pixels a side, got {size}")
         n = self.integer(doc["num_frames"], "num_frames", 1)
         if n > max_frames:
             raise self.fail("num_frames", f"expected at most {max_frames} decoded frames, got {n}")
@@ -468,9 +522,11 @@ class _Parser:
         mask = rd.get("mask")
         pixels = None
         if mask is not None:
+            sz = mask.get("size") if isinstance(mask, dict) else None
+            if isinstance(mask, dict) and not (isinstance(sz, (list, tuple)) and list(sz) == [h, w]):  # not decoded
+                raise self.fail(f"{rf}.mask.size", f"expected the image's [h, w] = [{h}, {w}], got "
+                                                   f"{_short(mask.get('size'))}")
             m = rle_decode(mask, f"{self.source}: {rf}.mask")
-            if m.shape != (h, w):
-                raise self.fail(f"{rf}.mask.size", f"expected the image's [h, w] = [{h}, {w}], got {list(m.shape)}")
             pixels = float(m.sum())
         if rd.get("box") is not None:
             b = rd["box"]

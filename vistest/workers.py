@@ -26,6 +26,17 @@ from typing import Any, Callable
 PARENT_POLL_S = 0.2  # how often a child checks that its parent still runs
 
 
+def available_memory_mb() -> float:
+    """Memory available to new processes (MB): MemAvailable of /proc/meminfo, else the total."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+
+
 class ChildLost(RuntimeError):
     """A child process ended without an answer: killed by a signal, not by bad input or a bug.
     ``exitcode``: the child's exit status (negative: killed by that signal)."""

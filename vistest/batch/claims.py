@@ -12,11 +12,16 @@ finds it and:
 * notes in its outcome which attempt was lost, where, and in which stage.
 
 A claim of a process that is still alive on this host means another run is writing the scene
-now: the task stops with an error instead of writing beside it.
+now: the task stops (:class:`SceneClaimed`) instead of writing beside it, and its batch reports the
+scene ``busy`` and leaves everything of it alone (issue #44: it used to fail the scene and remove
+the other run's finished outputs). A claim is read and written under a short ``flock`` lock
+(vistest.layout.claim_lock_path), so two batches cannot both take it.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import layout
-from ..atomic import parse_work_name, temp_target, write_atomic
+from ..atomic import ensure_folder, output_errors, parse_work_name, temp_target, write_atomic
 from ..errors import InputError
 from ..layout import SPOOL_PREFIX
 
@@ -85,18 +90,49 @@ def write_claim(run_dir: str | os.PathLike, scene_id: str, claim: Claim) -> None
     write_atomic(path, json.dumps(dataclasses.asdict(claim), sort_keys=True) + "\n")
 
 
-def take(run_dir: str | os.PathLike, scene_id: str, run_id: str) -> tuple[Claim, Claim | None]:
-    """Claim the scene for this process: (our claim, the lost claim found, if any). A lost
-    attempt's leftovers are removed. InputError when a live process on this host holds it."""
+class SceneClaimed(InputError):
+    """The scene is claimed by a live process on this host (another batch writing it now): this run
+    leaves it alone (vistest.batch.run: status ``busy``; nothing of the scene removed or recorded)."""
+
+
+def busy(run_dir: str | os.PathLike, scene_id: str) -> SceneClaimed | None:
+    """The :class:`SceneClaimed` error when a live process on this host holds the scene's claim, else None."""
     old = read_claim(run_dir, scene_id)
-    if old is not None and alive_here(old):
-        raise InputError(f"{layout.claim_path(run_dir, scene_id)}: scene {scene_id} is being written by pid "
-                         f"{old.pid} on {old.host} ({old.stage}); two runs must not write one scene at once")
-    attempt = old.attempt + 1 if old is not None and old.run == run_id else 1
-    ours = Claim(run_id, attempt, socket.gethostname(), os.getpid(), _process_start(os.getpid()), "scene")
-    if old is not None:
-        remove_leftovers(run_dir, scene_id)
-    write_claim(run_dir, scene_id, ours)
+    if old is None or not alive_here(old):
+        return None
+    return SceneClaimed(f"{layout.claim_path(run_dir, scene_id)}: scene {scene_id} is being written by pid "
+                        f"{old.pid} on {old.host} ({old.stage}); two runs must not write one scene at once")
+
+
+@contextlib.contextmanager
+def _claim_lock(run_dir: str | os.PathLike, scene_id: str):
+    """Hold the scene's claim lock (vistest.layout.claim_lock_path, ``flock``) within the block: the
+    claim is read and written by one task at a time, so two batches cannot both find it free."""
+    path = layout.claim_lock_path(run_dir, scene_id)
+    ensure_folder(path.parent, "lock folder")
+    with output_errors(path, "cannot open the claim lock"):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def take(run_dir: str | os.PathLike, scene_id: str, run_id: str) -> tuple[Claim, Claim | None]:
+    """Claim the scene for this process, exclusively (issue #44: under the claim lock, so that of two
+    batches starting the scene at once one gets it): (our claim, the lost claim found, if any). A lost
+    attempt's leftovers are removed. :class:`SceneClaimed` when a live process on this host holds it."""
+    with _claim_lock(run_dir, scene_id):
+        held = busy(run_dir, scene_id)
+        if held is not None:
+            raise held
+        old = read_claim(run_dir, scene_id)
+        attempt = old.attempt + 1 if old is not None and old.run == run_id else 1
+        ours = Claim(run_id, attempt, socket.gethostname(), os.getpid(), _process_start(os.getpid()), "scene")
+        if old is not None:
+            remove_leftovers(run_dir, scene_id)
+        write_claim(run_dir, scene_id, ours)
     return ours, old
 
 

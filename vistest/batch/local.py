@@ -34,21 +34,10 @@ import time
 from collections import Counter, deque
 from typing import Callable, Sequence
 
-from ..workers import die_with_parent
+from ..workers import available_memory_mb, die_with_parent
 from .task import EXIT_LOST, Outcome, SceneTask, lost, run_task_or_exit
 
 STOP_SECONDS = 60.0
-
-
-def available_memory_mb() -> float:
-    """Memory available to new processes (MB): MemAvailable of /proc/meminfo, else the total."""
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
 
 
 def available_cpus() -> int:

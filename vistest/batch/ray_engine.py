@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections import deque
 from typing import Callable, Sequence
 
@@ -48,6 +49,50 @@ def cluster_address(address: str | None) -> str:
     return address
 
 
+CONNECT_TIMEOUT_S = 5.0  # seconds a cluster address may take to accept a connection before it is refused
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) cluster address that accepts no TCP connection within
+    ``timeout_s`` seconds is an InputError naming ``--address`` (issue #44: ``ray.init`` waited more
+    than 300 s on ``127.0.0.1:1``, where nothing listens). ``local`` and ``auto`` are not probed (Ray
+    looks for a cluster on this machine itself); an address that answers but is not Ray is left to
+    Ray's own timeouts."""
+    if address in (LOCAL, "auto"):
+        return
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--address: expected HOST:PORT (or ray://HOST:PORT, '{LOCAL}', 'auto'), got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, socket.timeout) else (e.strerror or str(e))
+        raise InputError(f"--address: {address}: no Ray cluster answers there ({why}, within {timeout_s:g} s); start "
+                         f"the cluster (ray start --head) or give its address, or '{LOCAL}' to start Ray on this "
+                         f"machine") from None
+
+
+def connect(ray, address: str, local_cpus: int | None) -> None:
+    """``ray.init`` at ``address`` (:func:`cluster_address`'s; ``local``: a private instance of
+    ``local_cpus`` CPUs), probed first (:func:`check_reachable`); a cluster Ray cannot connect to (an
+    address that answers but is not Ray's: Ray gives up after about 20 s) is an InputError naming
+    ``--address``, not a ConnectionError traceback."""
+    common = dict(log_to_driver=False, logging_level=logging.WARNING, namespace="vistest")
+    if address == LOCAL:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=local_cpus, include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_MB * 2**20,
+                 **common)
+        return
+    check_reachable(address)
+    try:
+        ray.init(address=address, **common)
+    except ConnectionError as e:
+        raise InputError(f"--address: {address}: cannot connect to a Ray cluster there "
+                         f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})") from None
+
+
 class RayEngine:
     """Run tasks as Ray tasks on the cluster at ``address`` (or a private local instance of
     ``local_cpus`` CPUs). ``cpus``/``memory_mb``: what each task declares; ``in_flight``: at
@@ -58,6 +103,7 @@ class RayEngine:
     def __init__(self, address: str | None, retries: int, cpus: int, memory_mb: float,
                  in_flight: int | None = None, local_cpus: int | None = None):
         self.address = cluster_address(address)
+        check_reachable(self.address)
         self.retries = max(0, retries)
         self.cpus = cpus
         self.memory_mb = memory_mb
@@ -68,19 +114,11 @@ class RayEngine:
         where = "a local Ray instance" if self.address == LOCAL else f"Ray cluster {self.address}"
         return f"{where}, {self.cpus} CPU(s) and {self.memory_mb:.0f} MB per scene"
 
-    def _connect(self, ray) -> None:
-        common = dict(log_to_driver=False, logging_level=logging.WARNING, namespace="vistest")
-        if self.address == LOCAL:
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            ray.init(num_cpus=self.local_cpus, include_dashboard=False,
-                     object_store_memory=LOCAL_OBJECT_STORE_MB * 2**20, **common)
-        else:
-            ray.init(address=self.address, **common)
 
     def run(self, tasks: Sequence[SceneTask], done: Callable[[Outcome], None]) -> None:
         """Run every task; ``done(outcome)`` is called here as each scene ends."""
         ray = import_ray()
-        self._connect(ray)
+        connect(ray, self.address, self.local_cpus)
         remote = ray.remote(run_task_or_exit)
         declared = dict(num_cpus=self.cpus, memory=int(self.memory_mb * 2**20), max_retries=self.retries,
                         retry_exceptions=False)

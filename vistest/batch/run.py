@@ -12,8 +12,11 @@
 5. merge (vistest.batch.merge.merge): manifest.jsonl, failed.jsonl, index.html; also after
    Ctrl-C, with the scenes finished by then.
 
-A scene's status in the report: ``done`` (run now), ``up to date`` (skipped), ``failed``, or
-``interrupted`` (not finished when the batch was interrupted; not a failure).
+A scene's status in the report: ``done`` (run now), ``up to date`` (skipped), ``failed``,
+``interrupted`` (not finished when the batch was interrupted; not a failure), or ``busy`` (another
+live run holds its claim, vistest.batch.claims: not run, and nothing of it is touched: its outputs
+are not removed, its ``failed.jsonl`` line is kept, its manifest lines are its record's when that
+says it is complete and current; issue #44).
 """
 from __future__ import annotations
 
@@ -33,9 +36,10 @@ from .merge import Merged, forget, merge
 from .specs import SceneSpec, read_scene_id
 from ..config import RunConfig
 from ..job import SceneJob
-from .task import Outcome, SceneTask, scene_job
+from .claims import busy
+from .task import BUSY as TASK_BUSY, Outcome, SceneTask, scene_job
 
-DONE, UP_TO_DATE, FAILED, INTERRUPTED = "done", "up to date", "failed", "interrupted"
+DONE, UP_TO_DATE, FAILED, INTERRUPTED, BUSY = "done", "up to date", "failed", "interrupted", "busy"
 
 
 class Engine(Protocol):
@@ -85,8 +89,8 @@ class BatchReport:
 
 
 def _from_outcome(spec: SceneSpec, o: Outcome) -> SceneReport:
-    return SceneReport(spec, o.scene_id, DONE if o.status == "done" else FAILED, o.attempts, o.seconds, o.written,
-                       o.up_to_date, o.failure, o.notes)
+    status = {"done": DONE, TASK_BUSY: BUSY}.get(o.status, FAILED)
+    return SceneReport(spec, o.scene_id, status, o.attempts, o.seconds, o.written, o.up_to_date, o.failure, o.notes)
 
 
 def scene_ids(specs: Sequence[SceneSpec]) -> tuple[dict[SceneSpec, str], dict[SceneSpec, SceneReport]]:
@@ -139,6 +143,10 @@ def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: Ru
     todo: list[SceneTask] = []
     stale: dict[str, str] = {}  # scene id -> why its record is not current (the report's notes)
     for spec, sid in ids.items():
+        held = busy(run_dir, sid)
+        if held is not None:  # another batch writes it now: not run, not forgotten, nothing of it removed
+            reports[spec] = SceneReport(spec, sid, BUSY, notes=(str(held),))
+            continue
         lines, why = scene_state(scene_job(spec, config, visibility), run_dir)
         if lines is not None:
             finished[sid] = lines
@@ -176,10 +184,16 @@ def run_batch(specs: Sequence[SceneSpec], run_dir: str | os.PathLike, config: Ru
             interrupted = True
     for t in todo:
         reports.setdefault(t.spec, SceneReport(t.spec, t.scene_id, INTERRUPTED))
+    held = {s.scene_id for s in reports.values() if s.status == BUSY}
+    for spec, sid in ids.items():  # a busy scene's lines are listed when its record is current (the other run's)
+        lines = current_lines(scene_job(spec, config, visibility), run_dir) if sid in held else None
+        if lines is not None:
+            finished[sid] = lines
     failed = {str(s.spec.scene_json): (failure_record(s.spec, s.scene_id, s.failure, s.attempts)
                                        if s.status == FAILED else None)
-              for s in reports.values() if s.status != INTERRUPTED}
-    merged = merge(run_dir, finished, [sid for sid in ids.values() if sid not in finished], failed)
+              for s in reports.values() if s.status not in (INTERRUPTED, BUSY)}
+    merged = merge(run_dir, finished, [sid for sid in ids.values() if sid not in finished and sid not in held],
+                   failed)
     return BatchReport(run_dir, engine.describe(), tuple(reports[s] for s in specs),
                        round(time.perf_counter() - t0, 3), interrupted, merged)
 
@@ -209,6 +223,7 @@ def summary_table(report: BatchReport, error_chars: int = 100) -> str:
     total = (f"{len(report.scenes)} scene(s): {report.count(DONE)} done, {report.count(UP_TO_DATE)} up to date, "
              f"{len(report.failed)} failed" + (f" ({kinds})" if kinds else "")
              + (f", {report.count(INTERRUPTED)} interrupted" if report.interrupted else "")
+             + (f", {report.count(BUSY)} busy (another run writes them)" if report.count(BUSY) else "")
              + (f"; {retried} retried" if retried else "") + f"; {report.seconds:.1f} s on {report.engine}")
     lines += [total, f"manifest: {report.merged.manifest}"]
     if report.merged.failed is not None:

@@ -80,9 +80,13 @@ class SceneTask:
         return scene_job(self.spec, self.config, self.visibility)
 
 
+BUSY = "busy"  # an Outcome's status when another live run holds the scene's claim
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """How a scene ended. ``status``: ``done`` or ``failed`` (then ``failure``); ``attempts``:
+    """How a scene ended. ``status``: ``done``, ``failed`` (then ``failure``) or ``busy`` (another run
+    holds the scene: not run, its claim's holder in ``notes``); ``attempts``:
     this batch run's attempts at it (lost ones included); ``seconds``: the last attempt's wall
     time; ``written``/``up_to_date``: videos; ``notes``: lost attempts, warnings."""
 
@@ -109,6 +113,8 @@ def run_task(task: SceneTask) -> Outcome:
     host = socket.gethostname()
     try:
         claim, lost = claims.take(out, sid, task.run_id)
+    except claims.SceneClaimed as e:  # another run writes it now: nothing of it is touched (vistest.batch.run)
+        return Outcome(sid, BUSY, 0, 0.0, host, notes=(str(e),))
     except InputError as e:
         return Outcome(sid, "failed", 1, 0.0, host, failure=Failure(INPUT, None, str(e)))
     notes = (f"lost {lost.describe()}",) if lost is not None and lost.run == task.run_id else ()

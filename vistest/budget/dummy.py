@@ -19,8 +19,9 @@ Questions with a time window or an instant (the dynamic ``motion_*`` types, any 
 ``time_start``/``time_end`` or ``time``) follow the same rules: their dummies remove the evidence
 inside their time span only (vistest.videos.evidence.time_span), so no frame they ask about shows
 the object, the budget rule would find it unseen there, and the answer is unanswerable (or the
-offered "None of these"/abstention answer; a count over the window is 0) even though the
-object still shows outside the span.
+offered "None of these"/abstention answer; a count over the window is 0: the budget rows count
+inside the same span, vistest.budget.truth.counted_frames) even though the object still shows
+outside the span.
 """
 from __future__ import annotations
 

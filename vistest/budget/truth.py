@@ -31,6 +31,10 @@ Rules (each threshold a parameter of :func:`budget_truth`):
   instance of a category) is seen in a selected frame; a subject unseen: "no" with ``allow_zero``,
   else unanswerable. The original's answer: kept (``presence_supported`` / ``presence_unseen``);
   the other: changed (``presence_changed``).
+  A count with a time window or an instant counts inside its *time span* only (issue #44;
+  :func:`counted_frames`, vistest.budget.windows.frames_in_span: the window's witnessing selected
+  frames, those within the instant tolerance of the instant): the frames its dummies remove the
+  counted objects from, so the budget row and the dummy row follow one rule.
 * Appearance order: recomputed from first sightings (earliest selected frame in which the
   object, or any instance of the category, is seen). Unanswerable when a subject is never
   seen, when two first sightings fall on the same frame, or when the new order is not one
@@ -119,7 +123,8 @@ from .. import motion
 from ..questions import (ANSWER_TEXT, RULE_APPEARANCE, RULE_CAMERA, RULE_COUNTING, RULE_MIN_BUDGET, RULE_OBJECTS,
                          RULE_PRESENCE, RULE_TRACK, RULE_WINDOW, STI_SPEED_ACCELERATION, Question, instant_quantity,
                          option_letter, option_number)
-from .windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_window, nearest_frame, window_ends, window_range
+from .windows import (DEFAULT_INSTANT_TOLERANCE_S, frames_in_span, frames_in_window, nearest_frame, window_ends,
+                      window_range)
 from .evaluators import Evaluator
 from .rows import CHANGED, KEPT, STATUSES, UNANSWERABLE, UNKNOWN, TruthRow, real_row
 from .seen import BOUND_ARRAY, DEFAULT_SEEN_THRESHOLD, SeenRule, seen_rule
@@ -128,7 +133,7 @@ from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
-RULES_VERSION = 3
+RULES_VERSION = 4  # 4: a count with a time window or an instant counts inside its time span (issue #44)
 """The ground-truth rules' version: bump it with any change to this stage (this module, the seen
 rule, dummy ground truth, windows, the samplers) that can change a written row. A run folder's
 scene records keep it (vistest.pipeline.rules_versions): a scene recorded under another version is
@@ -432,9 +437,11 @@ class _Table:
         invalid = tuple(f for f in uniq if f in self.row and not self.valid[self.row[f]])
         return FrameSelection(profile, budget, tuple(idx), invalid, no_row, evaluator, rule_budget)
 
-    def sightings(self, sel: FrameSelection, cols: Sequence[int]) -> list[list[int]]:
-        """For each column, the witnessing selected frames (sorted) in which it is seen."""
-        frames = sel.witnesses
+    def sightings(self, sel: FrameSelection, cols: Sequence[int],
+                  frames: Sequence[int] | None = None) -> list[list[int]]:
+        """For each column, the witnessing selected frames (sorted) in which it is seen (``frames``: of
+        those witnessing frames only)."""
+        frames = sel.witnesses if frames is None else frames
         if not frames:
             return [[] for _ in cols]
         rows = np.array([self.row[f] for f in frames], dtype=np.int64)
@@ -465,10 +472,20 @@ def _unanswerable(q: Question, sel: FrameSelection, reason: str, unseen: Sequenc
     return QuestionTruth(q, sel, None, UNANSWERABLE, reason, tuple(unseen), tuple(evidence))
 
 
+def counted_frames(q: Question, sel: FrameSelection, t: _Table) -> tuple[int, ...]:
+    """The witnessing selected frames a count is decided over: every one, or for a question with a
+    time window or an instant, those in its time span (vistest.budget.windows.frames_in_span: the
+    window's frames, those within the instant tolerance of the instant), the frames its dummies remove
+    the counted objects from (vistest.videos.evidence.time_span): one rule for the row and its dummy."""
+    span = frames_in_span(sel.witnesses, q.window, q.instant, t.fps, t.instant_tolerance_s)
+    return sel.witnesses if span is None else tuple(span)
+
+
 def _counting(q: Question, sel: FrameSelection, t: _Table) -> QuestionTruth:
     n_seen, evidence_set, unseen_labels = 0, set(), []
+    frames = counted_frames(q, sel, t)
     for label, cols in t.category_cols(q.category):
-        sights = t.sightings(sel, cols)
+        sights = t.sightings(sel, cols, frames)
         seen_here = sum(1 for s in sights if s)
         n_seen += seen_here
         evidence_set.update(f for s in sights for f in s)
@@ -919,7 +936,7 @@ def _undetermined(q: Question, sel: FrameSelection, t: _Table) -> tuple[list[int
     each subject's first sighting lies between its earliest unknown-or-seen frame and its first
     seen frame; the order is settled when those intervals are each a single frame, or disjoint.
     Rules that read no object (room size, route planning, windows, the camera) never turn on one."""
-    frames = sel.witnesses
+    frames = counted_frames(q, sel, t) if q.type.rule == RULE_COUNTING else sel.witnesses
     if q.type.rule not in (RULE_COUNTING, RULE_OBJECTS, RULE_APPEARANCE, RULE_PRESENCE) or not frames:
         return [], []
     open_frames: set[int] = set()

@@ -54,6 +54,24 @@ def frames_in_window(frames: Iterable[int], time_start: float, time_end: float, 
     return sorted({int(f) for f in frames if first <= int(f) <= last})
 
 
+def frames_in_span(frames: Iterable[int], window: tuple[float, float] | None, instant: float | None, fps: float,
+                   tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> list[int] | None:
+    """The distinct frames of ``frames`` (sorted) a timed question asks about, its *time span*: with a
+    window, those inside it (:func:`frames_in_window`); with an instant, those at most ``tolerance_s``
+    seconds from it (those :func:`nearest_frame` accepts); with both, the union (the instant lies in the
+    window; the tolerance may reach past its ends). None for a question with neither. The one rule the
+    budget stage (a count over a window) and the dummies (vistest.videos.evidence.time_span) share."""
+    if window is None and instant is None:
+        return None
+    frames = {int(f) for f in frames}
+    span: set[int] = set()
+    if window is not None:
+        span.update(frames_in_window(frames, window[0], window[1], fps))
+    if instant is not None:
+        span.update(f for f in frames if abs(frame_time(f, fps) - instant) <= tolerance_s + TIME_EPS_S)
+    return sorted(span)
+
+
 @dataclass(frozen=True)
 class InstantMatch:
     """The sampled frame nearest an instant: ``frame`` (None when no frame was sampled),

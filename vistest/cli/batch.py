@@ -70,8 +70,9 @@ def batch(ctx: click.Context, scenes: str, engine: str, workers: int | None, ret
     file of scenes (docs/batch.md). A rerun skips scenes that are complete with unchanged
     inputs and options. A failing scene is recorded in OUTPUT/failed.jsonl (scene id, stage,
     error) and the others go on; a lost worker's scene is retried (--retries). One writer merges
-    manifest.jsonl and index.html at the end. Exit status: 0, 1 when a scene failed, 2 for bad
-    options or scene list, 130 when interrupted (finished scenes are kept; rerun to complete).
+    manifest.jsonl and index.html at the end. Exit status: 0, 1 when a scene failed or was busy
+    (another run writing it), 2 for bad options or scene list, 130 when interrupted (finished
+    scenes are kept; rerun to complete).
     """
     from ..batch.local import LocalEngine, default_workers
     from ..batch.ray_engine import RayEngine
@@ -102,4 +103,8 @@ def batch(ctx: click.Context, scenes: str, engine: str, workers: int | None, ret
         ctx.exit(130)
     if report.failed:
         click.echo(f"{len(report.failed)} of {len(report.scenes)} scene(s) failed: {report.merged.failed}", err=True)
+        ctx.exit(1)
+    if report.count("busy"):
+        click.echo(f"{report.count('busy')} of {len(report.scenes)} scene(s) busy: another run is writing them; run "
+                   f"the same command again when it has ended", err=True)
         ctx.exit(1)

@@ -37,6 +37,7 @@ def frames(profile: str, options: dict, budget: str, num_frames: int | None, fps
     """Print the 0-based frame indices PROFILE samples from a video, as a JSON list (on stderr: how a
     qwen-vl-utils profile rounded the frame count, and the client versions that rounding is; with
     --video, the frame count and rate read from it)."""
+    from ..budgets import MAX_BUDGET
     from ..errors import InputError
 
     if video is not None and (num_frames is None or fps is None):
@@ -51,6 +52,9 @@ def frames(profile: str, options: dict, budget: str, num_frames: int | None, fps
                    f"({packets} packets)", err=True)
     if num_frames is None:
         raise InputError("--num-frames: expected the decoded frame count (or give --video)")
+    if not 1 <= num_frames <= MAX_BUDGET:  # before an array is sized by it (1e12: 7.3 TiB)
+        raise InputError(f"--num-frames: expected a decoded frame count in 1..{MAX_BUDGET} (vistest.scene."
+                         f"MAX_FRAME_INDEX + 1), got {num_frames}")
     idx = select_frames(profile, num_frames, parse_budget(budget, "--budget"), fps=fps, **options)
     note = rounding_note(profile, options)
     if note:

@@ -31,30 +31,84 @@ Both are MS COCO JSON with videos (TrackEval ``docs/TAO-format.txt``, from TAO-D
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, mask_box, polygon_mask, rle_decode, rle_encode
+from ..tracks2d import (DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, MAX_FPS, MAX_IMAGE_SIDE, MIN_FPS, mask_box,
+                        polygon_mask, rle_decode, rle_encode)
 from .common import AdapterError, positive_float, read_json, text
-from .tracks2d_import import Format2D, Imported2D, encode_images, even_size, option, probe_video, scene_id_of
+from .tracks2d_import import (BOX_SLACK, Format2D, Imported2D, even_size, image_encoder, option, probe_video,
+                              read_image, scene_id_of)
 
 YTVIS_FPS = 6.0  # YouTube-VOS / YouTube-VIS JPEGs: every 5th frame of 30 frames/s videos
 
 
-def _xywh(b: Any, where: str) -> list[float]:
+def _xywh(b: Any, where: str, size: tuple[int, int]) -> list[float]:
+    """A COCO ``[x, y, width, height]`` box as ``[x0, y0, x1, y1]``; AdapterError naming ``where``
+    unless it is four finite numbers, width and height >= 0, inside the ``size`` (W, H) image
+    (within :data:`BOX_SLACK`: COCO boxes bound pixels of the image; corner pairs ``[x1, y1, x2, y2]``
+    given as ``[x, y, w, h]`` reach past it)."""
     if (not isinstance(b, list) or len(b) != 4
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b) or b[2] < 0 or b[3] < 0):
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in b)
+            or b[2] < 0 or b[3] < 0):
         raise AdapterError(f"{where}: expected [x, y, width, height] (COCO, width and height >= 0), got {b!r}")
     x, y, w, h = (float(v) for v in b)
+    W, H = size
+    if x < -BOX_SLACK or y < -BOX_SLACK or x + w > W + BOX_SLACK or y + h > H + BOX_SLACK:
+        raise AdapterError(f"{where}: expected [x, y, width, height] inside the {W}x{H} image (COCO), got {b!r}, "
+                           f"which reaches [{x:g}, {y:g}, {x + w:g}, {y + h:g}] (corner pairs [x1, y1, x2, y2] "
+                           f"written where COCO has width and height?)")
     return [x, y, x + w, y + h]
+
+
+def _records(doc: dict, key: str, path: Path, ids: bool = True) -> list[dict]:
+    """``doc[key]``, a list of JSON objects (COCO's record lists), each with a hashable ``id`` (an
+    integer or a string) when ``ids``; AdapterError naming the file and the field otherwise."""
+    recs = doc.get(key)
+    if not isinstance(recs, list):
+        raise AdapterError(f"{path}: {key}: expected a list of records, got {type(recs).__name__}")
+    for i, r in enumerate(recs):
+        if not isinstance(r, dict):
+            raise AdapterError(f"{path}: {key}[{i}]: expected a JSON object, got {type(r).__name__}")
+        if ids and (isinstance(r.get("id"), bool) or not isinstance(r.get("id"), (int, str))):
+            raise AdapterError(f"{path}: {key}[{i}].id: expected an integer or string id, got {r.get('id')!r}")
+    return recs
+
+
+def _ref(rec: dict, fld: str, where: str) -> Any:
+    """``rec[fld]``, a reference to another record's id: an integer or a string (None when absent)."""
+    v = rec.get(fld)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, str))):
+        raise AdapterError(f"{where}.{fld}: expected an integer or string id, got {v!r}")
+    return v
+
+
+def _size(v: dict, where: str) -> tuple[int, int]:
+    """A video record's ``(width, height)``: positive integers up to MAX_IMAGE_SIDE."""
+    out = []
+    for key in ("width", "height"):
+        x = v.get(key)
+        if isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= MAX_IMAGE_SIDE:
+            raise AdapterError(f"{where}.{key}: expected pixels, an integer in 1..{MAX_IMAGE_SIDE}, got {x!r}")
+        out.append(x)
+    return out[0], out[1]
+
+
+def _categories(doc: dict, path: Path) -> dict:
+    """Category id -> name (``categories`` may be absent: labels are then ``category_ID``)."""
+    if doc.get("categories") is None and "categories" not in doc:
+        return {}
+    return {c["id"]: str(c.get("name", c["id"])) for c in _records(doc, "categories", path)}
 
 
 def _pick(videos: list, want: Any, path: Path, key: str) -> dict:
     if not isinstance(videos, list) or not videos:
         raise AdapterError(f"{path}: videos: expected a non-empty list")
+    _records({"videos": videos}, "videos", path)
     if want is None:
         if len(videos) != 1:
             raise AdapterError(f"{path}: videos: {len(videos)} videos; pick one with -O video=NAME or ID "
@@ -72,28 +126,32 @@ def segmentation_mask(seg: Any, h: int, w: int, where: str) -> np.ndarray:
     (vistest.tracks2d.polygon_mask: pycocotools' rleFrPoly pixel rule; several polygons united).
     AdapterError naming ``where`` for anything else or another size."""
     if isinstance(seg, dict):
-        mask = rle_decode(seg, where)
-        if mask.shape != (h, w):
-            raise AdapterError(f"{where}.size: expected [{h}, {w}], got {list(mask.shape)}")
-        return mask
+        if seg.get("size") != [h, w]:  # before decoding: a [100000, 100000] mask would take 10 GB
+            raise AdapterError(f"{where}.size: expected the video's [height, width] = [{h}, {w}], got "
+                               f"{seg.get('size')!r}")
+        return rle_decode(seg, where)
     if isinstance(seg, list):
         return polygon_mask(seg, h, w, where)
     raise AdapterError(f"{where}: expected a COCO RLE {{size, counts}} or a list of polygons [x1, y1, x2, y2, ...], "
                        f"got {type(seg).__name__}")
 
 
-def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+def read_tao(path: Path, options: dict, video: Path | None) -> Imported2D:
     """One video of a TAO annotation file (module docstring). Options: ``video`` (name or id)."""
     doc = read_json(path, "TAO annotations")
     if not isinstance(doc, dict) or not all(k in doc for k in ("videos", "images", "annotations", "tracks")):
         raise AdapterError(f"{path}: expected TAO JSON with videos, images, annotations, tracks (docs/TAO-format.txt)")
+    for key in ("images", "annotations", "tracks"):
+        _records(doc, key, path, ids=key != "annotations")
+    cats = _categories(doc, path)
     v = _pick(doc["videos"], options.get("video"), path, "name")
-    vid = v.get("id")
+    vid = v["id"]
+    w, h = _size(v, f"{path}: videos[id={vid}]")
     fps, n, size = probe_video(video, path)
-    w, h = int(v.get("width", size[0])), int(v.get("height", size[1]))
     if (w, h) != tuple(size):
-        raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h} for video {v.get('name')}")
-    images = {im["id"]: im for im in doc["images"] if isinstance(im, dict) and im.get("video_id") == vid}
+        raise AdapterError(f"{video}: --video: decodes to {size[0]}x{size[1]}, {path} says {w}x{h} for video "
+                           f"{v.get('name')}")
+    images = {im["id"]: im for im in doc["images"] if _ref(im, "video_id", f"{path}: images[id={im['id']}]") == vid}
     frames = {}
     for im in images.values():
         f = im.get("frame_index")
@@ -101,15 +159,17 @@ def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None
             raise AdapterError(f"{path}: images[id={im['id']}].frame_index: expected a 0-based frame of the "
                                f"{n}-frame video, got {f!r}")
         frames[im["id"]] = f
-    cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
-    tracks = {t["id"]: t for t in doc["tracks"] if isinstance(t, dict) and t.get("video_id") == vid}
+    if not frames:
+        raise AdapterError(f"{path}: images: no image of video {v.get('name', vid)!r} (expected its annotated frames, "
+                           f"each with video_id and frame_index)")
+    tracks = {t["id"]: t for t in doc["tracks"] if _ref(t, "video_id", f"{path}: tracks[id={t['id']}]") == vid}
     regions: dict[Any, list] = {t: [] for t in tracks}
     for i, a in enumerate(doc["annotations"]):
-        if not isinstance(a, dict) or a.get("image_id") not in images:
+        if _ref(a, "image_id", f"{path}: annotations[{i}]") not in images:
             continue
-        if a.get("track_id") not in tracks:
+        if _ref(a, "track_id", f"{path}: annotations[{i}]") not in tracks:
             raise AdapterError(f"{path}: annotations[{i}].track_id: {a.get('track_id')!r} is no track of the video")
-        box = _xywh(a.get("bbox"), f"{path}: annotations[{i}].bbox")
+        box = _xywh(a.get("bbox"), f"{path}: annotations[{i}].bbox", (w, h))
         regions[a["track_id"]].append({"frame": frames[a["image_id"]], "box": box})
     objects = []
     for tid, t in tracks.items():
@@ -125,7 +185,7 @@ def read_tao(path: Path, options: dict, video: Path | None, out_dir: Path | None
     return Imported2D(scene, video, [], prov, [])
 
 
-def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+def read_youtube_vis(path: Path, options: dict, video: Path | None) -> Imported2D:
     """One video of a YouTube-VIS annotation file (module docstring). Options: ``video`` (the
     first file name's folder or id), ``frames`` (the JPEG folder), ``fps`` (without --video)."""
     doc = read_json(path, "YouTube-VIS annotations")
@@ -139,14 +199,19 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
     names = v.get("file_names")
     if not isinstance(names, list) or not names:
         raise AdapterError(f"{path}: videos[id={v.get('id')}].file_names: expected the annotated frames' files")
-    w, h = int(v["width"]), int(v["height"])
-    vw, vh = w, h  # the video's size: with -O frames, the images padded to even (encode_images)
+    if not all(isinstance(fn, str) and fn for fn in names):
+        raise AdapterError(f"{path}: videos[id={v.get('id')}].file_names: expected file names (strings)")
+    _records(doc, "annotations", path, ids=False)
+    cats = _categories(doc, path)
+    w, h = _size(v, f"{path}: videos[id={v['id']}]")
+    vw, vh = w, h  # the video's size: with -O frames, the images padded to even (image_encoder)
+    make = None
     warnings: list[str] = []
     prov: dict[str, Any] = {"format": "youtube-vis", "annotations": str(path), "video_name": v["name"]}
     if video is not None:
         fps, n, size = probe_video(video, path)
         if tuple(size) != (w, h):
-            raise AdapterError(f"{video}: decodes to {size[0]}x{size[1]}, {path} says {w}x{h}")
+            raise AdapterError(f"{video}: --video: decodes to {size[0]}x{size[1]}, {path} says {w}x{h}")
         frames = []
         for k, fn in enumerate(names):
             m = re.search(r"(\d+)\D*$", str(fn))
@@ -156,24 +221,26 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
         prov["frames"] = "the number in each file name (frame of --video)"
     else:
         fps = option(options, "fps", positive_float, YTVIS_FPS)
+        if not MIN_FPS <= fps <= MAX_FPS:
+            raise AdapterError(f"option fps={options['fps']!r}: expected frames/s in {MIN_FPS:g}..{MAX_FPS:g}")
         folder = Path(option(options, "frames", text, str(path.parent)))
-        if out_dir is None:
-            raise AdapterError(f"{path}: --video: give the video, or -O frames=DIR with the JPEGs")
-        video, got = encode_images([folder / fn for fn in names], fps, out_dir)
+        files = [folder / fn for fn in names]
+        read_image(files[0], (w, h), f"{path} videos[id={v['id']}] width x height")
+        make = image_encoder(files, fps, (w, h), f"{path} videos[id={v['id']}] width x height")
         vw, vh = even_size(w, h)
-        if got != (w, h):
-            raise AdapterError(f"{folder / names[0]}: a {got[0]}x{got[1]} image, {path} says {w}x{h}")
         prov["images_size"] = [w, h]
         n, frames = len(names), list(range(len(names)))
         prov["frames"] = f"file k = decoded frame k of the encoded video ({folder})"
-    cats = {c["id"]: str(c.get("name", c["id"])) for c in doc.get("categories", []) if isinstance(c, dict)}
     objects = []
     for i, a in enumerate(doc["annotations"]):
-        if not isinstance(a, dict) or a.get("video_id") != v.get("id"):
+        if _ref(a, "video_id", f"{path}: annotations[{i}]") != v["id"]:
             continue
         where = f"{path}: annotations[{i}]"
+        if "id" in a and (a["id"] is None or _ref(a, "id", where) is None):
+            raise AdapterError(f"{where}.id: expected an integer or string id, got None")
         segs, boxes = a.get("segmentations") or [None] * len(names), a.get("bboxes") or [None] * len(names)
-        if len(segs) != len(names) or len(boxes) != len(names):
+        if not isinstance(segs, list) or not isinstance(boxes, list) or len(segs) != len(names) \
+                or len(boxes) != len(names):
             raise AdapterError(f"{where}: segmentations, bboxes: expected one entry per file name ({len(names)})")
         regions = []
         for k, (seg, box) in enumerate(zip(segs, boxes)):
@@ -189,7 +256,7 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
                 region["mask"] = seg if isinstance(seg, dict) and (vh, vw) == (h, w) else rle_encode(mask)
                 region["box"] = [float(x) for x in mask_box(mask)]
             elif box is not None:
-                region["box"] = _xywh(box, f"{where}.bboxes[{k}]")
+                region["box"] = _xywh(box, f"{where}.bboxes[{k}]", (w, h))
             else:
                 continue
             regions.append(region)
@@ -200,7 +267,8 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None, out_dir: Pat
     scene = {"format": TRACKS2D_FORMAT, "scene_id": scene_id_of(v["name"]), "fps": fps, "image_size": [vw, vh],
              "num_frames": n, "max_gap_s": gap, "annotated_frames": sorted(set(frames)),
              "source_format": "youtube-vis", "objects": objects}
-    return Imported2D(scene, video, [], {**prov, "video": str(video)}, warnings)
+    return Imported2D(scene, video, [], {**prov, "video": str(video) if make is None else "video.mp4"}, warnings,
+                      make)
 
 
 TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",

@@ -57,9 +57,10 @@ import string
 from pathlib import Path
 from typing import Any
 
-from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT
+from ..budgets import MAX_BUDGET
+from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, MAX_FPS, MAX_IMAGE_SIDE, MIN_FPS
 from .common import AdapterError, positive_float, read_json, text
-from .tracks2d_import import Format2D, Imported2D, option
+from .tracks2d_import import Format2D, Imported2D, check_video, option
 
 NAME = "perception-test"
 CUT_CONVENTIONS = ("removed", "kept")  # -O cut_frame_is: the mapping's frame is the first cut off / the last kept
@@ -75,6 +76,10 @@ def _pick_video(doc: Any, path: Path, video_id: str | None) -> tuple[str, dict]:
     if not isinstance(doc, dict) or not doc:
         raise AdapterError(f"{path}: expected a JSON object mapping video_id to its annotations (Perception Test "
                            f"annotation file)")
+    if not any(isinstance(e, dict) and "metadata" in e for e in doc.values()):
+        raise AdapterError(f"{path}: expected a Perception Test annotation file, a JSON object {{video_id: "
+                           f"{{metadata, object_tracking, ...}}}}; no entry has metadata (its keys: "
+                           f"{', '.join(map(str, list(doc)[:5]))}: not a Perception Test file?)")
     if video_id is None:
         if len(doc) != 1:
             raise AdapterError(f"{path}: holds {len(doc)} videos; pick one with -O video_id=ID (e.g. "
@@ -116,12 +121,20 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warning
         for key in ("id", "label", "bounding_boxes", "frame_ids"):
             if key not in t:
                 raise AdapterError(f"{tw}.{key}: missing required field")
+        if isinstance(t["id"], bool) or not isinstance(t["id"], (int, str)) or t["id"] == "":
+            raise AdapterError(f"{tw}.id: expected the track's id, an integer or a non-empty string, got {t['id']!r}")
+        if not isinstance(t["label"], str) or not t["label"]:
+            raise AdapterError(f"{tw}.label: expected a non-empty string, got {t['label']!r}")
         boxes, frames = t["bounding_boxes"], t["frame_ids"]
         if not isinstance(boxes, list) or not isinstance(frames, list) or len(boxes) != len(frames):
             raise AdapterError(f"{tw}: bounding_boxes and frame_ids: expected two lists of the same length, got "
                                f"{len(boxes) if isinstance(boxes, list) else boxes!r} and "
                                f"{len(frames) if isinstance(frames, list) else frames!r}")
-        masked = t.get("is_masked") if isinstance(t.get("is_masked"), list) else None
+        masked = t.get("is_masked")
+        if masked is not None and (not isinstance(masked, list) or len(masked) != len(frames)
+                                   or not all(isinstance(m, bool) for m in masked)):
+            raise AdapterError(f"{tw}.is_masked: expected one true/false per frame id ({len(frames)}), got "
+                               f"{masked!r}")
         for k, f in enumerate(frames):
             if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
                 raise AdapterError(f"{tw}.frame_ids[{k}]: expected a decoded frame number in 0..{n - 1}, got {f!r}")
@@ -145,7 +158,7 @@ def _tracks(entry: dict, where: str, w: int, h: int, n: int, fps: float, warning
                 raise AdapterError(f"{tw}.bounding_boxes[{k}]: expected fractions of the width and height with x1 <= "
                                    f"x2, y1 <= y2 (data_visualisation.ipynb paint_box multiplies by W and H), got {b}")
             region: dict[str, Any] = {"frame": f, "box": [x1 * w, y1 * h, x2 * w, y2 * h]}
-            if masked is not None and len(masked) == len(frames):
+            if masked is not None:
                 region["extra"] = {"is_masked": bool(masked[k])}
                 if masked[k]:
                     region["area"] = 0.0  # hidden (under a cup): not a sighting; its box stays the evidence
@@ -248,15 +261,14 @@ def cut_scene(objects: list[dict], annotated: set[int], kept: int) -> tuple[list
     return out, {f for f in annotated if f < kept}
 
 
-def write_prefix(src: Path, kept: int, fps: float, size: tuple[int, int], out_dir: Path) -> Path:
-    """Frames 0 .. ``kept`` - 1 of ``src`` (decoded, size (W, H), even) re-encoded at ``fps`` into
-    ``out_dir/video.mp4`` (decoded frame k = source frame k); VideoError when ``src`` is shorter."""
+def write_prefix(src: Path, kept: int, fps: float, size: tuple[int, int], out_dir: Path, n: int) -> Path:
+    """Frames 0 .. ``kept`` - 1 of ``src`` (decoded, size (W, H), even; ``n`` frames at ``fps``, as the
+    metadata says: checked first) re-encoded at ``fps`` into ``out_dir/video.mp4`` (decoded frame k =
+    source frame k)."""
     from ..videos.ffmpeg import FrameReader, VideoError, VideoWriter, probe
 
+    check_video(src, {"num_frames": n, "image_size": list(size), "fps": fps}, "metadata", given=True)
     info = probe(src)
-    if tuple(info.size) != tuple(size):
-        raise AdapterError(f"{src}: decodes to {info.size[0]}x{info.size[1]}, metadata.resolution says "
-                           f"{size[0]}x{size[1]}")
     if size[0] % 2 or size[1] % 2:
         raise AdapterError(f"{src}: {size[0]}x{size[1]}: the cut video is H.264 yuv420p, which needs an even size")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -272,7 +284,7 @@ def write_prefix(src: Path, kept: int, fps: float, size: tuple[int, int], out_di
     return out
 
 
-def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = None) -> Imported2D:
+def read(path: Path, options: dict, video: Path | None) -> Imported2D:
     """Read one video of a Perception Test annotation file (module docstring). Options:
     ``video_id`` (needed when the file holds several), ``objects`` (a JSON file naming each mc
     question's objects), ``max_gap_s`` (the longest interpolated gap, default 1 s)."""
@@ -291,6 +303,12 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise AdapterError(f"{where}.metadata.num_frames: expected a positive integer, got {n!r}")
     fps = _num(meta["frame_rate"], f"{where}.metadata.frame_rate")
+    if not (math.isfinite(fps) and MIN_FPS <= fps <= MAX_FPS):
+        raise AdapterError(f"{where}.metadata.frame_rate: expected frames/s in {MIN_FPS:g}..{MAX_FPS:g}, got {fps:g}")
+    if n > MAX_BUDGET:
+        raise AdapterError(f"{where}.metadata.num_frames: expected at most {MAX_BUDGET} decoded frames, got {n}")
+    if max(w, h) > MAX_IMAGE_SIDE:
+        raise AdapterError(f"{where}.metadata.resolution: expected at most {MAX_IMAGE_SIDE} pixels a side, got {res}")
     warnings: list[str] = []
     objects, annotated, labels = _tracks(entry, where, w, h, n, fps, warnings)
     cut = cut_length(options, video_id, n)
@@ -315,13 +333,15 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
             if cand.is_file():
                 video = cand
                 break
+    make = None
     if cut is not None:
-        if video is None or out_dir is None:
+        if video is None:
             raise AdapterError(f"{where}: --video: the cut needs the source video ({video_id}.mp4) to cut")
         cut[1]["source_video"] = str(video)
         if cut[0] < n:
-            n = cut[0]
-            video = write_prefix(video, n, fps, (w, h), out_dir)
+            src, kept, source_n = video, cut[0], n
+            n, video = kept, None
+            make = lambda folder: write_prefix(src, kept, fps, (w, h), folder, source_n)  # noqa: E731
     scene = {"format": TRACKS2D_FORMAT, "scene_id": video_id, "fps": fps, "image_size": [w, h], "num_frames": n,
              "max_gap_s": gap, "annotated_frames": sorted(annotated), "source_format": NAME, "objects": objects}
     if not objects:
@@ -330,8 +350,8 @@ def read(path: Path, options: dict, video: Path | None, out_dir: Path | None = N
             "conventions": {"boxes": "fractions of [W, H] times W, H -> pixel edges (paint_box)",
                             "frames": "frame_ids are 0-based decoded frames", "resolution": "[height, width]"}}
     if cut is not None:
-        prov["cut"] = {**cut[1], "video": str(video)}
-    return Imported2D(scene, video, questions, prov, warnings)
+        prov["cut"] = {**cut[1], "video": str(video) if make is None else "video.mp4 (SCENE_DIR)"}
+    return Imported2D(scene, video, questions, prov, warnings, make)
 
 
 FORMAT = Format2D(NAME, "Perception Test (object tracks, mc and grounded questions)",

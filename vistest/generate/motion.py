@@ -284,35 +284,58 @@ def camera_candidates(facts: SceneFacts, rules: MotionRules, types: tuple[str, .
     if not types:
         return []
     scene, d = facts.scene, time_decimals(rules.window_step_s)
-    grid = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
-    frames = facts.table_frames
-    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
     out = []
-    for i, t0 in enumerate(grid):
-        for t1 in grid[i + 1:]:  # ascending: past the longest window nothing more is asked from t0
-            if t1 - t0 > longest + 1e-9:
-                break
-            if t1 - t0 < rules.min_window_s - 1e-9:
+    for t0, t1, inside in camera_windows(facts.table_frames, scene.num_frames, scene.fps, rules):
+        try:
+            values = {q: mo.camera_quantity(mo.CAMERA_QUANTITIES[CAMERA_TYPES.index(q)], scene, inside.tolist())
+                      for q in types}
+        except mo.MotionError:
+            continue
+        fields = (("time_end", f"{t1:.{d}f}"), ("time_start", f"{t0:.{d}f}"))
+        for q, v in values.items():
+            if q == CAMERA_TURN and not (rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg
+                                         and abs(unwrapped_turn(scene, inside) - v) < 1e-6):
                 continue
-            (a, _), (_, b) = window_range(t0, t0, scene.fps), window_range(t1, t1, scene.fps)
-            inside = frames[(frames >= a) & (frames <= b)]
-            if len(inside) < 2 or inside[0] != a or inside[-1] != b:
+            if q != CAMERA_TURN and v < rules.min_displacement_m:
                 continue
-            try:
-                values = {q: mo.camera_quantity(mo.CAMERA_QUANTITIES[CAMERA_TYPES.index(q)], scene, inside.tolist())
-                          for q in types}
-            except mo.MotionError:
-                continue
-            fields = (("time_end", f"{t1:.{d}f}"), ("time_start", f"{t0:.{d}f}"))
-            for q, v in values.items():
-                if q == CAMERA_TURN and not (rules.min_turn_deg <= abs(v) <= 180.0 - rules.min_turn_deg
-                                             and abs(unwrapped_turn(scene, inside) - v) < 1e-6):
-                    continue
-                if q != CAMERA_TURN and v < rules.min_displacement_m:
-                    continue
-                out.append(Candidate(scene_id=facts.scene_id, question_type=q, template=TEMPLATES[q], fields=fields,
-                                     window=(t0, t1), value=v, decimals=DECIMALS,
-                                     detail=(("value", v), ("window_frames", float(len(inside))))))
+            out.append(Candidate(scene_id=facts.scene_id, question_type=q, template=TEMPLATES[q], fields=fields,
+                                 window=(t0, t1), value=v, decimals=DECIMALS,
+                                 detail=(("value", v), ("window_frames", float(len(inside))))))
+    return out
+
+
+def camera_windows(frames: np.ndarray, num_frames: int, fps: float, rules: MotionRules
+                   ) -> list[tuple[float, float, np.ndarray]]:
+    """(start s, end s, table frames inside) of every camera window (:func:`camera_candidates`): grid
+    times ``t0 < t1`` ``min_window_s`` to ``max_window_s`` apart whose two ends are table frames (the
+    frame at ``t0`` and the one at ``t1``, each a pose); sorted by start, then end.
+
+    Work: one vectorised pass over the grid per window length, as :func:`object_windows` (issue #44:
+    a frame at 9,999,999 made a pair-by-pair loop over 667,000 grid times run for minutes); Python
+    handles only the windows found."""
+    frames = np.asarray(frames, np.int64)
+    grid = grid_times(num_frames, fps, rules.window_step_s)
+    if len(grid) < 2 or len(frames) < 2:
+        return []
+    times = np.asarray(grid)
+    bounds = np.array([window_range(t, t, fps) for t in grid], np.int64)
+    first, last = bounds[:, 0], bounds[:, 1]  # the window [t_i, t_j] holds frames first_i .. last_j
+    starts = np.isin(first, frames)  # t_i can start a window: its frame has a pose
+    ends = np.isin(last, frames)
+    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
+    pairs = []
+    for k in range(1, len(grid)):  # window (i, i + k)
+        length = times[k:] - times[:-k]
+        if length.min() > longest + 1e-9:
+            break
+        ok = (length >= rules.min_window_s - 1e-9) & (length <= longest + 1e-9)
+        ok &= starts[:-k] & ends[k:] & (last[k:] > first[:-k])  # two distinct table frames at the ends
+        i = np.flatnonzero(ok)
+        pairs += zip(i.tolist(), (i + k).tolist())
+    out = []
+    for i, j in sorted(pairs):
+        inside = frames[np.searchsorted(frames, first[i]):np.searchsorted(frames, last[j], side="right")]
+        out.append((grid[i], grid[j], inside))
     return out
 
 

@@ -69,6 +69,19 @@ class GridConfig:
             raise InputError(f"--grid: expected a positive number of scenarios, got {self.n!r}")
         if self.workers is not None and self.workers < 1:
             raise InputError(f"-j/--workers: expected a positive integer, got {self.workers!r}")
+        run_config(self.budgets)  # --budgets (and the batch's settings) before anything is rendered
+        if self.engine == "ray":  # a cluster that does not answer: within seconds, before anything is written
+            from ..batch.ray_engine import check_reachable, cluster_address
+
+            check_reachable(cluster_address(self.address))
+        try:  # the render options, as every cell's spec will take them, named as options
+            cell_spec(CELLS[0], 0, seed=self.seed, frames=self.frames, resolution=self.resolution, fps=self.fps)
+        except SpecError as e:
+            fld = str(e.field or "").split("[")[0]
+            option = {"frames": "--frames", "resolution": "--size", "fps": "--fps"}.get(fld)
+            if option is None:
+                raise
+            raise InputError(f"{option}: {str(e).split(': ', 1)[1]}") from None  # "field: expected ..., got ..."
 
 
 def grid_cells(n: int) -> list[tuple[str, int]]:
@@ -135,19 +148,10 @@ def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
     """Yield (job, scene.json) as each Ray task rendering a job ends (``address``: HOST:PORT, ``local`` for
     a private instance of ``local_cpus`` CPUs, or None: ``$RAY_ADDRESS``, as vistest.batch.ray_engine); a
     task that raised raises here (bad input: the spec's SpecError)."""
-    import logging
-
-    from ..batch.ray_engine import LOCAL, LOCAL_OBJECT_STORE_MB, cluster_address, import_ray
+    from ..batch.ray_engine import cluster_address, connect, import_ray
 
     ray = import_ray()
-    address = cluster_address(address)
-    common = dict(log_to_driver=False, logging_level=logging.WARNING, namespace="vistest")
-    if address == LOCAL:
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=local_cpus, include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_MB * 2**20,
-                 **common)
-    else:
-        ray.init(address=address, **common)
+    connect(ray, cluster_address(address), local_cpus)
     try:
         remote = ray.remote(_render_one).options(num_cpus=1, max_retries=2, retry_exceptions=False)
         refs = {remote.remote(*job): job for job in jobs}

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S, TIME_EPS_S, frame_time, frames_in_window
+from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S, frames_in_span
 from ..errors import InputError
 from ..questions import Question
 from ..scene import Scene
@@ -36,15 +36,8 @@ def time_span(q: Question, num_frames: int, fps: float,
     an instant, the frames at most ``instant_tolerance_s`` seconds from it (those
     :func:`vistest.budget.windows.nearest_frame` accepts); with both, the union (the instant lies
     in the window; the tolerance may reach past its ends). None for a question with neither."""
-    if q.window is None and q.instant is None:
-        return None
-    span: set[int] = set()
-    if q.window is not None:
-        span.update(frames_in_window(range(num_frames), q.window[0], q.window[1], fps))
-    if q.instant is not None:
-        span.update(f for f in range(num_frames)
-                    if abs(frame_time(f, fps) - q.instant) <= instant_tolerance_s + TIME_EPS_S)
-    return frozenset(span)
+    span = frames_in_span(range(num_frames), q.window, q.instant, fps, instant_tolerance_s)
+    return None if span is None else frozenset(span)
 
 
 def evidence_objects(q: Question, scene: Scene) -> tuple[str, ...]:

@@ -39,15 +39,19 @@ def check_video(scene: Scene, scene_json: str | os.PathLike, scale_intrinsics: b
     warnings = []
     if info.size != tuple(scene.image_size):
         if not scale_intrinsics:
+            fix = ("pass --scale-intrinsics to scale the annotated regions to the video" if scene.camera is None
+                   else "pass --scale-intrinsics to scale the intrinsics to the video")
             raise InputError(f"{path}: decodes to {info.size[0]}x{info.size[1]} frames but {scene_json} says "
-                             f"image_size {list(scene.image_size)}; pass --scale-intrinsics to scale the "
-                             f"intrinsics to the video")
+                             f"image_size {list(scene.image_size)}; {fix}")
         warnings.append(f"intrinsics scaled from {scene.image_size[0]}x{scene.image_size[1]} to the video's "
                         f"{info.size[0]}x{info.size[1]}")
         scene = scale_scene(scene, info.size)
     if info.frames_estimate != scene.num_frames or (mp4_sample_count(path) is not None and not mp4_intact(path)):
         n = count_frames(path)
         if n != scene.num_frames:
+            if scene.tracks2d is not None:  # a 2D scene: no poses, one number
+                raise InputError(f"{path}: decodes to {n} frames but {scene_json} says num_frames "
+                                 f"{scene.num_frames}; the annotation's frames must be the decoded video's")
             raise InputError(f"{path}: decodes to {n} frames but {scene_json} frames describe {scene.num_frames} "
                              f"(frames[].index: last + 1); the poses must match the decoded video")
     if abs(info.fps - scene.fps) > 0.01 * scene.fps:

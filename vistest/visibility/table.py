@@ -69,8 +69,9 @@ from ..geometry import box_corners, rigid_inverse
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 OCCLUSION_CHOICES = ("auto",) + OCCLUSION_MODES  # what a user may ask for; "auto": choose_occlusion
 DEFAULT_OCCLUSION = "auto"
-RULES_VERSION = 3  # bumped when the rules change (cached tables keyed by it): 2 = containment, entry depth;
-# 3 = mesh z-buffered by vistest (not pyrender), ``visible`` = instance share with mesh_objects, ``evidence`` array
+RULES_VERSION = 4  # bumped when the rules change (cached tables keyed by it): 2 = containment, entry depth;
+# 3 = mesh z-buffered by vistest (not pyrender), ``visible`` = instance share with mesh_objects, ``evidence`` array;
+# 4 = a 2D scene's interpolated evidence box grown by the neighbours' drift (vistest.tracks2d, issue #44)
 CONTAIN_SHARE = 0.5  # boxes mode: box a does not hide box b when this share of b's volume is inside a
 ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")  # + evidence
 
