@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -35,11 +36,30 @@ N_FAST = 8  # the fast tier's unpruned set: the first 8 of the rooms (every temp
 RULES = Rules()
 
 
+class Rooms(Sequence):
+    """Random rooms ``0 .. n - 1`` and their visibility tables (box occlusion), each made when first
+    read: the fast tier reads the first ``N_FAST`` only."""
+
+    def __init__(self, n):
+        self.n, self._made = n, {}
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.n))]
+        i = range(self.n)[i]
+        if i not in self._made:
+            s = random_room_scene(i, num_frames=100)
+            self._made[i] = SceneInput(s, compute_visibility(s))
+        return self._made[i]
+
+
 @pytest.fixture(scope="module")
 def rooms():
-    """20 random rooms and their visibility tables (box occlusion)."""
-    return [SceneInput(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100)
-                                                           for seed in range(N_ROOMS))]
+    """20 random rooms and their visibility tables (box occlusion), made when read (:class:`Rooms`)."""
+    return Rooms(N_ROOMS)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +180,7 @@ def test_every_answer_recomputed_independently(rooms, set_name, request):
     assert len(generated.questions) == SET_ROOMS[set_name]
     # no pruning: every question the caps draw is here
     assert not [f for f in generated.report.funnel if any(s == "bias_pruning" for s, _ in f.removed)]
-    scenes = {i.scene.scene_id: i.scene for i in rooms}
+    scenes = {i.scene.scene_id: i.scene for i in rooms[:SET_ROOMS[set_name]]}
     docs = {sid: s.to_dict() for sid, s in scenes.items()}
     refs = {sid: Ref(s) for sid, s in scenes.items()}
     seen_types = Counter()
@@ -359,7 +379,7 @@ def test_40_random_rooms_keep_every_type_within_the_budget(rooms):
     (option-label and its complement, the words' attack)."""
     more = [SceneInput(s, compute_visibility(s)) for s in (random_room_scene(seed, num_frames=100)
                                                            for seed in range(N_ROOMS, 40))]
-    gen = generate(rooms + more, GENERATED_TYPES, Rules(), seed=0)
+    gen = generate(list(rooms) + more, GENERATED_TYPES, Rules(), seed=0)
     rep = gen.report
     for f in rep.funnel:
         assert f.final >= (20 if f.answerable >= 100 else 10 if f.answerable >= 10 else 0), f
@@ -553,8 +573,9 @@ def test_cli_single_scene_file_and_errors(tmp_path, rooms):
     vp = tmp_path / "vis.npz"
     rooms[0].visibility.save(vp)
     out = tmp_path / "q.jsonl"
+    cheap = ["--rule", "balance.judge_fold_seeds=1", "--rule", "balance.null_permutations=0"]  # the report's cost
     r = CliRunner().invoke(main, ["generate", str(sp), "--visibility", str(vp), "-o", str(out),
-                                  "--answerable-at", "32", "--rule", "abs_distance.min_distance_m=2.0"])
+                                  "--answerable-at", "32", "--rule", "abs_distance.min_distance_m=2.0", *cheap])
     assert r.exit_code == 0, r.output
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert recs and {x["question_type"] for x in recs} <= set(QUESTION_TYPES)
@@ -565,8 +586,10 @@ def test_cli_single_scene_file_and_errors(tmp_path, rooms):
     assert all(it.status == KEPT for it in bt.items)  # --answerable-at 32
     # VLM-3R's preset: its 0.15 m pairs (abs_distance.min_distance_m) unless a --rule says otherwise
     vlm = tmp_path / "vlm.jsonl"
+    directions = ",".join(f"object_rel_direction_{lv}" for lv in ("forward_easy", "backward_easy", "forward_hard",
+                                                                   "backward_hard"))
     r = CliRunner().invoke(main, ["generate", str(sp), "--visibility", str(vp), "-o", str(vlm), "--rules", "vlm3r",
-                                  "--quiet", "--rule", "rel_direction.max_per_scene=0"])
+                                  "--quiet", "--rule", "rel_direction.max_per_scene=0", "--types", directions, *cheap])
     assert r.exit_code == 0, r.output
     got = [json.loads(x) for x in vlm.read_text().splitlines()]
     assert len([x for x in got if x["question_type"].startswith("object_rel_direction")]) > len(

@@ -37,9 +37,11 @@ def rooms(request):
 @pytest.fixture(scope="module")
 def generated(rooms):
     # cluttered rooms; no bias pruning: this module checks the stock task's names and fields, not the balancing
-    # (nor the report's held-out chance, null_permutations: read by the report only, the questions are the same)
+    # (nor the report's held-out chance, null_permutations, and its fold seeds after the first, judge_fold_seeds:
+    # read by the report only, the questions are the same)
     rules = Rules().with_overrides(["route.clearance_m=0.15", "route.landmark_margin_m=0.2",
-                                    "balance.removal_budget=0", "balance.null_permutations=0"])
+                                    "balance.removal_budget=0", "balance.null_permutations=0",
+                                    "balance.judge_fold_seeds=1"])
     return generate(rooms, parse_types("vsibench"), rules, seed=0)
 
 
