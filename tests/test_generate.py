@@ -32,7 +32,7 @@ from vistest.questions import QUESTION_TYPES, option_letter, parse_questions
 from vistest.visibility.table import compute_visibility
 
 N_ROOMS = 20
-N_FAST = 8  # the fast tier's unpruned set: the first 8 of the rooms (every template makes questions there)
+N_FAST = 5  # the fast tier's unpruned set: the first 5 of the rooms (every template makes questions there)
 RULES = Rules()
 
 
@@ -247,7 +247,7 @@ def test_every_answer_recomputed_independently(rooms, set_name, request):
 
 
 # the pruned 20-room set (``generated``: the balancing's attack refits, ~15 s) and the unpruned one in the
-# slow tier; the fast tier checks the same on the unpruned set of the first 8 rooms (``generated_every_type``)
+# slow tier; the fast tier checks the same on the unpruned set of the first N_FAST rooms (``generated_every_type``)
 ON_BOTH_SETS = pytest.mark.parametrize("set_name", ["generated_every_type",
                                                     pytest.param("generated_every_type_20", marks=pytest.mark.slow),
                                                     pytest.param("generated", marks=pytest.mark.slow)])
@@ -618,7 +618,7 @@ def test_numeric_baselines_beside_chance_recomputed(set_name, request):
     per-label median and the world prior, every type on its own. The training median and the
     per-label median of object size are recomputed here from the records alone (the report's
     folds by scene; the median of the other folds' answers, of the same label; MRA as lmms-eval).
-    Fast tier: the unpruned set of 8 rooms (the report's baselines do not depend on the pruning);
+    Fast tier: the unpruned set of N_FAST rooms (the report's baselines do not depend on the pruning);
     slow tier: the pruned 20-room set."""
     from vistest.answers import mean_relative_accuracy
 
