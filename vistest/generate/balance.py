@@ -16,7 +16,9 @@ construction, then pruned within a budget (issue #34). In order (vistest.generat
    direction word (left, back-right ...; the dynamic heading's right, away ...) at most ``1/k +
    direction_answer_tolerance``. The largest set meeting the cap is kept (:func:`cap_shares`);
    with fewer distinct answers than the cap allows, the cap is raised to an equal share and the
-   report says so. After step 1 they remove little.
+   report says so. After step 1 they remove little. Never below the type's floor
+   (:func:`draw_and_cap`, issue #43): the draw goes on past the per-scene caps first, then the
+   cap is raised to the floor.
 3. **Iterative Bias Pruning** (:func:`prune`, TsT's IBP, vision-x-nyu/test-set-training
    ``docs/ibp.md``, per-type allocation): every question gets a *bias score*
    (:func:`bias_scores`): the mean over the content attacks (:data:`CONTENT_ATTACKS`: every
