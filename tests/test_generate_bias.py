@@ -322,6 +322,21 @@ def test_the_answer_cap_never_cuts_a_direction_type_below_its_floor():
     assert len(capped) == 8
 
 
+def test_the_per_scene_caps_take_every_reachable_scarce_word():
+    """Set 12000's backward-easy pool (docs/generate.md, measured): 38 'back' in 5 of 20 rooms
+    (4, 4, 4, 12, 14), 'left' and 'right' everywhere, 4 places per room. The caps can reach
+    min(4, 4) x 3 + min(4, 12) + min(4, 14) = 20 'back' (worked by hand); a room with 12 'back'
+    gives its 4 places to 'back', not to the word the set held fewest of when the room came: all
+    20 are drawn, and the type keeps 60 or more under the 1/3 + 2 points cap."""
+    backs = [4, 4, 4, 12, 14] + [0] * 15
+    cands = [_direction(1000 * s + i, f"s{s:02d}", w) for s, nb in enumerate(backs)
+             for i, w in enumerate(["back"] * nb + ["left", "right"] * 5)]
+    drawn = draw_per_scene(cands, 4, np.random.default_rng(0))
+    assert Counter(c.answer for c in drawn)["back"] == 20
+    kept, _ = cap_answers("object_rel_direction_backward_easy", drawn, Rules().balance, np.random.default_rng(0))
+    assert len(kept) >= 60
+
+
 def test_the_pool_keeps_a_rooms_rare_words():
     """The random pool per scene (balance.pool_per_scene) drawn round the answer classes: 400 'left',
     400 'right' and 8 'back' triples in a pool of 40 keep every 'back' (a uniform draw keeps

@@ -412,11 +412,40 @@ def _top_up(cands: list[Candidate], drawn: list[Candidate], floor: int, rng: np.
     return sorted(out, key=lambda c: c.key)
 
 
+def scarce_classes(per_scene_classes: Sequence[Sequence], cap: int) -> frozenset:
+    """The answer classes the per-scene caps should take every one of (:func:`_capped_draw`): those
+    the caps can reach fewer of (``n_k = sum over scenes of min(cap, the scene's candidates of
+    k)``) than the level ``L`` at which the draw's places (``min(cap, n)`` per scene) would hold
+    every class equally, ``sum_k min(n_k, L) = places`` (water-filling). The answer cap afterwards
+    keeps about ``1/k`` of each word: the type's size is set by its scarcest words, so none of them
+    may be left for a common word's place (a room with 12 of a set's 38 'back' gives its 4 places
+    to 'back')."""
+    avail: Counter = Counter()
+    for classes in per_scene_classes:
+        avail.update({k: min(cap, n) for k, n in Counter(classes).items()})
+    places = sum(min(cap, len(classes)) for classes in per_scene_classes)
+    counts = sorted(avail.values())
+    level, left = 0.0, float(places)
+    for i, n in enumerate(counts):
+        share = left / (len(counts) - i)
+        if n >= share:
+            level = share
+            break
+        left -= n
+    else:
+        level = math.inf
+    return frozenset(k for k, n in avail.items() if n < level)
+
+
 def _capped_draw(cands: list[Candidate], cap: int, rng: np.random.Generator, stratify: bool) -> list[Candidate]:
-    """The per-scene capped draw of :func:`draw_per_scene`."""
+    """The per-scene capped draw of :func:`draw_per_scene`: a scene's places go first to the
+    classes that are scarce over the whole type (:func:`scarce_classes`: a room's 'back' is never
+    left for a 'left' because the set held one more 'left' when the room came), then to the class
+    held fewest."""
     per: dict[str, list[Candidate]] = defaultdict(list)
     for c in cands:
         per[c.scene_id].append(c)
+    scarce = scarce_classes([[answer_class(c) for c in g] for g in per.values()], cap) if stratify else frozenset()
     held: Counter = Counter()
     out: list[Candidate] = []
     scenes = sorted(per)
@@ -433,7 +462,7 @@ def _capped_draw(cands: list[Candidate], cap: int, rng: np.random.Generator, str
         for _ in range(cap):
             open_ = [k for k, v in left.items() if v]
             tie = rng.random(len(open_))
-            k = min(range(len(open_)), key=lambda j: (held[open_[j]], tie[j]))
+            k = min(range(len(open_)), key=lambda j: (open_[j] not in scarce, held[open_[j]], tie[j]))
             i = left[open_[k]].pop()
             held[open_[k]] += 1
             out.append(g[i])
