@@ -228,7 +228,8 @@ def one_set(name: str, inputs: list[SceneInput], rules: Rules, table, timing: bo
     records = summary(name, gen, on)
     floors(gen)
     worst = word_priors(records)
-    print(f"word priors: largest held-out gap on a direction type of >= 40: {100 * worst:+.1f} (target <= +5)")
+    print("word priors: " + (f"largest held-out gap on a direction type of >= 40: {100 * worst:+.1f} (target <= +5)"
+                             if worst > -1.0 else "no direction type of >= 40 questions (nothing judged)"))
     rep, tab = size_leak(gen, records, table)
     print(f"size leak: the report's largest judged gap {100 * rep:+.1f}, a per-label median table "
           f"{100 * tab:+.1f} (target: within 3 points or above)")

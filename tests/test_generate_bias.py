@@ -25,7 +25,7 @@ from vistest.eval.baselines import DEFAULT_FOLDS, scene_folds
 from vistest.generate import Rules, SceneInput, generate
 from vistest.generate import blind
 from vistest.generate.balance import (CONTENT_ATTACKS, Placed, _records, answer_class, cap_answers,
-                                      draw_per_scene, prune)
+                                      draw_and_cap, draw_per_scene, prune)
 from vistest.generate.candidates import Candidate
 from vistest.visibility.table import compute_visibility
 
@@ -294,6 +294,47 @@ def test_the_per_scene_caps_draw_up_to_the_floor():
     words = Counter(c.answer for c in got)
     assert words["back"] == 3 and sorted((words["left"], words["right"])) == [3, 4]  # every back, then even
     assert len(draw_per_scene(cands, 2, np.random.default_rng(0), floor=100)) == len(cands)
+
+
+def test_the_answer_cap_never_cuts_a_direction_type_below_its_floor():
+    """Real layouts (tests/test_generate_real_rooms.py): 30 forward-easy questions over 10 rooms,
+    6 'back', a per-scene cap of 1. Worked out by hand: the 10 drawn within the caps (left 4, back 3,
+    right 3) keep 9 under the 1/3 + 2 points cap (floor(0.353 x 10) = 3 each); the draw goes on to
+    12 (4 each: floor(0.353 x 12) = 4) and the type keeps its floor of 10.
+    A type whose rarest word the rooms offer twice in 16 (6 back-left, 6 back-right, 2 front-left,
+    2 front-right) cannot reach 10 within 1/4 + 2 points (8 at most): the cap is raised to the
+    smallest share that keeps 10 (3 of 10: 3, 3, 2, 2), and the note says so."""
+    words = ["back"] * 6 + ["left"] * 12 + ["right"] * 12
+    cands = [_direction(i, f"s{i % 10}", w) for i, w in enumerate(words)]
+    rules = Rules().with_overrides(["rel_direction.max_per_scene=1"])
+    drawn, kept, note = draw_and_cap("object_rel_direction_forward_easy", cands, rules, np.random.default_rng(0), 10)
+    assert len(kept) >= 10 and max(Counter(c.answer for c in kept).values()) <= (1 / 3 + 0.02) * len(kept)
+    assert Counter(c.answer for c in kept) == {"back": 4, "left": 4, "right": 4} and not note
+    quads = ["back-left"] * 6 + ["back-right"] * 6 + ["front-left"] * 2 + ["front-right"] * 2
+    hard = [Candidate(f"s{i % 8}", "object_rel_direction_forward_hard", "{x}", (("x", str(i)),), objects=(str(i),),
+                      answer=w, distractors=tuple(x for x in sorted(set(quads)) if x != w))
+            for i, w in enumerate(quads)]
+    drawn, kept, note = draw_and_cap("object_rel_direction_forward_hard", hard, rules, np.random.default_rng(0), 10)
+    assert Counter(c.answer for c in kept) == {"back-left": 3, "back-right": 3, "front-left": 2, "front-right": 2}
+    assert "raised from 27% to 30% to keep the type's floor of 10" in note
+    # without a floor the cap keeps what balances: 2 of each
+    capped, _ = cap_answers("object_rel_direction_forward_hard", hard, Rules().balance, np.random.default_rng(1))
+    assert len(capped) == 8
+
+
+def test_the_per_scene_caps_take_every_reachable_scarce_word():
+    """Set 12000's backward-easy pool (docs/generate.md, measured): 38 'back' in 5 of 20 rooms
+    (4, 4, 4, 12, 14), 'left' and 'right' everywhere, 4 places per room. The caps can reach
+    min(4, 4) x 3 + min(4, 12) + min(4, 14) = 20 'back' (worked by hand); a room with 12 'back'
+    gives its 4 places to 'back', not to the word the set held fewest of when the room came: all
+    20 are drawn, and the type keeps 60 or more under the 1/3 + 2 points cap."""
+    backs = [4, 4, 4, 12, 14] + [0] * 15
+    cands = [_direction(1000 * s + i, f"s{s:02d}", w) for s, nb in enumerate(backs)
+             for i, w in enumerate(["back"] * nb + ["left", "right"] * 5)]
+    drawn = draw_per_scene(cands, 4, np.random.default_rng(0))
+    assert Counter(c.answer for c in drawn)["back"] == 20
+    kept, _ = cap_answers("object_rel_direction_backward_easy", drawn, Rules().balance, np.random.default_rng(0))
+    assert len(kept) >= 60
 
 
 def test_the_pool_keeps_a_rooms_rare_words():

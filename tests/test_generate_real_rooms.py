@@ -9,11 +9,12 @@ questions; the answer words counted here for the relative directions."""
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from direction_words import word_priors
 
 from vistest.answers import mean_relative_accuracy
 from vistest.eval import world_prior
@@ -28,10 +29,18 @@ META = ROOT.parent / "shared" / "reference" / "vsibench-meta-info"
 pytestmark = pytest.mark.skipif(not (META / "scannet_meta_info_val.json").exists(),
                                 reason="shared/reference/vsibench-meta-info not here")
 ROOMS = 24
+FRAMES = 40
+# the report judged on one fold seed, complements against 1/k: the questions are the same (the pruning
+# scores on fold seeds of its own), the fixture a third cheaper
+CHEAP_REPORT = ["balance.judge_fold_seeds=1", "balance.null_permutations=0"]
 
 
-@pytest.fixture(scope="module")
-def real():
+@pytest.fixture(scope="module", params=["unpruned", pytest.param("pruned", marks=pytest.mark.slow)])
+def real(request):
+    """24 scans as rooms (40-frame walks), the world prior cross-fitted on the other 264, and the set
+    of every type generated with that prior active: in the fast tier without the bias pruning (every
+    attack still runs on every question, in the report: the crash of issue #43 was an attack's), in
+    the slow tier pruned."""
     from vistest.datasets.real_rooms import meta_files, read_scans, real_layout_scene, split_scans
     from vistest.datasets.world_prior import derive, world_prior_of
 
@@ -41,10 +50,12 @@ def real():
     prior = world_prior_of(derive(files, only=set(prior_scans)), "test")
     inputs = []
     for k in rooms:
-        scene = real_layout_scene(k, scans[k], num_frames=60)
+        scene = real_layout_scene(k, scans[k], num_frames=FRAMES)
         inputs.append(SceneInput(scene, compute_visibility(scene, occlusion="boxes")))
     with world_prior.using(prior):
-        gen = generate(inputs, parse_types("all"), Rules(), seed=0)
+        rules = Rules().with_overrides(CHEAP_REPORT + (["balance.removal_budget=0"] if request.param == "unpruned"
+                                                       else []))
+        gen = generate(inputs, parse_types("all"), rules, seed=0)
     return scans, rooms, prior_scans, prior, gen
 
 
@@ -88,9 +99,9 @@ def test_generate_all_types_finishes_on_real_rooms(real):
     assert sum(kept.values()) >= 60 and len([t for t, n in kept.items() if n]) >= 6, kept
     for t in ("object_counting_single", "object_size_estimation", "room_size_estimation_multiple"):
         assert kept.get(t, 0) >= 10, (t, kept)
-    for f in gen.report.funnel:  # the floors: a type with 10 answerable keeps 10, unless its answers cannot balance
-        if f.answerable >= 10 and f.final < 10:
-            assert any(f.question_type in n and "distinct answers" in n for n in gen.report.notes), f
+    for f in gen.report.funnel:  # the floors: 10 answerable keep 10, 100 keep 20
+        assert f.final >= (20 if f.answerable >= 100 else 10 if f.answerable >= 10 else 0), f
+    assert sum(f.final for f in gen.report.funnel) >= 0.6 * sum(f.drawn for f in gen.report.funnel)
 
 
 def _tables(scans, keys):
@@ -114,60 +125,63 @@ def _tables(scans, keys):
 
 
 def test_world_prior_is_as_strong_as_a_per_label_median_table(real):
-    """Side by side on every numeric type of the real rooms (open answers, MRA): the world prior's
-    attack (cross-fitted) against a per-label / per-pair median table computed here on the same
-    prior scans (every label, however rare; unknown: the median over every instance / pair)."""
+    """Side by side on every numeric type of the real rooms (open answers: MRA; numeric options:
+    accuracy of the option nearest the guess in ratio): the world prior's attack (cross-fitted)
+    against a per-label / per-pair median table computed here on the same prior scans (every
+    label, however rare; unknown: the median over every instance / pair). The cross-fitted prior
+    holds the same medians at full precision (vistest.datasets.world_prior.world_prior_of; the
+    committed module rounds them): the world prior may not score half a point below the table."""
     scans, _, prior_scans, prior, gen = real
     size_t, pair_t, room_t, any_d = _tables(scans, prior_scans)
     every_size = float(np.median([100 * max(b["axesLengths"]) for k in prior_scans
                                   for bs in scans[k]["object_bbox"].values() for b in bs]))
     records = [r for recs in gen.questions.values() for r in recs]
     rows = {r["id"]: t for r, t in zip(records, truths(records))}
+    asked = {r["question_type"] for r in records}
+    numeric = [t for t in ("object_size_estimation", "object_abs_distance", "room_size_estimation_multiple")
+               if t in asked]
+    assert len(numeric) == 3 and {f"{t}_mcq" for t in numeric} - {"room_size_estimation_multiple_mcq"} <= asked
     with world_prior.using(prior):
         answer = fit_world_prior([])
-        for qtype in ("object_size_estimation", "object_abs_distance", "room_size_estimation_multiple"):
+        for qtype in numeric + ["object_size_estimation_mcq", "object_abs_distance_mcq", "room_size_estimation_mcq"]:
             rs = [r for r in records if r["question_type"] == qtype]
-            assert len(rs) >= 5
+            assert len(rs) >= 5, qtype
             world, table = [], []
             for r in rs:
-                gt = float(r["ground_truth"])
-                world.append(mean_relative_accuracy(float(answer(rows[r["id"]])), gt))
-                if qtype == "object_size_estimation":
+                if qtype.startswith("object_size"):
                     guess = size_t.get(r["object_label"], every_size)
-                elif qtype == "object_abs_distance":
-                    a, b = (scans_label(gen, r, i) for i in (0, 1))
-                    guess = pair_t.get(tuple(sorted((a, b))), any_d)
+                elif qtype.startswith("object_abs_distance"):
+                    guess = pair_t.get(tuple(sorted(question_labels(r))), any_d)
                 else:
                     guess = room_t
-                table.append(mean_relative_accuracy(guess, gt))
-            assert np.mean(world) >= np.mean(table) - 0.02, (qtype, np.mean(world), np.mean(table))
+                got = answer(rows[r["id"]])
+                if qtype.endswith("_mcq"):
+                    values = [float(o.split(". ", 1)[1]) for o in r["options"]]
+                    near = min(range(len(values)), key=lambda i: (abs(np.log(values[i] / guess)) if guess > 0
+                                                                  else abs(values[i] - guess), i))
+                    table.append(float("ABCDE"[near] == r["ground_truth"]))
+                    world.append(float(got == r["ground_truth"]))
+                else:
+                    gt = float(r["ground_truth"])
+                    table.append(mean_relative_accuracy(guess, gt))
+                    world.append(mean_relative_accuracy(float(got), gt))
+            assert np.mean(world) >= np.mean(table) - 0.005, (qtype, np.mean(world), np.mean(table))
 
 
-def scans_label(gen, r, i):
-    """The label of the ``i``-th object of question ``r`` (from the question's words)."""
-    q = r["question"]
-    a, b = q.split("between the ", 1)[1].split(" (in meters)")[0].split(" and the ")
-    return (a, b)[i]
+def question_labels(r):
+    """The two labels of an absolute-distance question, from its words."""
+    a, b = r["question"].split("between the ", 1)[1].split(" (in meters)")[0].split(" and the ")
+    return a, b
 
 
 def test_direction_word_priors_held_out(real):
     """The answer words of every relative-direction type of >= 40 questions, counted here and held
-    out by scene: neither 'always the most frequent word elsewhere' nor 'never the rarest' more than
-    5 points above 1/k (a set that offers no 'back' teaches "never back")."""
+    out by scene (tests/direction_words.py): neither 'always the most frequent word elsewhere' nor
+    'never the rarest' more than 5 points above 1/k. The real layouts' rooms hold few objects of
+    unique labels 1.5 m apart (the meta info boxes VSI-Bench's categories only: a median of 6 boxes
+    a scan), so their direction types stay small (docs/generate.md, measured); the 40 random rooms
+    of tests/test_generate.py (slow tier) reach 40."""
     records = [r for recs in real[4].questions.values() for r in recs]
-    for qtype in sorted({r["question_type"] for r in records if r["question_type"].startswith("object_rel_dir")}):
-        rs = [r for r in records if r["question_type"] == qtype]
-        if len(rs) < 40:
-            continue
-        word = [dict(o.split(". ", 1) for o in r["options"])[r["ground_truth"]] for r in rs]
-        k = len(rs[0]["options"])
-        always, never = [], []
-        for s in sorted({r["scene_id"] for r in rs}):
-            train = Counter(w for r, w in zip(rs, word) if r["scene_id"] != s)
-            words = sorted({o.split(". ", 1)[1] for r in rs for o in r["options"]})
-            top, rare = min(words, key=lambda w: (-train[w], w)), min(words, key=lambda w: (train[w], w))
-            for r, w in zip(rs, word):
-                if r["scene_id"] == s:
-                    always.append(float(w == top))
-                    never.append(0.0 if w == rare else 1 / (k - 1))
-        assert np.mean(always) - 1 / k <= 0.05 and np.mean(never) - 1 / k <= 0.05, (qtype, Counter(word))
+    for qtype, (n, always, never, words) in word_priors(records).items():
+        if n >= 40:
+            assert always <= 0.05 and never <= 0.05, (qtype, words)

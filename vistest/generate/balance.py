@@ -16,7 +16,9 @@ construction, then pruned within a budget (issue #34). In order (vistest.generat
    direction word (left, back-right ...; the dynamic heading's right, away ...) at most ``1/k +
    direction_answer_tolerance``. The largest set meeting the cap is kept (:func:`cap_shares`);
    with fewer distinct answers than the cap allows, the cap is raised to an equal share and the
-   report says so. After step 1 they remove little.
+   report says so. After step 1 they remove little. Never below the type's floor
+   (:func:`draw_and_cap`, issue #43): the draw goes on past the per-scene caps first, then the
+   cap is raised to the floor.
 3. **Iterative Bias Pruning** (:func:`prune`, TsT's IBP, vision-x-nyu/test-set-training
    ``docs/ibp.md``, per-type allocation): every question gets a *bias score*
    (:func:`bias_scores`): the mean over the content attacks (:data:`CONTENT_ATTACKS`: every
@@ -115,7 +117,7 @@ def answer_of(c: Candidate) -> str:
 
 
 def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator, may_raise: bool = True,
-               may_drop: bool = False) -> tuple[list[Candidate], str]:
+               may_drop: bool = False, floor: int = 0) -> tuple[list[Candidate], str]:
     """The largest subset in which no answer exceeds ``share`` of the subset (module docstring).
     With fewer distinct answers than the cap allows (``share x distinct < 1``) the cap is raised to
     an equal share (``may_raise``; False: never raised). With ``may_drop`` (counting) a rare answer
@@ -124,8 +126,11 @@ def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator, m
     :data:`MIN_ANSWERS_LEFT` remain (a type of two counts would be a coin a prior reads), and the
     choice that keeps the most questions wins (ties: fewer answers dropped). Direction words are
     never dropped: a set with no 'back' teaches "never back" (their balance comes from what is
-    asked: :func:`draw_per_scene`, vistest.generate.run.draw_pool). Returns (kept in key order, a
-    note when the cap was raised or answers dropped)."""
+    asked: :func:`draw_per_scene`, vistest.generate.run.draw_pool). ``floor``: when the cap would
+    keep fewer than ``min(floor, len(cands))``, the share is raised to the smallest that keeps that
+    many (issue #43: a cap never cuts a type below its floor; the rooms' rarest word then has all
+    its questions and the others one more each, and the note says by how much). Returns (kept in
+    key order, a note when the cap was raised or answers dropped)."""
     by_answer: dict[str, list[Candidate]] = defaultdict(list)
     for c in cands:
         by_answer[answer_of(c)].append(c)
@@ -142,10 +147,19 @@ def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator, m
             best = (n, drop, s)
     if best is None:
         return [], ""
+    want = min(floor, len(cands))
+    for_floor = best[0] < want
+    if for_floor:  # the floor: the smallest share that keeps it, every answer kept (nothing dropped)
+        counts = [len(by_answer[a]) for a in rarest_first]
+        s = _share_for(counts, want, best[2])
+        best = (_largest_capped(counts, s), 0, s)
     keep_n, drop, share_used = best
     dropped = rarest_first[:drop]
     notes = []
-    if share_used > share + 1e-12:
+    if for_floor:
+        notes.append(f"{len(rarest_first)} distinct answers, the rarest {len(by_answer[rarest_first[0]])} time(s): "
+                     f"cap raised from {share:.0%} to {share_used:.0%} to keep the type's floor of {want}")
+    elif share_used > share + 1e-12:
         notes.append(f"{len(rarest_first) - drop} distinct answers: cap raised from {share:.0%} to {share_used:.0%}")
     if dropped:
         share_all = max(share, 1.0 / len(by_answer)) if may_raise else share
@@ -163,6 +177,16 @@ def cap_shares(cands: list[Candidate], share: float, rng: np.random.Generator, m
             group = [group[i] for i in pick]
         kept.extend(group)
     return sorted(kept, key=lambda c: c.key), "; ".join(notes)
+
+
+def _share_for(counts: Sequence[int], want: int, share: float) -> float:
+    """The smallest share, at least ``share``, under which ``want`` questions can be chosen from
+    answers with ``counts`` questions each (:func:`_largest_capped`): ``cap / want`` for the
+    smallest per-answer cap that allows it."""
+    for cap in range(1, max(counts, default=0) + 1):
+        if cap / want >= share - 1e-12 and sum(min(n, cap) for n in counts) >= want:
+            return cap / want
+    return 1.0
 
 
 def _largest_capped(counts: Sequence[int], share: float) -> int:
@@ -388,11 +412,40 @@ def _top_up(cands: list[Candidate], drawn: list[Candidate], floor: int, rng: np.
     return sorted(out, key=lambda c: c.key)
 
 
+def scarce_classes(per_scene_classes: Sequence[Sequence], cap: int) -> frozenset:
+    """The answer classes the per-scene caps should take every one of (:func:`_capped_draw`): those
+    the caps can reach fewer of (``n_k = sum over scenes of min(cap, the scene's candidates of
+    k)``) than the level ``L`` at which the draw's places (``min(cap, n)`` per scene) would hold
+    every class equally, ``sum_k min(n_k, L) = places`` (water-filling). The answer cap afterwards
+    keeps about ``1/k`` of each word: the type's size is set by its scarcest words, so none of them
+    may be left for a common word's place (a room with 12 of a set's 38 'back' gives its 4 places
+    to 'back')."""
+    avail: Counter = Counter()
+    for classes in per_scene_classes:
+        avail.update({k: min(cap, n) for k, n in Counter(classes).items()})
+    places = sum(min(cap, len(classes)) for classes in per_scene_classes)
+    counts = sorted(avail.values())
+    level, left = 0.0, float(places)
+    for i, n in enumerate(counts):
+        share = left / (len(counts) - i)
+        if n >= share:
+            level = share
+            break
+        left -= n
+    else:
+        level = math.inf
+    return frozenset(k for k, n in avail.items() if n < level)
+
+
 def _capped_draw(cands: list[Candidate], cap: int, rng: np.random.Generator, stratify: bool) -> list[Candidate]:
-    """The per-scene capped draw of :func:`draw_per_scene`."""
+    """The per-scene capped draw of :func:`draw_per_scene`: a scene's places go first to the
+    classes that are scarce over the whole type (:func:`scarce_classes`: a room's 'back' is never
+    left for a 'left' because the set held one more 'left' when the room came), then to the class
+    held fewest."""
     per: dict[str, list[Candidate]] = defaultdict(list)
     for c in cands:
         per[c.scene_id].append(c)
+    scarce = scarce_classes([[answer_class(c) for c in g] for g in per.values()], cap) if stratify else frozenset()
     held: Counter = Counter()
     out: list[Candidate] = []
     scenes = sorted(per)
@@ -409,20 +462,39 @@ def _capped_draw(cands: list[Candidate], cap: int, rng: np.random.Generator, str
         for _ in range(cap):
             open_ = [k for k, v in left.items() if v]
             tie = rng.random(len(open_))
-            k = min(range(len(open_)), key=lambda j: (held[open_[j]], tie[j]))
+            k = min(range(len(open_)), key=lambda j: (open_[j] not in scarce, held[open_[j]], tie[j]))
             i = left[open_[k]].pop()
             held[open_[k]] += 1
             out.append(g[i])
     return sorted(out, key=lambda c: c.key)
 
 
-def cap_answers(qtype: str, cands: list[Candidate], b: BalanceRules, rng: np.random.Generator
+def cap_answers(qtype: str, cands: list[Candidate], b: BalanceRules, rng: np.random.Generator, floor: int = 0
                 ) -> tuple[list[Candidate], str]:
     """The answer cap of a counting or direction type over the whole type (module docstring,
-    step 2); other types unchanged."""
+    step 2), never below ``floor`` (:func:`cap_shares`); other types unchanged."""
     if not cands or not (qtype in COUNTING_TYPES or is_direction(qtype)):
         return cands, ""
-    return cap_shares(cands, _share(qtype, cands, b), rng, may_drop=qtype in COUNTING_TYPES)
+    return cap_shares(cands, _share(qtype, cands, b), rng, may_drop=qtype in COUNTING_TYPES, floor=floor)
+
+
+def draw_and_cap(qtype: str, group: list[Candidate], rules: Rules, rng: np.random.Generator, floor: int
+                 ) -> tuple[list[Candidate], list[Candidate], str]:
+    """Steps 1 and 2 of one type (module docstring): (drawn within the per-scene caps, kept within
+    the answer caps, the cap's note). When the answer cap leaves fewer than ``floor`` (the rarest
+    word of a direction type: 10 drawn as 4 left, 3 right, 3 back keep 9), the draw goes on
+    (:func:`_top_up`: the classes held fewest first) until the capped set reaches the floor or the
+    type's answerable questions run out; only then is the cap raised to the floor
+    (:func:`cap_shares`)."""
+    b = rules.balance
+    drawn = draw_per_scene(group, per_scene_cap(qtype, rules), rng, b.stratify, floor)
+    capped, note = cap_answers(qtype, drawn, b, rng)
+    while len(capped) < floor and len(drawn) < len(group):
+        drawn = _top_up(group, drawn, len(drawn) + floor - len(capped), rng, b.stratify)
+        capped, note = cap_answers(qtype, drawn, b, rng)
+    if len(capped) < min(floor, len(drawn)):
+        capped, note = cap_answers(qtype, drawn, b, rng, floor)
+    return drawn, capped, note
 
 
 def _records(placed: Sequence[Placed]) -> list[dict]:
@@ -596,9 +668,8 @@ def balance(cands: Sequence[Candidate], rules: Rules, rng: np.random.Generator, 
     for qtype, group in groups.items():  # numeric and other types first, then the numeric-option twins
         if qtype in TWIN_BASE and any(t in groups for t in TWIN_BASE[qtype]):
             continue
-        drawn = step(qtype, "per_scene_cap", len(group),
-                     draw_per_scene(group, per_scene_cap(qtype, rules), rng, b.stratify, floors[qtype]))
-        capped, note = cap_answers(qtype, drawn, b, rng)
+        drawn, capped, note = draw_and_cap(qtype, group, rules, rng, floors[qtype])
+        step(qtype, "per_scene_cap", len(group), drawn)
         kept[qtype] = step(qtype, "answer_cap", len(drawn), capped, note)
         if note:
             notes.append(f"{qtype}: {note}")

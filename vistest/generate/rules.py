@@ -349,7 +349,9 @@ class BalanceRules:
                               "TsT docs/ibp.md --early_stop (vision-x-nyu/test-set-training); vistest value")
     min_per_type: int = param(10, "IBP never leaves a type with fewer questions than this, nor do the per-scene "
                                   "caps (they draw past the cap up to it when a type's answerable questions sit in "
-                                  "a few rooms)", "TsT docs/ibp.md: VSI-Bench's minimum per question type (10)")
+                                  "a few rooms) nor the answer caps (the draw goes on, then the cap is raised to "
+                                  "it when the rooms' rarest answer is too rare)",
+                              "TsT docs/ibp.md: VSI-Bench's minimum per question type (10)")
     min_per_large_type: int = param(20, "the same floor for a type of at least large_type answerable questions",
                                     "issue #43 (a type with >= 100 answerable keeps >= 20)")
     large_type: int = param(100, "answerable questions from which a type's floor is min_per_large_type",
