@@ -24,6 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(frames=24, resolution=(96, 72), fps=4.0)  # 6 s of video: windows for the motion types
 
 
+def _rules(scale):
+    """The grid's rules (synth_rules) with the generate report's held-out chance off
+    (balance.null_permutations 0): it only judges the report's blind attacks, 70% of a one-scene
+    generation's time; the questions kept are those of the grid's rules (the pruning does not read it)."""
+    import dataclasses
+
+    rules = synth_rules(scale)
+    return dataclasses.replace(rules, balance=dataclasses.replace(rules.balance, null_permutations=0))
+
+
 def _spec(**kw):
     doc = {"scenario_id": "s", "scale": "figural", "objects": [{"category": "cup"}], "frames": 16,
            "resolution": [64, 48]}
@@ -140,30 +150,31 @@ def _distance(mot, tau):
     return np.interp(np.asarray(tau, float) + mot.start_s, t, s)
 
 
-@pytest.mark.parametrize("cell", [c if c == "environmental-egocentric-dynamic" else
-                                  pytest.param(c, marks=pytest.mark.slow) for c in CELLS if c.endswith("dynamic")])
-def test_movers_start_and_stop_with_bounded_acceleration(cell):
-    """Every mover of a dynamic cell's first scenarios: at rest until its start, then no acceleration beyond its
-    ramp (the track's second differences, frame to frame: a jump from rest to full speed in one frame is v / dt
-    = 3 m/s^2 at 0.1 m/s and 30 fps), the track where a simulation of its rules puts it (1 mm), and the
-    ramp a few times the largest cruise acceleration a cell draws (not the ramp of a step)."""
+@pytest.mark.parametrize("cell, k", [(c, k) if (c, k) == ("environmental-egocentric-dynamic", 0) else
+                                     pytest.param(c, k, marks=pytest.mark.slow)
+                                     for c in CELLS if c.endswith("dynamic") for k in range(2)])
+def test_movers_start_and_stop_with_bounded_acceleration(cell, k):
+    """Every mover of a dynamic cell's first two scenarios (one in the fast tier): at rest until its start,
+    then no acceleration beyond its ramp (the track's second differences, frame to frame: a jump from rest to
+    full speed in one frame is v / dt = 3 m/s^2 at 0.1 m/s and 30 fps), the track where a simulation of its
+    rules puts it (1 mm), and the ramp a few times the largest cruise acceleration a cell draws (not the ramp
+    of a step)."""
     scale = cell.split("-")[0]
-    for k in range(2):
-        spec = _laid_out(cell, k, frames=300)
-        layout = build_layout(spec)
-        assert layout.motions, cell
-        for oid, mot in layout.motions.items():
-            o = next(b for b in layout.objects if b.id == oid)
-            times = np.arange(spec.frames) / spec.fps
-            s = (o.centres - mot.start) @ mot.heading
-            dt = 1 / spec.fps
-            acc = np.diff(s, 2) / dt ** 2
-            assert np.abs(acc).max() <= mot.ramp + 1e-6, (cell, k, oid, np.abs(acc).max(), mot.ramp)
-            assert mot.ramp <= SCALES[scale].ramp_mps2 + 1e-12 and mot.ramp >= abs(mot.accel)
-            assert np.allclose(s[times <= mot.start_s], 0.0)
-            t_sim, s_sim = _simulate(mot, times[-1])
-            assert np.abs(np.interp(times, t_sim, s_sim) - s).max() < 1e-3, (cell, k, oid)
-            assert s.max() > 0.05 * spec.frames / spec.fps * mot.v0  # it moves
+    spec = _laid_out(cell, k, frames=300)
+    layout = build_layout(spec)
+    assert layout.motions, cell
+    for oid, mot in layout.motions.items():
+        o = next(b for b in layout.objects if b.id == oid)
+        times = np.arange(spec.frames) / spec.fps
+        s = (o.centres - mot.start) @ mot.heading
+        dt = 1 / spec.fps
+        acc = np.diff(s, 2) / dt ** 2
+        assert np.abs(acc).max() <= mot.ramp + 1e-6, (cell, k, oid, np.abs(acc).max(), mot.ramp)
+        assert mot.ramp <= SCALES[scale].ramp_mps2 + 1e-12 and mot.ramp >= abs(mot.accel)
+        assert np.allclose(s[times <= mot.start_s], 0.0)
+        t_sim, s_sim = _simulate(mot, times[-1])
+        assert np.abs(np.interp(times, t_sim, s_sim) - s).max() < 1e-3, (cell, k, oid)
+        assert s.max() > 0.05 * spec.frames / spec.fps * mot.v0  # it moves
 
 
 def test_a_short_lane_speeds_up_then_brakes_to_its_end():
@@ -187,7 +198,8 @@ def _heading_range(poses):
     return float(yaw.max() - yaw.min())
 
 
-@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("cell", [c if c in ("figural-egocentric-static", "vista-exocentric-static") else
+                                  pytest.param(c, marks=pytest.mark.slow) for c in CELLS])
 def test_no_camera_window_turns_180_degrees(cell):
     """Over the whole video of a cell's first six scenarios the camera's heading stays within 180 degrees
     (so does every window's); orbit and pan turn (a moving exocentric camera is drawn)."""
@@ -310,7 +322,8 @@ def _ground_hits(poses, k, size, wall_h, floor, nx=9, ny=7):
     return np.array(out)
 
 
-@pytest.mark.parametrize("cell", [c for c in CELLS if c.startswith("vista")])
+@pytest.mark.parametrize("cell", [c if c.endswith("static") else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in CELLS if c.startswith("vista")])
 def test_room_size_is_asked_where_walls_are_in_view(cell):
     """Room size is asked in vista cells only: there, in every frame of each mode's scenario, a wall is in
     view (a ray through the image meets a wall below its top before the floor); the other scales have no
@@ -327,28 +340,28 @@ def test_room_size_is_asked_where_walls_are_in_view(cell):
         assert draw_camera(cell_spec(cell, 0, frames=8, resolution=(64, 48)))[2].wall == 0
 
 
-@pytest.mark.parametrize("cell", ["vista-egocentric-dynamic",
-                                  pytest.param("figural-egocentric-dynamic", marks=pytest.mark.slow),
-                                  pytest.param("environmental-egocentric-dynamic", marks=pytest.mark.slow)])
-def test_egocentric_movers_are_placed_in_view(cell):
-    """An egocentric walk's movers stand where it looks: each mover's centre projects inside the image, in
-    front of the camera, in at least 40% of the frames after it starts (a walk turning 150 degrees sees no point
-    of the floor throughout: the best at most 55-80%; projected here with the spec's intrinsics)."""
+@pytest.mark.parametrize("cell, k", [(c, k) if (c, k) == ("vista-egocentric-dynamic", 0) else
+                                     pytest.param(c, k, marks=pytest.mark.slow)
+                                     for c in CELLS if c.endswith("egocentric-dynamic") for k in range(2)])
+def test_egocentric_movers_are_placed_in_view(cell, k):
+    """An egocentric walk's movers stand where it looks (a cell's first two scenarios; one in the fast tier):
+    each mover's centre projects inside the image, in front of the camera, in at least 40% of the frames after
+    it starts (a walk turning 150 degrees sees no point of the floor throughout: the best at most 55-80%;
+    projected here with the spec's intrinsics)."""
     from vistest.datasets.demo import demo_intrinsics
 
-    for k in range(2):
-        spec = _laid_out(cell, k, frames=90)
-        layout = build_layout(spec)
-        kk = demo_intrinsics(spec.resolution)
-        w, h = spec.resolution
-        for oid, mot in layout.motions.items():
-            o = next(b for b in layout.objects if b.id == oid)
-            frames = np.arange(int(math.ceil(mot.start_s * spec.fps)), spec.frames)
-            inside = 0
-            for f in frames:
-                u, v, z = _project(layout.poses[f], kk, o.centres[f][None])
-                inside += bool(z[0] > 0 and 0 <= u[0] < w and 0 <= v[0] < h)
-            assert inside >= 0.4 * len(frames), (cell, k, o.label, inside, len(frames))
+    spec = _laid_out(cell, k, frames=90)
+    layout = build_layout(spec)
+    kk = demo_intrinsics(spec.resolution)
+    w, h = spec.resolution
+    for oid, mot in layout.motions.items():
+        o = next(b for b in layout.objects if b.id == oid)
+        frames = np.arange(int(math.ceil(mot.start_s * spec.fps)), spec.frames)
+        inside = 0
+        for f in frames:
+            u, v, z = _project(layout.poses[f], kk, o.centres[f][None])
+            inside += bool(z[0] > 0 and 0 <= u[0] < w and 0 <= v[0] < h)
+        assert inside >= 0.4 * len(frames), (cell, k, o.label, inside, len(frames))
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,16 +416,16 @@ def rendered(tmp_path_factory):
             path = render_scenario(spec, root / cell, quiet=True)
             scene = Scene.load(path)
             vis = compute_visibility(scene)
-            gen = generate([SceneInput(scene, vis)], CELL_TYPES[cell], synth_rules(spec.scale), seed=0)
+            gen = generate([SceneInput(scene, vis)], CELL_TYPES[cell], _rules(spec.scale), seed=0)
             out[cell] = (spec, build_layout(spec), scene, vis, gen.questions.get(scene.scene_id, ()))
         return out[cell]
     return get
 
 
-# The fast tier checks four cells that hold every scale, both perspectives twice and both dynamics twice
-# (the issue's tabletop orbit with a sliding cup among them); the slow tier checks the other eight.
-FAST_CELLS = ("figural-exocentric-dynamic", "vista-egocentric-dynamic", "environmental-exocentric-static",
-              "figural-egocentric-static")
+# The fast tier checks one cell: an egocentric walk in a room with a mover (walls, so room size; motion
+# types and the camera's; the silhouette rule on a turning view); the slow tier checks the other eleven
+# (the figural scale's own thresholds, the exocentric modes, the yard).
+FAST_CELLS = ("vista-egocentric-dynamic",)
 assert set(FAST_CELLS) <= set(CELLS), FAST_CELLS
 CELL_PARAMS = [c if c in FAST_CELLS else pytest.param(c, marks=pytest.mark.slow) for c in CELLS]
 
@@ -537,7 +550,7 @@ def test_appearance_order_answers_agree_with_ray_casting(tmp_path):
     cell = "vista-egocentric-static"
     spec = cell_spec(cell, 8, seed=1, frames=48, resolution=(96, 72), fps=4.0)  # one whose walk reveals 4 labels
     scene = Scene.load(render_scenario(spec, tmp_path / "s", quiet=True))
-    qs = generate([SceneInput(scene, compute_visibility(scene))], CELL_TYPES[cell], synth_rules(spec.scale),
+    qs = generate([SceneInput(scene, compute_visibility(scene))], CELL_TYPES[cell], _rules(spec.scale),
                   seed=0).questions.get(scene.scene_id, ())
     orders = [[lab.strip() for lab in _answer_text(q).split(",")] for q in qs
               if q["question_type"] == "obj_appearance_order"]
@@ -698,9 +711,9 @@ def test_example_render_passes_the_audit(tmp_path, name):
 # ---------------------------------------------------------------------------------------
 # determinism and the command
 # ---------------------------------------------------------------------------------------
-def _render_in_child(spec_path: Path, out: Path) -> None:
+def _render_in_child(spec_path: Path, out: Path, hash_seed: str) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYOPENGL_PLATFORM=os.environ.get("PYOPENGL_PLATFORM", "egl"),
-               PYTHONHASHSEED="random")
+               PYTHONHASHSEED=hash_seed)
     subprocess.run([sys.executable, "-m", "vistest.cli", "synth", str(spec_path), "-o", str(out), "--quiet"],
                    check=True, env=env, cwd=ROOT, capture_output=True)
 
@@ -709,20 +722,40 @@ def _digest(folder: Path) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-def test_same_spec_gives_byte_identical_outputs(tmp_path):
-    """Two processes (different hash seeds: pyrender's node sets iterate differently) render one dynamic
-    spec at 160x120, 24 frames: every file byte-identical; a third render with another seed differs."""
-    doc = cell_spec("vista-exocentric-dynamic", 1, seed=5, frames=24, resolution=(160, 120), fps=8.0).to_dict()
+def _determinism_spec(tmp_path: Path):
+    """A dynamic spec at 96x72, 16 frames, written to ``tmp_path/spec.json``: (its document, its path)."""
+    doc = cell_spec("vista-exocentric-dynamic", 1, seed=5, frames=16, resolution=(96, 72), fps=8.0).to_dict()
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(doc))
-    _render_in_child(spec, tmp_path / "a")
-    _render_in_child(spec, tmp_path / "b")
+    return doc, spec
+
+
+def test_same_spec_gives_byte_identical_outputs(tmp_path):
+    """One dynamic spec rendered twice in this process (new pyrender nodes at other addresses: their sets
+    iterate in another order): every file byte-identical; a render with another seed differs. Across
+    processes: the slow test below."""
+    from vistest.synth.render import render_scenario
+
+    doc, spec = _determinism_spec(tmp_path)
+    render_scenario(load_spec(spec), tmp_path / "a", quiet=True)
+    render_scenario(load_spec(spec), tmp_path / "b", quiet=True)
     da, db = _digest(tmp_path / "a"), _digest(tmp_path / "b")
     assert {"video.mp4", "scene.json", "mesh.ply", "mesh_objects.txt", "spec.json"} <= set(da)
     assert da == db
-    spec.write_text(json.dumps(dict(doc, seed=doc["seed"] + 1)))
-    _render_in_child(spec, tmp_path / "c")
+    render_scenario(spec_from_dict(dict(doc, seed=doc["seed"] + 1)), tmp_path / "c", quiet=True)
     assert _digest(tmp_path / "c")["video.mp4"] != da["video.mp4"]
+
+
+@pytest.mark.slow
+def test_same_spec_gives_byte_identical_outputs_across_processes(tmp_path):
+    """The same spec rendered in a child process (another string hash seed, other addresses) and in this
+    one: every file byte-identical."""
+    from vistest.synth.render import render_scenario
+
+    _, spec = _determinism_spec(tmp_path)
+    _render_in_child(spec, tmp_path / "a", "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0")
+    render_scenario(load_spec(spec), tmp_path / "b", quiet=True)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
 
 
 @pytest.mark.parametrize("args, msg", [(["--grid", "1", "--seed", "-1"], "--seed"), (["--grid", "1", "--frames", "0"],
