@@ -41,6 +41,7 @@ from vistest.eval.records import Prediction, ScoreError, load_predictions, load_
 from vistest.eval.report import build_report
 from vistest.questions import QUESTION_TYPES
 from conftest import cli, config_file, read_jsonl
+from reference import REFERENCE
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
@@ -658,7 +659,7 @@ def test_revsi_writes_an_lmms_eval_task_folder_under_names_of_its_own(revsi):
     out, _ = revsi
     folder = out / "lmms_eval"
     builtin = {task_name(load_task_yaml(p))
-               for p in (ROOT.parent / "shared" / "reference" / "lmms-eval-revsi-task").glob("*.yaml")} \
+               for p in (REFERENCE / "lmms-eval-revsi-task").glob("*.yaml")} \
         or {"revsi", "revsi_16_frame", "revsi_32_frame", "revsi_64_frame", "revsi_all_frame"}
     tasks = {load_task_yaml(folder / f"vistest_revsi_{c}.yaml")["task"] for c in CONFIGS}
     assert tasks == {f"vistest_revsi_{c}" for c in CONFIGS} and not tasks & builtin

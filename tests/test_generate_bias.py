@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from reference import META_INFO, MISSING
 
 from vistest.cli import main
 from vistest.datasets.synthetic import random_room_scene
@@ -30,12 +31,12 @@ from vistest.generate.candidates import Candidate
 from vistest.visibility.table import compute_visibility
 
 ROOT = Path(__file__).resolve().parents[1]
-META = ROOT.parent / "shared" / "reference" / "vsibench-meta-info"
+META = META_INFO
 META_FILES = [META / f"{d}_meta_info_val.json" for d in ("scannet", "arkitscenes", "scannetpp")]
 
 
 # ---- the world prior ---------------------------------------------------------------------------
-@pytest.mark.skipif(not all(p.exists() for p in META_FILES), reason="shared/reference/vsibench-meta-info not here")
+@pytest.mark.skipif(not all(p.exists() for p in META_FILES), reason=MISSING)
 def test_world_prior_tables_rederive_from_the_real_meta_info():
     """The committed tables are what the derivation gives on the real files, and two entries
     recomputed here straight from the JSON (no vistest code) agree: the beds' median longest side

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from direction_words import word_priors
+from reference import META_INFO, MISSING
 
 from vistest.answers import mean_relative_accuracy
 from vistest.eval import world_prior
@@ -25,9 +26,9 @@ from vistest.generate.geometry import box_distance
 from vistest.visibility.table import compute_visibility
 
 ROOT = Path(__file__).resolve().parents[1]
-META = ROOT.parent / "shared" / "reference" / "vsibench-meta-info"
+META = META_INFO
 pytestmark = pytest.mark.skipif(not (META / "scannet_meta_info_val.json").exists(),
-                                reason="shared/reference/vsibench-meta-info not here")
+                                reason=MISSING)
 ROOMS = 24
 FRAMES = 40
 # the report judged on one fold seed, complements against 1/k: the questions are the same (the pruning

@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from reference import META_INFO, MISSING
 
-META = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vsibench-meta-info"
+META = META_INFO
 SCANS = {"arkitscenes": "41069025", "scannet": "scene0426_00", "scannetpp": "7b6477cb95"}
-pytestmark = pytest.mark.skipif(not META.exists(), reason="VSI-Bench meta info not found")
+pytestmark = pytest.mark.skipif(not META.exists(), reason=MISSING)
 
 
 def _meta() -> dict:
