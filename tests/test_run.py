@@ -291,6 +291,8 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
     own ``vistest`` bumped through the Makefile's VENV). Control: at the recorded version each says
     up to date. Three copies of one current run folder, one per entry point."""
     import vistest.budget.truth as truth
+    import vistest.videos.plan as video_rules
+    import vistest.visibility.table as visibility_rules
     from click.testing import CliRunner
 
     from vistest.batch.local import LocalEngine
@@ -313,7 +315,8 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
         shutil.copytree(tmp_path / "out", tmp_path / name, symlinks=True)  # copy2: times kept, records hold
         assert SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / name).current
     record = json.loads((tmp_path / "out" / ".vistest" / "records" / "demo-a.json").read_text())
-    assert record["options"]["rules"] == {"ground_truth": v1, "visibility": 3, "videos": 1}
+    assert record["options"]["rules"] == {"ground_truth": v1, "visibility": visibility_rules.RULES_VERSION,
+                                          "videos": video_rules.RULES_VERSION}
     why = f"ground truth rules version {v1} -> {v1 + 1}"
 
     # make variants, its vistest a wrapper that sets the version (control at v1, then bumped)
