@@ -102,13 +102,31 @@ def grid_times(num_frames: int, fps: float, step_s: float) -> list[float]:
     return [round(k * step_s, d) for k in range(int(math.floor(last / step_s + 1e-9)) + 1)]
 
 
+def window_pairs(times: np.ndarray, rules: MotionRules, ends_ok) -> list[tuple[int, int]]:
+    """Every pair ``(i, j)`` of grid indices, sorted, whose length ``times[j] - times[i]`` (seconds) lies
+    within ``min_window_s`` .. ``max_window_s`` (0: no upper bound) and for which ``ends_ok(k)[i]`` holds,
+    ``k = j - i`` (a bool array over ``i`` in ``0 .. len(times) - k - 1``: the caller's own rule on the
+    window's ends). One vectorised pass per window length, so linear in the grid times the lengths
+    asked; the pass stops at the first length longer than ``max_window_s`` everywhere."""
+    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
+    pairs = []
+    for k in range(1, len(times)):  # window (i, i + k)
+        length = times[k:] - times[:-k]
+        if length.min() > longest + 1e-9:
+            break
+        ok = (length >= rules.min_window_s - 1e-9) & (length <= longest + 1e-9) & ends_ok(k)
+        i = np.flatnonzero(ok)
+        pairs += zip(i.tolist(), (i + k).tolist())
+    return sorted(pairs)
+
+
 def object_windows(facts: SceneFacts, oid: str, rules: MotionRules) -> list[Window]:
     """Every window of object ``oid`` (module docstring): the object seen at the window's first
     and last table frames and in at least ``min_seen_share`` of them; sorted by start, then end.
 
-    Work: one vectorised pass over the grid per window length, so linear in the video's length
-    (grid times) times the lengths between ``min_window_s`` and ``max_window_s`` (15 at the
-    defaults); ``max_window_s`` 0 (every length up to the whole video) makes it quadratic."""
+    Work: :func:`window_pairs`, linear in the video's length (grid times) times the lengths between
+    ``min_window_s`` and ``max_window_s`` (15 at the defaults); ``max_window_s`` 0 (every length up to
+    the whole video) makes it quadratic."""
     scene = facts.scene
     frames, seen = facts.table_frames, facts.seen_frames[oid]
     grid = grid_times(scene.num_frames, scene.fps, rules.window_step_s)
@@ -120,20 +138,15 @@ def object_windows(facts: SceneFacts, oid: str, rules: MotionRules) -> list[Wind
     hi = np.searchsorted(frames, [b[1] for b in bounds], side="right")
     seen_row = np.isin(frames, seen)
     seen_before = np.concatenate([[0], np.cumsum(seen_row)])  # seen rows before each row
-    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
-    pairs = []
-    for k in range(1, len(grid)):  # window (i, i + k)
-        length = times[k:] - times[:-k]
-        if length.min() > longest + 1e-9:
-            break
+
+    def ends_ok(k: int) -> np.ndarray:
+        """Two table rows or more, seen at the first and the last, seen in min_seen_share of them."""
         a, b = lo[:-k], hi[k:]
-        ok = (length >= rules.min_window_s - 1e-9) & (length <= longest + 1e-9) & (b - a >= 2)
-        ok &= seen_row[np.minimum(a, len(frames) - 1)] & seen_row[np.maximum(b - 1, 0)]
-        ok &= seen_before[b] - seen_before[a] >= rules.min_seen_share * (b - a) - 1e-9
-        i = np.flatnonzero(ok)
-        pairs += zip(i.tolist(), (i + k).tolist())
+        return ((b - a >= 2) & seen_row[np.minimum(a, len(frames) - 1)] & seen_row[np.maximum(b - 1, 0)]
+                & (seen_before[b] - seen_before[a] >= rules.min_seen_share * (b - a) - 1e-9))
+
     out = []
-    for i, j in sorted(pairs):
+    for i, j in window_pairs(times, rules, ends_ok):
         inside = frames[lo[i]:hi[j]]
         out.append(Window(grid[i], grid[j], inside, seen[(seen >= inside[0]) & (seen <= inside[-1])]))
     return out
@@ -310,7 +323,7 @@ def camera_windows(frames: np.ndarray, num_frames: int, fps: float, rules: Motio
     times ``t0 < t1`` ``min_window_s`` to ``max_window_s`` apart whose two ends are table frames (the
     frame at ``t0`` and the one at ``t1``, each a pose); sorted by start, then end.
 
-    Work: one vectorised pass over the grid per window length, as :func:`object_windows` (issue #44:
+    Work: :func:`window_pairs`, as :func:`object_windows` (issue #44:
     a frame at 9,999,999 made a pair-by-pair loop over 667,000 grid times run for minutes); Python
     handles only the windows found."""
     frames = np.asarray(frames, np.int64)
@@ -322,18 +335,9 @@ def camera_windows(frames: np.ndarray, num_frames: int, fps: float, rules: Motio
     first, last = bounds[:, 0], bounds[:, 1]  # the window [t_i, t_j] holds frames first_i .. last_j
     starts = np.isin(first, frames)  # t_i can start a window: its frame has a pose
     ends = np.isin(last, frames)
-    longest = rules.max_window_s if rules.max_window_s > 0 else math.inf
-    pairs = []
-    for k in range(1, len(grid)):  # window (i, i + k)
-        length = times[k:] - times[:-k]
-        if length.min() > longest + 1e-9:
-            break
-        ok = (length >= rules.min_window_s - 1e-9) & (length <= longest + 1e-9)
-        ok &= starts[:-k] & ends[k:] & (last[k:] > first[:-k])  # two distinct table frames at the ends
-        i = np.flatnonzero(ok)
-        pairs += zip(i.tolist(), (i + k).tolist())
     out = []
-    for i, j in sorted(pairs):
+    # two distinct table frames at the ends
+    for i, j in window_pairs(times, rules, lambda k: starts[:-k] & ends[k:] & (last[k:] > first[:-k])):
         inside = frames[np.searchsorted(frames, first[i]):np.searchsorted(frames, last[j], side="right")]
         out.append((grid[i], grid[j], inside))
     return out
