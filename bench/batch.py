@@ -1,7 +1,7 @@
 """Benchmark: a whole batch of scenes by `vistest batch` (local engine, Ray) against `make -j2 variants`.
 
 In one run, on the same 8 small scenes (copies of the demo scene, default 320x240 and 90
-frames, with the 12 demo questions; ``vistest.datasets.demo.demo_batch``), each into a fresh
+frames, with the 12 demo questions; ``vistest.synth.demo.demo_batch``), each into a fresh
 output folder, with the same `vistest run` options:
 
 1. ``vistest batch SCENES -o OUT -j 2`` (local engine: 2 worker processes, 1 CPU per scene);
@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vistest.datasets.demo import demo_batch, make_demo_scene  # noqa: E402
+from vistest.synth.demo import demo_batch, make_demo_scene  # noqa: E402
 
 VISTEST = [sys.executable, "-m", "vistest.cli"]
 

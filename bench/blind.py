@@ -3,13 +3,13 @@ attacks, word priors, the size leak against a per-label median table, transfer, 
 
 Two kinds of rooms, ``--types all``, seed 0, box occlusion:
 
-* ``--source real`` (the default): rooms from real layouts (vistest.datasets.real_rooms: the boxes
+* ``--source real`` (the default): rooms from real layouts (vistest.generate.real_rooms: the boxes
   and labels of the VSI-Bench meta info in ``--meta``, a camera walk of ``--frames`` frames through
   each): ``--rooms`` scans drawn at random (``--split-seed``), the **world prior cross-fitted** on
-  the other scans (vistest.datasets.world_prior.derive(only=...), made active with
+  the other scans (vistest.generate.prior_tables.derive(only=...), made active with
   vistest.eval.world_prior.using): never judged on its own data;
 * ``--source random``: ``--sets`` sets of ``--rooms`` random furnished rooms
-  (``vistest.datasets.synthetic.random_room_scene(seed, num_frames=--frames)``, seeds ``--start``,
+  (``vistest.synthetic.random_room_scene(seed, num_frames=--frames)``, seeds ``--start``,
   ``--start + 1000`` ...), the committed world prior.
 
 Per set it prints what ``vistest generate`` reports (per type the answerable pool, what the caps drew,
@@ -69,7 +69,7 @@ def _vis(scene, path: Path):
 
 
 def random_rooms(start: int, n: int, frames: int, cache: Path) -> list[SceneInput]:
-    from vistest.datasets.synthetic import random_room_scene
+    from vistest.synthetic import random_room_scene
 
     return [SceneInput(s, _vis(s, cache / f"room{seed}_{frames}.npz"))
             for seed, s in ((seed, random_room_scene(seed, num_frames=frames)) for seed in range(start, start + n))]
@@ -77,8 +77,8 @@ def random_rooms(start: int, n: int, frames: int, cache: Path) -> list[SceneInpu
 
 def real_rooms(meta: Path, n: int, frames: int, cache: Path, split_seed: int):
     """(inputs, the cross-fitted world prior, the prior scans' size table: label -> every instance's cm)."""
-    from vistest.datasets.real_rooms import meta_files, read_scans, real_layout_scene, split_scans
-    from vistest.datasets.world_prior import derive, world_prior_of
+    from vistest.generate.real_rooms import meta_files, read_scans, real_layout_scene, split_scans
+    from vistest.generate.prior_tables import derive, world_prior_of
 
     files = meta_files(meta)
     scans = read_scans(files)

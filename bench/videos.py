@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vistest.datasets.demo import camera_path, demo_intrinsics, furniture  # noqa: E402
+from vistest.synth.demo import camera_path, demo_intrinsics, furniture  # noqa: E402
 from vistest.scene import Frame, Scene, SceneObject  # noqa: E402
 from vistest.videos.ffmpeg import ffmpeg_exe, select_expr  # noqa: E402
 

@@ -21,7 +21,7 @@ import numpy as np
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
 from vistest.visibility.render import BoxSegRenderer
-from vistest.datasets.synthetic import random_box_scene
+from vistest.synthetic import random_box_scene
 from vistest.geometry import box_corners
 from vistest.visibility import raster
 from vistest.visibility.table import compute_visibility, containment, default_scale, frame_cameras

@@ -7,7 +7,7 @@ says so:
 
 * **the faces**: mmdetection3d publishes the vertices of ``scene0000_00_vh_clean_2.ply`` without
   its faces, and no public repository we searched has them. Two stand-ins are measured, each
-  :func:`vistest.datasets.synthetic.surface_from_points` (manifold-like, about two triangles per
+  :func:`vistest.synthetic.surface_from_points` (manifold-like, about two triangles per
   vertex): over the real 81,369 vertices (154,943 triangles: the real mesh's structure), and over
   those plus the centroids of the stand-in's largest triangles (``--dense``, default 290,000: the
   issue's "290k-triangle" figure taken as the face count, an upper bound if it counted both
@@ -43,7 +43,7 @@ import numpy as np
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
 from vistest.datasets import import_scene
 from vistest.datasets.common import read_pickle
-from vistest.datasets.synthetic import surface_from_points
+from vistest.synthetic import surface_from_points
 from vistest.geometry import look_at
 from vistest.scene import Scene
 from vistest.visibility.table import DEFAULT_NEAR, default_scale, frame_cameras, load_scene_mesh

@@ -171,7 +171,7 @@ def demo_full(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_small(tmp_path_factory) -> Path:
     """The demo, seed 0, 60 frames at 320x240 (``DEMO_SMALL``)."""
-    from vistest.datasets.demo import make_demo_scene
+    from vistest.synth.demo import make_demo_scene
 
     folder = shared_dir(tmp_path_factory, "demo-small", lambda d: make_demo_scene(d, **DEMO_SMALL, quiet=True))
     return folder / "scene.json"
@@ -180,7 +180,7 @@ def demo_small(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_tiny(tmp_path_factory) -> Path:
     """The demo, seed 0, 40 frames at 160x120 (``DEMO_TINY``)."""
-    from vistest.datasets.demo import make_demo_scene
+    from vistest.synth.demo import make_demo_scene
 
     folder = shared_dir(tmp_path_factory, "demo-tiny", lambda d: make_demo_scene(d, **DEMO_TINY, quiet=True))
     return folder / "scene.json"
@@ -189,7 +189,7 @@ def demo_tiny(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_room(tmp_path_factory) -> Path:
     """The demo, seed 0, 40 frames at 320x240 (``DEMO_ROOM``)."""
-    from vistest.datasets.demo import make_demo_scene
+    from vistest.synth.demo import make_demo_scene
 
     folder = shared_dir(tmp_path_factory, "demo-room", lambda d: make_demo_scene(d, **DEMO_ROOM, quiet=True))
     return folder / "scene.json"

@@ -301,7 +301,7 @@ def test_audit_reads_each_photo_once(tmp_path):
     pose, depth and image, and the audit still reads three observations (and passes as it does
     without the video, tests/test_real_scannet.py)."""
     from test_real_scannet import FRAMES, write_scan
-    from vistest.datasets.audit import CheckParams, _audit_frames, audit_scene
+    from vistest.audit.scene import CheckParams, _audit_frames, audit_scene
 
     scene = Scene.load(import_scene("scannet", write_scan(tmp_path), tmp_path / "scene", video_from_frames=True))
     assert len(scene.frames) == 103 and all(f.valid for f in scene.frames)

@@ -26,7 +26,7 @@ import pytest
 import trimesh
 
 from vistest.datasets import AdapterError, import_scene
-from vistest.datasets.audit import CheckParams, audit_scene
+from vistest.audit.scene import CheckParams, audit_scene
 from vistest.datasets.multiscan import category, read_annotation
 from vistest.geometry import rot_x, rot_z
 from vistest.scene import Scene

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from vistest.cli import main
 from vistest.datasets import import_scene
-from vistest.datasets.answer_audit import (
+from vistest.audit.answers import (
     AS_GIVEN,
     NONE_FITS,
     AnswerAuditConfig,
@@ -328,7 +328,7 @@ def test_real_static_answers_wrong_ones_flagged_right_ones_pass(real, tmp_path):
     "left") are flagged with the recomputed value; the right ones (286 cm within 10%) pass; counting,
     room size, relative distance and appearance order likewise. Measured on the real scan:
     sofa 282.3 cm, desk-sofa 3.24 m, refrigerator 83 deg from ahead (left), room 47.3 m^2."""
-    from vistest.datasets.answer_audit import audit_static
+    from vistest.audit.answers import audit_static
 
     box = _mmdet_boxes()
     rows, want = _static_rows(box)
@@ -367,7 +367,7 @@ def test_real_static_answers_wrong_ones_flagged_right_ones_pass(real, tmp_path):
 def test_static_audit_tolerances_are_the_stated_ones(real, tmp_path):
     """Each tolerance at its edge: 10% relative on numbers (the sofa's 282.3 cm: 254 agrees, 253 not),
     counts exact, a direction within 10 degrees of a boundary accepts either side."""
-    from vistest.datasets.answer_audit import StaticAuditConfig, audit_static
+    from vistest.audit.answers import StaticAuditConfig, audit_static
 
     side = 100 * _mmdet_boxes()["33"][3:].max()
     rows = [{"id": f"s{g}", "scene_id": "scene0000_00", "question": "?", "question_type": "object_size_estimation",

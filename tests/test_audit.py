@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vistest.datasets.audit import CheckParams, audit_scene, hypotheses, load_alignments
+from vistest.audit.scene import CheckParams, audit_scene, hypotheses, load_alignments
 from vistest.cli import main
 from vistest.geometry import rot_z
 from vistest.scene import Scene, SceneObject
@@ -151,7 +151,7 @@ def test_colour_evidence_names_the_pose_and_intrinsics_fix_without_depth(good, b
 def test_colour_consistency_is_rank_based_and_pose_sensitive():
     """A coloured plane seen head-on; the image is the plane's own colours per cell (the
     reference), then gamma- and gain-distorted (exposure): still 1; a shifted pose: not."""
-    from vistest.datasets.audit import colour_consistency
+    from vistest.audit.scene import colour_consistency
     from vistest.scene import Intrinsics
 
     rng = np.random.default_rng(0)

@@ -34,7 +34,7 @@ from vistest.batch.failures import ERROR, write_failed
 from vistest.batch.specs import SceneSpec, discover, read_scene_id
 from vistest.batch.task import SceneTask, run_task
 from vistest.config import RunConfig
-from vistest.datasets.demo import demo_batch, make_demo_scene
+from vistest.synth.demo import demo_batch, make_demo_scene
 from vistest.atomic import files_record
 from vistest.errors import InputError
 

@@ -1,7 +1,7 @@
 """The demo scene: loads, decodes to the right frames, is deterministic, has its planned
 events (camera inside a box, a box straddling the camera plane), and its depth agrees
 with the geometry. Geometry here is recomputed from scene.json, independently of
-vistest.datasets.demo. The demo checked is the session's ``demo_small`` (conftest.py: seed 0,
+vistest.synth.demo. The demo checked is the session's ``demo_small`` (conftest.py: seed 0,
 60 frames, 320x240); the determinism test renders the smallest one (``demo_tiny``) again."""
 import hashlib
 import re
@@ -13,7 +13,7 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
-from vistest.datasets.demo import MIN_FRAMES, make_demo_scene
+from vistest.synth.demo import MIN_FRAMES, make_demo_scene
 from vistest.videos.ffmpeg import count_frames, ffmpeg_exe
 from conftest import DEMO_TINY
 
@@ -245,7 +245,7 @@ def test_depth_edges_at_pixel_centres(scene):
 @pytest.mark.slow  # an interrupted render, then a rerun
 def test_interrupted_run_leaves_no_scene(tmp_path, monkeypatch):
     """A run killed mid-render removes the old scene.json first and leaves no temp files."""
-    import vistest.datasets.demo as demo_mod
+    import vistest.synth.demo as demo_mod
 
     out = tmp_path / "d"
     make_demo_scene(out, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)

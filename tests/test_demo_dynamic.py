@@ -143,7 +143,7 @@ def test_depth_frames_see_the_moving_objects_at_their_track_pose(scene):
 def test_a_rerun_with_the_same_parameters_keeps_the_demo(scene):
     import os
 
-    from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+    from vistest.synth.demo_dynamic import make_dynamic_demo_scene
 
     video = scene.path(scene.video)
     before = os.stat(video).st_mtime_ns

@@ -48,7 +48,7 @@ def test_the_docs_have_python_snippets():
 
 @pytest.fixture(scope="session")
 def doc_demo(tmp_path_factory) -> Path:
-    from vistest.datasets.demo import make_demo_scene
+    from vistest.synth.demo import make_demo_scene
 
     root = tmp_path_factory.mktemp("doc-demo") / "demo"
     make_demo_scene(root, num_frames=48, size=(160, 120), quiet=True)

@@ -98,7 +98,7 @@ def test_an_evaluator_failing_on_the_video_gets_no_all_ground_truth(tmp_path):
     """vistest run: a configuration its client would fail with on the video (qwen-vl-utils asked more frames than
     a 24-frame video has) is a warning and has no all_frame.jsonl; a rerun where it fails removes the file an
     earlier run wrote under that name (it is not this video's ground truth); the manifest states the error."""
-    from vistest.datasets.demo import make_demo_scene
+    from vistest.synth.demo import make_demo_scene
     from vistest.budget.config import TruthConfig
     from vistest.config import RunConfig
     from vistest.pipeline import run_scene

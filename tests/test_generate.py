@@ -23,7 +23,7 @@ from test_generate_geometry import box_surface
 
 from vistest.budget.truth import KEPT, budget_truth
 from vistest.cli import main
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.generate import GENERATED_TYPES, Rules, SceneInput, generate
 from vistest.generate import appearance, counting, direction, distance, size
 from vistest.generate.candidates import scene_rng

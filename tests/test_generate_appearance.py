@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.generate import Rules, SceneInput, generate
 from vistest.questions import option_letter
 from vistest.visibility.table import compute_visibility

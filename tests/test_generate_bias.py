@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from reference import META_INFO, MISSING
 
 from vistest.cli import main
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.eval import world_prior
 from vistest.eval.attacks import fit_world_prior
 from vistest.eval.baselines import DEFAULT_FOLDS, scene_folds
@@ -41,7 +41,7 @@ def test_world_prior_tables_rederive_from_the_real_meta_info():
     """The committed tables are what the derivation gives on the real files, and two entries
     recomputed here straight from the JSON (no vistest code) agree: the beds' median longest side
     and the median room area."""
-    from vistest.datasets.world_prior import derive, module_text
+    from vistest.generate.prior_tables import derive, module_text
 
     committed = (ROOT / "vistest" / "eval" / "world_prior_data.py").read_text()
     assert module_text(derive(META_FILES)) == committed

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from vistest.datasets.synthetic import random_rotation
+from vistest.synthetic import random_rotation
 from vistest.generate import geometry as geo
 
 

@@ -201,7 +201,7 @@ def test_types_sets_and_rules():
 
 
 def test_a_static_scene_gets_no_dynamic_questions():
-    from vistest.datasets.synthetic import random_room_scene
+    from vistest.synthetic import random_room_scene
     from vistest.visibility.table import compute_visibility
 
     room = random_room_scene(1, num_frames=30)

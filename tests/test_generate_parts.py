@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from vistest.budget.truth import budget_truth, write_budget_files
 from vistest.cli import main
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.errors import InputError
 from vistest.eval.baselines import IN_SAMPLE, SIZE_PRIOR, blind_predictions, holdout_folds
 from vistest.answers import mean_relative_accuracy

@@ -42,8 +42,8 @@ def real(request):
     of every type generated with that prior active: in the fast tier without the bias pruning (every
     attack still runs on every question, in the report: the crash of issue #43 was an attack's), in
     the slow tier pruned."""
-    from vistest.datasets.real_rooms import meta_files, read_scans, real_layout_scene, split_scans
-    from vistest.datasets.world_prior import derive, world_prior_of
+    from vistest.generate.real_rooms import meta_files, read_scans, real_layout_scene, split_scans
+    from vistest.generate.prior_tables import derive, world_prior_of
 
     files = meta_files(META)
     scans = read_scans(files)
@@ -68,7 +68,7 @@ def _raw_box(b):
 def test_real_layout_boxes_are_the_meta_infos_boxes(real):
     """Every box of every room: its corners' axis-aligned bounds are the meta info's ``min`` /
     ``max`` (written by VSI-Bench, not read by vistest), its label the meta info's."""
-    from vistest.datasets.real_rooms import real_layout_scene
+    from vistest.generate.real_rooms import real_layout_scene
 
     scans, rooms = real[0], real[1]
     for k in rooms:
@@ -130,7 +130,7 @@ def test_world_prior_is_as_strong_as_a_per_label_median_table(real):
     accuracy of the option nearest the guess in ratio): the world prior's attack (cross-fitted)
     against a per-label / per-pair median table computed here on the same prior scans (every
     label, however rare; unknown: the median over every instance / pair). The cross-fitted prior
-    holds the same medians at full precision (vistest.datasets.world_prior.world_prior_of; the
+    holds the same medians at full precision (vistest.generate.prior_tables.world_prior_of; the
     committed module rounds them): the world prior may not score half a point below the table."""
     scans, _, prior_scans, prior, gen = real
     size_t, pair_t, room_t, any_d = _tables(scans, prior_scans)

@@ -32,7 +32,7 @@ import pytest
 from scipy.spatial import cKDTree
 from test_generate_geometry import box_surface
 
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.generate import Rules, SceneInput, generate
 from vistest.questions import option_letter
 from vistest.visibility.table import compute_visibility

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.generate import Rules, SceneInput, generate, route
 from vistest.generate.candidates import scene_rng
 from vistest.generate.facts import SceneFacts

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from test_generate import Ref, answer_text, classify, local_direction
 
-from vistest.datasets.synthetic import random_room_scene
+from vistest.synthetic import random_room_scene
 from vistest.generate import Rules, SceneInput, generate, parse_types
 from vistest.visibility.table import compute_visibility
 

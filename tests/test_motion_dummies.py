@@ -25,7 +25,7 @@ from vistest.budget.sampling import select_frames
 from vistest.budget.truth import FrameSelection
 from vistest.budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from vistest.budgets import ALL
-from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+from vistest.synth.demo_dynamic import make_dynamic_demo_scene
 from vistest.questions import parse_questions
 from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
 from vistest.videos.evidence import EvidenceTable, time_span

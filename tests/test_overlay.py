@@ -20,7 +20,7 @@ from vistest.look.overlay import (
     project_boxes,
     world_corners,
 )
-from vistest.datasets.synthetic import random_box_scene
+from vistest.synthetic import random_box_scene
 from vistest.videos.ffmpeg import VideoWriter, count_frames, read_frames
 from vistest.visibility.table import DEFAULT_NEAR, compute_visibility
 from conftest import IDENTITY, make_scene, scene_doc

@@ -41,7 +41,7 @@ import pytest
 import trimesh
 
 from vistest.datasets import import_scene
-from vistest.datasets.audit import CheckParams, audit_scene, colour_scores, gather_evidence
+from vistest.audit.scene import CheckParams, audit_scene, colour_scores, gather_evidence
 from vistest.datasets.common import read_pickle
 from vistest.scene import Scene
 from vistest.visibility.table import compute_visibility, containment
@@ -212,10 +212,10 @@ def real_meshed(tmp_path_factory) -> Scene:
     """The sample with a triangle mesh: mmdetection3d publishes the vertices of
     ``scene0000_00_vh_clean_2.ply`` without its faces (and no public repository we searched has
     them), so the faces are a stand-in surface over the real vertices
-    (:func:`vistest.datasets.synthetic.surface_from_points`: local 2D Delaunay umbrellas that agree,
+    (:func:`vistest.synthetic.surface_from_points`: local 2D Delaunay umbrellas that agree,
     154,943 manifold-like triangles where the real mesh has about 145k): real vertices, instance
     ids, boxes, camera and poses; NOT the real faces."""
-    from vistest.datasets.synthetic import surface_from_points
+    from vistest.synthetic import surface_from_points
 
     root = tmp_path_factory.mktemp("real-meshed")
     scan = write_scan(root)
@@ -322,7 +322,7 @@ def test_stand_in_surface_has_the_real_meshes_size_and_structure():
     are not published): about as many triangles as the real ``_vh_clean_2.ply`` (~145k: the
     issue's 290k-triangle two-sided mesh), about two per vertex, nearly every edge with one or
     two faces (a manifold-like surface, not overlapping fans)."""
-    from vistest.datasets.synthetic import surface_from_points
+    from vistest.synthetic import surface_from_points
 
     vert = np.load(INST / "scene0000_00_vert_all.npy")[:, :3].astype(float)
     faces = surface_from_points(vert)

@@ -287,7 +287,7 @@ def generated_questions(tmp_path_factory, request):
     """``vistest generate --types all`` on 3 random rooms (box visibility) and ``--types motion`` on 2
     random dynamic scenes (tests/motion_scenes.py), as records (the slow tier: 6 rooms and 4 scenes)."""
     rooms, moving = request.param
-    from vistest.datasets.synthetic import random_room_scene
+    from vistest.synthetic import random_room_scene
     from vistest.visibility.table import compute_visibility
 
     from motion_scenes import random_motion_scene

@@ -18,7 +18,7 @@ import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.atomic import StagedFiles, atomic_path, replace_output, temp_path_for, write_atomic
-from vistest.datasets.demo import demo_batch
+from vistest.synth.demo import demo_batch
 from vistest.errors import OutputError
 
 ROOT = Path(__file__).resolve().parent.parent

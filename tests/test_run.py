@@ -21,7 +21,7 @@ import pytest
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Visibility
 from conftest import scene_copy
-from vistest.datasets.demo import demo_batch
+from vistest.synth.demo import demo_batch
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -328,7 +328,7 @@ def test_room_size_is_asked_where_walls_are_in_view(cell):
     """Room size is asked in vista cells only: there, in every frame of each mode's scenario, a wall is in
     view (a ray through the image meets a wall below its top before the floor); the other scales have no
     walls (their spec's ground has wall height 0)."""
-    from vistest.datasets.demo import demo_intrinsics
+    from vistest.synth.demo import demo_intrinsics
     from vistest.synth.layout import draw_camera
 
     for k in range(3):
@@ -348,7 +348,7 @@ def test_egocentric_movers_are_placed_in_view(cell, k):
     each mover's centre projects inside the image, in front of the camera, in at least 40% of the frames after
     it starts (a walk turning 150 degrees sees no point of the floor throughout: the best at most 55-80%;
     projected here with the spec's intrinsics)."""
-    from vistest.datasets.demo import demo_intrinsics
+    from vistest.synth.demo import demo_intrinsics
 
     spec = _laid_out(cell, k, frames=90)
     layout = build_layout(spec)
@@ -699,7 +699,7 @@ def test_example_render_passes_the_audit(tmp_path, name):
     against the mesh) no convention change fits better than the scene as given, on one exocentric and one
     egocentric example; the room passes outright (the tabletop's striped table top, most of each frame, sits
     near the colour threshold: its mesh has each box's mean colour, its frames the stripes)."""
-    from vistest.datasets.audit import audit_scene
+    from vistest.audit.scene import audit_scene
     from vistest.synth.render import render_scenario
 
     spec = load_spec(ROOT / "examples" / "synth" / f"{name}.json").with_render(frames=60, resolution=(320, 240))

@@ -159,7 +159,7 @@ def test_decoded_video_shows_scene_json(tmp_path, cell):
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_demo_video_shows_scene_json(tmp_path, dynamic):
     """The same check on the demo scenes (boxes: scene.json's boxes are the objects' shapes)."""
-    from vistest.datasets import demo, demo_dynamic
+    from vistest.synth import demo, demo_dynamic
 
     n, size = 60, SIZE
     make = demo_dynamic.make_dynamic_demo_scene if dynamic else demo.make_demo_scene

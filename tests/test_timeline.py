@@ -11,7 +11,7 @@ from vistest.cli import main
 from vistest.errors import InputError
 from vistest.questions import load_questions
 from vistest.budget.sampling import select_frames
-from vistest.datasets.synthetic import random_box_scene
+from vistest.synthetic import random_box_scene
 from vistest.look.timeline import (
     BAD_RGB,
     MARK_RGB,

@@ -15,7 +15,7 @@ from vistest import Scene
 from vistest.budget.evaluators import EVALUATORS, STI_BENCH
 from vistest.budget.sampling import select_frames
 from vistest.budget.truth import budget_jsonl, budget_truth, evaluator_truth
-from vistest.datasets.demo_dynamic import make_dynamic_demo_scene
+from vistest.synth.demo_dynamic import make_dynamic_demo_scene
 from vistest.errors import InputError
 from vistest.questions import load_questions
 from vistest.visibility.table import compute_visibility

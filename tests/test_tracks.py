@@ -7,7 +7,7 @@ import pytest
 
 from vistest.geometry import rot_x, rot_z, rotation_slerp, random_rotation
 from vistest.scene import Scene, SceneError
-from vistest.datasets.synthetic import random_box_scene
+from vistest.synthetic import random_box_scene
 from vistest.visibility.table import compute_visibility, containment
 
 
@@ -194,7 +194,7 @@ def moving_in_mesh_room(tmp_path, seed):
     misses the moving boxes would see it (the boxes are then tested against the static surfaces)."""
     import cv2
 
-    from vistest.datasets.synthetic import random_mesh_scene
+    from vistest.synthetic import random_mesh_scene
     from vistest.visibility.render import MeshDepthRenderer
 
     base = random_mesh_scene(tmp_path, seed=seed, num_frames=20)

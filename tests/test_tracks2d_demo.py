@@ -1,4 +1,4 @@
-"""The demo as 2D tracks (vistest.datasets.demo_tracks2d; docs/tracks2d.md "The demo"): the same
+"""The demo as 2D tracks (vistest.synth.demo_tracks2d; docs/tracks2d.md "The demo"): the same
 rendered video seen through its objects' 2D boxes (projected from the known 3D boxes) and through
 the 3D pipeline.
 
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from vistest.budget.truth import budget_truth
-from vistest.datasets.demo_tracks2d import dense_tracks, perception_test_layout, silhouette_bounds
+from vistest.synth.demo_tracks2d import dense_tracks, perception_test_layout, silhouette_bounds
 from vistest.questions import parse_questions
 from vistest.scene import Scene
 from vistest.visibility.table import compute_visibility

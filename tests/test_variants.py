@@ -24,7 +24,7 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is importe
 from vistest import Scene, Visibility
 from vistest.budget.rows import DUMMY_FIELDS, TruthRow
 from vistest.budget.truth import budget_truth
-from vistest.datasets.demo import furniture
+from vistest.synth.demo import furniture
 from vistest.budget.config import TruthConfig
 from vistest.config import RunConfig
 from vistest.pipeline import run_scene

@@ -11,7 +11,7 @@ import trimesh
 
 from vistest.errors import InputError
 from vistest.scene import Scene
-from vistest.datasets.synthetic import random_box_scene
+from vistest.synthetic import random_box_scene
 from vistest.geometry import look_at
 from vistest.visibility.table import Visibility, compute_visibility, containment
 from conftest import IDENTITY, make_scene, scene_doc
@@ -239,7 +239,7 @@ def test_cli_writes_exactly_the_arrays_and_csv(tmp_path):
 def test_compiled_kernels_are_cached_on_disk(tmp_path):
     """A second process loads the kernels from the on-disk cache instead of compiling; only the first says
     that it compiles."""
-    code = ("import vistest; from vistest.datasets.synthetic import random_box_scene;"
+    code = ("import vistest; from vistest.synthetic import random_box_scene;"
             "from vistest.visibility.table import compute_visibility; from vistest.visibility import raster;"
             "compute_visibility(random_box_scene(num_frames=3, num_boxes=2));"
             "s = raster.visibility_kernel_jit.stats; print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))")

@@ -9,7 +9,7 @@ here from the meta info alone, independently of vistest's geometry: counts are t
 distances the minimum of the exact point-to-box distance over a 3 cm grid on the other box's faces
 (boxes read with the rows of ``normalizedAxes`` as axes), directions the floor-plane angle of the
 box centres. The scenes hold the meta info's boxes with the ids ``vistest import ... --boxes vsibench:``
-gives (``{label}_{i}``) and a short camera walk (vistest.datasets.real_rooms).
+gives (``{label}_{i}``) and a short camera walk (vistest.generate.real_rooms).
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def letter(options, word):
 # ---- the scenes and the rows -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from vistest.datasets.real_rooms import real_layout_scene
+    from vistest.generate.real_rooms import real_layout_scene
 
     meta = _meta()
     root = tmp_path_factory.mktemp("vsiq")
@@ -259,7 +259,7 @@ def test_ambiguous_and_missing_labels_are_refused_with_the_scene_labels(world):
 def test_audit_recomputes_the_answers_and_flags_the_unsupported(imported):
     """The answer audit on the imported rows agrees with the answers computed here; the two stored
     answers the scans do not support (4 tables stored as 3, twice the room, the other side) are reported."""
-    from vistest.datasets.answer_audit import AGREE, DISAGREE, audit_static
+    from vistest.audit.answers import AGREE, DISAGREE, audit_static
     from vistest.scene import Scene
 
     rows, got, root = imported
@@ -286,8 +286,8 @@ def test_real_vsibench_rows(world, tmp_path):
     public repositories: tests/data/SOURCES.md): ids 0 and 166 as released; id 957's text and options as
     released, its ground truth (not quoted there) computed here. They resolve on the meta info's scans, and
     the audit supports their answers (4 tables in 41069025, 4 chairs in 47430468)."""
-    from vistest.datasets.answer_audit import AGREE, audit_static
-    from vistest.datasets.real_rooms import real_layout_scene
+    from vistest.audit.answers import AGREE, audit_static
+    from vistest.generate.real_rooms import real_layout_scene
     from vistest.datasets.vsibench_questions import VSIBENCH, find_scenes, import_rows
     from vistest.scene import Scene
 
@@ -400,7 +400,7 @@ def test_generated_rows_resolve_to_the_generators_objects(types, tmp_path):
     their objects; stripped to the benchmark's columns and imported back, every row resolves to the
     generator's own objects and labels (relative distance: the anchor, then the same options). Measured
     on 100 rooms: 251 VSI-Bench and 289 ReVSI rows, all identical, none refused."""
-    from vistest.datasets.real_rooms import meta_files, read_scans, real_layout_scene
+    from vistest.generate.real_rooms import meta_files, read_scans, real_layout_scene
     from vistest.datasets.vsibench_questions import REVSI, VSIBENCH, SceneLabels, import_rows
     from vistest.generate.rules import Rules
     from vistest.generate.run import SceneInput, generate, parse_types

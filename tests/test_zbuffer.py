@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
-from vistest.datasets.synthetic import random_mesh_scene
+from vistest.synthetic import random_mesh_scene
 from vistest.errors import InputError
 from vistest.geometry import box_corners
 from vistest.scene import Scene, SceneError
@@ -204,7 +204,7 @@ def test_stand_in_surface_tiles_a_sampled_plane_once():
     Every test point inside the grid (away from its border) lies in exactly one triangle (no
     overlapping fans, no holes: the previous stand-in covered 88% of them two or three times);
     about two triangles per point, every edge with one or two faces."""
-    from vistest.datasets.synthetic import surface_from_points
+    from vistest.synthetic import surface_from_points
 
     rng = np.random.default_rng(3)
     g = np.stack(np.meshgrid(np.arange(40.0), np.arange(30.0)), -1).reshape(-1, 2) * 0.05

@@ -56,7 +56,7 @@ def id_videos(render, frames: int, fps: float, size: tuple[int, int], outdir, n:
 
     import imageio_ffmpeg
 
-    from vistest.datasets.demo import write_video_and_depth
+    from vistest.synth.demo import write_video_and_depth
 
     ids = []
     for i in range(frames):

@@ -1,5 +1,5 @@
 """Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets; question sets:
-vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.datasets.audit,
+vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.audit.scene,
 docs/adapters.md, docs/audit.md)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .options import key_value_option, output_option, quiet_option
 @click.option("--size", default="640x480", show_default=True, help="WxH of the rendered video.")
 @click.option("--force", is_flag=True, help="Render again even if OUTDIR holds this demo already.")
 @click.option("--dynamic", is_flag=True, help="The dynamic demo: a cart crossing the room and a ball rolling "
-                                              "(moving objects with tracks; vistest.datasets.demo_dynamic).")
+                                              "(moving objects with tracks; vistest.synth.demo_dynamic).")
 @click.option("--perception-test", "perception_test", type=click.Path(file_okay=False), default=None,
               help="Also write the demo's objects as 2D tracks in Perception Test's layout into this folder "
                    "(annotations.json with boxes projected from the 3D boxes at 1 frame/s, grounded questions, "
@@ -24,8 +24,8 @@ from .options import key_value_option, output_option, quiet_option
 @quiet_option()
 def demo_scene(outdir, seed, num_frames, size, force, dynamic, perception_test, quiet):
     """Synthesise the demo scene (room, boxes, camera walk, video.mp4, scene.json) into OUTDIR."""
-    from ..datasets.demo import make_demo_scene
-    from ..datasets.demo_dynamic import make_dynamic_demo_scene
+    from ..synth.demo import make_demo_scene
+    from ..synth.demo_dynamic import make_dynamic_demo_scene
 
     try:
         w, h = (int(x) for x in size.lower().split("x"))
@@ -34,7 +34,7 @@ def demo_scene(outdir, seed, num_frames, size, force, dynamic, perception_test, 
     make = make_dynamic_demo_scene if dynamic else make_demo_scene
     scene_json = make(outdir, seed=seed, num_frames=num_frames, size=(w, h), quiet=quiet, force=force)
     if perception_test is not None:
-        from ..datasets.demo_tracks2d import perception_test_layout
+        from ..synth.demo_tracks2d import perception_test_layout
 
         ann = perception_test_layout(scene_json, perception_test)
         if not quiet:
@@ -250,7 +250,7 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
     one report over them all. Exit status 0 = pass, 1 = fails (docs/audit.md), 2 = bad input."""
     from pathlib import Path
 
-    from ..datasets.audit import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
+    from ..audit.scene import CheckParams, audit_scene, load_alignments, provenance_alignments, write_report
     from ..scene import Scene
 
     if Path(scene_json).is_dir() and not (Path(scene_json) / "scene.json").is_file():
@@ -292,12 +292,12 @@ def audit_cmd(scene_json, alignments, no_provenance, evidence, max_frames, json_
 def _audit_question_set(folder: str, questions: str, json_path: str | None, markdown_path: str | None,
                         per_row: bool, quiet: bool) -> bool:
     """``vistest audit FOLDER --questions Q``: the static answers of Q's rows on each scene of FOLDER
-    (``*/scene.json``) that has rows (vistest.datasets.answer_audit.audit_static_set). Returns whether all pass."""
+    (``*/scene.json``) that has rows (vistest.audit.answers.audit_static_set). Returns whether all pass."""
     import json
     from pathlib import Path
 
     from ..atomic import write_atomic
-    from ..datasets.answer_audit import audit_static_set
+    from ..audit.answers import audit_static_set
 
     paths = sorted(Path(folder).glob("*/scene.json"))
     if not paths:
@@ -328,7 +328,7 @@ def _audit_questions(scene, questions: str, json_path: str | None, markdown_path
     import json
 
     from ..atomic import write_atomic
-    from ..datasets.answer_audit import audit_answers, audit_static, read_answer_rows
+    from ..audit.answers import audit_answers, audit_static, read_answer_rows
     from ..errors import InputError
 
     static = audit_static(scene, questions)

@@ -1,6 +1,6 @@
 """What a blind model knows of the world: typical object sizes, room areas and object-pair
 distances, fitted *outside* any generated set, on real scans' annotations (the tables of
-vistest.eval.world_prior_data, derived by vistest.datasets.world_prior from the VSI-Bench meta
+vistest.eval.world_prior_data, derived by vistest.generate.prior_tables from the VSI-Bench meta
 info of 288 ScanNet / ARKitScenes / ScanNet++ validation scans).
 
 :func:`prior_answer` is the ``world-prior`` attack of vistest.eval.attacks (issue #34, item 3): it

@@ -134,7 +134,7 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
 
 def warm_overlay() -> None:
     """Compile (or load from the cache) :func:`_project_boxes` on a tiny scene (``vistest compile``)."""
-    from ..datasets.synthetic import random_box_scene
+    from ..synthetic import random_box_scene
 
     scene = random_box_scene(seed=0, num_frames=2, num_boxes=2, image_size=(32, 24), inside_frame=None)
     project_boxes(scene, next(f for f in scene.frames if f.valid))

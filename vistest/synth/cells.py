@@ -157,8 +157,8 @@ def in_view_region(spec: ScenarioSpec) -> list[float]:
     ground) centred on a grid of step 0.05 within the ground, the one the camera sees best after the movers
     start: the most (frame, point) pairs, over its centre, corners and edges' middles at the ground's
     height, projected in front of the camera, more than 0.3 m away, inside the image's central 80%
-    (vistest.datasets.demo.demo_intrinsics); the one nearest the ground's centre on ties (then the first)."""
-    from ..datasets.demo import demo_intrinsics
+    (vistest.synth.demo.demo_intrinsics); the one nearest the ground's centre on ties (then the first)."""
+    from .demo import demo_intrinsics
     from .layout import draw_camera
 
     _, _, g, poses = draw_camera(spec)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..datasets.demo import boxes_overlap
+from .demo import boxes_overlap
 from ..geometry import boxes_contain, look_at, look_rotation, rot_z
 from .spec import CameraSpec, MoverSpec, ObjectSpec, ScenarioSpec, SpecError
 
@@ -62,7 +62,7 @@ ENVIRONMENTAL_CATALOGUE = {
 
 
 def _vista_catalogue() -> dict:
-    from ..datasets.synthetic import ROOM_CATALOG
+    from ..synthetic import ROOM_CATALOG
 
     cat = {label: (lo, hi) for label, lo, hi, _ in ROOM_CATALOG}
     cat.update({"ball": ((0.2, 0.2, 0.2), (0.3, 0.3, 0.3)), "cart": ((0.6, 0.4, 0.7), (0.9, 0.6, 0.95)),

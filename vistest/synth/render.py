@@ -25,7 +25,7 @@ primitives; so the draw order, hence every pixel, is fixed, and the same spec gi
 ``video.mp4`` and ``scene.json`` on one machine (libx264 is deterministic for one build and thread count).
 
 Conventions: those of vistest.scene (metres, +Z up, OpenCV camera-to-world; intrinsics of
-vistest.datasets.demo.demo_intrinsics, fx = fy = 0.8 W).
+vistest.synth.demo.demo_intrinsics, fx = fy = 0.8 W).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
-from ..datasets import demo
+from . import demo
 from ..scene import Frame, Intrinsics, Scene, SceneObject, TrackKey
 from .layout import LAYOUT_VERSION, Layout, Placed, build_layout
 from .shapes import object_mesh, object_parts, part_arrays, slot_colours

@@ -1,7 +1,7 @@
 """The dynamic demo scene: the demo room with a cart crossing it and a ball rolling, a camera walk.
 
 :func:`make_dynamic_demo_scene` (``vistest demo-scene OUT --dynamic``) writes, into one folder, the
-files of :mod:`vistest.datasets.demo` (``scene.json`` written last, ``video.mp4``,
+files of :mod:`vistest.synth.demo` (``scene.json`` written last, ``video.mp4``,
 ``depth/000000.png``, ``mesh.ply``, ``mesh_objects.txt``), with two *moving* objects given by
 tracks (docs/scene-format.md):
 
@@ -145,7 +145,7 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
                             force: bool = False) -> Path:
     """Synthesise the dynamic demo (module docstring) into ``outdir``; returns its scene.json.
 
-    Same files, parameters and rerun rules as :func:`vistest.datasets.demo.make_demo_scene`
+    Same files, parameters and rerun rules as :func:`vistest.synth.demo.make_demo_scene`
     (``scene.json`` removed first and written last, other files replaced atomically, a folder
     holding this demo with the same parameters left as it is unless ``force``);
     ``num_frames >= MIN_FRAMES``. Scene id ``demo-dynamic-seed{seed}``.

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import look_at, random_rotation
-from ..scene import FORMAT, Scene
+from .geometry import look_at, random_rotation
+from .scene import FORMAT, Scene
 
 
 def random_box_scene(seed: int = 0, num_frames: int = 100, num_boxes: int = 30, image_size=(320, 240),

@@ -72,7 +72,7 @@ from ..errors import InputError
 from ..geometry import rigid_inverse
 from ..jsonl import iter_jsonl, read_text
 from ..scene import Frame, Scene
-from .audit import RATIO_FLOOR_M, grid_rays
+from .scene import RATIO_FLOOR_M, grid_rays
 
 AS_GIVEN = "as given"
 NONE_FITS = "none fits"
@@ -279,7 +279,7 @@ class ObservedPoints:
     def __init__(self, scene: Scene, config: AnswerAuditConfig):
         from scipy.spatial import cKDTree
 
-        from .audit import surface_points
+        from .scene import surface_points
 
         self.scene, self.config, self._trees = scene, config, {}
         self.mesh = None

@@ -313,8 +313,8 @@ def load_alignments(path: str | os.PathLike) -> list[tuple[str, np.ndarray]]:
     """Named alignment matrices from a file: a ScanNet ``sceneXXXX_XX.txt``
     (``axisAlignment``), a ``provenance.json`` (its ``alignments``), a JSON 4x4, or a
     text file of 16 numbers (row-major)."""
-    from . import scannet
-    from .common import AdapterError, read_json
+    from ..datasets import scannet
+    from ..datasets.common import AdapterError, read_json
 
     path = Path(path)
     if path.suffix == ".json":

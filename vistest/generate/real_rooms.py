@@ -2,7 +2,7 @@
 ARKitScenes / ScanNet++ validation scans, ``shared/reference/vsibench-meta-info``) with a camera
 walk through each, for the generator's tests and benchmarks (issue #43: rooms like users' rooms,
 touching objects and real label vocabularies included; the random rooms of
-vistest.datasets.synthetic use labels the world prior mostly does not know).
+vistest.synthetic use labels the world prior mostly does not know).
 
 * **Boxes**: every box of every label as vistest.datasets.vsibench reads them (``axesLengths``
   full extents, the *rows* of ``normalizedAxes`` the box axes), in the meta info's own world
@@ -14,7 +14,7 @@ vistest.datasets.synthetic use labels the world prior mostly does not know).
 * **Camera walk** (:func:`walk`): the floor is the lowest box bottom; the camera at 1.4 m above it
   walks two loops on ellipses about the centre of the boxes' floor-plane bounds (radii 0.36 and
   0.18 of their extents: near the walls, then the middle), turning 2.5 times round while it
-  walks, looking 0.6 m down per metre ahead, as vistest.datasets.synthetic.random_room_scene's walk.
+  walks, looking 0.6 m down per metre ahead, as vistest.synthetic.random_room_scene's walk.
   Not the scan's real trajectory (the meta info has none): what the video shows is what this walk
   sees, with box occlusion.
 
@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InputError
 from ..geometry import look_at
 from ..scene import FORMAT, Scene
-from .world_prior import meta_boxes
+from .prior_tables import meta_boxes
 
 EYE_HEIGHT_M = 1.4
 META_NAMES = ("scannet", "arkitscenes", "scannetpp")
