@@ -102,7 +102,7 @@ def test_a_wrong_embodiedscan_box_file_fails_before_the_frames_are_read(tmp_path
         read.append(a)
         raise AssertionError("the frames were read before the box file was checked")
 
-    monkeypatch.setitem(datasets.ADAPTERS, "scannet", dataclasses.replace(datasets.ADAPTERS["scannet"],
+    monkeypatch.setitem(datasets.IMPORTERS, "scannet", dataclasses.replace(datasets.IMPORTERS["scannet"],
                                                                           read_capture=reader))
     cases = (({"data_list": {"scannet/scene0000_00": {}}}, [], "data_list: expected a list"),
              ([{"sample_idx": "scannet/scene0000_00"}], [], "data_list: expected a list"),

@@ -120,7 +120,7 @@ def test_cli_import_writes_scene_and_reports_errors(tmp_path):
     assert [f.index for f in scene.frames] == [0, 1] and scene.fps == 15.0  # .sens frames 0 and 2
     res = CliRunner().invoke(main, ["import", "nosuch", str(scan), "-o", str(tmp_path / "x")])
     assert res.exit_code == 2
-    assert "dataset: expected one of 3rscan, arkitscenes, embodiedscan, multiscan, scannet" in res.output
+    assert "dataset: expected one of 3rscan, arkitscenes, bdd100k, embodiedscan, mot, multiscan" in res.output
 
 
 def test_scannet_files_are_found_by_what_the_folder_holds(tmp_path):

@@ -22,7 +22,7 @@ from vistest.budget.evaluators import DEFAULT_EVALUATORS, EVALUATORS, STI_BENCH
 from vistest.budget.sampling import select_frames
 from vistest.cli import main
 from vistest.budget.windows import TIME_EPS_S, frames_in_window, nearest_frame
-from vistest.datasets.sti_bench import LAYOUTS, QuestionSetError, import_question_set
+from vistest.datasets.sti_bench import COLUMNS, QuestionSetError, import_question_set
 from vistest.questions import QUESTION_TYPES, STI_TASKS, QuestionError, parse_questions
 from vistest.scene import Scene
 from conftest import cli, read_jsonl
@@ -308,7 +308,7 @@ def test_resti_jsonl_import_and_refusals(tmp_path):
                              "reason_codes": ["x"]}) + "\n")
     with pytest.raises(QuestionSetError, match=r"resti.jsonl:1: a ReSTI exclusion record"):
         import_question_set("resti", p)
-    assert set(LAYOUTS) == {"sti-bench", "resti"}
+    assert set(COLUMNS) == {"sti-bench", "resti"}
     # resti.parquet: the same columns (Candidates a struct)
     parquet = _write_parquet(tmp_path / "resti.parquet", [_resti_row(1), _resti_row(2)])
     assert import_question_set("resti", parquet).questions == imported.questions

@@ -42,28 +42,31 @@ def demo_scene(outdir, seed, num_frames, size, force, dynamic, perception_test, 
     click.echo(str(scene_json))
 
 
-def _track_formats() -> dict:
-    from ..datasets.tracks2d_import import formats
-
-    return formats()
+# what `vistest import --help` says of each kind of importer (vistest.datasets.registry.KINDS), and what it writes
+KIND_HEADINGS = {
+    "scene": "Datasets (OUTPUT/scene.json, provenance.json; options: -O KEY=VALUE; see docs/adapters.md)",
+    "tracks2d": "2D object tracks (OUTPUT/scene.json as vistest.tracks2d/1, questions.jsonl; docs/tracks2d.md)",
+    "question-set": "Question sets (OUTPUT/questions.jsonl, by_scene/, import_report.json)",
+    "question-rows": "VSI-Bench / ReVSI question rows, objects resolved against --scenes (OUTPUT/questions.jsonl, "
+                     "by_scene/, import_report.json)",
+}
+KIND_NOUNS = {"scene": "a dataset", "tracks2d": "2D object tracks", "question-set": "a question set",
+              "question-rows": "question rows"}
 
 
 def _import_epilog() -> str:
-    from ..datasets import ADAPTERS
+    from ..datasets import importers
+    from ..datasets.registry import KIND_OPTIONS, KINDS
 
-    return "\b\nDatasets (options: -O KEY=VALUE; see docs/adapters.md):\n" + "\n".join(
-        f"  {a.name}: {a.title}; PATH = {a.path_help}\n    options: {', '.join(o.name for o in a.options) or '-'}"
-        for a in ADAPTERS.values()) + (
-        "\n\b\n2D object tracks (OUTPUT/scene.json as vistest.tracks2d/1, questions.jsonl; docs/tracks2d.md):\n"
-        + "\n".join(f"  {f.name}: {f.title}; PATH = {f.path_help}\n    options: {', '.join(f.options) or '-'}"
-                    for f in _track_formats().values())
-        + "\n\b\nQuestion sets (OUTPUT/questions.jsonl, by_scene/, import_report.json):\n"
-        "  sti-bench: STI-Bench qa.parquet (MINT-SJTU/STI-Bench)\n"
-        "  resti: ReSTI annotations/resti.jsonl or resti.parquet (pengzhansun/ReSTI)\n"
-        "\b\nVSI-Bench / ReVSI question rows, objects resolved against --scenes (OUTPUT/questions.jsonl, by_scene/, "
-        "import_report.json):\n"
-        "  vsibench-questions: VSI-Bench or VSI-Bench-Debiased test.jsonl / parquet (nyu-visionx/VSI-Bench)\n"
-        "  revsi-questions: ReVSI rows, one config (3dlg-hcvc/ReVSI all_frame)")
+    parts = []
+    for kind in KINDS:
+        lines = [KIND_HEADINGS[kind] + ":"]
+        for i in importers(kind):
+            lines.append(f"  {i.name}: {i.title}; PATH = {i.path_help}")
+            if "-O" in KIND_OPTIONS[kind]:
+                lines.append(f"    options: {', '.join(i.option_names()) or '-'}")
+        parts.append("\b\n" + "\n".join(lines))
+    return "\n".join(parts)
 
 
 @click.command("import", epilog=_import_epilog())
@@ -99,46 +102,33 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
     """Read PATH in DATASET's native layout; write OUTPUT/scene.json in the canonical conventions
     (a question set, sti-bench or resti: OUTPUT/questions.jsonl; 2D object tracks, perception-test, mot,
     tao, youtube-vis or bdd100k: OUTPUT/scene.json as a 2D scene, and OUTPUT/questions.jsonl where it has questions)."""
+    from ..datasets import get_importer
+    from ..datasets.registry import KIND_OPTIONS
+
+    importer = get_importer(dataset)
+    values = {"--boxes": boxes, "--frames": frames, "--video": video, "--video-from-frames": video_from_frames,
+              "--allow-frame-gaps": allow_frame_gaps, "-O": options, "--scenes": scenes, "--scene-id": scene_id,
+              "--skip-refused": skip_refused}
+    takes = KIND_OPTIONS[importer.kind]
+    given = [n for n, v in values.items() if v and n not in takes]
+    if given:
+        raise InputError(f"{', '.join(given)}: {dataset} ({KIND_NOUNS[importer.kind]}) takes "
+                         f"{', '.join(takes) + ' only' if takes else 'PATH and -o only'}")
+    IMPORTS[importer.kind](dataset, path, output, values, quiet)
+
+
+def _import_scene(dataset: str, path: str, output: str, values: dict, quiet: bool) -> None:
+    """``vistest import DATASET PATH -o OUTPUT`` for a dataset's scan (vistest.datasets.import_scene)."""
     import json
     from pathlib import Path
 
     from ..datasets import import_scene
-    from ..datasets.sti_bench import LAYOUTS
-    from ..datasets.vsibench_questions import TEMPLATES
     from ..scene import Scene
 
-    scene_opts = [n for n, v in (("--scenes", scenes), ("--scene-id", scene_id), ("--skip-refused", skip_refused)) if v]
-    if dataset in TEMPLATES:
-        given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
-                                ("--video-from-frames", video_from_frames), ("--allow-frame-gaps", allow_frame_gaps),
-                                ("-O", options)) if v]
-        if given:
-            raise InputError(f"{', '.join(given)}: question rows ({dataset}) take --scenes, --scene-id and "
-                             f"--skip-refused only")
-        if not scenes:
-            raise InputError(f"--scenes: {dataset} needs the imported scenes the rows are about (their labels resolve "
-                             f"the objects the questions name)")
-        _import_rows(dataset, path, output, scenes, scene_id, skip_refused, quiet)
-        return
-    if scene_opts:
-        raise InputError(f"{', '.join(scene_opts)}: only question rows (vsibench-questions, revsi-questions) take them")
-    if dataset in LAYOUTS:
-        given = [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video", video),
-                                ("--video-from-frames", video_from_frames), ("--allow-frame-gaps", allow_frame_gaps),
-                                ("-O", options)) if v]
-        if given:
-            raise InputError(f"{', '.join(given)}: a question set ({dataset}) takes no scene options")
-        _import_questions(dataset, path, output, quiet)
-        return
-    if dataset in _track_formats():
-        _import_tracks(dataset, path, output, video, options, quiet,
-                       [n for n, v in (("--boxes", boxes), ("--frames", frames), ("--video-from-frames",
-                                       video_from_frames), ("--allow-frame-gaps", allow_frame_gaps)) if v])
-        return
-
-    scene_path = import_scene(dataset, path, output, boxes=boxes, frames=frames, video=video, options=options,
-                              progress=not quiet, video_from_frames=video_from_frames,
-                              allow_frame_gaps=allow_frame_gaps)
+    video_from_frames = values["--video-from-frames"]
+    scene_path = import_scene(dataset, path, output, boxes=values["--boxes"], frames=values["--frames"],
+                              video=values["--video"], options=values["-O"], progress=not quiet,
+                              video_from_frames=video_from_frames, allow_frame_gaps=values["--allow-frame-gaps"])
     scene = Scene.load(scene_path)
     if video_from_frames:
         record = json.loads((Path(scene_path).parent / "provenance.json").read_text())["video_from_frames"]
@@ -155,15 +145,12 @@ def import_cmd(dataset, path, output, boxes, frames, video, video_from_frames, a
     click.echo(str(scene_path))
 
 
-def _import_tracks(name: str, path: str, output: str, video: str | None, options: dict, quiet: bool,
-                   given: list[str]) -> None:
+def _import_tracks(name: str, path: str, output: str, values: dict, quiet: bool) -> None:
     """``vistest import perception-test|mot|tao|youtube-vis|bdd100k PATH -o OUTPUT``
     (vistest.datasets.tracks2d_import)."""
     from ..datasets.tracks2d_import import import_tracks
 
-    if given:
-        raise InputError(f"{', '.join(given)}: 2D object tracks ({name}) take --video and -O only")
-    scene_path, imported = import_tracks(name, path, output, video=video, options=options)
+    scene_path, imported = import_tracks(name, path, output, video=values["--video"], options=values["-O"])
     for w in imported.warnings:
         click.echo(f"Warning: {w}", err=True)
     if not quiet:
@@ -175,7 +162,7 @@ def _import_tracks(name: str, path: str, output: str, video: str | None, options
     click.echo(str(scene_path))
 
 
-def _import_questions(layout: str, path: str, output: str, quiet: bool) -> None:
+def _import_questions(layout: str, path: str, output: str, values: dict, quiet: bool) -> None:
     """``vistest import sti-bench|resti PATH -o OUTPUT`` (vistest.datasets.sti_bench)."""
     from ..datasets.sti_bench import import_question_set, write_question_set
 
@@ -190,13 +177,16 @@ def _import_questions(layout: str, path: str, output: str, quiet: bool) -> None:
     click.echo(str(out))
 
 
-def _import_rows(layout: str, path: str, output: str, scenes: tuple, scene_id: str | None, skip_refused: bool,
-                 quiet: bool) -> None:
+def _import_rows(layout: str, path: str, output: str, values: dict, quiet: bool) -> None:
     """``vistest import vsibench-questions|revsi-questions PATH --scenes DIR -o OUTPUT``
     (vistest.datasets.vsibench_questions)."""
     from ..datasets.sti_bench import write_question_set
     from ..datasets.vsibench_questions import DEFAULT_SCENE_ID, find_scenes, import_rows, refusal_error, write_refused
 
+    scenes, scene_id, skip_refused = values["--scenes"], values["--scene-id"], values["--skip-refused"]
+    if not scenes:
+        raise InputError(f"--scenes: {layout} needs the imported scenes the rows are about (their labels resolve "
+                         f"the objects the questions name)")
     found = find_scenes(list(scenes))
     imported = import_rows(layout, path, found, scene_id or DEFAULT_SCENE_ID)
     if imported.refused and not skip_refused:
@@ -218,6 +208,11 @@ def _import_rows(layout: str, path: str, output: str, scenes: tuple, scene_id: s
         click.echo(f"{rep['questions']} questions over {rep['scenes']} scenes: "
                    + ", ".join(f"{t} {n}" for t, n in rep["per_type"].items()), err=True)
     click.echo(str(out))
+
+
+# the command's handler per kind of importer (vistest.datasets.registry.KINDS)
+IMPORTS = {"scene": _import_scene, "tracks2d": _import_tracks, "question-set": _import_questions,
+           "question-rows": _import_rows}
 
 
 @click.command("audit")

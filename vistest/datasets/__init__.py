@@ -1,12 +1,15 @@
-"""Dataset adapters: native on-disk layouts in, a canonical ``scene.json`` out.
+"""Importers: datasets' native on-disk layouts, 2D object tracks and question sets in, vistest's
+formats out (``vistest import NAME PATH -o OUTPUT``; docs/adapters.md, docs/tracks2d.md).
 
-The registry :data:`ADAPTERS` maps a dataset name to an :class:`Adapter`, which
-declares what it can read (``reads``: frames, poses, intrinsics, depth, mesh, boxes,
-room), what PATH it expects and which options it takes. Frame sources (ScanNet,
-ARKitScenes, ScanNet++, EmbodiedScan) read cameras; box sources (every dataset with
-annotations, and VSI-Bench meta info) read boxes with the transform from their box
-world into the pose world. :func:`import_scene` combines one of each and writes
-``scene.json`` (``Scene.save``) plus ``provenance.json``. See docs/adapters.md.
+One registry, :data:`vistest.datasets.registry.IMPORTERS`, maps every name to an
+:class:`~vistest.datasets.registry.Importer` of one kind (``scene``, ``tracks2d``, ``question-set``,
+``question-rows``) with its :class:`~vistest.datasets.registry.Option` values; this package fills it
+from its dataset modules (below). A ``scene`` importer declares what it can read (``reads``: frames,
+poses, intrinsics, depth, mesh, boxes, room), what PATH it expects and which options it takes. Frame
+sources (ScanNet, ARKitScenes, ScanNet++, EmbodiedScan) read cameras; box sources (every dataset with
+annotations, and VSI-Bench meta info) read boxes with the transform from their box world into the
+pose world. :func:`import_scene` combines one of each and writes ``scene.json`` (``Scene.save``) plus
+``provenance.json``.
 
 Conventions of the output are those of :mod:`vistest.scene`: metres, +Z up,
 camera-to-world with OpenCV axes, box rotation columns = box axes, ``size`` = full
@@ -15,81 +18,21 @@ extents, ``boxes_to_world`` = box world -> pose world, invalid frame = pose None
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 from .common import AdapterError, BoxSet, Capture, write_scene
-
-READS = ("frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room")
-
-
-@dataclass(frozen=True)
-class Option:
-    """An adapter option (``-O NAME=VALUE`` on the command line). ``parse`` turns the
-    raw value into the typed one or raises ValueError saying what was expected."""
-
-    name: str
-    help: str
-    parse: Callable[[Any], Any]
+from .registry import IMPORTERS, Importer, Option, get_importer, importers, register
 
 
-@dataclass(frozen=True)
-class Adapter:
-    """One dataset: what it reads and the functions that read it.
-
-    ``read_capture(path, options, out_dir, progress=False) -> Capture`` for frame sources;
-    ``read_boxes(path, capture_or_None, options) -> BoxSet`` for box sources;
-    ``check_boxes(path, options) -> None``: a quick check of a box source file's shape (AdapterError
-    naming the field), run before the frames are read so that a wrong file fails in seconds.
-    """
-
-    name: str
-    title: str
-    reads: frozenset
-    path_help: str
-    options: tuple[Option, ...] = ()
-    read_capture: Callable[..., Capture] | None = None
-    read_boxes: Callable[..., BoxSet] | None = None
-    check_boxes: Callable[..., None] | None = None
-
-    def describe(self) -> str:
-        """One line for help texts."""
-        reads = ", ".join(r for r in READS if r in self.reads)
-        return f"{self.name}: {self.title} (reads {reads}; PATH = {self.path_help})"
-
-
-ADAPTERS: dict[str, Adapter] = {}
-
-
-def register(adapter: Adapter) -> Adapter:
-    """Add ``adapter`` to :data:`ADAPTERS` (names are unique)."""
-    if adapter.name in ADAPTERS:
-        raise ValueError(f"adapter {adapter.name!r} is already registered")
-    bad = set(adapter.reads) - set(READS)
-    if bad:
-        raise ValueError(f"adapter {adapter.name!r}: unknown reads {sorted(bad)}; expected some of {READS}")
-    ADAPTERS[adapter.name] = adapter
-    return adapter
-
-
-def get_adapter(name: str) -> Adapter:
-    """The registered adapter ``name``; ValueError listing the known ones otherwise."""
-    try:
-        return ADAPTERS[name]
-    except KeyError:
-        raise AdapterError(f"dataset: expected one of {', '.join(sorted(ADAPTERS))}, got {name!r}") from None
-
-
-def _source(spec: str, what: str) -> tuple[Adapter, Path]:
+def _source(spec: str, what: str) -> tuple[Importer, Path]:
     """Parse ``KIND:PATH`` (e.g. ``vsibench:meta.json``)."""
     kind, sep, path = spec.partition(":")
     if not sep or not path:
         raise AdapterError(f"--{what}: expected KIND:PATH such as vsibench:scannet_meta_info_val.json, got {spec!r}")
-    return get_adapter(kind), Path(path)
+    return get_importer(kind, "scene"), Path(path)
 
 
-def _split_options(options: dict, *adapters: Adapter) -> list[dict]:
+def _split_options(options: dict, *adapters: Importer) -> list[dict]:
     """Give each adapter the options it declares (parsed); unknown names are an error."""
     out: list[dict] = [{} for _ in adapters]
     for key, raw in options.items():
@@ -126,7 +69,7 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
     ``progress``: draw a progress bar on stderr while frames are read. Returns the path of the written scene.
     """
     options = dict(options or {})
-    main = get_adapter(dataset)
+    main = get_importer(dataset, "scene")
     if video is not None and video_from_frames:
         raise AdapterError("--video and --video-from-frames: give one of them (a video file, or the scan's colour "
                            "frames encoded into SCENE_DIR/video.mp4)")
@@ -136,7 +79,7 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
     if main.read_capture is None:  # a box-only source: frames come from --frames
         if frames is None:
             raise AdapterError(f"{dataset} reads only boxes: give the frames with --frames KIND:PATH "
-                               f"(one of {', '.join(n for n, a in sorted(ADAPTERS.items()) if a.read_capture)})")
+                               f"(one of {', '.join(sorted(a.name for a in importers('scene') if a.read_capture))})")
         frame_adapter, frame_path = _source(frames, "frames")
         box_adapter, box_path = main, path
     else:
@@ -187,11 +130,14 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
     return write_scene(capture, box_set, out_dir, video=video, video_record=record)
 
 
-# registration: one module per dataset
-from . import arkitscenes, embodiedscan, multiscan, scannet, scannetpp, threerscan, vsibench  # noqa: E402
+# registration: one module per dataset, in the order `vistest import --help` lists them
+from . import (arkitscenes, bdd100k, coco_video, embodiedscan, mot, multiscan, perception_test,  # noqa: E402
+               scannet, scannetpp, sti_bench, threerscan, vsibench, vsibench_questions)
 
-for _m in (scannet, arkitscenes, scannetpp, threerscan, multiscan, vsibench, embodiedscan):
-    register(_m.ADAPTER)
+for _i in (scannet.IMPORTER, arkitscenes.IMPORTER, scannetpp.IMPORTER, threerscan.IMPORTER, multiscan.IMPORTER,
+           vsibench.IMPORTER, embodiedscan.IMPORTER, perception_test.IMPORTER, mot.IMPORTER, coco_video.TAO,
+           coco_video.YOUTUBE_VIS, bdd100k.IMPORTER, *sti_bench.IMPORTERS, *vsibench_questions.IMPORTERS):
+    register(_i)
 
-__all__ = ["ADAPTERS", "Adapter", "AdapterError", "BoxSet", "Capture", "Option", "get_adapter", "import_scene",
-           "register"]
+__all__ = ["IMPORTERS", "AdapterError", "BoxSet", "Capture", "Importer", "Option", "get_importer", "import_scene",
+           "importers", "register"]

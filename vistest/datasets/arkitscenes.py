@@ -193,9 +193,9 @@ def read_annotation(path: Path) -> c.BoxSet:
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(
+    return Importer(kind="scene",
         name="arkitscenes", title="ARKitScenes (lowres_wide frames, lowres_wide.traj, .pincam, 3dod annotation)",
         reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
         path_help="a video folder {video_id}/ with {video_id}_frames/ and {video_id}_3dod_annotation.json",
@@ -216,4 +216,4 @@ def _annotation_path(path: Path) -> Path:
     return vdir / f"{vid}_3dod_annotation.json"
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

@@ -31,7 +31,7 @@ from ..budgets import MAX_BUDGET
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT, MAX_FPS, MIN_FPS
 from .common import AdapterError, positive_float, read_json, text
 from .mot import flag
-from .tracks2d_import import (BOX_SLACK, Format2D, Imported2D, even_size, image_encoder, option, probe_video,
+from .tracks2d_import import (format_2d, BOX_SLACK, Imported2D, even_size, image_encoder, option, probe_video,
                               read_image, scene_id_of)
 
 NAME = "bdd100k"
@@ -129,8 +129,8 @@ def read(path: Path, options: dict, video: Path | None) -> Imported2D:
     return Imported2D(scene, video, [], prov, [], make)
 
 
-FORMAT = Format2D(NAME, "BDD100K MOT box tracks (Scalabel format, one video per file)",
-                  "a BDD100K MOT ground-truth JSON (a list of frames with labels and box2d)",
-                  {"frames": "folder of the images (videoName/name), without --video",
-                   "fps": f"frame rate of the encoded images, without --video (default {FPS:g})",
-                   "keep_ignored": "true: keep crowd boxes and distractor categories (ignored in evaluation)"}, read)
+IMPORTER = format_2d(NAME, "BDD100K MOT box tracks (Scalabel format, one video per file)",
+                     "a BDD100K MOT ground-truth JSON (a list of frames with labels and box2d)",
+                     {"frames": "folder of the images (videoName/name), without --video",
+                      "fps": f"frame rate of the encoded images, without --video (default {FPS:g})",
+                      "keep_ignored": "true: keep crowd boxes and distractor categories (ignored in evaluation)"}, read)

@@ -41,7 +41,7 @@ import numpy as np
 from ..tracks2d import (DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, MAX_FPS, MAX_IMAGE_SIDE, MIN_FPS, mask_box,
                         polygon_mask, rle_decode, rle_encode)
 from .common import AdapterError, positive_float, read_json, text
-from .tracks2d_import import (BOX_SLACK, Format2D, Imported2D, even_size, image_encoder, option, probe_video,
+from .tracks2d_import import (format_2d, BOX_SLACK, Imported2D, even_size, image_encoder, option, probe_video,
                               read_image, scene_id_of)
 
 YTVIS_FPS = 6.0  # YouTube-VOS / YouTube-VIS JPEGs: every 5th frame of 30 frames/s videos
@@ -271,13 +271,13 @@ def read_youtube_vis(path: Path, options: dict, video: Path | None) -> Imported2
                       make)
 
 
-TAO = Format2D("tao", "TAO (COCO-style box tracks at annotated frames)",
-               "a TAO annotation JSON (videos, images with frame_index, tracks, annotations); --video its video",
-               {"video": "the video's name or id when the file holds several",
-                "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"}, read_tao)
-YOUTUBE_VIS = Format2D("youtube-vis", "YouTube-VIS (per-frame RLE or polygon masks and boxes per track)",
-                       "a YouTube-VIS annotation JSON (videos with file_names, annotations with segmentations)",
-                       {"video": "the video's folder name or id when the file holds several",
-                        "frames": "folder of the JPEGs (file_names relative to it), without --video",
-                        "fps": f"frame rate of the encoded JPEGs, without --video (default {YTVIS_FPS:g})",
-                        "max_gap_s": "longest interpolated gap in seconds (default 1)"}, read_youtube_vis)
+TAO = format_2d("tao", "TAO (COCO-style box tracks at annotated frames)",
+                "a TAO annotation JSON (videos, images with frame_index, tracks, annotations); --video its video",
+                {"video": "the video's name or id when the file holds several",
+                 "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})"}, read_tao)
+YOUTUBE_VIS = format_2d("youtube-vis", "YouTube-VIS (per-frame RLE or polygon masks and boxes per track)",
+                        "a YouTube-VIS annotation JSON (videos with file_names, annotations with segmentations)",
+                        {"video": "the video's folder name or id when the file holds several",
+                         "frames": "folder of the JPEGs (file_names relative to it), without --video",
+                         "fps": f"frame rate of the encoded JPEGs, without --video (default {YTVIS_FPS:g})",
+                         "max_gap_s": "longest interpolated gap in seconds (default 1)"}, read_youtube_vis)

@@ -175,9 +175,9 @@ RELIED_ON = (
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(
+    return Importer(kind="scene",
         name="embodiedscan", title="EmbodiedScan info pickle (9-DoF boxes, cam2global poses, posed images)",
         reads=frozenset({"frames", "poses", "intrinsics", "depth", "boxes"}),
         path_help="an embodiedscan_infos_*.pkl file",
@@ -188,4 +188,4 @@ def _adapter():
         read_capture=read_capture, read_boxes=read_boxes, check_boxes=check_boxes)
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

@@ -46,7 +46,7 @@ from pathlib import Path
 from ..budgets import MAX_BUDGET
 from ..tracks2d import FORMAT as TRACKS2D_FORMAT, MAX_FPS, MAX_IMAGE_SIDE, MIN_FPS
 from .common import AdapterError
-from .tracks2d_import import Format2D, Imported2D, check_images, even_size, image_encoder, option, scene_id_of
+from .tracks2d_import import format_2d, Imported2D, check_images, even_size, image_encoder, option, scene_id_of
 
 NAME = "mot"
 CLASSES = {1: "pedestrian", 2: "person_on_vehicle", 3: "car", 4: "bicycle", 5: "motorbike", 6: "non_mot_vehicle",
@@ -220,7 +220,7 @@ def read(path: Path, options: dict, video: Path | None) -> Imported2D:
     return Imported2D(scene, video, [], {**prov, "video": str(video)}, [], make)
 
 
-FORMAT = Format2D(NAME, "MOTChallenge ground truth (MOT15/16/17/20 box tracks)",
-                  "a sequence folder with seqinfo.ini and gt/gt.txt (or the gt.txt)",
-                  {"keep_ignored": "true: keep the rows TrackEval leaves out of its ground truth (conf 0, classes "
-                                   "other than pedestrian)"}, read)
+IMPORTER = format_2d(NAME, "MOTChallenge ground truth (MOT15/16/17/20 box tracks)",
+                     "a sequence folder with seqinfo.ini and gt/gt.txt (or the gt.txt)",
+                     {"keep_ignored": "true: keep the rows TrackEval leaves out of its ground truth (conf 0, classes "
+                                      "other than pedestrian)"}, read)

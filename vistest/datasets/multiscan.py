@@ -225,9 +225,9 @@ def read_annotation(path: Path, skip: frozenset = DEFAULT_SKIP) -> c.BoxSet:
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(
+    return Importer(kind="scene",
         name="multiscan", title="MultiScan ({scan}.jsonl poses, align.json, annotations.json oriented boxes, mp4)",
         reads=frozenset({"frames", "poses", "intrinsics", "mesh", "boxes"}),
         path_help="a scan folder scene_xxxxx_xx/ with {scan}.jsonl, {scan}.align.json and {scan}.annotations.json",
@@ -243,4 +243,4 @@ def _adapter():
             p if p.suffix == ".json" else p / f"{_scan_id(p, o)}.annotations.json", o.get("skip_labels", DEFAULT_SKIP)))
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

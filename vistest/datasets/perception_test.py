@@ -60,7 +60,7 @@ from typing import Any
 from ..budgets import MAX_BUDGET
 from ..tracks2d import DEFAULT_MAX_GAP_S, FORMAT as TRACKS2D_FORMAT, MAX_FPS, MAX_IMAGE_SIDE, MIN_FPS
 from .common import AdapterError, positive_float, read_json, text
-from .tracks2d_import import Format2D, Imported2D, check_video, option
+from .tracks2d_import import format_2d, Imported2D, check_video, option
 
 NAME = "perception-test"
 CUT_CONVENTIONS = ("removed", "kept")  # -O cut_frame_is: the mapping's frame is the first cut off / the last kept
@@ -354,12 +354,13 @@ def read(path: Path, options: dict, video: Path | None) -> Imported2D:
     return Imported2D(scene, video, questions, prov, warnings, make)
 
 
-FORMAT = Format2D(NAME, "Perception Test (object tracks, mc and grounded questions)",
-                  "an annotation JSON (video_id -> metadata, object_tracking, mc_question, grounded_question)",
-                  {"video_id": "the video to import when the file holds several",
-                   "objects": "JSON file {question id: [object ids]}: the objects each mc question concerns",
-                   "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})",
-                   "cut_frame_mapping": "cut_frame_mapping_{train,valid}.json: import the cut video the mc questions "
-                                        "are asked on (its first frames; needs cut_frame_is)",
-                   "cut_frame_is": "removed (the frame id is the first frame cut off) or kept (the last frame kept)"},
-                  read)
+IMPORTER = format_2d(NAME, "Perception Test (object tracks, mc and grounded questions)",
+                     "an annotation JSON (video_id -> metadata, object_tracking, mc_question, grounded_question)",
+                     {"video_id": "the video to import when the file holds several",
+                      "objects": "JSON file {question id: [object ids]}: the objects each mc question concerns",
+                      "max_gap_s": f"longest interpolated gap in seconds (default {DEFAULT_MAX_GAP_S:g})",
+                      "cut_frame_mapping": "cut_frame_mapping_{train,valid}.json: import the cut video the mc "
+                                           "questions are asked on (its first frames; needs cut_frame_is)",
+                      "cut_frame_is": "removed (the frame id is the first frame cut off) or kept (the last frame "
+                                      "kept)"},
+                     read)

@@ -300,13 +300,14 @@ ADAPTER_OPTIONS = (
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(name="scannet", title="ScanNet v2 (SensReader export + aggregation/segs annotation)",
-                   reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
-                   path_help="a scan folder with color/, depth/, pose/, intrinsic/ and the scan's files",
-                   options=tuple(Option(*o) for o in ADAPTER_OPTIONS), read_capture=read_capture,
-                   read_boxes=lambda p, cap, o: read_capture(p, {**o, "room": "none"}, p).boxes)  # boxes only: no room
+    return Importer(name="scannet", kind="scene",
+                    title="ScanNet v2 (SensReader export + aggregation/segs annotation)",
+                    reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
+                    path_help="a scan folder with color/, depth/, pose/, intrinsic/ and the scan's files",
+                    options=tuple(Option(*o) for o in ADAPTER_OPTIONS), read_capture=read_capture,
+                    read_boxes=lambda p, cap, o: read_capture(p, {**o, "room": "none"}, p).boxes)  # boxes only: no room
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

@@ -118,9 +118,9 @@ def read_annotation(path: Path) -> c.BoxSet:
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(
+    return Importer(kind="scene",
         name="scannetpp", title="ScanNet++ iPhone (pose_intrinsic_imu.json, depth PNGs, segments_anno.json)",
         reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes", "room"}),
         path_help="a scene folder data/{scene_id}/ with iphone/ and scans/",
@@ -134,4 +134,4 @@ def _adapter():
         read_boxes=lambda p, cap, o: read_annotation(p if p.suffix == ".json" else p / "scans" / "segments_anno.json"))
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

@@ -50,17 +50,22 @@ from ..errors import InputError
 from ..questions import (INSTANT_QUANTITY_FIELD, MAX_TIME_S, STI_SPEED_ACCELERATION, STI_TASKS, instant_quantity,
                          parse_questions)
 from ..scene import check_scene_id
+from .registry import Importer
 
 STI_BENCH, RESTI = "sti-bench", "resti"
 LETTERS = ("A", "B", "C", "D", "E")
 # the real rows name it scene; opensource_test.py reads entry.get("scene") or entry.get("Scene")
 SCENE_COLUMNS = ("scene", "Scene")
-LAYOUTS: dict[str, tuple[str, ...]] = {
+COLUMNS: dict[str, tuple[str, ...]] = {
     STI_BENCH: ("Source", "Task", "Video", "ID", "Question", "Candidates", "Answer", "Answer Detail", "time_start",
                 "time_end"),
     RESTI: ("ReSTI ID", "Legacy Row Key", "Video", "Source", "Task", "QType", "Question", "Prompt", "time_start",
             "time_end", "Candidates", "Answer", "Answer Detail", "ID"),
 }
+# `vistest import sti-bench|resti PATH -o OUTPUT` (vistest.datasets.registry): OUTPUT/questions.jsonl, by_scene/,
+# import_report.json
+IMPORTERS = (Importer(STI_BENCH, "STI-Bench (MINT-SJTU/STI-Bench)", "question-set", "qa.parquet"),
+             Importer(RESTI, "ReSTI (pengzhansun/ReSTI)", "question-set", "annotations/resti.jsonl or resti.parquet"))
 # columns a layout accepts without requiring them: ReSTI's data_format.md says its schema "retains the original
 # STI-Bench columns", which include QType and Prompt; the STI-Bench column list vistest was given does not name them
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {STI_BENCH: ("QType", "Prompt"), RESTI: ()}
@@ -129,7 +134,7 @@ def check_columns(layout: str, where: str, row: Any) -> str:
     if all(c in row for c in EXCLUSION_COLUMNS):
         raise QuestionSetError(f"{where}: a ReSTI exclusion record (columns {', '.join(EXCLUSION_COLUMNS)}), not a "
                                f"question: import annotations/resti.jsonl")
-    want = LAYOUTS[layout]
+    want = COLUMNS[layout]
     missing = [c for c in want if c not in row]
     scene = [c for c in SCENE_COLUMNS if c in row]
     if not scene:
@@ -267,8 +272,8 @@ def _unique_ids(questions: list[dict], wheres: list[str], path: Path) -> list[st
 
 def import_question_set(layout: str, path: str | os.PathLike) -> ImportedSet:
     """Read one STI-Bench or ReSTI file (module docstring); QuestionSetError on a bad file."""
-    if layout not in LAYOUTS:
-        raise QuestionSetError(f"question set: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if layout not in COLUMNS:
+        raise QuestionSetError(f"question set: expected one of {', '.join(COLUMNS)}, got {layout!r}")
     path = Path(path)
     rows = read_table(path)
     if not rows:

@@ -184,9 +184,9 @@ def _check_with_vertices(ply: Path, objects: list) -> dict | None:
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(
+    return Importer(kind="scene",
         name="3rscan", title="3RScan (sequence/ frames + poses + _info.txt, semseg.v2.json oriented boxes)",
         reads=frozenset({"frames", "poses", "intrinsics", "depth", "mesh", "boxes"}),
         path_help="a scan folder {scan_id}/ with sequence/ (unzipped sequence.zip) and semseg.v2.json",
@@ -204,4 +204,4 @@ def _adapter():
                                                      o.get("skip_labels", DEFAULT_SKIP)))
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

@@ -29,6 +29,7 @@ from ..questions import parse_questions
 from ..scene import Scene
 from ..tracks2d import MAX_FPS, MIN_FPS
 from .common import AdapterError
+from .registry import Importer, Option, get_importer
 
 QUESTIONS_NAME = "questions.jsonl"
 
@@ -51,17 +52,13 @@ class Imported2D:
     make_video: Callable[[Path], Path] | None = None
 
 
-@dataclass(frozen=True)
-class Format2D:
-    """One 2D-track format: its ``name`` (``vistest import NAME``), ``title``, what PATH is,
-    its options (name -> help) and ``read(path, options, video) -> Imported2D``. A reader writes
-    nothing: a video it makes is an :attr:`Imported2D.make_video`."""
-
-    name: str
-    title: str
-    path_help: str
-    options: dict[str, str]
-    read: Callable[..., Imported2D]
+def format_2d(name: str, title: str, path_help: str, options: dict[str, str],
+              read: Callable[..., Imported2D]) -> Importer:
+    """One 2D-track format as an importer of kind ``tracks2d``: its ``name`` (``vistest import NAME``),
+    ``title``, what PATH is, its options (name -> help; the reader parses each with :func:`option`) and
+    ``read(path, options, video) -> Imported2D``. A reader writes nothing: a video it makes is an
+    :attr:`Imported2D.make_video`."""
+    return Importer(name, title, "tracks2d", path_help, tuple(Option(k, v) for k, v in options.items()), read=read)
 
 
 VIDEO_NAME = "video.mp4"  # the video an import makes (images encoded, a cut), beside scene.json
@@ -271,26 +268,18 @@ def image_encoder(files: Sequence[Path], fps: float, size: tuple[int, int],
     return make
 
 
-def formats() -> dict[str, Format2D]:
-    """The 2D-track formats by name."""
-    from . import bdd100k, coco_video, mot, perception_test
-
-    return {f.name: f for f in (perception_test.FORMAT, mot.FORMAT, coco_video.TAO, coco_video.YOUTUBE_VIS,
-                                bdd100k.FORMAT)}
-
-
 def import_tracks(name: str, path: str | os.PathLike, out_dir: str | os.PathLike, video: str | None = None,
                   options: dict | None = None) -> tuple[Path, Imported2D]:
     """Read ``path`` in 2D-track format ``name`` and write the scene (:func:`write_import`);
     ``options``: the format's options by name (unknown ones refused). The options are checked first,
     then the annotation is read (nothing written), then the video is made or checked against it, then
     the files are put in place. Returns (scene path, import)."""
-    fmt = formats()[name]
+    fmt = get_importer(name, "tracks2d")
     options = dict(options or {})
-    unknown = sorted(set(options) - set(fmt.options))
+    unknown = sorted(set(options) - set(fmt.option_names()))
     if unknown:
         raise AdapterError(f"option {unknown[0]!r}: not an option of {name}; expected one of "
-                           f"{', '.join(fmt.options) or '(none)'}")
+                           f"{', '.join(fmt.option_names()) or '(none)'}")
     path = Path(path)
     if not path.exists():
         raise AdapterError(f"{path}: PATH for {name} not found (expected {fmt.path_help})")

@@ -92,12 +92,13 @@ def _box_world(dataset: str, capture: c.Capture | None, path: Path) -> tuple[np.
 
 
 def _adapter():
-    from . import Adapter, Option
+    from .registry import Importer, Option
 
-    return Adapter(name="vsibench", title="VSI-Bench meta info (boxes and room size of one scene)",
-                   reads=frozenset({"boxes", "room"}), path_help="a {dataset}_meta_info_val.json file",
-                   options=(Option("scene", "scene id in the meta info (default: the frames' scene id)", c.text),),
-                   read_boxes=read_boxes)
+    return Importer(name="vsibench", kind="scene",
+                    title="VSI-Bench meta info (boxes and room size of one scene)",
+                    reads=frozenset({"boxes", "room"}), path_help="a {dataset}_meta_info_val.json file",
+                    options=(Option("scene", "scene id in the meta info (default: the frames' scene id)", c.text),),
+                    read_boxes=read_boxes)
 
 
-ADAPTER = _adapter()
+IMPORTER = _adapter()

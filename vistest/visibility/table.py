@@ -318,7 +318,8 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
     if scene.tracks2d is not None:  # a 2D scene: the annotated regions (docs/tracks2d.md)
         from .tracks2d import tracks2d_visibility
 
-        return tracks2d_visibility(scene, occlusion)
+        choose_occlusion(scene, occlusion)  # auto or none; another mode: its InputError
+        return Visibility(**tracks2d_visibility(scene))
     from . import raster
     from .compile import ensure_compiled
     from ..progress import progress_bar

@@ -27,16 +27,16 @@ import numpy as np
 
 from ..errors import InputError
 from ..tracks2d import STATE_NAMES, UNKNOWN
-from .table import Visibility, choose_occlusion
 
 
-def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
-    """The visibility table of a 2D scene (module docstring). ``occlusion``: ``auto`` or ``none``
-    (a 2D region is what shows); any other mode is an InputError."""
+def tracks2d_visibility(scene) -> dict:
+    """The visibility table of a 2D scene (module docstring), as the fields of
+    :class:`vistest.visibility.table.Visibility`: :func:`vistest.visibility.table.compute_visibility`
+    checks the occlusion mode (``auto`` or ``none``: a 2D region is what shows) and builds the table,
+    so that this module imports nothing of the table's (no import cycle)."""
     tracks = scene.tracks2d
     if tracks is None:
         raise InputError(f"{scene.source}: format: expected a 2D scene (vistest.tracks2d/1)")
-    choose_occlusion(scene, occlusion)  # auto or none; another mode: its InputError
     st = tracks.states
     w, h = scene.image_size
     tw, th = tracks.image_size
@@ -59,10 +59,10 @@ def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
     params = {"input": "tracks2d", "occlusion": "none", "visible": "mask" if _has_masks(tracks) else "box",
               "max_gap_s": float(tracks.max_gap_s), "source_format": tracks.source_format,
               "state_counts": counts}
-    return Visibility(scene_id=scene.scene_id, projected=evidence.copy(), visible=visible, bbox=bbox,
-                      object_ids=np.array(scene.object_ids, dtype=str),
-                      frame_index=np.arange(n, dtype=np.int64), valid=np.ones(n, bool), params=params,
-                      source=scene.source, evidence=evidence)
+    return dict(scene_id=scene.scene_id, projected=evidence.copy(), visible=visible, bbox=bbox,
+                object_ids=np.array(scene.object_ids, dtype=str),
+                frame_index=np.arange(n, dtype=np.int64), valid=np.ones(n, bool), params=params,
+                source=scene.source, evidence=evidence)
 
 
 def _has_masks(tracks) -> bool:
