@@ -1,6 +1,6 @@
-"""Commands of the scene stage: ``demo-scene``, ``import`` (vistest.datasets; question sets:
-vistest.datasets.sti_bench, vistest.datasets.vsibench_questions) and ``audit`` (vistest.audit.scene,
-docs/adapters.md, docs/audit.md)."""
+"""Commands of what comes in: ``demo-scene`` (vistest.synth.demo and its siblings), ``import`` (every
+importer of vistest.datasets.registry, run by its kind's handler, :data:`IMPORTS`) and ``audit``
+(vistest.audit; docs/adapters.md, docs/audit.md)."""
 from __future__ import annotations
 
 import click
