@@ -34,6 +34,13 @@ def test_the_registry_holds_every_documented_importer_once():
     assert all(f"vistest import {name}" in tracks2d_doc for name in documented["tracks2d"])
 
 
+def test_the_question_importers_are_the_layouts_their_readers_know():
+    from vistest.datasets import sti_bench, vsibench_questions
+
+    assert {i.name for i in datasets.importers("question-set")} == set(sti_bench.COLUMNS)
+    assert {i.name for i in datasets.importers("question-rows")} == set(vsibench_questions.TEMPLATES)
+
+
 def test_each_importer_has_the_readers_of_its_kind():
     for imp in datasets.IMPORTERS.values():
         assert isinstance(imp, Importer) and all(isinstance(o, Option) for o in imp.options)
@@ -42,7 +49,7 @@ def test_each_importer_has_the_readers_of_its_kind():
             assert ("frames" in imp.reads) == (imp.read_capture is not None), imp.name
         else:
             assert imp.read_capture is imp.read_boxes is imp.check_boxes is None, imp.name
-        assert (imp.read is not None) == (imp.kind == "tracks2d"), imp.name
+        assert (imp.read is None) == (imp.kind == "scene"), imp.name
 
 
 def test_register_refuses_a_second_name_and_an_unknown_kind():

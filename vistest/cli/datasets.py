@@ -164,9 +164,10 @@ def _import_tracks(name: str, path: str, output: str, values: dict, quiet: bool)
 
 def _import_questions(layout: str, path: str, output: str, values: dict, quiet: bool) -> None:
     """``vistest import sti-bench|resti PATH -o OUTPUT`` (vistest.datasets.sti_bench)."""
-    from ..datasets.sti_bench import import_question_set, write_question_set
+    from ..datasets import get_importer
+    from ..datasets.sti_bench import write_question_set
 
-    imported = import_question_set(layout, path)
+    imported = get_importer(layout).read(path)
     out = write_question_set(imported, output)
     for w in imported.warnings:
         click.echo(f"Warning: {w}", err=True)
@@ -181,14 +182,15 @@ def _import_rows(layout: str, path: str, output: str, values: dict, quiet: bool)
     """``vistest import vsibench-questions|revsi-questions PATH --scenes DIR -o OUTPUT``
     (vistest.datasets.vsibench_questions)."""
     from ..datasets.sti_bench import write_question_set
-    from ..datasets.vsibench_questions import DEFAULT_SCENE_ID, find_scenes, import_rows, refusal_error, write_refused
+    from ..datasets import get_importer
+    from ..datasets.vsibench_questions import DEFAULT_SCENE_ID, find_scenes, refusal_error, write_refused
 
     scenes, scene_id, skip_refused = values["--scenes"], values["--scene-id"], values["--skip-refused"]
     if not scenes:
         raise InputError(f"--scenes: {layout} needs the imported scenes the rows are about (their labels resolve "
                          f"the objects the questions name)")
     found = find_scenes(list(scenes))
-    imported = import_rows(layout, path, found, scene_id or DEFAULT_SCENE_ID)
+    imported = get_importer(layout).read(path, found, scene_id or DEFAULT_SCENE_ID)
     if imported.refused and not skip_refused:
         raise refusal_error(imported)
     if not imported.questions:

@@ -132,11 +132,34 @@ def import_scene(dataset: str, path: str | os.PathLike, out_dir: str | os.PathLi
 
 # registration: one module per dataset, in the order `vistest import --help` lists them
 from . import (arkitscenes, bdd100k, coco_video, embodiedscan, mot, multiscan, perception_test,  # noqa: E402
-               scannet, scannetpp, sti_bench, threerscan, vsibench, vsibench_questions)
+               scannet, scannetpp, sti_bench, threerscan, vsibench)
+
+
+
+def _rows_reader(layout: str):
+    """``read(path, scenes, scene_pattern) -> ImportedRows`` of question-rows ``layout``
+    (:func:`vistest.datasets.vsibench_questions.import_rows`, imported when called: it takes
+    vistest.generate's templates, a tenth of a second every command's start would pay)."""
+    def read(path, scenes, scene_pattern):
+        from .vsibench_questions import import_rows
+
+        return import_rows(layout, path, scenes, scene_pattern)
+
+    return read
+
+
+# VSI-Bench / ReVSI question rows (`vistest import vsibench-questions|revsi-questions PATH --scenes DIR -o OUTPUT`;
+# vistest.datasets.vsibench_questions.TEMPLATES is keyed by these names)
+QUESTION_ROWS = tuple(Importer(name, title, "question-rows", path_help, read=_rows_reader(name))
+                      for name, title, path_help in (
+    ("vsibench-questions", "VSI-Bench or VSI-Bench-Debiased question rows (nyu-visionx/VSI-Bench)",
+     "test.jsonl or a parquet file"),
+    ("revsi-questions", "ReVSI question rows, one config (3dlg-hcvc/ReVSI all_frame)",
+     "the config's rows (JSONL or parquet)")))
 
 for _i in (scannet.IMPORTER, arkitscenes.IMPORTER, scannetpp.IMPORTER, threerscan.IMPORTER, multiscan.IMPORTER,
            vsibench.IMPORTER, embodiedscan.IMPORTER, perception_test.IMPORTER, mot.IMPORTER, coco_video.TAO,
-           coco_video.YOUTUBE_VIS, bdd100k.IMPORTER, *sti_bench.IMPORTERS, *vsibench_questions.IMPORTERS):
+           coco_video.YOUTUBE_VIS, bdd100k.IMPORTER, *sti_bench.IMPORTERS, *QUESTION_ROWS):
     register(_i)
 
 __all__ = ["IMPORTERS", "AdapterError", "BoxSet", "Capture", "Importer", "Option", "get_importer", "import_scene",

@@ -61,7 +61,8 @@ class Importer:
       before the frames are read so that a wrong file fails in seconds; ``reads``: what it reads (some
       of :data:`READS`);
     * ``tracks2d``: ``read(path, options, video) -> Imported2D`` (it writes nothing);
-    * ``question-set`` and ``question-rows``: read by their modules' functions, named by ``name``.
+    * ``question-set``: ``read(path) -> ImportedSet`` (vistest.datasets.sti_bench);
+    * ``question-rows``: ``read(path, scenes, scene_pattern) -> ImportedRows`` (vistest.datasets.vsibench_questions).
     """
 
     name: str

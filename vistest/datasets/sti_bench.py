@@ -42,6 +42,7 @@ import math
 import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,6 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     RESTI: ("ReSTI ID", "Legacy Row Key", "Video", "Source", "Task", "QType", "Question", "Prompt", "time_start",
             "time_end", "Candidates", "Answer", "Answer Detail", "ID"),
 }
-# `vistest import sti-bench|resti PATH -o OUTPUT` (vistest.datasets.registry): OUTPUT/questions.jsonl, by_scene/,
-# import_report.json
-IMPORTERS = (Importer(STI_BENCH, "STI-Bench (MINT-SJTU/STI-Bench)", "question-set", "qa.parquet"),
-             Importer(RESTI, "ReSTI (pengzhansun/ReSTI)", "question-set", "annotations/resti.jsonl or resti.parquet"))
 # columns a layout accepts without requiring them: ReSTI's data_format.md says its schema "retains the original
 # STI-Bench columns", which include QType and Prompt; the STI-Bench column list vistest was given does not name them
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {STI_BENCH: ("QType", "Prompt"), RESTI: ()}
@@ -312,3 +309,11 @@ def write_question_set(imported: ImportedSet, outdir: str | os.PathLike) -> Path
     path = outdir / QUESTIONS_FILE
     write_atomic(path, "".join(lines))
     return path
+
+
+# `vistest import sti-bench|resti PATH -o OUTPUT` (vistest.datasets.registry): ``read(path) -> ImportedSet``; the
+# command writes OUTPUT/questions.jsonl, by_scene/, import_report.json (write_question_set)
+IMPORTERS = (Importer(STI_BENCH, "STI-Bench (MINT-SJTU/STI-Bench)", "question-set", "qa.parquet",
+                      read=partial(import_question_set, STI_BENCH)),
+             Importer(RESTI, "ReSTI (pengzhansun/ReSTI)", "question-set", "annotations/resti.jsonl or resti.parquet",
+                      read=partial(import_question_set, RESTI)))

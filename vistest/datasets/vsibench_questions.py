@@ -74,7 +74,6 @@ from ..errors import InputError
 from ..generate import templates as T
 from ..questions import QUESTION_TYPES, QuestionError, option_letter, parse_question
 from ..scene import Scene
-from .registry import Importer
 from .sti_bench import read_table
 
 VSIBENCH, REVSI = "vsibench-questions", "revsi-questions"
@@ -148,11 +147,6 @@ TEMPLATES: dict[str, dict[str, Template]] = {
     },
 }
 assert all(t in QUESTION_TYPES for types in TEMPLATES.values() for t in types)
-# `vistest import vsibench-questions|revsi-questions PATH --scenes DIR -o OUTPUT` (vistest.datasets.registry)
-IMPORTERS = (Importer(VSIBENCH, "VSI-Bench or VSI-Bench-Debiased question rows (nyu-visionx/VSI-Bench)",
-                      "question-rows", "test.jsonl or a parquet file"),
-             Importer(REVSI, "ReVSI question rows, one config (3dlg-hcvc/ReVSI all_frame)", "question-rows",
-                      "the config's rows (JSONL or parquet)"))
 _REGEX = {layout: {t: tpl.regex() for t, tpl in types.items()} for layout, types in TEMPLATES.items()}
 _STEP = re.compile(r"\s*\d+\.\s+")  # "1. [please fill in] 2. Go forward until the chair 3. ..."
 _FORWARD = re.compile(r"go forward until the (.+?)\.?\s*$", re.I)
