@@ -112,7 +112,7 @@ class Visibility:
         """Write an ``.npz`` atomically (temp file + rename). ``params["rules"]``: the visibility rules'
         stamp the table was computed under (vistest.freshness; compute_visibility sets it, and a
         table made by hand without one is stamped with the current rules)."""
-        params = {"rules": freshness.stamp("visibility"), **self.params}
+        params = {"rules": freshness.stamp("visibility table"), **self.params}
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file object: numpy adds no suffix
             np.savez_compressed(
                 fh, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
@@ -141,7 +141,7 @@ class Visibility:
             params = dict(ast.literal_eval(str(arrays["params"])))
         except (ValueError, SyntaxError, TypeError) as e:
             raise InputError(f"{path}: params: expected the parameters 'vistest visibility' records ({e})") from None
-        changed = freshness.changes(params.get("rules"), "visibility")
+        changed = freshness.changes(params.get("rules"), "visibility table")
         if changed and not stale_ok:
             raise StaleTable(f"{path}: params: rules: {'; '.join(changed)}: the table is stale; compute it again "
                              f"('vistest visibility SCENE.json -o {path}', or let 'vistest run' compute it)")
@@ -388,7 +388,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
                                      projected[s:s + chunk], evidence[s:s + chunk], bbox[s:s + chunk])
             bar.update(len(frames))
     params = {"occlusion": occlusion, "scale": float(scale), "near": float(near), "depth_tol": float(depth_tol),
-              "working_size": [ws, hs], "visible": "box", "rules": freshness.stamp("visibility")}
+              "working_size": [ws, hs], "visible": "box", "rules": freshness.stamp("visibility table")}
     if occlusion == "boxes":
         params["contain_share"] = CONTAIN_SHARE
     if occlusion == "mesh":

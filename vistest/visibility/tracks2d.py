@@ -59,7 +59,7 @@ def tracks2d_visibility(scene, occlusion: str = "auto") -> Visibility:
     counts = {name: int((st.state == k).sum()) for k, name in enumerate(STATE_NAMES)}
     params = {"input": "tracks2d", "occlusion": "none", "visible": "mask" if _has_masks(tracks) else "box",
               "max_gap_s": float(tracks.max_gap_s), "source_format": tracks.source_format,
-              "state_counts": counts, "rules": freshness.stamp("visibility")}
+              "state_counts": counts, "rules": freshness.stamp("visibility table")}
     return Visibility(scene_id=scene.scene_id, projected=evidence.copy(), visible=visible, bbox=bbox,
                       object_ids=np.array(scene.object_ids, dtype=str),
                       frame_index=np.arange(n, dtype=np.int64), valid=np.ones(n, bool), params=params,
