@@ -81,11 +81,11 @@ def stamp(output: str) -> dict[str, int]:
     return {name: version(name) for name in DEPENDS[output]}
 
 
-def changes(recorded: Any, output: str) -> list[str]:
+def changes(recorded: Any, output: str, now: Mapping[str, int] | None = None) -> list[str]:
     """One line per rule set of ``output``'s stamp whose recorded version (``recorded``: the stamp an
     output kept; None or not a mapping: kept none, written before vistest kept them) is not the current
-    one; empty: current."""
-    now = stamp(output)
+    one (``now``: the stamp to compare with, default :func:`stamp` of ``output``); empty: current."""
+    now = stamp(output) if now is None else now
     if not isinstance(recorded, Mapping):
         return [f"rules changed: no rules versions recorded (written by an older vistest); now "
                 f"{', '.join(f'{k} {v}' for k, v in now.items())}"]

@@ -307,7 +307,8 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
             reasons.append(f"input {name}: {given} is not the recorded input "
                            f"{irec.get('path') if isinstance(irec, dict) else '(none)'}")
     if options is not None:
-        reasons += freshness.changes((rec.get("options") or {}).get("rules"), "scene record")
+        if "rules" in options:  # the stamp the caller's options carry (vistest.pipeline.record_options)
+            reasons += freshness.changes((rec.get("options") or {}).get("rules"), "scene record", options["rules"])
         others = {k: v for k, v in options.items() if k != "rules"}
         kept = {k: v for k, v in (rec.get("options") or {}).items() if k != "rules"}
         if rec.get("options_key") != options_key(options) and options_key(others) != options_key(kept):
