@@ -7,7 +7,7 @@ stored beside or inside the output (:func:`write`, or a field its own record kee
 stale as soon as one of those versions moves (:func:`current`, :func:`changes`). Nothing here looks at
 modification times, and the package's own ``__version__`` is in no stamp: a release that changes no rule
 would otherwise redo every output, and one that changes a rule without a bump would redo nothing
-(docs/faults.md, "What up to date means").
+(docs/faults.md, "Rules versions: one freshness rule across upgrades").
 
 Who keeps which stamp (each checks it when it would reuse the output):
 
@@ -20,7 +20,7 @@ Who keeps which stamp (each checks it when it would reuse the output):
 * the frame video of an import (``frames_video`` in its key: vistest.datasets.framevideo);
 * the demo scenes' and the synth renders' stamp files (vistest.datasets.demo, vistest.synth.render);
 * exports: the scene records they read must be current (vistest.eval.exporters.rundir.load_run);
-* ``vistest generate``'s report (``report.json``: ``rules``).
+* ``vistest generate``'s report (``report.json``: ``rules_versions``, provenance: generate writes afresh).
 """
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ VERSIONS: dict[str, int] = {
     # what a dummy removes, how evidence is filled, encoder settings. Also the content keys' format number
     # (vistest.videos.recipes.content_key: "vistest.variant/1" before the two were one)
     "videos": 1,
-    # a synth spec's layout and looks for the same seed: vistest/synth/layout.py (3: shapes of their own)
+    # a synth spec's layout and looks for the same seed: vistest/synth/layout.py (was LAYOUT_VERSION there)
     "synth_layout": 3,
-    # how a synth layout is rendered: vistest/synth/render.py (2: shapes, closed outward parts)
+    # how the same layout renders: vistest/synth/render.py, shapes.py (2: shapes, closed outward parts; was
+    # RENDER_VERSION there)
     "synth_render": 2,
     # the demo scenes' geometry, walk and rendering: vistest/datasets/demo.py, demo_dynamic.py
     "demo": 1,
