@@ -27,7 +27,7 @@ from click.testing import CliRunner
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest.cli import main
 from vistest.errors import InputError
-from vistest import answers
+from vistest import answers, freshness
 from vistest.answers import CANNOT_DETERMINE, PROTOCOLS, STRESS_METRICS, score_answer
 from vistest.eval.baselines import blind_predictions
 from vistest.eval.exporters import ExportOptions, export
@@ -312,7 +312,7 @@ def test_jsonl_rows_have_absolute_paths_and_provenance(run_dir, tmp_path, frames
         assert r["status"] in ("kept", "changed", "unanswerable")
         assert (r["ground_truth"] is None) == (r["status"] == "unanswerable")
         p = r["provenance"]
-        assert p["scene_id"] == r["scene_id"] and p["vistest_version"] == vistest.__version__
+        assert p["scene_id"] == r["scene_id"] and p["rules"] == freshness.stamp("export")
         assert p["sampler_profile"] == "uniform" and os.path.isabs(p["source_video"])
         if r["video"] is None:
             continue

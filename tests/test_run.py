@@ -285,20 +285,18 @@ def test_docs_name_every_run_setting():
 
 @pytest.mark.slow  # a run, make variants three times, a rerun and two batches
 def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, tmp_path, monkeypatch):
-    """A change to the ground-truth rules (vistest.budget.truth.RULES_VERSION bumped, as a release
+    """A change to the ground-truth rules (vistest.freshness.VERSIONS["ground_truth"] bumped, as a release
     that changes budget/truth.py does) makes a scene that was current stale, with the reason printed,
     for each entry point: ``vistest run --if-stale``, ``vistest batch`` and ``make variants`` (its
     own ``vistest`` bumped through the Makefile's VENV). Control: at the recorded version each says
     up to date. Three copies of one current run folder, one per entry point."""
-    import vistest.budget.truth as truth
-    import vistest.videos.plan as video_rules
-    import vistest.visibility.table as visibility_rules
     from click.testing import CliRunner
 
     from vistest.batch.local import LocalEngine
     from vistest.batch.run import DONE, run_batch, summary_table
     from vistest.batch.specs import discover
     from vistest.batch.task import run_task
+    from vistest import freshness
     from vistest.cli import main
     from vistest.cli.videos import run as run_command, run_config
     from vistest.job import SceneJob
@@ -309,14 +307,14 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
     opts = ["--budgets", "16", "--dummy", "drop", "--preset", "ultrafast"]
     args = [str(spec.scene_json), str(spec.questions), "-o"]
     config = run_config(run_command.make_context("run", [*args, "x", *opts]).params)
-    v1 = truth.RULES_VERSION
+    v1 = freshness.VERSIONS["ground_truth"]
     cli("run", *args, tmp_path / "out", *opts, "--quiet")
     for name in ("run", "batch", "make"):
         shutil.copytree(tmp_path / "out", tmp_path / name, symlinks=True)  # copy2: times kept, records hold
         assert SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / name).current
     record = json.loads((tmp_path / "out" / ".vistest" / "records" / "demo-a.json").read_text())
-    assert record["options"]["rules"] == {"ground_truth": v1, "visibility": visibility_rules.RULES_VERSION,
-                                          "videos": video_rules.RULES_VERSION}
+    assert record["options"]["rules"] == {"ground_truth": v1, "visibility": freshness.VERSIONS["visibility"],
+                                          "videos": freshness.VERSIONS["videos"]}
     why = f"ground truth rules version {v1} -> {v1 + 1}"
 
     # make variants, its vistest a wrapper that sets the version (control at v1, then bumped)
@@ -325,8 +323,8 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
         (venv / "bin").mkdir(parents=True)
         (venv / ".installed").touch()
         wrapper = venv / "bin" / "vistest"
-        wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys, vistest.budget.truth as t; "
-                           f"t.RULES_VERSION = int(sys.argv.pop(1)); from vistest.cli import main; main()\" "
+        wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys, vistest.freshness as f; "
+                           f"f.VERSIONS['ground_truth'] = int(sys.argv.pop(1)); from vistest.cli import main; main()\" "
                            f"\"$RULES\" \"$@\"\n")
         wrapper.chmod(0o755)
 
@@ -342,7 +340,7 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
         assert "demo-a: stale in" in err and why in err and "up to date" not in err, err
         assert "demo-a: up to date in" in make(v1 + 1)  # rerun under the new rules: current again
 
-    monkeypatch.setattr(truth, "RULES_VERSION", v1 + 1)
+    monkeypatch.setitem(freshness.VERSIONS, "ground_truth", v1 + 1)
     st = SceneJob(spec.scene_json, spec.questions, config).status(tmp_path / "run")
     assert st.complete and not st.current and any(why in r for r in st.reasons), st.reasons
     assert not any("options differ" in r for r in st.reasons)  # the rules, not the options, changed

@@ -880,8 +880,14 @@ def test_grid_writes_the_benchmark(tmp_path):
     for v in videos:  # specs/ holds the spec each scene was rendered from (after any redraw)
         assert (v.parent / "spec.json").read_text() == (tmp_path / "g" / "specs" / f"{v.parent.name}.json").read_text()
     before = [v.stat().st_mtime_ns for v in videos]
+    tables = sorted((tmp_path / "g" / "scenes").glob("*/visibility.npz"))
+    assert len(tables) == 12
+    tables_before = [t.stat().st_mtime_ns for t in tables]
+    for v in videos:  # a touch is no change: tables are reused by content and rules stamp (vistest.freshness)
+        os.utime(v.parent / "scene.json")
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0 and [v.stat().st_mtime_ns for v in videos] == before
+    assert [t.stat().st_mtime_ns for t in tables] == tables_before
 
 
 @pytest.mark.slow

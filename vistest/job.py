@@ -9,7 +9,7 @@ resolves ``occlusion="auto"`` (the one place for both); :meth:`SceneJob.run` run
 :meth:`SceneJob.status` reads that record back: the scene is *current* when every output is
 there as written, every input unchanged and the options (RunConfig.key: resources never count,
 the questions' content, given or computed visibility) and the rules versions
-(vistest.pipeline.rules_versions) the same. That record is the only "is it
+(vistest.freshness.stamp("scene record")) the same. That record is the only "is it
 done" rule: ``vistest batch`` skips a current scene and merges the manifest lines its record
 keeps, ``vistest run --if-stale`` (make) does nothing for one, and videos whose content keys
 match are kept by every run (vistest.videos.write).

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import layout
+from . import freshness, layout
 from .atomic import check_writable, file_record, files_record, write_atomic
 from .budget.truth import BudgetTruth, budget_truth, evaluator_truth, write_budget_files
 from .config import RunConfig
@@ -39,7 +39,7 @@ from .videos.recipes import STREAM_COPY
 from .videos.source import check_video
 from .videos.manifest import (SceneLock, input_record, prune_dummies, read_scene_record, remove_stale_files,
                               update_manifest, write_scene_record)
-from .visibility.table import DEFAULT_OCCLUSION, RULES_VERSION, Visibility, occlusion_inputs
+from .visibility.table import DEFAULT_OCCLUSION, Visibility, occlusion_inputs
 from .workers import ChildLost, call_in_child, describe_exit
 
 
@@ -55,13 +55,14 @@ GT; videos, dummy GT and manifest lines): failure records (vistest.batch) name o
 def visibility_key(scene_json: str | os.PathLike, scene: Scene, occlusion: str, evidence: Mapping | None = None
                    ) -> str:
     """What a cached visibility table depends on: scene.json's bytes, the (possibly scaled)
-    image size, the occlusion mode (default scale, near and depth tolerance), the version
-    of the occlusion rules (a table computed under older rules is never reused) and, for
+    image size, the occlusion mode (default scale, near and depth tolerance) and, for
     ``mesh`` and ``depth``, the content of the files occlusion reads (``evidence``: their
-    vistest.atomic.files_record, see :func:`occlusion_evidence`; None: computed here)."""
+    vistest.atomic.files_record, see :func:`occlusion_evidence`; None: computed here). The rules
+    it was computed under are the table's own stamp (``params["rules"]``, vistest.freshness):
+    Visibility.load refuses a stale table, and :func:`scene_visibility` computes it again."""
     if evidence is None:
         evidence = occlusion_evidence(scene, occlusion)
-    key = f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}:rules{RULES_VERSION}"
+    key = f"{file_key(scene_json)}:{scene.image_size[0]}x{scene.image_size[1]}:{occlusion}"
     return key if evidence is None else f"{key}:evidence{evidence['sha256']}"
 
 
@@ -114,7 +115,7 @@ def scene_visibility(scene: Scene, scene_json: str | os.PathLike, cache: Path, o
             vis = Visibility.load(cache)
             if vis.params.get("vistest_key") == key:
                 return vis, False
-        except InputError:  # unreadable: computed again and replaced
+        except InputError:  # unreadable, or stale (vistest.visibility.table.StaleTable): computed again
             pass
     return isolated_visibility(scene, key, occlusion, progress), True
 
@@ -147,27 +148,16 @@ def questions_key(questions: Sequence[Question]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def rules_versions() -> dict[str, int]:
-    """The version of each rule set a run's outputs follow (read when called): ``ground_truth``
-    (vistest.budget.truth.RULES_VERSION), ``visibility`` (vistest.visibility.table.RULES_VERSION)
-    and ``videos`` (vistest.videos.plan.RULES_VERSION). Outputs recorded under other versions are
-    stale (vistest.videos.manifest.check_scene names the rule set that changed)."""
-    from .budget import truth
-    from .videos import plan
-    from .visibility import table
-
-    return {"ground_truth": truth.RULES_VERSION, "visibility": table.RULES_VERSION, "videos": plan.RULES_VERSION}
-
-
 def record_options(config: RunConfig, questions: Sequence[Question], visibility_given: bool = False
                    ) -> dict[str, Any]:
     """What the scene record keeps as the run's options, besides the input files: the config's
     output settings (:meth:`RunConfig.to_json`, its :meth:`~RunConfig.key`; resources never),
     the questions' content key, whether the visibility table was given or computed, and the
-    rules' versions (:func:`rules_versions`). vistest.videos.manifest.check_scene compares their
+    rules' versions (vistest.freshness.stamp("scene record"): ``ground_truth``, ``visibility``,
+    ``videos``). vistest.videos.manifest.check_scene compares their
     key (and names changed rules); vistest.job.SceneJob computes them for a run and for its status alike."""
     return {"config": config.to_json(), "config_key": config.key(), "questions_key": questions_key(questions),
-            "visibility": "given" if visibility_given else "computed", "rules": rules_versions()}
+            "visibility": "given" if visibility_given else "computed", "rules": freshness.stamp("scene record")}
 
 
 def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outdir: str | os.PathLike,

@@ -133,12 +133,6 @@ from .sampling import DEFAULT_PROFILE, check_options, select_frames
 from ..scene import Scene
 from ..visibility.table import Visibility
 
-RULES_VERSION = 4  # 4: a count with a time window or an instant counts inside its time span (issue #44)
-"""The ground-truth rules' version: bump it with any change to this stage (this module, the seen
-rule, dummy ground truth, windows, the samplers) that can change a written row. A run folder's
-scene records keep it (vistest.pipeline.rules_versions): a scene recorded under another version is
-stale for ``vistest run --if-stale``, ``vistest batch`` and ``make variants``."""
-
 REASON_NO_VALID_FRAMES = "no_valid_frames"            # no selected frame can witness anything
 REASON_COUNT_SUPPORTED = "count_supported"            # every counted instance is seen
 REASON_COUNT_REDUCED = "count_reduced"                # fewer instances seen than the original count

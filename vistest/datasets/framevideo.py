@@ -24,7 +24,8 @@ ARKitScenes: the rank of the timestamp). Gaps are kept, never closed up:
 ``provenance.json`` records it under ``video_from_frames``: the decoded frame count, the
 ranges of held and black frames, the frames made invalid, the number of held frames that carry
 their photo's pose, the encoder settings and a key
-(sha256 of the image list with sizes and times, and the settings). The video is H.264,
+(sha256 of the image list with sizes and times, the settings and the frames-video rules version,
+vistest.freshness), kept in the video's comment tag. The video is H.264,
 yuv420p, constant frame rate ``fps`` (the scene's), libx264 ``crf`` 18, written atomically and
 verified by decoding (:class:`vistest.videos.ffmpeg.VideoWriter`); a rerun with the same key and
 an intact ``video.mp4`` keeps it.
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import freshness
 from ..progress import progress_bar
 from ..scene import MAX_FRAME_INDEX
 from . import common as c
@@ -46,7 +48,6 @@ from . import common as c
 VIDEO_NAME = "video.mp4"
 CRF = 18  # libx264 quality (visually lossless for these captures)
 PRESET = "veryfast"  # libx264 preset: a 5,000-frame 1296x968 scan in minutes on two cores
-KEY_PREFIX = "vistest frames-video "
 
 
 def _runs(numbers: list[int]) -> list[list[int]]:
@@ -82,10 +83,11 @@ def plan(images: dict[int, str], last: int) -> tuple[list[int | None], list[int]
 
 def content_key(color: c.ColorFrames, size: tuple[int, int], fps: float, last: int) -> str:
     """sha256 of what the video is made of: each image's frame number, path, size and time, the
-    rotation, resizing, frame size and rate, the last frame number and the encoder settings."""
+    rotation, resizing, frame size and rate, the last frame number, the encoder settings and the
+    stamp of the ``frames_video`` rules (vistest.freshness: a bump encodes every such video again)."""
     h = hashlib.sha256()
     head = {"size": list(size), "fps": fps, "last": last, "turn": color.turn, "resize": color.resize,
-            "crf": CRF, "preset": PRESET}
+            "crf": CRF, "preset": PRESET, "rules": freshness.stamp("frames video")}
     h.update(json.dumps(head, sort_keys=True).encode())
     for n, p in color.images:
         try:
@@ -115,15 +117,12 @@ def _read_rgb(path: str, n: int, color: c.ColorFrames, size: tuple[int, int]) ->
 
 
 def _up_to_date(path: Path, key: str) -> bool:
-    """``path`` is an intact MP4 whose comment tag carries ``key``."""
-    from ..videos.ffmpeg import VideoError, mp4_intact, probe
+    """``path`` is an intact MP4 whose stored content key (vistest.videos.stored: the comment tag every
+    video vistest writes carries) is ``key``."""
+    from ..videos.ffmpeg import mp4_intact
+    from ..videos.stored import stored_key
 
-    if not path.is_file() or not mp4_intact(path):
-        return False
-    try:
-        return probe(path).metadata.get("comment") == KEY_PREFIX + key
-    except VideoError:
-        return False
+    return path.is_file() and mp4_intact(path) and stored_key(path) == key
 
 
 def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool = False
@@ -136,6 +135,7 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
     another size than ``image_size``, or the size is odd (yuv420p needs even sizes).
     """
     from ..videos.ffmpeg import VideoWriter
+    from ..videos.stored import key_metadata
 
     color = capture.color
     if color is None or not color.images:
@@ -158,7 +158,7 @@ def frames_video(capture: c.Capture, out_dir: str | os.PathLike, progress: bool 
         out.parent.mkdir(parents=True, exist_ok=True)
         blank = np.zeros((h, w, 3), np.uint8)
         with VideoWriter(out, fps=float(capture.fps), size=(w, h), crf=CRF, preset=PRESET,
-                         metadata={"comment": KEY_PREFIX + key}) as writer, \
+                         metadata=key_metadata(key)) as writer, \
                 progress_bar(last + 1, f"video from frames {capture.scene_id}", enabled=progress) as bar:
             current, current_n = blank, None
             for src in shown:

@@ -154,10 +154,7 @@ class Report:
         return sorted({c.reformulation for c in self.scores}, key=reformulation_order)
 
     def to_dict(self) -> dict:
-        from .. import __version__
-
         return {
-            "vistest_version": __version__,
             "protocol": {"name": self.protocol.name, "lmms_eval_source": self.protocol.source,
                          "mra_thresholds": [float(x) for x in MRA_THRESHOLDS],
                          "composite_rule": self.protocol.composite_rule,

@@ -135,9 +135,9 @@ class GenerateReport:
         return all(c.ok for c in self.checks)
 
     def to_dict(self) -> dict:
-        from .. import __version__
+        from .. import freshness
 
-        return {"vistest_version": __version__, "seed": self.seed, "scenes": list(self.scene_ids),
+        return {"rules_versions": freshness.stamp("generate report"), "seed": self.seed, "scenes": list(self.scene_ids),
                 "types": list(self.types), "questions": self.n_questions, "targets_met": self.ok,
                 "rules": {name: json.loads(default) for name, default, _, _ in rule_table(self.rules)},
                 "funnel": [dataclasses.asdict(f) for f in self.funnel],

@@ -53,6 +53,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .. import freshness
 from ..atomic import write_atomic
 from ..errors import InputError
 from ..progress import progress_bar
@@ -542,7 +543,8 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     one written last, so an interrupted run leaves no scene a rerun would trust; every
     other file is replaced atomically. Progress goes to stderr unless ``quiet``.
 
-    A folder already holding the demo made with the same parameters (``DEMO_STAMP``, written
+    A folder already holding the demo made with the same parameters and demo rules version
+    (``DEMO_STAMP``, vistest.freshness, written
     after ``scene.json``) is left as it is unless ``force``: the geometry, depth and mesh are
     byte-deterministic, but the video is not across processes (pyrender's draw order of
     nodes with equal depth changes 2-3 anti-aliased edge pixels in some frames), and every
@@ -555,8 +557,7 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
     w, h = check_demo_params(num_frames, size, fps, MIN_FRAMES, "the walk's planned events need it")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / DEMO_STAMP
-    params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),
-              "vistest": demo_version()}
+    params = {"seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps)}
     if not force and up_to_date(outdir, stamp, params):
         return scene_path
     rng = np.random.default_rng(seed)
@@ -587,22 +588,16 @@ def make_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames: int = 
                   objects=objects, video="video.mp4", mesh="mesh.ply", depth=DepthSpec(scale=1000.0), room=room,
                   mesh_objects="mesh_objects.txt", root=outdir)
     scene.save(scene_path)
-    write_atomic(stamp, json.dumps(params, sort_keys=True) + "\n")
+    freshness.write(stamp, "demo scene", params)
     return scene_path
 
 
-def demo_version() -> str:
-    """The installed vistest version (recorded in the demo stamp)."""
-    from .. import __version__
-
-    return __version__
-
-
 def up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
-    """True when ``outdir`` holds a complete demo made with ``params`` (see make_demo_scene)."""
+    """True when ``outdir`` holds a complete demo made with ``params`` under the current demo rules
+    (the stamp: vistest.freshness.current; see make_demo_scene)."""
+    if not freshness.current(stamp, "demo scene", params):
+        return False
     try:
-        if json.loads(stamp.read_text()) != params:
-            return False
         scene = Scene.load(outdir / "scene.json")  # validates, and checks every file it names exists
     except (OSError, ValueError):
         return False

@@ -31,12 +31,12 @@ demo's for the same seed.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
+from .. import freshness
 from ..atomic import write_atomic
 from ..geometry import look_at, rot_x
 from ..scene import DepthSpec, Scene, SceneObject, TrackKey
@@ -155,8 +155,7 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
     w, h = demo.check_demo_params(num_frames, size, fps, MIN_FRAMES, "the moving objects' paths need it")
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / demo.DEMO_STAMP
-    params = {"dynamic": True, "seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps),
-              "vistest": demo.demo_version()}
+    params = {"dynamic": True, "seed": int(seed), "num_frames": int(num_frames), "size": [w, h], "fps": float(fps)}
     if not force and demo.up_to_date(outdir, stamp, params):
         return scene_path
     boxes = demo.furniture(np.random.default_rng(seed))
@@ -186,5 +185,5 @@ def make_dynamic_demo_scene(outdir: str | os.PathLike, seed: int = 0, num_frames
                   objects=objects, video="video.mp4", mesh="mesh.ply", depth=DepthSpec(scale=1000.0), room=room,
                   mesh_objects="mesh_objects.txt", root=outdir)
     scene.save(scene_path)
-    write_atomic(stamp, json.dumps(params, sort_keys=True) + "\n")
+    freshness.write(stamp, "demo scene", params)
     return scene_path

@@ -21,7 +21,8 @@ each scene's visibility table; the questions of each cell's task (vistest.synth.
 generated over the cell's scenes together (the set's debiasing, per cell), each carrying its ``level``
 (L1, L2, L3: vistest.synth.cells.LEVELS); the batch (vistest.batch,
 the local pool or Ray) with the table reused; the exports; the report. Reruns skip what is up to date
-(renders by their spec, tables newer than their scene, the batch by its records).
+(renders by their spec and rules stamp, tables by their scene's content and rules stamp, the batch by its
+records: vistest.freshness).
 """
 from __future__ import annotations
 
@@ -171,19 +172,30 @@ def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
 
 def visibility_all(scenes: dict[str, tuple[str, Path]], progress: bool) -> dict:
     """Each scene's visibility table (occlusion auto: the scene's mesh), kept as ``visibility.npz`` beside
-    its scene.json and reused while newer than it; scenario id -> (Scene, Visibility)."""
+    its scene.json and reused while its key (vistest.pipeline.visibility_key: scene.json's bytes, the mesh's,
+    the occlusion mode) is the one it keeps and its rules stamp is current (Visibility.load refuses a stale
+    table: vistest.freshness), the rule ``vistest run`` reuses its own table by; scenario id -> (Scene,
+    Visibility)."""
+    import dataclasses
+
+    from ..pipeline import visibility_key
     from ..scene import Scene
-    from ..visibility.table import Visibility, compute_visibility
+    from ..visibility.table import Visibility, choose_occlusion, compute_visibility
 
     out = {}
     with progress_bar(len(scenes), "visibility", enabled=progress) as bar:
         for sid, (_, path) in scenes.items():
             scene = Scene.load(path)
             npz = path.parent / "visibility.npz"
-            if npz.exists() and npz.stat().st_mtime_ns >= path.stat().st_mtime_ns:
-                vis = Visibility.load(npz)
-            else:
-                vis = compute_visibility(scene)
+            occlusion = choose_occlusion(scene)[0]
+            key = visibility_key(path, scene, occlusion)
+            try:
+                vis = Visibility.load(npz) if npz.is_file() else None
+            except InputError:  # unreadable or stale: computed again
+                vis = None
+            if vis is None or vis.params.get("vistest_key") != key:
+                vis = compute_visibility(scene, occlusion=occlusion)
+                vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
                 vis.save(npz)
             out[sid] = (scene, vis)
             bar.update(1)

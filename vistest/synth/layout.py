@@ -36,9 +36,8 @@ from .demo import boxes_overlap
 from ..geometry import boxes_contain, look_at, look_rotation, rot_z
 from .spec import CameraSpec, MoverSpec, ObjectSpec, ScenarioSpec, SpecError
 
-# bumped whenever a spec's layout or looks change for the same seed: a folder rendered under another one is
-# rendered again (vistest.synth.render's stamp)
-LAYOUT_VERSION = 3
+# (bump vistest.freshness.VERSIONS["synth_layout"] whenever a spec's layout or looks change for the same seed: a
+# folder rendered under another one is rendered again, vistest.synth.render's stamp)
 # category -> (size min, size max) full extents (x, y, z) metres: a scale's catalogue when a spec gives no size
 FIGURAL_CATALOGUE = {
     "cup": ((0.07, 0.07, 0.08), (0.10, 0.10, 0.12)), "bowl": ((0.12, 0.12, 0.05), (0.20, 0.20, 0.09)),

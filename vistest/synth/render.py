@@ -35,16 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import freshness
 from ..atomic import write_atomic
 from . import demo
 from ..scene import Frame, Intrinsics, Scene, SceneObject, TrackKey
-from .layout import LAYOUT_VERSION, Layout, Placed, build_layout
+from .layout import Layout, Placed, build_layout
 from .shapes import object_mesh, object_parts, part_arrays, slot_colours
 from .spec import ScenarioSpec, spec_to_dict
 
-STAMP = ".synth-params.json"  # the spec (and versions) a folder was rendered from, written last
+STAMP = ".synth-params.json"  # the spec (and rules versions) a folder was rendered from, written last
 TEXTURE_PX = 64  # the floor's checker texture
-RENDER_VERSION = 2  # bumped when the same layout renders differently (2: shapes, closed outward parts)
+# (bump vistest.freshness.VERSIONS["synth_render"] when the same layout renders differently)
 ZNEAR, ZFAR = 0.02, 120.0  # m
 
 
@@ -206,16 +207,15 @@ def _ro(a) -> np.ndarray:
 def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool = False, force: bool = False) -> Path:
     """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json.
 
-    Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec,
-    the vistest version, vistest.synth.layout.LAYOUT_VERSION and RENDER_VERSION) is left as it is
+    Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec
+    and the stamp of the ``synth_layout`` and ``synth_render`` rules, vistest.freshness) is left as it is
     unless ``force``;
     otherwise scene.json and the stamp are removed first and written last, every other file replaced
     atomically, so an interrupted run leaves no scene a rerun trusts."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     scene_path, stamp = outdir / "scene.json", outdir / STAMP
-    params = {"spec": spec_to_dict(spec), "vistest": demo.demo_version(), "layout": LAYOUT_VERSION,
-              "render": RENDER_VERSION}
+    params = {"spec": spec_to_dict(spec)}
     if not force and _up_to_date(outdir, stamp, params):
         return scene_path
     layout = build_layout(spec)
@@ -233,15 +233,17 @@ def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool =
     finally:
         renderer.close()
     layout_scene(layout, outdir).save(scene_path)
-    write_atomic(stamp, json.dumps(params, sort_keys=True) + "\n")
+    freshness.write(stamp, "synth render", params)
     return scene_path
 
 
 def _up_to_date(outdir: Path, stamp: Path, params: dict) -> bool:
+    """The stamp is current for ``params`` (vistest.freshness.current) and scene.json loads (it validates
+    and checks the files it names exist)."""
+    if not freshness.current(stamp, "synth render", params):
+        return False
     try:
-        if json.loads(stamp.read_text()) != params:
-            return False
-        Scene.load(outdir / "scene.json")  # validates and checks the files it names exist
+        Scene.load(outdir / "scene.json")
     except (OSError, ValueError):
         return False
     return True

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .. import layout
+from .. import freshness, layout
 from ..atomic import check_file, check_files, ensure_folder, file_record, output_errors, remove_stale, write_atomic
 from ..errors import InputError
 from ..jsonl import iter_jsonl, parse_json, read_text
@@ -219,18 +219,6 @@ def options_key(options: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(options, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def rules_changed(recorded: Mapping[str, Any] | None, options: Mapping[str, Any]) -> list[str]:
-    """One line per rule set whose version in ``options["rules"]`` (vistest.pipeline.rules_versions)
-    differs from the recorded options' (a record without versions: written before vistest kept them)."""
-    old = (recorded or {}).get("rules")
-    new = options.get("rules") or {}
-    if not isinstance(old, Mapping):
-        return [f"rules changed: the record keeps no rules versions (written by an older vistest); now "
-                f"{', '.join(f'{k} {v}' for k, v in new.items())}"] if new else []
-    return [f"rules changed: {k.replace('_', ' ')} rules version {old.get(k, 'none')} -> {v} (outputs made under "
-            f"the old rules)" for k, v in new.items() if old.get(k) != v]
-
-
 def read_scene_record(outdir: str | os.PathLike, scene_id: str) -> dict | None:
     """The scene's record (module docstring), or None when there is none or it is unreadable
     (then nothing of the scene is trusted: a rerun checks every output)."""
@@ -252,9 +240,7 @@ def write_scene_record(outdir: str | os.PathLike, scene_id: str, files: Mapping[
     a vistest.atomic.files_record),
     ``options`` (and their key), ``command`` (``run`` or ``videos``), ``manifest``: the scene's
     manifest lines (what vistest.batch merges into ``manifest.jsonl``)."""
-    from .. import __version__
-
-    doc = {"format": RECORD_FORMAT, "scene_id": scene_id, "command": command, "vistest_version": __version__,
+    doc = {"format": RECORD_FORMAT, "scene_id": scene_id, "command": command,
            "inputs": dict(inputs), "options": dict(options), "options_key": options_key(options),
            "files": {p: dict(files[p]) for p in sorted(files)}, "manifest": [dict(r) for r in manifest]}
     path = layout.scene_record_path(outdir, scene_id)
@@ -291,7 +277,7 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
     (the video included), and those given in ``inputs`` ({name: path}, e.g. ``scene``,
     ``questions``) must be the recorded files; ``options`` (as the record keeps them) must have
     the recorded key, and their rules versions the recorded ones (each changed rule set is named:
-    :func:`rules_changed`). Cheap when nothing changed: one ``stat`` per file. Takes no lock: a run
+    vistest.freshness.changes). Cheap when nothing changed: one ``stat`` per file. Takes no lock: a run
     of the scene in progress shows as incomplete or not current."""
     outdir = Path(outdir)
     rec = read_scene_record(outdir, scene_id)
@@ -321,7 +307,8 @@ def check_scene(outdir: str | os.PathLike, scene_id: str, inputs: Mapping[str, s
             reasons.append(f"input {name}: {given} is not the recorded input "
                            f"{irec.get('path') if isinstance(irec, dict) else '(none)'}")
     if options is not None:
-        reasons += rules_changed(rec.get("options"), options)
+        if "rules" in options:  # the stamp the caller's options carry (vistest.pipeline.record_options)
+            reasons += freshness.changes((rec.get("options") or {}).get("rules"), "scene record", options["rules"])
         others = {k: v for k, v in options.items() if k != "rules"}
         kept = {k: v for k, v in (rec.get("options") or {}).items() if k != "rules"}
         if rec.get("options_key") != options_key(options) and options_key(others) != options_key(kept):

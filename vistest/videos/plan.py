@@ -95,13 +95,6 @@ from .recipes import budget_recipe, content_key, dummy_recipe, remux_recipe, vid
 from .takes import EvaluatorTakes, Takes, evaluator_takes, evaluator_warnings, take_warnings, video_takes
 from ..visibility.table import Visibility
 
-RULES_VERSION = 1
-"""The video rules' version: bump it with any change to what a budget or dummy video holds
-(frames chosen, what a dummy removes, how evidence is filled) that its content key does not
-catch. Kept in the scene records (vistest.pipeline.rules_versions): a scene recorded under another
-version is stale."""
-
-
 TIMED_DROP_WARNING = ("drop moves every frame after a removed one earlier: by this dummy's clock the question's "
                       "times name other frames (black and mask keep the timing)")
 

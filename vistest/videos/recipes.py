@@ -2,8 +2,8 @@
 
 A *recipe* lists a video's source content, frames (0-based decoded frames of the source), black
 frames, mask rectangles, mode, fill, size, frame rate and encoder settings; its *content key*
-(:func:`content_key`) is the sha256 of the recipe's canonical JSON. A rerun skips an output whose
-key matches (vistest.videos.write), and a dummy's file name is its key. Full-length dummies
+(:func:`content_key`) is the sha256 of the recipe's canonical JSON and the video rules' version. A
+rerun skips an output whose key matches (vistest.videos.write), and a dummy's file name is its key. Full-length dummies
 are :func:`dummy_recipe` of a mode; budget dummies take positions of one (:func:`budget_recipe`).
 How a video is written (the manifest's ``encoding``): :data:`STREAM_COPY` of the source
 (all_frame, when frame-exact), :data:`X264` (long-GOP, full-length videos) or :data:`X264_INTRA`
@@ -15,12 +15,13 @@ import hashlib
 import json
 from typing import Any, Mapping, Sequence
 
+from .. import freshness
 from ..errors import InputError
 from .config import DUMMY_MODES, EncoderSettings
 from .evidence import Rect
 from .ffmpeg import frame_rate
 
-KEY_FORMAT = "vistest.variant/1"
+KEY_FORMAT = "vistest.variant"  # + "/" + the videos rules version (vistest.freshness): the key's format tag
 
 # How a video is written (the manifest's ``encoding``): a stream copy of the source (all_frame,
 # when frame-exact), a long-GOP libx264 encode (full-length videos), or all-intra libx264 frames
@@ -29,8 +30,13 @@ STREAM_COPY, X264, X264_INTRA = "stream-copy", "x264", "x264-intra"
 
 
 def content_key(recipe: Mapping[str, Any]) -> str:
-    """sha256 (hex) of a recipe's canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps({"format": KEY_FORMAT, **recipe}, sort_keys=True, separators=(",", ":"))
+    """sha256 (hex) of a recipe's canonical JSON (sorted keys, no spaces), with ``format``:
+    ``vistest.variant/{videos rules version}`` (vistest.freshness.VERSIONS["videos"], read when
+    called): a bump of the video rules changes every key, so a plain rerun writes every video
+    again. (The tag was ``vistest.variant/1`` before the two were one number; the videos version is
+    1, so keys written before are still current.)"""
+    text = json.dumps({"format": f"{KEY_FORMAT}/{freshness.version('videos')}", **recipe}, sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import freshness
 from ..atomic import atomic_path
 from ..errors import InputError
 from ..geometry import box_corners, rigid_inverse
@@ -69,11 +70,12 @@ from ..geometry import box_corners, rigid_inverse
 OCCLUSION_MODES = ("none", "boxes", "depth", "mesh")
 OCCLUSION_CHOICES = ("auto",) + OCCLUSION_MODES  # what a user may ask for; "auto": choose_occlusion
 DEFAULT_OCCLUSION = "auto"
-RULES_VERSION = 4  # bumped when the rules change (cached tables keyed by it): 2 = containment, entry depth;
-# 3 = mesh z-buffered by vistest (not pyrender), ``visible`` = instance share with mesh_objects, ``evidence`` array;
-# 4 = a 2D scene's interpolated evidence box grown by the neighbours' drift (vistest.tracks2d, issue #44)
 CONTAIN_SHARE = 0.5  # boxes mode: box a does not hide box b when this share of b's volume is inside a
 ARRAYS = ("scene_id", "projected", "visible", "bbox", "object_ids", "frame_index", "valid", "params")  # + evidence
+
+
+class StaleTable(InputError):
+    """A visibility table computed under other visibility rules than the current ones (Visibility.load)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,16 +109,22 @@ class Visibility:
             object.__setattr__(self, "evidence", self.visible)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write an ``.npz`` atomically (temp file + rename)."""
+        """Write an ``.npz`` atomically (temp file + rename). ``params["rules"]``: the visibility rules'
+        stamp the table was computed under (vistest.freshness; compute_visibility sets it, and a
+        table made by hand without one is stamped with the current rules)."""
+        params = {"rules": freshness.stamp("visibility table"), **self.params}
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file object: numpy adds no suffix
             np.savez_compressed(
                 fh, scene_id=np.array(self.scene_id), projected=self.projected, visible=self.visible,
                 evidence=self.evidence, bbox=self.bbox, object_ids=self.object_ids.astype(str),
-                frame_index=self.frame_index, valid=self.valid, params=np.array(repr(sorted(self.params.items()))))
+                frame_index=self.frame_index, valid=self.valid, params=np.array(repr(sorted(params.items()))))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Visibility":
-        """Read a file written by :meth:`save`; InputError naming the file when it cannot."""
+    def load(cls, path: str | os.PathLike, stale_ok: bool = False) -> "Visibility":
+        """Read a file written by :meth:`save`; InputError naming the file when it cannot, and
+        :class:`StaleTable` (an InputError) when it was computed under other visibility rules than
+        the current ones (vistest.freshness: ``params["rules"]``; a table without it predates them)
+        unless ``stale_ok``."""
         import ast
         import zipfile
 
@@ -133,6 +141,10 @@ class Visibility:
             params = dict(ast.literal_eval(str(arrays["params"])))
         except (ValueError, SyntaxError, TypeError) as e:
             raise InputError(f"{path}: params: expected the parameters 'vistest visibility' records ({e})") from None
+        changed = freshness.changes(params.get("rules"), "visibility table")
+        if changed and not stale_ok:
+            raise StaleTable(f"{path}: params: rules: {'; '.join(changed)}: the table is stale; compute it again "
+                             f"('vistest visibility SCENE.json -o {path}', or let 'vistest run' compute it)")
         return cls(scene_id=str(arrays["scene_id"]), projected=arrays["projected"], visible=arrays["visible"],
                    bbox=arrays["bbox"], object_ids=arrays["object_ids"], frame_index=arrays["frame_index"],
                    valid=arrays["valid"], params=params, source=str(path), evidence=arrays.get("evidence"))
@@ -377,7 +389,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
                                      projected[s:s + chunk], evidence[s:s + chunk], bbox[s:s + chunk])
             bar.update(len(frames))
     params = {"occlusion": occlusion, "scale": float(scale), "near": float(near), "depth_tol": float(depth_tol),
-              "working_size": [ws, hs], "visible": "box"}
+              "working_size": [ws, hs], "visible": "box", "rules": freshness.stamp("visibility table")}
     if occlusion == "boxes":
         params["contain_share"] = CONTAIN_SHARE
     if occlusion == "mesh":

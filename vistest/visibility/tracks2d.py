@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import freshness
 from ..errors import InputError
 from ..tracks2d import STATE_NAMES, UNKNOWN
 
@@ -58,7 +59,7 @@ def tracks2d_visibility(scene) -> dict:
     counts = {name: int((st.state == k).sum()) for k, name in enumerate(STATE_NAMES)}
     params = {"input": "tracks2d", "occlusion": "none", "visible": "mask" if _has_masks(tracks) else "box",
               "max_gap_s": float(tracks.max_gap_s), "source_format": tracks.source_format,
-              "state_counts": counts}
+              "state_counts": counts, "rules": freshness.stamp("visibility table")}
     return dict(scene_id=scene.scene_id, projected=evidence.copy(), visible=visible, bbox=bbox,
                 object_ids=np.array(scene.object_ids, dtype=str),
                 frame_index=np.arange(n, dtype=np.int64), valid=np.ones(n, bool), params=params,

@@ -18,7 +18,8 @@ docs/questions-format.md, docs/videos.md) with these fields set:
 * ``provenance``: ``run_dir``, ``scene_id``, ``source_video`` and ``source_key`` (sha256 of
   its bytes), ``video_key`` (the video's content key), ``sampler_profile``,
   ``seen_threshold``, ``seen_rule``, ``min_budget_room_route``, ``evidence_threshold`` (null where the run
-  directory does not record them), ``vistest_version``.
+  directory does not record them), ``rules``: the rules versions the run's ground truth and videos were made
+  under (vistest.freshness; an export refuses a run made under others).
 
 Nothing is left out: a consumer filters on ``status`` and ``video``.
 """
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import __version__
+from ... import freshness
 from .output import ExportResult, OutputFolder, Part
 from .columns import jsonl_text
 from .rundir import ExportRow, RunData
@@ -43,7 +44,7 @@ def provenance(run: RunData, row: ExportRow) -> dict:
            "video_key": entry.key if entry else None,
            "sampler_profile": row.sampler_profile or run.profile(row.scene_id)}
     out.update({k: row.record.get(k) for k in _THRESHOLDS})
-    out["vistest_version"] = __version__
+    out["rules"] = freshness.stamp("export")
     return out
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ...errors import InputError, OutputError
-from ... import __version__
+from ... import freshness
 from ...atomic import output_errors, parse_temp_name, remove_stale_tree, replace_output, temp_path_for, write_atomic
 from ...videos.manifest import SceneBusy, SceneLock
 from ...videos.plan import file_key
@@ -137,7 +137,7 @@ class ExportResult:
 
     def to_json(self) -> dict:
         """The record (``vistest_export.json``); no time stamps, so a rerun writes the same bytes."""
-        return {"format": self.format, "vistest_version": __version__, "run_dir": str(self.run_dir),
+        return {"format": self.format, "rules": freshness.stamp("export"), "run_dir": str(self.run_dir),
                 "info": dict(self.info), "parts": [vars(p) for p in self.parts],
                 "left_out": [vars(x) for x in self.left_out], "files": list(self.files),
                 "warnings": list(self.warnings)}
@@ -239,7 +239,7 @@ class OutputFolder:
                               if (p.is_file() or p.is_symlink()) and p != record and p.name != LOCK)
             return [str(f) for f in files]
         self._refuse_foreign(lambda p: p.name != LOCK)
-        write_atomic(record, json.dumps({"format": self.fmt, "vistest_version": __version__, "complete": False,
+        write_atomic(record, json.dumps({"format": self.fmt, "complete": False,
                                          "files": []}, indent=1) + "\n")
         self.provisional = True
         return []

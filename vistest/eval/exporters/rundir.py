@@ -20,6 +20,9 @@ runs), and every such video must still be the file the run wrote: its size the m
 truth itself is read and validated by vistest.eval.records' loaders, so an
 export accepts exactly what ``vistest score -r RUN/scenes/{scene_id}`` accepts.
 
+A scene whose record was written under other rules versions (vistest.freshness) is refused
+(:func:`check_records`): an export never carries ground truth or videos of old rules.
+
 ``evaluator`` (:func:`load_run`): the ``all`` budget's real rows come from that evaluator
 configuration's ground truth, ``scenes/{scene_id}/evaluators/{name}/all_frame.jsonl``
 (computed over the frames it takes of ``all_frame``; vistest.budget.evaluators), checked
@@ -39,8 +42,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from ... import freshness
 from ...errors import InputError
-from ...layout import MANIFEST, SCENES_DIR, budget_file_name, budget_video_path, evaluator_dir
+from ...layout import MANIFEST, SCENES_DIR, budget_file_name, budget_video_path, evaluator_dir, scene_record_path
 from ...questions import ANSWER_MCQ, QUESTION_TYPES
 from ...atomic import check_file
 from ...budget.rows import TruthRow
@@ -452,6 +456,21 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
                              f"scenes of a run directory")
 
 
+def check_records(root: Path, scene_ids: Sequence[str]) -> None:
+    """InputError naming the first scene whose record (vistest.videos.manifest) was written under other
+    rules versions than the current ones (vistest.freshness: ``visibility``, ``ground_truth``, ``videos``):
+    its ground truth and videos are stale, so the export would carry them. A scene without a record is
+    not checked (nothing says what made it; the videos are still checked against the manifest)."""
+    for sid in scene_ids:
+        rec = read_scene_record(root, sid)
+        if rec is None:
+            continue
+        changed = freshness.changes((rec.get("options") or {}).get("rules"), "export")
+        if changed:
+            raise InputError(f"{scene_record_path(root, sid)}: options: rules: scene {sid}: "
+                             f"{'; '.join(changed)}; rerun 'vistest run' (or 'vistest batch') into {root} first")
+
+
 def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | None = None) -> RunData:
     """Every row of a ``vistest run`` output folder, checked against its manifest, and every
     video the rows use checked against its record (:func:`verify_videos`; ``verify``: hash all);
@@ -464,6 +483,7 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | 
     if not scene_dirs:
         raise InputError(f"{root}: run directory: expected the output folder of 'vistest run' "
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
+    check_records(root, [d.name for d in scene_dirs])
     videos = manifest_videos(root)
     rows: list[ExportRow] = []
     sources: dict[str, dict[str, str]] = {}
