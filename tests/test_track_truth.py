@@ -335,8 +335,8 @@ def test_instant_tolerance_is_a_truth_setting_in_the_key_and_on_the_command_line
 
 
 def test_open_reformulations_and_none_of_these(demo, tmp_path):
-    """An open number is kept within 5% of the recomputed value, else changed to it; an open
-    direction gets the sector's word; a heading none of the options gives "None of these"."""
+    """An open number is kept within 5% of the recomputed value (--open-number-tolerance), else changed
+    to it; an open direction gets the sector's word; a heading none of the options gives "None of these"."""
     _, scene, vis = demo
     ts, te = 1.3, 2.1
     speed = every_frame_value(scene, vis, "motion_speed", "cart", ts, te)
@@ -362,6 +362,24 @@ def test_open_reformulations_and_none_of_these(demo, tmp_path):
     assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
         "changed", "C", "track_disagrees_with_scene")
     assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
+    from vistest.cli import main
+
+    # --open-number-tolerance (TruthConfig.open_number_tolerance, default 5%): "near" is 0.04 / 1.04 = 3.8% above
+    # the recomputed speed, "far" 0.06 / 1.06 = 5.7%: at 3% both change, at 7% both are kept (`vistest budget`)
+    truth = budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=("all",), seen_threshold=THRESHOLD,
+                                                                           open_number_tolerance=0.03))
+    rows = {r["id"]: r for r in map(json.loads, budget_jsonl(truth, "all").splitlines())}
+    assert (rows["near"]["status"], rows["near"]["ground_truth"]) == ("changed", round(speed, 4))
+    out = tmp_path / "loose"
+    r = CliRunner().invoke(main, ["budget", str(scene.source), str(p), "--budgets", "all", "--visibility",
+                                  str(demo[0] / "vis.npz"), "--seen-threshold", str(THRESHOLD),
+                                  "--open-number-tolerance", "0.07", "-o", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    rows = {x["id"]: x for x in map(json.loads, (out / "all_frame.jsonl").read_text().splitlines())}
+    assert [rows[k]["status"] for k in ("near", "far")] == ["kept", "kept"]
+    r = CliRunner().invoke(main, ["budget", str(scene.source), str(p), "--open-number-tolerance", "1", "-o",
+                                  str(out)])
+    assert r.exit_code == 2 and "Error: --open-number-tolerance: expected a relative tolerance in [0, 1)" in r.output
 
 
 # ---------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ from .windows import DEFAULT_INSTANT_TOLERANCE_S
 
 DEFAULT_BUDGETS: tuple[BudgetValue, ...] = (16, 32, 64, ALL)
 DEFAULT_MIN_BUDGET_ROOM_ROUTE = 32  # frames: ReVSI excludes room size and route planning at 16
+# an open (answer_kind number) dynamic answer is kept within 5% of the original: MRA's strictest threshold
+# (vistest.answers.MRA_THRESHOLDS, 0.50 ... 0.95 accuracy: a relative error under 0.05 passes every one)
+DEFAULT_OPEN_NUMBER_TOLERANCE = 0.05
 FLAG = "flag"  # metadata key: the command-line option of a field that vistest.cli.options.truth_options builds
 CHECK = "check"  # metadata key: the field's check, value -> None or what was expected (an InputError's text)
 
@@ -67,6 +70,13 @@ def seconds(value: Any) -> str | None:
     return None
 
 
+def share(value: Any) -> str | None:
+    """None for a relative tolerance, a finite number in [0, 1), else what was expected."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        return f"expected a relative tolerance in [0, 1) (0.05: 5%), got {value!r}"
+    return None
+
+
 @dataclass(frozen=True)
 class TruthConfig:
     """The budget ground truth's settings (vistest.budget.truth.budget_truth)."""
@@ -87,6 +97,11 @@ class TruthConfig:
                                                "serves a question's instant (time) when at most this far from it "
                                                "(vistest.budget.windows; docs/questions-format.md \"Time windows\")",
                                                "--instant-tolerance", seconds, "SECONDS")
+    open_number_tolerance: float = truth_setting(DEFAULT_OPEN_NUMBER_TOLERANCE, "relative: an open-number "
+                                                 "(answer_kind number) dynamic answer recomputed from the sampled "
+                                                 "frames keeps the original when within this share of it (0.05: "
+                                                 "MRA's strictest threshold; vistest.budget.rules.track)",
+                                                 "--open-number-tolerance", share, "SHARE")
 
     @property
     def rule(self) -> SeenRule:

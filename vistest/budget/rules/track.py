@@ -15,7 +15,6 @@ from .base import (REASON_TRACK_CHANGED, REASON_TRACK_DISAGREES, REASON_TRACK_NO
                    REASON_TRACK_UNBRACKETED, REASON_TRACK_UNDEFINED, REASON_TRACK_UNDERSAMPLED, FrameSelection,
                    QuestionTruth, RuleTable)
 
-OPEN_NUMBER_REL_TOL = 0.05  # an open (answer_kind number) dynamic answer is kept within 5% of the original
 TRACK_UNITS = {**motion.UNITS, motion.HEADING: "deg"}  # the unit of track_value per vistest.motion quantity
 
 
@@ -62,15 +61,15 @@ def track_answer(q: Question, value: float) -> Any:
     return None if best is None else best[1]
 
 
-def same_answer(q: Question, answer: Any) -> bool:
+def same_answer(q: Question, answer: Any, open_number_tolerance: float) -> bool:
     """Is ``answer`` (:func:`track_answer`) the question's own? An option: the same letter; an
-    open text: the same words (normalised); an open number: within :data:`OPEN_NUMBER_REL_TOL` of
-    the original, relatively (the strictest MRA threshold, vistest.answers.MRA_THRESHOLDS)."""
+    open text: the same words (normalised); an open number: within ``open_number_tolerance`` of the
+    original, relatively (the config's; by default the strictest MRA threshold, vistest.answers.MRA_THRESHOLDS)."""
     if answer is None:
         return False
     if q.kind == NUMBER:
         gt = float(q.ground_truth)
-        return abs(float(answer) - gt) <= OPEN_NUMBER_REL_TOL * abs(gt)
+        return abs(float(answer) - gt) <= open_number_tolerance * abs(gt)
     if q.kind == ANSWER_TEXT:
         return normalize_text(str(answer)) == normalize_text(str(q.ground_truth))
     return str(answer).strip().upper() == str(q.ground_truth).strip().upper()
@@ -134,8 +133,9 @@ def value_verdict(base: QuestionTruth, q: Question, t: RuleTable, value: float, 
     answer = track_answer(q, value)
     if answer is None:
         return replace(base, reason=REASON_TRACK_NOT_IN_OPTIONS, note=note)
-    if same_answer(q, answer):
+    tol = t.config.open_number_tolerance
+    if same_answer(q, answer, tol):
         return replace(base, ground_truth=q.ground_truth, status=KEPT, reason=REASON_TRACK_SUPPORTED, note=note)
-    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all))
+    every_agrees = value_all is not None and same_answer(q, track_answer(q, value_all), tol)
     return replace(base, ground_truth=answer, status=CHANGED, note=note + ("" if every_agrees else unsupported),
                    reason=REASON_TRACK_CHANGED if every_agrees else REASON_TRACK_DISAGREES)
