@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from vistest.budget.config import TruthConfig
 from vistest.cli import main as cli
 from vistest.datasets import AdapterError, import_scene
 from vistest.scene import Scene
@@ -278,13 +279,14 @@ def test_strided_export_gives_the_unstrided_ground_truth_on_the_same_photos(tmp_
     rows = [json.dumps({"id": i, "scene_id": full.scene_id, "question_type": "object_size_estimation",
                         "question": "?", "objects": [o.id], "ground_truth": 100}) for i, o in enumerate(full.objects)]
     questions = parse_questions(rows)
-    got = budget_truth(strided, vs, questions, budgets=(8, 16, "all"))
+    got = budget_truth(strided, vs, questions, TruthConfig(budgets=(8, 16, "all")))
     statuses = set()
     for sel in got.selections:
         shown = sorted({photo[n] for n in sel.frame_indices})
         restricted = replace(full, frames=tuple(f if f.index in shown else replace(f, camera_to_world=None)
                                                 for f in full.frames))
-        want = budget_truth(restricted, compute_visibility(restricted, occlusion="depth"), questions, budgets=("all",))
+        want = budget_truth(restricted, compute_visibility(restricted, occlusion="depth"), questions,
+                                                           TruthConfig(budgets=("all",)))
         mine = [it for it in got.items if it.selection is sel]
         assert len(mine) == len(want.items) == len(questions)
         for a, b in zip(mine, want.items):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from vistest.budget.config import TruthConfig
 from vistest.budget.truth import (CHANGED, KEPT, UNANSWERABLE, budget_file_name, budget_jsonl, budget_truth,
                                   summary_table, write_budget_files)
 from vistest.budget.rows import REAL_FIELDS, REAL_VARIANT, ROW_ONLY_FIELDS, TruthRow, question_record, real_row
@@ -79,7 +80,7 @@ def counting_case():
 
 def test_counting_rules():
     scene, vis, qs = counting_case()
-    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, "all")))
     # budget 4 -> frames 0, 3, 6, 9: c1 seen (frame 0), c2 only at 5, c3 at 7 (0.05, not > 5%) and 8
     it = item(truth, 4, "q0")
     assert (it.status, it.reason, it.ground_truth) == (CHANGED, "count_reduced", "1")  # string stays string
@@ -101,8 +102,8 @@ def test_seen_threshold_is_strict_and_a_parameter():
     scene = make_scene([("c1", "chair")], range(4))
     vis = make_vis(scene, {"c1": {0: 0.05, 1: 0.05, 2: 0.05, 3: 0.05}})
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 40})
-    assert budget_truth(scene, vis, qs, budgets=("all",)).items[0].status == UNANSWERABLE
-    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=0.049).items[0].status == KEPT
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=("all",))).items[0].status == UNANSWERABLE
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=("all",), seen_threshold=0.049)).items[0].status == KEPT
 
 
 def test_object_questions_need_every_object_seen():
@@ -114,7 +115,7 @@ def test_object_questions_need_every_object_seen():
         {"question_type": "object_rel_direction_hard", "objects": ["c1", "t1", "c2"],
          "options": ["A. left", "B. right"], "ground_truth": "A"},
     )
-    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, "all")))
     it = item(truth, 4, "q0")
     assert (it.status, it.reason, it.ground_truth, it.evidence_frames) == (KEPT, "objects_seen", 80, (3, 9))
     it = item(truth, 4, "q1")
@@ -142,7 +143,7 @@ def appearance_case():
 
 def test_appearance_order_recomputed_from_first_sightings():
     scene, vis, qs = appearance_case()
-    truth = budget_truth(scene, vis, qs, budgets=(4, 2, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, 2, "all")))
     # all frames: the original order
     assert [item(truth, "all", q).status for q in ("q0", "q1", "q2", "q3")] == [KEPT] * 4
     # budget 4 = frames 0, 3, 6, 9: l1 first at 3, t1 at 6, c1 at 9 -> lamp, table, chair = D
@@ -169,12 +170,12 @@ def test_room_size_and_route_need_a_minimum_budget():
         {"question_type": "room_size_estimation", "ground_truth": 20.5},
         {"question_type": "route_planning", "options": ["A. left", "B. right"], "ground_truth": "B"},
     )
-    truth = budget_truth(scene, vis, qs, budgets=(16, 32, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, 32, "all")))
     assert [(it.status, it.reason) for it in truth.for_budget(16)] == [(UNANSWERABLE, "budget_below_minimum")] * 2
     assert [it.status for it in truth.for_budget(32)] == [KEPT, KEPT]
     assert [it.status for it in truth.for_budget("all")] == [KEPT, KEPT]
     assert item(truth, 32, "q0").ground_truth == 20.5
-    truth = budget_truth(scene, vis, qs, budgets=(16,), min_budget_room_route=16)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16,), min_budget_room_route=16))
     assert [it.status for it in truth.for_budget(16)] == [KEPT, KEPT]
 
 
@@ -185,7 +186,7 @@ def test_invalid_frames_witness_nothing_and_are_reported(nan_invalid):
     vis = make_vis(scene, {"t1": {3: 0.9}, "c1": {6: 0.2}}, nan_invalid=nan_invalid)
     qs = questions({"question_type": "object_size_estimation", "objects": ["t1"], "ground_truth": 80},
                    {"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
-    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, "all")))
     sel4 = truth.selections[0]
     assert sel4.frame_indices == (0, 3, 6, 9) and sel4.invalid_frames == (3,) and sel4.witnesses == (0, 6, 9)
     assert (item(truth, 4, "q0").status, item(truth, 4, "q0").reason) == (UNANSWERABLE, "object_unseen")
@@ -201,7 +202,7 @@ def test_selected_frames_without_visibility_rows():
     scene = make_scene(OBJS, range(0, 11, 2))
     vis = make_vis(scene, {"c1": {6: 0.2}})
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
-    truth = budget_truth(scene, vis, qs, budgets=(4,))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4,)))
     sel = truth.selections[0]
     assert sel.frame_indices == (0, 3, 6, 10) and sel.frames_without_visibility == (3,)
     assert sel.witnesses == (0, 6, 10) and truth.items[0].status == KEPT
@@ -212,7 +213,7 @@ def test_no_valid_frames():
     vis = make_vis(scene, {"c1": {5: 0.5}})
     qs = questions({"question_type": "room_size_estimation", "ground_truth": 20.5},
                    {"question_type": "object_counting", "category": "chair", "ground_truth": 1})
-    truth = budget_truth(scene, vis, qs, budgets=(2, "all"), min_budget_room_route=1)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(2, "all"), min_budget_room_route=1))
     assert [(it.status, it.reason) for it in truth.for_budget(2)] == [(UNANSWERABLE, "no_valid_frames")] * 2
     assert [it.status for it in truth.for_budget("all")] == [KEPT, KEPT]
 
@@ -222,8 +223,8 @@ def test_same_budget_two_profiles_change_status():
     scene = make_scene(OBJS, range(10))
     vis = make_vis(scene, {"c1": {3: 0.3}})
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 50})
-    a = budget_truth(scene, vis, qs, budgets=(4,), profile="uniform")
-    b = budget_truth(scene, vis, qs, budgets=(4,), profile="vlmevalkit-generic")
+    a = budget_truth(scene, vis, qs, TruthConfig(budgets=(4,), profile="uniform"))
+    b = budget_truth(scene, vis, qs, TruthConfig(budgets=(4,), profile="vlmevalkit-generic"))
     assert a.selections[0].frame_indices == (0, 3, 6, 9) and b.selections[0].frame_indices == (2, 4, 6, 8)
     assert a.items[0].status == KEPT and b.items[0].status == UNANSWERABLE
 
@@ -234,8 +235,8 @@ def test_profile_uses_scene_fps():
     scene = make_scene(OBJS, range(100), fps=30.0)
     vis = make_vis(scene, {"b1": {30: 0.4}})
     qs = questions({"question_type": "object_size_estimation", "objects": ["b1"], "ground_truth": 200})
-    assert budget_truth(scene, vis, qs, budgets=(16,), profile="llava-vid").items[0].status == KEPT
-    assert budget_truth(scene, vis, qs, budgets=(16,), profile="uniform").items[0].status == UNANSWERABLE
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=(16,), profile="llava-vid")).items[0].status == KEPT
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=(16,), profile="uniform")).items[0].status == UNANSWERABLE
 
 
 def test_inconsistent_inputs_raise():
@@ -247,9 +248,9 @@ def test_inconsistent_inputs_raise():
     with pytest.raises(InputError, match=r"q.jsonl:1: scene_id: expected 's2'"):
         budget_truth(other, make_vis(other, {}), qs)
     with pytest.raises(InputError, match="budgets: budget 4 given twice"):
-        budget_truth(scene, vis, qs, budgets=(4, 4))
+        budget_truth(scene, vis, qs, TruthConfig(budgets=(4, 4)))
     with pytest.raises(InputError, match="unknown sampler profile"):
-        budget_truth(scene, vis, qs, profile="vlm")
+        budget_truth(scene, vis, qs, TruthConfig(profile="vlm"))
     small = make_scene(OBJS[:2], range(10))
     with pytest.raises(InputError, match="visibility: object_ids: no column for object"):
         budget_truth(scene, make_vis(small, {}), qs)
@@ -257,7 +258,7 @@ def test_inconsistent_inputs_raise():
 
 def test_write_files_and_summary(tmp_path):
     scene, vis, qs = counting_case()
-    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, "all")))
     paths = write_budget_files(truth, tmp_path / "out")
     assert [p.name for p in paths] == ["4_frame.jsonl", "all_frame.jsonl"] == [budget_file_name(4), "all_frame.jsonl"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["4_frame.jsonl", "all_frame.jsonl"]  # no temp left
@@ -352,7 +353,7 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     scene, share, pixels = small_box_scene()
     vis = compute_visibility(scene, occlusion="boxes")
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
-    truth = budget_truth(scene, vis, qs, budgets=("all",))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=("all",)))
     it = truth.items[0]
     assert (it.status, it.reason, it.unseen) == (UNANSWERABLE, "object_unseen", ("c1",))
     [d] = it.unseen_detail
@@ -366,11 +367,11 @@ def test_an_in_view_object_under_the_threshold_says_why(tmp_path):
     assert rec["unseen_detail"][0]["text"] == want and rec["reason_text"] == it.reason_text
     assert "occlusion_sensitive" not in rec  # one box: nothing hides it
     # the alternatives: its whole silhouette shows; its pixel count passes a low bar only
-    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("silhouette", 0.1)
-                        ).items[0].status == KEPT
-    assert budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("pixels", pixels - 1)
-                        ).items[0].status == KEPT
-    it = budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=SeenRule("pixels")).items[0]
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=("all",), seen_threshold=SeenRule("silhouette",
+                                                    0.1))).items[0].status == KEPT
+    assert budget_truth(scene, vis, qs, TruthConfig(budgets=("all",), seen_threshold=SeenRule("pixels",
+                                                    pixels - 1))).items[0].status == KEPT
+    it = budget_truth(scene, vis, qs, TruthConfig(budgets=("all",), seen_threshold=SeenRule("pixels"))).items[0]
     assert it.status == UNANSWERABLE
     assert it.unseen_detail[0]["text"].endswith(f"at most {pixels:.0f} pixels (frame 0; rule: >= 1024 pixels "
                                                 f"(native resolution))")
@@ -385,7 +386,7 @@ def test_an_object_never_in_view_and_one_hidden_say_so():
     vis = Visibility(vis.scene_id, proj, vis.visible, vis.bbox, vis.object_ids, vis.frame_index, vis.valid,
                      {"occlusion": "mesh"})
     qs = questions({"question_type": "object_abs_distance", "objects": ["c1", "t1"], "ground_truth": 2.0})
-    it = budget_truth(scene, vis, qs, budgets=("all",)).items[0]
+    it = budget_truth(scene, vis, qs, TruthConfig(budgets=("all",))).items[0]
     texts = [d["text"] for d in it.unseen_detail]
     assert texts == ["chair c1: outside the field of view in all 4 frames",
                      "table t1: inside the field of view in 4 of 4 frames but hidden there (occlusion mesh)"]
@@ -400,7 +401,7 @@ def test_answers_that_depend_on_occlusion_are_flagged():
     for occlusion, flagged in (("mesh", True), ("none", False)):
         v = Visibility(vis.scene_id, proj, vis.visible, vis.bbox, vis.object_ids, vis.frame_index, vis.valid,
                        {"occlusion": occlusion})
-        truth = budget_truth(scene, v, qs, budgets=("all",))
+        truth = budget_truth(scene, v, qs, TruthConfig(budgets=("all",)))
         it = truth.items[0]
         assert it.status == UNANSWERABLE and it.occlusion_sensitive is flagged
         rec = truth.row(it).to_json()
@@ -413,7 +414,7 @@ def test_budget_rows_follow_the_one_schema():
     """A written row reads back as itself (TruthRow.from_json / to_json), its own fields in REAL_FIELDS
     order after the question's; a writer cannot add a field the schema does not name, nor leave one out."""
     scene, vis, qs = counting_case()
-    truth = budget_truth(scene, vis, qs, budgets=(4, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(4, "all")))
     for b in truth.budgets:
         for i, line in enumerate(budget_jsonl(truth, b).splitlines(), start=1):
             doc = json.loads(line)
@@ -449,7 +450,7 @@ def test_seen_rules_are_validated_once():
     with pytest.raises(InputError, match="one of image, silhouette, pixels"):
         SeenRule("area", 0.1)
     with pytest.raises(InputError, match="seen_threshold: expected a fraction of the image area in"):
-        budget_truth(*counting_case()[:2], [], seen_threshold=1.5)
+        budget_truth(*counting_case()[:2], [], TruthConfig(seen_threshold=1.5))
     with pytest.raises(InputError, match="non-negative number of pixels"):
         SeenRule("pixels", -1)
     # only the table's frames x objects image shares (issue #35: @bbox, @frame_index, @__class__ were tracebacks)
@@ -505,11 +506,11 @@ def test_one_seen_predicate_for_budget_facts_and_timeline():
     qs = questions({"question_type": "object_size_estimation", "objects": ["c1"], "ground_truth": 30})
     for rule, seen in ((0.05, False), (SeenRule("image", share / 2), True), (SeenRule("pixels"), False),
                        (SeenRule("pixels", pixels - 1), True), (SeenRule("silhouette", 0.99), True)):
-        it = budget_truth(scene, vis, qs, budgets=("all",), seen_threshold=rule).items[0]
+        it = budget_truth(scene, vis, qs, TruthConfig(budgets=("all",), seen_threshold=rule)).items[0]
         assert (it.status == KEPT) is seen, rule
         assert it.evidence_frames == ((0, 1, 2, 3, 4, 5) if seen else ())
         assert SceneFacts(scene, vis, rule).by_id["c1"].first_frame == (0 if seen else None), rule
-        tl = build_timeline(scene, vis, seen_threshold=rule)
+        tl = build_timeline(scene, vis, truth=TruthConfig(budgets=(), seen_threshold=rule))
         assert tl.seen_mask()[0].tolist() == [seen] * 6 + [False] * 4, rule
 
 

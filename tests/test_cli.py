@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from conftest import IDENTITY, scene_doc
 from vistest.budget.sampling import DEFAULT_PROFILE
-from vistest.budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
+from vistest.budget.config import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
 from vistest.budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from vistest.cli import main
 from vistest.cli.options import parse_key_value

@@ -233,8 +233,8 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
     assert {r["id"] for r in client} == ids and all(r["track_unit"] for r in client)
     # issue #38: the client takes 30 frames of the 64-frame budget video (at 1 frame/s): its 64-frame ground
     # truth is the truth over those 30 source frames (written here from STI-Bench's and qwen-vl-utils' code)
+    from vistest.budget.config import TruthConfig
     from vistest.budget.truth import _rule_table, question_truth
-    from vistest.budget.seen import seen_rule
     from vistest.questions import load_questions
     from vistest.visibility.table import Visibility
 
@@ -248,10 +248,10 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
             "it sees only those, so its 64-frame ground truth is computed over them") in manifest
     capped = rows(out / "evaluators" / "sti-bench.qwen2_5_vl" / "64_frame.jsonl")
     sc, questions = Scene.load(scene.source), load_questions(qs, scene)
-    table = _rule_table(sc, Visibility.load(vis), questions, seen_rule(0.05), 32)
+    table = _rule_table(sc, Visibility.load(vis), questions, TruthConfig(seen_threshold=0.05))
     sel = table.selection("uniform", 64, takes, "sti-bench.qwen2_5_vl")
     for q, row in zip(questions, capped, strict=True):
-        want = question_truth(q, sel, table, 32)
+        want = question_truth(q, sel, table)
         assert row["frame_indices"] == takes and (row["status"], row["ground_truth"]) == (want.status,
                                                                                          want.ground_truth), q.id
     dummies = rows(out / "dummy_gt.jsonl")

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from direction_words import word_priors
 from test_generate_geometry import box_surface
 
+from vistest.budget.config import TruthConfig
 from vistest.budget.truth import KEPT, budget_truth
 from vistest.cli import main
 from vistest.synthetic import random_room_scene
@@ -262,7 +263,7 @@ def test_output_is_valid_question_jsonl_kept_by_the_budget_stage(rooms, set_name
     for inp in rooms[:SET_ROOMS[set_name]]:
         recs = generated.questions[inp.scene.scene_id]
         qs = parse_questions([json.dumps(r) for r in recs], scene=inp.scene)
-        bt = budget_truth(inp.scene, inp.visibility, qs, budgets=["all"])
+        bt = budget_truth(inp.scene, inp.visibility, qs, TruthConfig(budgets=["all"]))
         assert all(it.status == KEPT for it in bt.items)
         assert len({r["id"] for r in recs}) == len(recs)
     last = [a for a in generated.report.answerability if a.question_type == "all types"]
@@ -582,7 +583,7 @@ def test_cli_single_scene_file_and_errors(tmp_path, rooms):
     assert all(float(x["ground_truth"]) >= 2.0 for x in recs if x["question_type"] == "object_abs_distance")
     assert "Blind attacks vs chance (held out)" in r.output
     qs = parse_questions([json.dumps(x) for x in recs], scene=scene)
-    bt = budget_truth(scene, rooms[0].visibility, qs, budgets=[32])
+    bt = budget_truth(scene, rooms[0].visibility, qs, TruthConfig(budgets=[32]))
     assert all(it.status == KEPT for it in bt.items)  # --answerable-at 32
     # VLM-3R's preset: its 0.15 m pairs (abs_distance.min_distance_m) unless a --rule says otherwise
     vlm = tmp_path / "vlm.jsonl"

@@ -220,7 +220,7 @@ def motion_set(request):
     tests/test_budget*)."""
     scenes = [random_motion_scene(s) for s in range(request.param)]
     scenes += [random_motion_scene(100 + s, speed_range=(0.01, 0.1)) for s in range(2)]
-    rules = Rules().with_overrides(["frames.answerable_at=[]", "frames.report_budgets=[]",
+    rules = Rules().with_overrides(["frames.truth.budgets=[]", "frames.report_budgets=[]",
                                     "balance.removal_budget=0", "balance.judge_fold_seeds=1",
                                     "balance.null_permutations=0",  # the report's attacks: not checked here
                                     "balance.direction_answer_tolerance=0.75"])  # no answer cap on 6-8 scenes

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from vistest.budget.config import TruthConfig
+from vistest.budget.seen import SeenRule
 from vistest.budget.truth import budget_truth, write_budget_files
 from vistest.cli import main
 from vistest.synthetic import random_room_scene
@@ -35,9 +37,14 @@ def test_every_rule_is_documented_with_its_source():
     text = DOCS.read_text()
     rows = rule_table()
     assert len(rows) > 40
+    truth_doc = (DOCS.parent / "truth.md").read_text()
     for name, default, doc, source in rows:
         assert doc and source, name
-        assert f"`{name}`" in text, f"docs/generate.md does not list {name}"
+        if name.startswith("frames.truth."):  # the budget stage's settings: docs/truth.md lists them once
+            assert f"`{name.rpartition('.')[2]}`" in truth_doc, f"docs/truth.md does not list {name}"
+        else:
+            assert f"`{name}`" in text, f"docs/generate.md does not list {name}"
+    assert "`frames.truth.FIELD`" in text
     for t in parse_types("all") + parse_types("vsibench"):
         assert f"`{t}`" in text and t in QUESTION_TYPES
 
@@ -45,12 +52,20 @@ def test_every_rule_is_documented_with_its_source():
 def test_rule_overrides_are_typed_and_checked():
     r = Rules().with_overrides(["abs_distance.min_distance_m=0.2", "size.exclude_labels=[\"toilet\"]",
                                 "rel_direction.max_corners_in_other_region=0", "counting.max_multiple_per_scene=5",
-                                "frames.answerable_at=[\"all\", 32]"])
+                                "frames.truth.budgets=[\"all\", 32]", "frames.truth.seen_threshold=\"silhouette\"",
+                                "frames.truth.instant_tolerance_s=0.25",
+                                "frames.truth.profile=llava-vid", "frames.truth.profile_options={\"sample_fps\": 2}"])
     assert r.abs_distance.min_distance_m == 0.2 and r.size.exclude_labels == ("toilet",)
     assert r.rel_direction.max_corners_in_other_region == 0 and r.counting.max_multiple_per_scene == 5
-    assert r.frames.answerable_at == ("all", "32")
+    assert r.frames.truth.budgets == ("all", 32) and r.frames.truth.instant_tolerance_s == 0.25
+    assert r.frames.seen == SeenRule("silhouette") and r.frames.truth.profile_options == {"sample_fps": 2}
+    assert Rules().with_overrides(["frames.truth.seen_threshold={\"kind\": \"pixels\", \"threshold\": 500}"]
+                                  ).frames.seen == SeenRule("pixels", 500.0)
     for bad, msg in (("numeric_mcq.step_ratio=1.5", "spans"), ("counting.max_multiple_per_scene=1.5", "like 3"),
-                     ("size", "FAMILY.PARAM=VALUE"), ("frames.seen_threshold=2", "fraction"),
+                     ("size", "FAMILY.PARAM=VALUE"), ("frames.truth.seen_threshold=2", "fraction"),
+                     ("frames.truth.min_budget_room_route=0", "frames.truth.min_budget_room_route: expected a"),
+                     ("frames.truth.budgets=[16, 16]", "given twice"), ("frames.truth=1", "FIELD=VALUE"),
+                     ("frames.truth.speed=1", "unknown budget-stage setting"), ("frames.seen_threshold=0.1", "unknown"),
                      ("counting.challenging_keep_probability=[[1, 1.5]]", "probability"),
                      ("counting.challenging_pair_keep_probability=-0.1", "probability")):
         with pytest.raises(InputError, match=msg):
@@ -165,7 +180,7 @@ def test_generated_questions_through_budget_baseline_and_score(tmp_path, room):
     recs = gen.questions[room.scene.scene_id]
     assert len({r["question_type"] for r in recs}) >= 8
     qs = parse_questions([json.dumps(r) for r in recs], scene=room.scene)
-    bt = budget_truth(room.scene, room.visibility, qs, budgets=[16, 32, "all"])
+    bt = budget_truth(room.scene, room.visibility, qs, TruthConfig(budgets=[16, 32, "all"]))
     write_budget_files(bt, tmp_path / "gt")
     run = CliRunner().invoke(main, ["baseline", "-r", str(tmp_path / "gt"), "-o", str(tmp_path / "b.jsonl")])
     assert run.exit_code == 0, run.output

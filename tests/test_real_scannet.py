@@ -40,6 +40,7 @@ import numpy as np
 import pytest
 import trimesh
 
+from vistest.budget.config import TruthConfig
 from vistest.datasets import import_scene
 from vistest.audit.scene import CheckParams, audit_scene, colour_scores, gather_evidence
 from vistest.datasets.common import read_pickle
@@ -303,7 +304,7 @@ def test_real_coffee_table_under_the_threshold_says_why(real):
     vis = compute_visibility(real, occlusion="depth")
     q = parse_questions([json.dumps({"id": 1, "scene_id": real.scene_id, "question_type": "object_size_estimation",
                                      "question": "?", "objects": [COFFEE_TABLE], "ground_truth": 80})])
-    it = budget_truth(real, vis, q, budgets=("all",)).items[0]
+    it = budget_truth(real, vis, q, TruthConfig(budgets=("all",))).items[0]
     assert it.status == "unanswerable"
     [d] = it.unseen_detail
     col = np.nan_to_num(vis.visible[:, t])
@@ -313,7 +314,8 @@ def test_real_coffee_table_under_the_threshold_says_why(real):
                      r"rule: > 5% of the image\)", d["text"])
     assert m and int(m[1]) == d["in_view"] and m[2] == f"{100 * col.max():.1f}" and int(m[3]) == d["max_frame"]
     print(f"real coffee table: {it.reason_text}")
-    assert budget_truth(real, vis, q, budgets=("all",), seen_threshold=SeenRule("pixels")).items[0].status == "kept"
+    assert budget_truth(real, vis, q, TruthConfig(budgets=("all",),
+                                                  seen_threshold=SeenRule("pixels"))).items[0].status == "kept"
 
 
 @pytest.mark.slow  # the stand-in surface over 81k real vertices (its rule: tests/test_zbuffer.py)

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from leak_adversary import leaking
 from test_budget import item, make_scene, make_vis  # the hand-built scenes of the budget tests
+from vistest.budget.config import TruthConfig
 from vistest.budget.rows import CHANGED, KEPT, UNANSWERABLE, question_record
 from vistest.budget.truth import budget_truth
 from vistest.cli import main
@@ -373,7 +374,7 @@ def carried():
             (("order", APPEARANCE), ("dir", DIRECTION), ("count", COUNT))]
     qs = reformulate(parse_questions([json.dumps(b) for b in base]))
     questions = parse_questions(qs.jsonl().splitlines(), "ref.jsonl")
-    return questions, budget_truth(scene, vis, questions, budgets=(2, 4, "all"))
+    return questions, budget_truth(scene, vis, questions, TruthConfig(budgets=(2, 4, "all")))
 
 
 @pytest.mark.parametrize("qid, budget, gt, status, unsupported", [

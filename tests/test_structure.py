@@ -474,3 +474,80 @@ def test_docs_name_modules_that_exist():
                                      ("vistest.eval.exporters", True), ("vistest.nope", False)])
 def test_docs_check_can_fail(ref, ok):
     assert _exists(ref) is ok
+
+
+# ---- the truth stage owns its config (issue #46) ---------------------------------------------------------------
+def truth_fields() -> set[str]:
+    """The fields of vistest.budget.config.TruthConfig, read from its class body (no import)."""
+    tree = _parse(PACKAGE / "budget" / "config.py")
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TruthConfig")
+    return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+
+
+# calls that build a value from its fields, not unpacking: dataclasses.replace, a budget row (its fields record the
+# settings it was computed with: vistest.budget.rows.real_row), and any class (TruthConfig, a video's Variant, ...)
+BUILDERS = {"replace", "real_row"}
+
+
+def unpack_sites(root: Path = PACKAGE, fields: set[str] | None = None) -> list[str]:
+    """Calls under ``root`` that hand TruthConfig's settings over one by one instead of the config whole:
+    a keyword argument named after a field whose value is that field of something (``budgets=tc.budgets``),
+    a variable of the field's name (``profile=profile``, a command's parsed option passed on) or a
+    command's value of it (``profile=kw["profile"]``), and ``**asdict(...)`` / ``**vars(...)`` /
+    ``**x.__dict__``. Building a value (:data:`BUILDERS`) is not unpacking. Each site as
+    ``path:line: call(keyword)``."""
+    fields = truth_fields() if fields is None else fields
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(_parse(path)):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            callee = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "?"
+            if callee in BUILDERS or callee[:1].isupper():
+                continue
+            for kw in node.keywords:
+                v = kw.value
+                if kw.arg is None:
+                    inner = v.func if isinstance(v, ast.Call) else None
+                    name = inner.id if isinstance(inner, ast.Name) else inner.attr if isinstance(
+                        inner, ast.Attribute) else None
+                    bad = name in ("asdict", "vars") or (isinstance(v, ast.Attribute) and v.attr == "__dict__")
+                elif kw.arg in fields:
+                    bad = (isinstance(v, ast.Attribute) and v.attr == kw.arg) or (
+                        isinstance(v, ast.Name) and v.id == kw.arg) or (
+                        isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant) and v.slice.value == kw.arg)
+                else:
+                    bad = False
+                if bad:
+                    out.append(f"{path.relative_to(root.parent)}:{node.lineno}: {callee}({kw.arg or '**'})")
+    return out
+
+
+def test_truth_config_is_passed_whole():
+    """Every function of the budget stage takes TruthConfig whole: no call in vistest/ unpacks it into
+    keyword arguments (docs/truth.md: a setting then costs its field, the rule that reads it and its doc)."""
+    assert unpack_sites() == []
+
+
+def test_the_unpack_check_can_fail(tmp_path):
+    """The unpack check finds what main had before issue #46 (pipeline.py's budget_truth call, a command
+    passing its parsed options on, **asdict) and leaves a config built or passed whole alone."""
+    pkg = tmp_path / "vistest"
+    pkg.mkdir()
+    (pkg / "bad.py").write_text(
+        "truth = budget_truth(scene, vis, qs, budgets=truth_config.budgets, profile=truth_config.profile)\n"
+        "t = budget_truth(scene, vis, qs, instant_tolerance_s=instant_tolerance_s)\n"
+        "make_timeline(scene_json, out, seen_threshold=kw[\"seen_threshold\"])\n"
+        "t = evaluator_truth(scene, vis, qs, e, **dataclasses.asdict(config.truth))\n")
+    (pkg / "good.py").write_text(
+        "truth = budget_truth(scene, vis, qs, config.truth)\n"
+        "c = TruthConfig(budgets=budgets, profile=profile)\n"
+        "c = dataclasses.replace(c, budgets=other.budgets)\n"
+        "s = select_frames(profile, n, b, fps=fps)\n"
+        "row = real_row(record, min_budget_room_route=config.min_budget_room_route)\n"
+        "v = Variant(scene_id, profile=selection.profile)\n")
+    found = unpack_sites(pkg, truth_fields())
+    assert found == ["vistest/bad.py:1: budget_truth(budgets)", "vistest/bad.py:1: budget_truth(profile)",
+                     "vistest/bad.py:2: budget_truth(instant_tolerance_s)",
+                     "vistest/bad.py:3: make_timeline(seen_threshold)", "vistest/bad.py:4: evaluator_truth(**)"]

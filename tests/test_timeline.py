@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.colors import to_rgb
 
+from vistest.budget.config import TruthConfig
 from vistest.cli import main
 from vistest.errors import InputError
 from vistest.questions import load_questions
@@ -64,7 +65,7 @@ def near_colour(img, row, col, rgb, tol=0.12, reach=1):
 
 def test_timeline_marks_the_selected_frames(scene_vis):
     scene, vis = scene_vis
-    tl = build_timeline(scene, vis, budgets=[16], profile="uniform")
+    tl = build_timeline(scene, vis, truth=TruthConfig(budgets=[16], profile="uniform"))
     want = select_frames("uniform", N, 16)
     assert list(tl.selections[0].frame_indices) == want.tolist()
     fig, axes = figure(tl)
@@ -173,8 +174,8 @@ def test_timeline_rows_use_the_dummies_function_and_options(scene_vis, questions
 
     want = planned(2, 1.0)
     assert want != planned(0, 1.0) and want[2] != planned(2, 0.1)[2]  # both options change what is removed
-    assert [r.frames for r in build_timeline(scene, vis, qs, evidence_frame_margin=2,
-                                             instant_tolerance_s=1.0).removals] == want
+    config = TruthConfig(budgets=(), instant_tolerance_s=1.0)
+    assert [r.frames for r in build_timeline(scene, vis, qs, config, evidence_frame_margin=2).removals] == want
     got = []
     monkeypatch.setattr(timeline_module, "write_timeline", lambda path, tl: got.append(tl))
     (tmp_path / "scene.json").write_text(json.dumps(scene.to_dict()))

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM before pyrender is imported)
 from vistest import Scene
+from vistest.budget.config import TruthConfig
 from vistest.budget.evaluators import EVALUATORS, STI_BENCH
 from vistest.budget.sampling import select_frames
 from vistest.budget.truth import budget_jsonl, budget_truth, evaluator_truth
@@ -196,13 +197,13 @@ def configs(demo, questions):
     """[(configuration, its sampled frames, its rows)]: uniform at 16, 32, 64, all, and STI-Bench's client."""
     _, scene, vis = demo
     out = []
-    truth = budget_truth(scene, vis, questions, budgets=(16, 32, 64, "all"), profile="uniform",
-                         seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, questions, TruthConfig(budgets=(16, 32, 64, "all"), profile="uniform",
+                                                            seen_threshold=THRESHOLD))
     for b in (16, 32, 64, "all"):
         rows = [json.loads(ln) for ln in budget_jsonl(truth, b).splitlines()]
         out.append((b, select_frames("uniform", N, b, fps=FPS).tolist(), rows))
     sti = EVALUATORS[STI_BENCH]
-    truth = evaluator_truth(scene, vis, questions, sti, seen_threshold=THRESHOLD)
+    truth = evaluator_truth(scene, vis, questions, sti, TruthConfig(budgets=("all",), seen_threshold=THRESHOLD))
     rows = [json.loads(ln) for ln in budget_jsonl(truth, "all").splitlines()]
     assert all(r["evaluator"] == STI_BENCH for r in rows)
     out.append((STI_BENCH, sti.takes(N, FPS, "all").tolist(), rows))
@@ -273,11 +274,11 @@ def test_bad_options_are_refused(demo, questions, tmp_path):
     p = tmp_path / "q.jsonl"
     p.write_text(json.dumps(rec) + "\n")
     with pytest.raises(InputError, match=r"q.jsonl:1: options\[0\]: expected a number after the letter"):
-        budget_truth(scene, vis, load_questions(p, scene), budgets=(16,))
+        budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=(16,)))
     q = next(q for q in questions if q.question_type == "motion_direction")
     p.write_text(json.dumps(dict(q.record, options=["A. north", "B. left"], ground_truth="B")) + "\n")
     with pytest.raises(InputError, match=r"options\[0\]: expected a heading \(right, away, left, toward\)"):
-        budget_truth(scene, vis, load_questions(p, scene), budgets=(16,))
+        budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=(16,)))
 
 
 def test_other_rows_carry_no_track_fields(demo, questions, tmp_path):
@@ -285,7 +286,7 @@ def test_other_rows_carry_no_track_fields(demo, questions, tmp_path):
     p = tmp_path / "q.jsonl"
     p.write_text(json.dumps({"id": 1, "scene_id": scene.scene_id, "question_type": "object_size_estimation",
                              "question": "How big is the cart?", "objects": ["cart"], "ground_truth": 90}) + "\n")
-    row = json.loads(budget_jsonl(budget_truth(scene, vis, load_questions(p, scene), budgets=(16,)), 16))
+    row = json.loads(budget_jsonl(budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=(16,))), 16))
     assert not [k for k in row if k.startswith("track_")]
 
 
@@ -334,8 +335,8 @@ def test_instant_tolerance_is_a_truth_setting_in_the_key_and_on_the_command_line
 
 
 def test_open_reformulations_and_none_of_these(demo, tmp_path):
-    """An open number is kept within 5% of the recomputed value, else changed to it; an open
-    direction gets the sector's word; a heading none of the options gives "None of these"."""
+    """An open number is kept within 5% of the recomputed value (--open-number-tolerance), else changed
+    to it; an open direction gets the sector's word; a heading none of the options gives "None of these"."""
     _, scene, vis = demo
     ts, te = 1.3, 2.1
     speed = every_frame_value(scene, vis, "motion_speed", "cart", ts, te)
@@ -352,7 +353,7 @@ def test_open_reformulations_and_none_of_these(demo, tmp_path):
                   options=[f"A. {others[0]}", f"B. {others[1]}"])]
     p = tmp_path / "q.jsonl"
     p.write_text("".join(json.dumps(d) + "\n" for d in lines))
-    truth = budget_truth(scene, vis, load_questions(p, scene), budgets=("all",), seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=("all",), seen_threshold=THRESHOLD))
     rows = {r["id"]: r for r in map(json.loads, budget_jsonl(truth, "all").splitlines())}
     assert (rows["near"]["status"], rows["near"]["ground_truth"]) == ("kept", speed * 1.04)
     assert (rows["far"]["status"], rows["far"]["ground_truth"]) == ("changed", round(speed, 4))
@@ -361,6 +362,24 @@ def test_open_reformulations_and_none_of_these(demo, tmp_path):
     assert (rows["nota"]["status"], rows["nota"]["ground_truth"], rows["nota"]["reason"]) == (
         "changed", "C", "track_disagrees_with_scene")
     assert (rows["none"]["status"], rows["none"]["reason"]) == ("unanswerable", "track_not_in_options")
+    from vistest.cli import main
+
+    # --open-number-tolerance (TruthConfig.open_number_tolerance, default 5%): "near" is 0.04 / 1.04 = 3.8% above
+    # the recomputed speed, "far" 0.06 / 1.06 = 5.7%: at 3% both change, at 7% both are kept (`vistest budget`)
+    truth = budget_truth(scene, vis, load_questions(p, scene), TruthConfig(budgets=("all",), seen_threshold=THRESHOLD,
+                                                                           open_number_tolerance=0.03))
+    rows = {r["id"]: r for r in map(json.loads, budget_jsonl(truth, "all").splitlines())}
+    assert (rows["near"]["status"], rows["near"]["ground_truth"]) == ("changed", round(speed, 4))
+    out = tmp_path / "loose"
+    r = CliRunner().invoke(main, ["budget", str(scene.source), str(p), "--budgets", "all", "--visibility",
+                                  str(demo[0] / "vis.npz"), "--seen-threshold", str(THRESHOLD),
+                                  "--open-number-tolerance", "0.07", "-o", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    rows = {x["id"]: x for x in map(json.loads, (out / "all_frame.jsonl").read_text().splitlines())}
+    assert [rows[k]["status"] for k in ("near", "far")] == ["kept", "kept"]
+    r = CliRunner().invoke(main, ["budget", str(scene.source), str(p), "--open-number-tolerance", "1", "-o",
+                                  str(out)])
+    assert r.exit_code == 2 and "Error: --open-number-tolerance: expected a relative tolerance in [0, 1)" in r.output
 
 
 # ---------------------------------------------------------------------------------------
@@ -401,7 +420,8 @@ def test_instant_speed_needs_sampled_frames_bracketing_its_second(demo):
     path = out / "instant.jsonl"
     path.write_text(json.dumps(rec) + "\n")
     qs = load_questions(path, scene)
-    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, 64, "all"), profile="uniform",
+                                                     seen_threshold=THRESHOLD))
     rows = {b: json.loads(budget_jsonl(truth, b)) for b in (16, 64, "all")}
     s16 = sorted(set(select_frames("uniform", N, 16, fps=FPS).tolist()) & seen)
     assert anchors_ref(s16, t) is None and {23, 31} <= set(s16)
@@ -450,8 +470,8 @@ def test_capped_client_budget_truth_is_over_the_frames_it_takes(demo, questions)
     the two differ (else the test would show nothing)."""
     _, scene, vis = demo
     sti = EVALUATORS[STI_BENCH]
-    truth = evaluator_truth(scene, vis, questions, sti, seen_threshold=THRESHOLD, budgets=(16, 32, 64, "all"),
-                            profile="uniform", budget_fps=1.0)
+    config = TruthConfig(seen_threshold=THRESHOLD, budgets=(16, 32, 64, "all"), profile="uniform")
+    truth = evaluator_truth(scene, vis, questions, sti, config, budget_fps=1.0)
     assert truth.budgets == (32, 64, "all")
     differs = 0
     for b in (32, 64):
@@ -521,7 +541,8 @@ def test_camera_motion_truth_per_budget(demo):
     path = out / "camera.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in lines))
     qs = load_questions(path, scene)
-    truth = budget_truth(scene, vis, qs, budgets=(16, 64, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, 64, "all"), profile="uniform",
+                                                     seen_threshold=THRESHOLD))
     seen_any, outside_before = set(), 0
     for b in (16, 64, "all"):
         sampled = select_frames("uniform", N, b, fps=FPS).tolist()
@@ -558,8 +579,8 @@ def test_a_pose_change_needs_a_frame_at_each_end(demo):
     path = out / "pose.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in lines))
     qs = load_questions(path, scene)
-    truth = budget_truth(scene, vis, qs, budgets=(16, 64), profile="uniform", seen_threshold=THRESHOLD,
-                         instant_tolerance_s=tol)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, 64), profile="uniform", seen_threshold=THRESHOLD,
+                                                     instant_tolerance_s=tol))
     for b in (16, 64):
         sampled = sorted(set(select_frames("uniform", N, b, fps=FPS).tolist()))
         inside = [f for f in sampled if ts <= f / FPS <= te]  # issue #45: the ends measured inside the window
@@ -625,7 +646,7 @@ def test_imported_resti_instants_need_their_anchors(demo, tmp_path, kind, t, off
     qpath = tmp_path / "q.jsonl"
     qpath.write_text(json.dumps(imported.questions[0]) + "\n")
     qs = load_questions(qpath, scene)
-    truth = budget_truth(scene, vis, qs, budgets=(16, "all"), profile="uniform", seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, "all"), profile="uniform", seen_threshold=THRESHOLD))
     r16, r_all = (json.loads(budget_jsonl(truth, b)) for b in (16, "all"))
     s16 = select_frames("uniform", N, 16, fps=FPS).tolist()
     anchors16 = anchor_ref(s16, t, offsets)
@@ -643,8 +664,8 @@ def test_imported_resti_instants_need_their_anchors(demo, tmp_path, kind, t, off
     # the same row without the column: the quantity read from its wording
     bare = {k: v for k, v in imported.questions[0].items() if k != "instant_quantity"}
     qpath.write_text(json.dumps(bare) + "\n")
-    truth = budget_truth(scene, vis, load_questions(qpath, scene), budgets=(16,), profile="uniform",
-                         seen_threshold=THRESHOLD)
+    truth = budget_truth(scene, vis, load_questions(qpath, scene), TruthConfig(budgets=(16,), profile="uniform",
+                                                                               seen_threshold=THRESHOLD))
     assert json.loads(budget_jsonl(truth, 16))["reason"] == "instant_anchor_unsampled"
 
 

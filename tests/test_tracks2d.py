@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from vistest.budget.config import TruthConfig
 from vistest.budget.seen import SeenRule
 from vistest.budget.truth import budget_truth
 from vistest.cli import main as cli
@@ -231,7 +232,7 @@ def _q(**kw) -> dict:
 
 def _truth(scene, records, budgets):
     qs = parse_questions([json.dumps(r) for r in records], source="q.jsonl", scene=scene)
-    return budget_truth(scene, compute_visibility(scene), qs, budgets=budgets)
+    return budget_truth(scene, compute_visibility(scene), qs, TruthConfig(budgets=budgets))
 
 
 def test_unknown_status_when_the_answer_turns_on_unknown_frames():
@@ -769,7 +770,7 @@ def test_presence_rule():
     assert rows[("4", "toy")].status == "unknown" and rows[("4", "toy")].fields["unknown_frames"] == [13]
     sel = parse_questions([json.dumps(r) for r in recs], source="q", scene=s)
     vis = compute_visibility(s)
-    t5 = budget_truth(s, vis, sel, budgets=[1])      # frame 0 only (uniform, 1 frame): the ball is absent there
+    t5 = budget_truth(s, vis, sel, TruthConfig(budgets=[1]))  # frame 0 only (uniform, 1 frame): the ball is absent
     r = {x.id: x for x in t5.rows(1)}
     assert r["ball"].status == "unanswerable" and r["ball0"].status == "changed" and r["ball0"].ground_truth == "B"
     with pytest.raises(InputError, match='offers "yes" and "no"'):

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vistest.budget.config import TruthConfig
 from vistest.budget.truth import budget_truth
 from vistest.synth.demo_tracks2d import dense_tracks, perception_test_layout, silhouette_bounds
 from vistest.questions import parse_questions
@@ -78,8 +79,8 @@ def test_2d_boxes_against_3d_evidence_bbox(demo_small):
     lines = QUESTIONS.read_text().splitlines()
     v3b = dataclasses.replace(v3, visible=cov3, evidence=cov3, projected=np.maximum(cov3, v3.projected))
     budgets = [16, 32, 64, "all"]
-    t3 = budget_truth(s3, v3b, parse_questions(lines, source=str(QUESTIONS), scene=s3), budgets=budgets)
-    t2 = budget_truth(s2, v2, parse_questions(lines, source=str(QUESTIONS), scene=s2), budgets=budgets)
+    t3 = budget_truth(s3, v3b, parse_questions(lines, source=str(QUESTIONS), scene=s3), TruthConfig(budgets=budgets))
+    t2 = budget_truth(s2, v2, parse_questions(lines, source=str(QUESTIONS), scene=s2), TruthConfig(budgets=budgets))
     compared = 0
     for a, b in zip(t3.items, t2.items):
         assert (a.question.id, a.selection.frame_indices) == (b.question.id, b.selection.frame_indices)

@@ -430,7 +430,7 @@ def test_every_manifest_video_decodes_to_its_frames(demo):
 @SLOW
 def test_plan_without_writing_is_deterministic(demo):
     scene, vis, qs = demo["scene"], demo["vis"], demo["questions"]
-    truth = budget_truth(scene, vis, qs, budgets=(16, "all"))
+    truth = budget_truth(scene, vis, qs, TruthConfig(budgets=(16, "all")))
     kw = dict(source=scene.path(scene.video), source_key="x" * 64, size=(W, H),
               encode=EncodeConfig(EncoderSettings(crf=4, preset="ultrafast")))
     a = plan_variants(scene, vis, qs, truth.selections, **kw)

@@ -232,11 +232,7 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
                 visibility = isolated_visibility(scene, visibility_key(scene_json, scene, occlusion, evidence),
                                                  occlusion, progress)
         stage("budget")
-        truth = budget_truth(scene, visibility, questions, budgets=truth_config.budgets,
-                             profile=truth_config.profile, seen_threshold=truth_config.seen_threshold,
-                             min_budget_room_route=truth_config.min_budget_room_route,
-                             profile_options=truth_config.profile_options,
-                             instant_tolerance_s=truth_config.instant_tolerance_s)
+        truth = budget_truth(scene, visibility, questions, truth_config)
         evaluators, stale_evaluators = [], []
         if with_budget_files:
             evaluators, failed, stale_evaluators = evaluator_truths(scene, visibility, questions, config, outdir)
@@ -244,9 +240,8 @@ def run_scene(scene_json: str | os.PathLike, questions: Sequence[Question], outd
         stage("videos")
         plan = plan_variants(scene, visibility, questions, truth.selections, source=scene.path(scene.video),
                              source_key=inputs["video"]["sha256"], size=info.size, dummy=config.dummy,
-                             encode=config.encode, profile_options=truth_config.profile_options, source_info=info,
-                             warnings=warnings, evaluators=config.evaluators,
-                             instant_tolerance_s=truth_config.instant_tolerance_s)
+                             encode=config.encode, truth=truth_config, source_info=info, warnings=warnings,
+                             evaluators=config.evaluators)
         report = write_plan(plan, outdir, resources=config.resources, progress=progress, records=before,
                             verify=verify, spool_dir=spool, commit=False)
         try:
@@ -317,13 +312,10 @@ def evaluator_truths(scene: Scene, visibility: Visibility, questions: Sequence[Q
     would: no file for it), and the earlier run's files of those, which are no longer
     this video's (removed at commit). Folders of evaluators no longer configured are left alone."""
     truths, failed, stale = [], [], []
-    tc = config.truth
     for e in config.evaluators:
         try:
             fails: list = []
-            t = evaluator_truth(scene, visibility, questions, e, tc.seen_threshold, tc.min_budget_room_route,
-                                instant_tolerance_s=tc.instant_tolerance_s, budgets=tc.budgets, profile=tc.profile,
-                                profile_options=tc.profile_options, budget_fps=config.encode.budget_fps,
+            t = evaluator_truth(scene, visibility, questions, e, config.truth, budget_fps=config.encode.budget_fps,
                                 failures=fails)
             truths.append((e.name, t))  # a budget video it fails on: that video's manifest line says so
         except InputError as err:

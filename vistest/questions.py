@@ -637,7 +637,7 @@ def load_questions(path: str | os.PathLike, scene: Any | None = None) -> tuple[Q
 def ignored_times(questions: Iterable[Question]) -> list[str]:
     """Warnings (one per file) for questions whose type's ground truth ignores their time window or
     instant (every rule but ``window``, ``track``, ``camera`` and ``counting``, which counts inside the
-    window: vistest.budget.truth.counted_frames; docs/questions-format.md "Time windows"): the
+    window: vistest.budget.rules.base.counted_frames; docs/questions-format.md "Time windows"): the
     budget stage decides them over every selected frame, only their dummies keep to the window's
     frames (vistest.videos.evidence.time_span). Each names the first such line and field."""
     by_file: dict[str, list[Question]] = {}

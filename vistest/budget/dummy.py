@@ -20,7 +20,7 @@ Questions with a time window or an instant (the dynamic ``motion_*`` types, any 
 inside their time span only (vistest.videos.evidence.time_span), so no frame they ask about shows
 the object, the budget rule would find it unseen there, and the answer is unanswerable (or the
 offered "None of these"/abstention answer; a count over the window is 0: the budget rows count
-inside the same span, vistest.budget.truth.counted_frames) even though the object still shows
+inside the same span, vistest.budget.rules.base.counted_frames) even though the object still shows
 outside the span.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..answers import none_letter
 from ..questions import RULE_COUNTING, Question
 from .rows import CHANGED, KEPT, UNANSWERABLE, TruthRow, dummy_row
 from ..budgets import ALL, BudgetValue
-from .truth import count_like
+from .rules.base import count_like
 
 REASON_EVIDENCE_REMOVED = "evidence_removed"
 REASON_ALL_BLACK = "all_black"

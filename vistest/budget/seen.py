@@ -112,7 +112,7 @@ class SeenRule:
     @property
     def kind_option(self) -> str:
         """``KIND`` or ``KIND@ARRAY`` (array other than the default): what ``--seen-rule`` and the
-        generator's ``frames.seen_rule`` take, read back by :func:`seen_rule`."""
+        generator's ``frames.truth.seen_threshold`` take (as a string), read back by :func:`seen_rule`."""
         return self.kind if self.array == DEFAULT_SEEN_ARRAY else f"{self.kind}@{self.array}"
 
     def measure(self, vis: Any, image_size: tuple[int, int], array: str | None = None) -> np.ndarray:

@@ -10,8 +10,8 @@ import click
 
 from ..budget.sampling import rounding_note, select_frames
 from ..budgets import parse_budget
-from .options import (OUTDIR_ALIAS, budgets_option, instant_tolerance_option, min_budget_room_route_option,
-                      output_option, profile_options, quiet_option, seen_threshold_option, visibility_option, warn)
+from .options import (OUTDIR_ALIAS, budgets_option, output_option, profile_options, quiet_option, setting_option,
+                      truth_config, truth_options, visibility_option, warn)
 
 
 def _rate(ctx, param, value):
@@ -65,17 +65,12 @@ def frames(profile: str, options: dict, budget: str, num_frames: int | None, fps
 @click.command("budget")
 @click.argument("scene_json", type=click.Path(dir_okay=False))
 @click.argument("questions_jsonl", type=click.Path(dir_okay=False))
-@budgets_option()
-@profile_options()
+@truth_options()
 @output_option("Output folder for {budget}_frame.jsonl.", folder=True, aliases=OUTDIR_ALIAS)
 @visibility_option("Visibility .npz from 'vistest visibility' (default: computed now, occlusion auto).")
-@seen_threshold_option()
-@min_budget_room_route_option()
-@instant_tolerance_option()
 @quiet_option("No progress and no summary table.")
-def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, options: dict, output: str,
-           visibility_npz: str | None, seen_threshold: float, min_budget_room_route: int, instant_tolerance_s: float,
-           quiet: bool) -> None:
+def budget(scene_json: str, questions_jsonl: str, output: str, visibility_npz: str | None, quiet: bool,
+           **settings) -> None:
     """Frame-budget ground truth: write OUTPUT/{budget}_frame.jsonl for each budget and
     print kept / changed / unanswerable per budget and question type."""
     from ..atomic import check_writable
@@ -98,9 +93,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
         if not quiet:
             click.echo(f"occlusion: {occlusion} ({why})", err=True)
         vis = compute_visibility(scene, occlusion=occlusion, progress=not quiet)
-    truth = budget_truth(scene, vis, questions, budgets=budgets, profile=profile, seen_threshold=seen_threshold,
-                         min_budget_room_route=min_budget_room_route, profile_options=options,
-                         instant_tolerance_s=instant_tolerance_s)
+    truth = budget_truth(scene, vis, questions, truth_config(settings))
     paths = write_budget_files(truth, output)
     if not quiet:
         click.echo(summary_table(truth), nl=False)
@@ -120,7 +113,7 @@ def budget(scene_json: str, questions_jsonl: str, budgets: tuple, profile: str, 
                    "sti-bench.qwen2_5_vl included; docs/sampling.md).")
 @budgets_option(help="Budgets of the sampler profile (--profile) reported too.")
 @profile_options()
-@instant_tolerance_option()
+@setting_option("instant_tolerance_s")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the report as JSON.")
 @output_option("Markdown report to write (default: stdout).", required=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .options import profile_options, quiet_option, seen_threshold_option
+from .options import quiet_option, truth_config, truth_options
 
 
 @click.command("generate")
@@ -29,36 +29,29 @@ from .options import profile_options, quiet_option, seen_threshold_option
 @click.option("--answerable-at", default="all", show_default=True,
               help="Keep a question only when the budget stage keeps its answer at each of these budgets "
                    "(comma-separated; 'all' is always checked).")
-@profile_options("The budget stage's, for --budgets.")
-@seen_threshold_option()
+@truth_options(budgets=None, profile_help="The budget stage's, for --answerable-at.")
 @click.option("--rule", "rule_items", multiple=True, metavar="FAMILY.PARAM=VALUE",
               help="Override a rule (repeatable), e.g. abs_distance.min_distance_m=0.2; see docs/generate.md.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Also write report.json, report.md, bias_scores.jsonl (each question's bias score) and "
                    "curve.png (the pruning's trade-off) into this folder.")
 @quiet_option("No progress bar and no report on the terminal.")
-def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answerable_at, profile, options,
-                 seen_threshold, rule_items, report_dir, quiet):
+def generate_cmd(scene_jsons, output, visibility_npz, types, preset, seed, answerable_at, rule_items, report_dir,
+                 quiet, **settings):
     """Generate ReVSI / VSI-Bench questions from the ground truth of SCENE_JSON(s), balanced over the
     set, answerable in the video; write them as vistest question JSONL and report the answer
     distributions, the blind baselines against chance and the answerability per frame budget."""
     from ..atomic import write_atomic
-    from ..budgets import budget_label, parse_budgets
-    from ..budget.seen import seen_rule
+    from ..budgets import ALL, parse_budgets
     from ..generate import Rules, SceneInput, generate, parse_types, write_questions
     from ..generate.report import curve_png
     from ..scene import Scene
     from ..visibility.table import Visibility, compute_visibility
 
-    if options:
-        raise InputError(f"-O/--option: the generator's budget stage takes no profile options, got {sorted(options)}")
-    budgets = parse_budgets(answerable_at, "--answerable-at")
-    labels = ["all"] + [budget_label(b) for b in budgets if budget_label(b) != "all"]
+    budgets = (ALL,) + tuple(b for b in parse_budgets(answerable_at, "--answerable-at") if b != ALL)
     rules = Rules.preset_named(preset)
-    seen = seen_rule(seen_threshold)
-    rules = dataclasses.replace(rules, frames=dataclasses.replace(
-        rules.frames, answerable_at=tuple(labels), profile=profile, seen_threshold=seen.threshold,
-        seen_rule=seen.kind_option))
+    truth = dataclasses.replace(truth_config(settings), budgets=budgets)
+    rules = dataclasses.replace(rules, frames=dataclasses.replace(rules.frames, truth=truth))
     rules = rules.with_overrides(rule_items)
     qtypes = parse_types(types)
     scenes = [Scene.load(p) for p in scene_jsons]

@@ -10,9 +10,8 @@ from ..layout import sheets_dir
 from ..look import (OVERLAY_COLUMNS, OVERLAY_SHEET_FRAMES, OVERLAY_TILE_WIDTH, SHEET_COLUMNS, SHEET_MAX_FRAMES,
                     SHEET_TILE_WIDTH)
 from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
-from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, evidence_frame_margin_option,
-                      instant_tolerance_option, occlusion_option, output_option, profile_options, quiet_option,
-                      seen_threshold_option, visibility_option, warn)
+from .options import (BUDGET_ALIASES, OUTDIR_ALIAS, budgets_option, evidence_frame_margin_option, occlusion_option,
+                      output_option, quiet_option, truth_config, truth_options, visibility_option, warn)
 
 
 @click.command("overlay")
@@ -48,30 +47,26 @@ def overlay_cmd(scene_json, output, png, objects, frames, visibility_npz, occlus
 @output_option("Output .png.")
 @click.option("--questions", "questions_jsonl", type=click.Path(dir_okay=False), default=None,
               help="Questions .jsonl: one row per question with the frames its dummy removes.")
-@budgets_option(default=None, aliases=BUDGET_ALIASES,
-                help="Comma-separated budgets whose selected frames are marked, e.g. 16,32,64.")
-@profile_options()
+@truth_options(budgets=budgets_option(default=None, aliases=BUDGET_ALIASES,
+                                      help="Comma-separated budgets whose selected frames are marked, e.g. 16,32,64."))
 @visibility_option("Visibility .npz (default: computed now).")
 @occlusion_option()
-@seen_threshold_option()
 @click.option("--evidence-threshold", type=click.FloatRange(0.0, 1.0, max_open=True),
               default=DEFAULT_EVIDENCE_THRESHOLD, show_default=True,
               help="A frame carries a question's evidence when a referenced object's visible fraction exceeds "
                    "this (the video stage's default; 0 = any visible part).")
 @click.option("--keep-unknown-frames", is_flag=True, help="Dummies keep frames without a valid pose.")
 @evidence_frame_margin_option()
-@instant_tolerance_option()
 @quiet_option()
-def timeline_cmd(scene_json, output, questions_jsonl, budgets, profile, options, visibility_npz, occlusion,
-                 seen_threshold, evidence_threshold, keep_unknown_frames, evidence_frame_margin, instant_tolerance_s,
-                 quiet):
+def timeline_cmd(scene_json, output, questions_jsonl, visibility_npz, occlusion, evidence_threshold,
+                 keep_unknown_frames, evidence_frame_margin, quiet, **settings):
     """A frames x objects heat map of visible coverage (the seen threshold marked), the frames
     each budget selects, and the frames each question's dummy removes, as a PNG."""
     from ..look.timeline import make_timeline
 
-    make_timeline(scene_json, output, questions_jsonl, budgets, profile, options, visibility_npz, occlusion,
-                  seen_threshold, evidence_threshold, not keep_unknown_frames, progress=not quiet,
-                  evidence_frame_margin=evidence_frame_margin, instant_tolerance_s=instant_tolerance_s)
+    make_timeline(scene_json, output, questions_jsonl, truth_config(settings), visibility_npz, occlusion,
+                  evidence_threshold, not keep_unknown_frames, progress=not quiet,
+                  evidence_frame_margin=evidence_frame_margin)
     if not quiet:
         click.echo(f"timeline -> {output}", err=True)
 

@@ -4,7 +4,12 @@ Every command spells a shared option the same way: ``-o/--output`` for what it w
 ``--budgets`` for frame budgets, ``-p/--profile`` with ``-O/--option KEY=VALUE``,
 ``--occlusion``, ``--visibility``, ``--seen-rule`` with ``--seen-threshold``, ``--min-budget-room-route``,
 ``--instant-tolerance``, ``--quiet``, ``-r/--run-dir``. Defaults come from the stage that owns them
-(vistest.budget.truth, vistest.budget.sampling, vistest.budget.windows, vistest.visibility.table).
+(vistest.budget.config, vistest.budget.sampling, vistest.budget.windows, vistest.visibility.table).
+
+The budget ground truth's settings (vistest.budget.config.TruthConfig) come as one set:
+:func:`truth_options` gives a command every option of them (``run``, ``videos``, ``batch``, ``budget``,
+``timeline``, ``generate``) and :func:`truth_config` builds the TruthConfig from the parsed values; a
+field declared with vistest.budget.config.truth_setting gets its option from the field alone.
 
 Spellings of vistest 0.1 that changed are kept for one release (until 0.2) as *hidden
 aliases*: accepted, not shown in ``--help`` (:class:`AliasOption`): :data:`OUTDIR_ALIAS`
@@ -13,18 +18,17 @@ aliases*: accepted, not shown in ``--help`` (:class:`AliasOption`): :data:`OUTDI
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import click
 
+from ..budget.config import CHECK, DEFAULT_BUDGETS, FLAG, TruthConfig
 from ..budget.evaluators import DEFAULT, EVALUATORS, parse_evaluators
 from ..budget.sampling import DEFAULT_PROFILE, PROFILES
 from ..budgets import budget_label, parse_budgets
 from ..budget.seen import DEFAULT_SEEN_KIND, SEEN_KINDS, seen_rule
-from ..budget.truth import DEFAULT_BUDGETS, DEFAULT_MIN_BUDGET_ROOM_ROUTE
-from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from ..errors import InputError
 from ..visibility.table import DEFAULT_OCCLUSION, OCCLUSION_CHOICES
 
@@ -186,26 +190,56 @@ def seen_threshold_option(prefix: str = "") -> Decorator:
                                    "is seen when its visible fraction of the image exceeds this)."))
 
 
-def min_budget_room_route_option(prefix: str = "") -> Decorator:
-    """``--min-budget-room-route`` (default :data:`vistest.budget.truth.DEFAULT_MIN_BUDGET_ROOM_ROUTE`)."""
-    return click.option("--min-budget-room-route", type=click.IntRange(1), default=DEFAULT_MIN_BUDGET_ROOM_ROUTE,
-                        show_default=True,
-                        help=prefix + "Smallest budget at which room size and route planning are answerable.")
+def _setting_option(f: dataclasses.Field, prefix: str) -> Decorator:
+    """The option of a TruthConfig field declared with vistest.budget.config.truth_setting: its flag, the
+    field's name as the value's, its default, its check (InputError naming the flag) and its doc as help."""
+    flag, check = f.metadata[FLAG], f.metadata[CHECK]
+
+    def checked(ctx, param, value):
+        problem = check(value)
+        if problem:
+            raise InputError(f"{flag}: {problem}")
+        return value
+
+    doc = f.metadata["doc"]
+    return click.option(flag, f.name, type=type(f.default), default=f.default, show_default=True,
+                        metavar=f.metadata.get("metavar"), callback=checked,
+                        help=prefix + doc[0].upper() + doc[1:] + ".")
 
 
-def _instant_tolerance(ctx, param, value):
-    if not 0 <= value < math.inf:  # nan and inf too
-        raise InputError(f"--instant-tolerance: expected seconds, a finite number >= 0, got {value}")
-    return value
+TRUTH_SETTINGS = tuple(f for f in dataclasses.fields(TruthConfig) if FLAG in f.metadata)  # options of their own
 
 
-def instant_tolerance_option(prefix: str = "") -> Decorator:
-    """``--instant-tolerance SECONDS`` (value ``instant_tolerance_s``; default
-    :data:`vistest.budget.windows.DEFAULT_INSTANT_TOLERANCE_S`)."""
-    return click.option("--instant-tolerance", "instant_tolerance_s", type=float, callback=_instant_tolerance,
-                        default=DEFAULT_INSTANT_TOLERANCE_S, show_default=True, metavar="SECONDS",
-                        help=prefix + "Seconds: the nearest sampled frame serves a question's instant (time) when "
-                                      "at most this far from it (docs/questions-format.md \"Time windows\").")
+def setting_option(name: str, prefix: str = "") -> Decorator:
+    """The option of one TruthConfig field (declared with vistest.budget.config.truth_setting) alone, for a
+    command that reads only it (``windows``: ``setting_option("instant_tolerance_s")``)."""
+    return _setting_option(next(f for f in TRUTH_SETTINGS if f.name == name), prefix)
+_NO_BUDGETS = object()
+
+
+def truth_options(prefix: str = "", budgets: Decorator | None | object = _NO_BUDGETS, profile_help: str = ""
+                  ) -> Decorator:
+    """Every option of the budget ground truth's settings (vistest.budget.config.TruthConfig), for
+    :func:`truth_config` to build the config from: ``budgets`` (default :func:`budgets_option`; a command
+    may give its own, or None: none, the config's default budgets), ``-p/--profile`` with ``-O/--option``
+    (:func:`profile_options`, ``profile_help`` added to its help), ``--seen-rule``/``--seen-threshold``
+    (:func:`seen_threshold_option`), and one option per field declared with
+    vistest.budget.config.truth_setting (``--min-budget-room-route``, ``--instant-tolerance``, ...).
+    ``prefix`` starts each help text (``"Budget GT: "``)."""
+    parts = [budgets_option() if budgets is _NO_BUDGETS else budgets, profile_options(profile_help),
+             seen_threshold_option(prefix), *(_setting_option(f, prefix) for f in TRUTH_SETTINGS)]
+    return compose(*(p for p in parts if p is not None))
+
+
+def truth_config(params: Mapping[str, Any]) -> TruthConfig:
+    """The TruthConfig of the values :func:`truth_options` parsed (a command's keyword arguments, or its
+    context's ``params``): budgets when the command has the option, the profile with its options, the
+    seen rule and every other field by its name."""
+    values = {"profile": params["profile"], "profile_options": params["options"],
+              "seen_threshold": params["seen_threshold"], **{f.name: params[f.name] for f in TRUTH_SETTINGS}}
+    if "budgets" in params:
+        values["budgets"] = tuple(params["budgets"])
+    return TruthConfig(**values)
 
 
 def evidence_frame_margin_option(dest: str = "evidence_frame_margin") -> Decorator:

@@ -14,10 +14,8 @@ from ..videos.config import (DEFAULT_BUDGET_FPS, DEFAULT_DUMMY_LENGTH, DEFAULT_E
                              DummyConfig, EncodeConfig, EncoderSettings, ResourceConfig)
 from ..videos.spool import SPOOL_ENV
 from ..budgets import ALL, parse_budgets
-from .options import (OUTDIR_ALIAS, budgets_option, compose, evaluator_option, evidence_frame_margin_option,
-                      instant_tolerance_option,
-                      min_budget_room_route_option, occlusion_option, output_option, profile_options, quiet_option,
-                      seen_threshold_option, visibility_option, warn)
+from .options import (OUTDIR_ALIAS, compose, evaluator_option, evidence_frame_margin_option, occlusion_option,
+                      output_option, quiet_option, truth_config, truth_options, visibility_option, warn)
 
 _DEFAULT_SETTINGS = EncoderSettings()
 DUMMY_PREFIX = "dummy_"  # an option whose value is named dummy_FIELD sets DummyConfig.FIELD (dummy_config)
@@ -38,8 +36,7 @@ def _dummy_modes(ctx, param, text: str) -> tuple[str, ...]:
 video_options = compose(
     output_option("Output folder, a run folder shared by scenes ({n}_frame/, dummy_*/, scenes/, manifest.jsonl; "
                   "see vistest/layout.py).", folder=True, aliases=OUTDIR_ALIAS),
-    budgets_option(),
-    profile_options("Its selections are what the budget videos hold."),
+    truth_options("Budget GT: ", profile_help="Its selections are what the budget videos hold."),
     evaluator_option(),
     click.option("--dummy", "dummy_modes", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
                  help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
@@ -83,9 +80,6 @@ video_options = compose(
                  help="Accept a video whose size differs from image_size: scale the intrinsics to it."),
     visibility_option(),
     occlusion_option(),
-    seen_threshold_option("Budget GT: "),
-    min_budget_room_route_option("Budget GT: "),
-    instant_tolerance_option("Budget GT: "),
     click.option("--spool-dir", type=click.Path(file_okay=False), default=None, envvar=SPOOL_ENV,
                  show_envvar=True,
                  help="Folder for the run's work folder (the frame pool; default: the output folder). Its free "
@@ -117,14 +111,11 @@ def dummy_config(kw: dict) -> DummyConfig:
 def run_config(kw: dict, budget_files: bool = True, cpus: int | None = None):
     """The RunConfig that :data:`video_options`' parsed values ``kw`` say (``budget_files``:
     ``vistest run``, not ``videos``; ``cpus``: ResourceConfig.cpus)."""
-    from ..budget.config import TruthConfig
     from ..config import RunConfig
 
     ffmpeg = str(Path(kw["ffmpeg_path"]).resolve()) if kw["ffmpeg_path"] else None
     return RunConfig(
-        truth=TruthConfig(budgets=kw["budgets"], profile=kw["profile"], profile_options=kw["options"],
-                          seen_threshold=kw["seen_threshold"], min_budget_room_route=kw["min_budget_room_route"],
-                          instant_tolerance_s=kw["instant_tolerance_s"]),
+        truth=truth_config(kw),
         dummy=dummy_config(kw),
         encode=EncodeConfig(EncoderSettings(kw["crf"], kw["preset"], kw["intra_preset"]), kw["budget_fps"]),
         resources=ResourceConfig(kw["max_memory"], kw["jobs"], kw["threads"], cpus, ffmpeg),
@@ -182,13 +173,12 @@ def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id
 
         folder = layout.scene_dir(outdir, scene_id)
         vis = kw["visibility_npz"] or str(folder / layout.VISIBILITY)  # --visibility FILE: none in the folder
+        truth = truth_config(kw)
         make_timeline(scene_json, folder / layout.TIMELINE, questions_jsonl,
-                      tuple(b for b in kw["budgets"] if b != ALL), kw["profile"], kw["options"],
-                      vis, seen_threshold=kw["seen_threshold"],
+                      dataclasses.replace(truth, budgets=tuple(b for b in truth.budgets if b != ALL)), vis,
                       evidence_threshold=kw["dummy_evidence_threshold"],
                       unknown_as_evidence=kw["dummy_unknown_as_evidence"],
-                      evidence_frame_margin=kw["dummy_evidence_frame_margin"],
-                      instant_tolerance_s=kw["instant_tolerance_s"])
+                      evidence_frame_margin=kw["dummy_evidence_frame_margin"])
         write_question_pictures(outdir, scene_id, vis)
     if kw["sheets"]:
         from ..look.sheets import write_sheets

@@ -131,7 +131,7 @@ def _sightings(scene: Scene, vis: Visibility, threshold: float | SeenRule, sourc
         raise InputError(f"{source}: frame_index: frames {unknown[:8]} are not in the scene; expected the table "
                          f"of this scene")
     order = np.argsort(fidx, kind="stable")
-    seen = vis.seen(seen_rule(threshold, where="frames.seen_threshold"), scene.image_size)[order]
+    seen = vis.seen(seen_rule(threshold, where="frames.truth.seen_threshold"), scene.image_size)[order]
     fidx = fidx[order]
     out: dict[str, tuple[int | None, float | None]] = {}
     for o in scene.objects:

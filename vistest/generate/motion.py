@@ -6,7 +6,7 @@ carries (the question names it by its label):
 * **Windows**: ``[t0, t1]`` with both ends on multiples of ``window_step_s`` seconds, ``t1 - t0``
   in ``[min_window_s, max_window_s]``, inside the video (frame i at ``i / fps``,
   vistest.budget.windows). The window's frames are the visibility table's frames inside it; the
-  object must be seen (``frames.seen_rule``, the budget stage's) at the first and the last of
+  object must be seen (``frames.truth.seen_threshold``, the budget stage's) at the first and the last of
   them and in at least ``min_seen_share`` of them. Its *observed frames* are the window's frames
   where it is seen: the answer is vistest.motion's quantity over them (what the budget stage's
   rule ``track`` recomputes at the ``all`` budget, where every frame is sampled).

@@ -385,17 +385,18 @@ def _numeric_option_extent(rs: Sequence[dict]) -> tuple[float, float, float]:
 
 def answerability(questions: Mapping[str, Sequence[dict]], scenes: Mapping[str, tuple], rules: Rules
                   ) -> list[Answerability]:
-    """Budget-stage statuses of the final questions at every ``frames.report_budgets`` budget."""
+    """Budget-stage statuses of the final questions at every ``frames.report_budgets`` budget (the
+    stage's other settings: ``frames.truth``)."""
     fr = rules.frames
     budgets = [parse_budget(b) for b in fr.report_budgets]
+    truth = dataclasses.replace(fr.truth, budgets=tuple(budgets))
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for sid, recs in questions.items():
         if not recs:
             continue
         scene, vis = scenes[sid]
         qs = parse_questions([json.dumps(r) for r in recs], source=f"<generated {sid}>", scene=scene)
-        bt = budget_truth(scene, vis, qs, budgets=budgets, profile=fr.profile, seen_threshold=fr.seen,
-                          min_budget_room_route=fr.min_budget_room_route)
+        bt = budget_truth(scene, vis, qs, truth)
         for it in bt.items:
             lab = budget_label(it.selection.budget)
             counts[(lab, it.question.question_type)][it.status] += 1

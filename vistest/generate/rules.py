@@ -31,8 +31,9 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..budget.seen import DEFAULT_SEEN_KIND, SeenRule, seen_rule
-from ..budget.truth import DEFAULT_MIN_BUDGET_ROOM_ROUTE, DEFAULT_SEEN_THRESHOLD
+from ..budget.config import TruthConfig
+from ..budget.seen import SEEN_KINDS, SeenRule, seen_rule
+from ..budgets import ALL, parse_budget
 from ..errors import InputError
 
 REVSI_CODE = "ReVSI code"
@@ -84,7 +85,7 @@ _REL_DIST_EXCLUDE = ("ceiling light", "ceiling lamp", "bathroom ceiling heater",
 class CountingRules:
     """``object_counting_single`` / ``object_counting_multiple`` (VSI-Bench: ``object_counting``):
     how many instances of a label (or the sum of two labels) the scene holds. Every instance must
-    be seen in the video (the ``frames.answerable_at`` rule)."""
+    be seen in the video (the ``frames.truth.budgets`` rule)."""
 
     exclude_labels: tuple[str, ...] = param(_COUNT_EXCLUDE, "labels never counted (case-insensitive)",
                                             f"{REVSI_CODE}: obj_count_single_qa.py EXCLUDE_OBJ_NAMES")
@@ -277,7 +278,7 @@ class MotionRules:
     a time window (vistest.motion: displacement, path length, STI-Bench's speed, signed acceleration,
     heading relative to the camera at the window's start), or at an instant (the speed over the
     centred second). Windows start and end on a grid of
-    ``window_step_s``; the object must be seen (``frames.seen_rule``) at the first and the last
+    ``window_step_s``; the object must be seen (``frames.truth.seen_threshold``) at the first and the last
     frame of the window and the answer is computed over the window's frames where it is seen.
 
     Numeric types get ``num_options`` options on a geometric ladder ``answer * step_ratio ** (i -
@@ -383,31 +384,30 @@ class BalanceRules:
                                     "(bounds the work on scenes with thousands of object triples; 0: all)", VISTEST)
 
 
+TRUTH_SOURCE = "the budget stage's default (vistest.budget.config.TruthConfig; docs/truth.md)"
+# the sources of the generator's budget-stage settings that are not the stage's own defaults
+TRUTH_SOURCES = {"budgets": f"{ISSUE} (['all']: the answer holds for the whole video)",
+                 "seen_threshold": f"{TRUTH_SOURCE}: ReVSI's 5% of the image"}
+
+
 @dataclass(frozen=True)
 class FrameRules:
-    """What the video shows: the visibility table and the budget stage decide answerability."""
+    """What the video shows: the visibility table and the budget stage decide answerability, with the
+    budget stage's own settings (``truth``, a vistest.budget.config.TruthConfig, whole)."""
 
-    seen_threshold: float = param(DEFAULT_SEEN_THRESHOLD,
-                                  "an object is seen in a frame when its visible fraction of the image "
-                                  "exceeds this (first appearances, answerability); under another seen_rule, "
-                                  "that rule's threshold in its unit",
-                                  "the budget stage's default (vistest.budget.truth), ReVSI's 5%")
-    seen_rule: str = param(DEFAULT_SEEN_KIND, "the seen rule's kind, KIND[@ARRAY]: image, silhouette or pixels "
-                                              "(vistest.budget.seen, docs/questions-format.md)",
-                           "the budget stage's default (vistest.budget.seen), ReVSI's")
+    truth: TruthConfig = param(TruthConfig(budgets=(ALL,)),
+                               "the budget stage's settings (docs/truth.md), each its own parameter "
+                               "frames.truth.FIELD: its seen rule decides first appearances and what is seen; a "
+                               "question is kept only when the stage keeps its answer at every one of its budgets "
+                               "(with its profile, options, minimum budget of room size and instant tolerance)",
+                               TRUTH_SOURCE)
+    report_budgets: tuple[str, ...] = param(("16", "32", "64", "all"), "budgets of the answerability report",
+                                            f"{REVSI_PAPER} (16/32/64/all)")
 
     @property
     def seen(self) -> SeenRule:
-        """The seen rule these parameters name (validated)."""
-        return seen_rule(self.seen_threshold, self.seen_rule, "--rule: frames.seen_threshold")
-    answerable_at: tuple[str, ...] = param(("all",), "keep a question only when the budget stage keeps its answer "
-                                                     "at every one of these budgets", ISSUE)
-    profile: str = param("uniform", "sampler profile of the budget stage (docs/sampling.md)", VISTEST)
-    report_budgets: tuple[str, ...] = param(("16", "32", "64", "all"), "budgets of the answerability report",
-                                            f"{REVSI_PAPER} (16/32/64/all)")
-    min_budget_room_route: int = param(DEFAULT_MIN_BUDGET_ROOM_ROUTE,
-                                       "budget stage: room size needs at least this many frames",
-                                       "the budget stage's default (ReVSI excludes room size at 16)")
+        """The seen rule of the budget stage's settings (validated)."""
+        return seen_rule(self.truth.seen_threshold, where="--rule: frames.truth.seen_threshold")
 
 
 _VLM3R_SUB = f"{VLM3R}: base_qa_generator.py --num_subsample (default 6 questions per scene and type)"
@@ -478,8 +478,9 @@ class Rules:
         raise InputError(f"--rules: expected one of {', '.join(PRESETS)}, got {name!r}")
 
     def with_overrides(self, items: tuple[str, ...] | list[str], source: str = "--rule") -> "Rules":
-        """A copy with ``family.param=value`` overrides applied (value: JSON, else a string).
-        Raises InputError naming the override and what was expected."""
+        """A copy with ``family.param=value`` overrides applied (value: JSON, else a string); the budget
+        stage's settings as ``frames.truth.FIELD=value`` (:func:`_truth_value`). Raises InputError naming
+        the override and what was expected."""
         rules = self
         for item in items:
             key, sep, raw = item.partition("=")
@@ -492,6 +493,7 @@ class Rules:
                                  f"{', '.join(sets)}")
             group = sets[family]
             known = {f.name: f for f in fields(group)}
+            name, _, sub = name.partition(".")
             if name not in known:
                 raise InputError(f"{source}: {key}: unknown parameter {name!r}; {family} takes "
                                  f"{', '.join(known)}")
@@ -499,7 +501,17 @@ class Rules:
                 value = json.loads(raw)
             except json.JSONDecodeError:
                 value = raw
-            value = _coerce(value, getattr(group, name), f"{source}: {key}")
+            current = getattr(group, name)
+            if isinstance(current, TruthConfig):
+                if not sub:
+                    raise InputError(f"{source}: {key}: expected {key}.FIELD=VALUE, FIELD one of "
+                                     f"{', '.join(f.name for f in fields(current))}")
+                value = dataclasses.replace(current, **{sub: _truth_value(current, sub, value, f"{source}: {key}")})
+            elif sub:
+                raise InputError(f"{source}: {key}: unknown parameter {name}.{sub!r}; {family} takes "
+                                 f"{', '.join(known)}")
+            else:
+                value = _coerce(value, current, f"{source}: {key}")
             rules = dataclasses.replace(rules, **{family: dataclasses.replace(group, **{name: value})})
         rules.validate()
         return rules
@@ -536,7 +548,10 @@ class Rules:
                              f"(options vary left/right), got {rt}")
         if math.factorial(self.appearance.num_categories) < self.appearance.num_options:
             raise InputError("--rule: appearance.num_options: more options than orders of the categories")
-        self.frames.seen  # noqa: B018 (validates frames.seen_rule with frames.seen_threshold)
+        try:
+            self.frames.truth.checked()
+        except InputError as e:
+            raise InputError(f"--rule: frames.truth.{e}") from None
         c = self.counting
         if any(len(x) != 2 for x in c.challenging_keep_probability):
             raise InputError("--rule: counting.challenging_keep_probability: expected [[count, probability], ...]")
@@ -584,6 +599,46 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
     raise InputError(f"{where}: expected a value like {json.dumps(_jsonable(default))}, got {value!r}")
 
 
+def _truth_value(config: TruthConfig, name: str, value: Any, where: str) -> Any:
+    """The value of the budget stage's setting ``name`` (a TruthConfig field) that an override's JSON
+    ``value`` gives: budgets from a list (``["all", 32]``), profile options from an object, the seen
+    rule from a number (ReVSI's image share), a kind ``"KIND[@ARRAY]"`` (its default threshold) or an
+    object ``{"kind", "threshold", "array"}`` (what :func:`rule_table` writes); any other field as
+    its default's type (checked with the others by :meth:`TruthConfig.checked`)."""
+    known = [f.name for f in fields(config)]
+    if name not in known:
+        raise InputError(f"{where}: unknown budget-stage setting {name!r}; frames.truth takes {', '.join(known)}")
+    if name == "budgets":
+        if not isinstance(value, list):
+            raise InputError(f"{where}: expected a list of budgets like [\"all\", 32], got {value!r}")
+        return tuple(parse_budget(v, where) for v in value)
+    if name == "profile_options":
+        if not isinstance(value, dict):
+            raise InputError(f"{where}: expected an object of options like {{\"sample_fps\": 1}}, got {value!r}")
+        return value
+    if name == "seen_threshold":
+        if isinstance(value, str):
+            return seen_rule(None, value, where).compact()
+        if isinstance(value, dict):
+            if set(value) - {"kind", "threshold", "array", "text"} or "kind" not in value:
+                raise InputError(f"{where}: expected {{\"kind\": one of {', '.join(SEEN_KINDS)}, \"threshold\": "
+                                 f"NUMBER, \"array\": ARRAY}}, got {value!r}")
+            rule = value["kind"] + (f"@{value['array']}" if value.get("array") else "")
+            return seen_rule(value.get("threshold"), rule, where).compact()
+        return seen_rule(value, None, where).compact()
+    return _coerce(value, getattr(config, name), where)
+
+
+def _truth_json(config: TruthConfig, name: str) -> Any:
+    """A budget-stage setting as the JSON an override takes back (:func:`_truth_value`)."""
+    value = getattr(config, name)
+    if name == "budgets":
+        return [b if isinstance(b, str) else int(b) for b in value]
+    if isinstance(value, SeenRule):
+        return {"kind": value.kind, "threshold": value.threshold, "array": value.array}
+    return dict(value) if name == "profile_options" else value
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, tuple):
         return [_jsonable(x) for x in v]
@@ -604,6 +659,11 @@ def rule_table(rules: Rules | None = None) -> list[tuple[str, str, str, str]]:
     for fam in _families():
         group = getattr(rules, fam.name) if rules is not None else fam.default
         for f in fields(group):
+            value = getattr(group, f.name)
+            if isinstance(value, TruthConfig):  # the budget stage's settings: a row each (docs/truth.md)
+                out += [(f"{fam.name}.{f.name}.{g.name}", json.dumps(_truth_json(value, g.name)), g.metadata["doc"],
+                         TRUTH_SOURCES.get(g.name, TRUTH_SOURCE)) for g in fields(value)]
+                continue
             key = f"{fam.name}.{f.name}"
             source = f.metadata["source"]
             if rules is not None and rules.preset == "vlm3r" and key in VLM3R_PRESET:

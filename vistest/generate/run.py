@@ -2,7 +2,7 @@
 
 For each scene (by scene id): its facts (vistest.generate.facts), every candidate of the asked
 types (one module per family), a random pool of at most ``balance.pool_per_scene`` per type, the
-candidates whose all-frame answer the budget stage keeps at every ``frames.answerable_at`` budget
+candidates whose all-frame answer the budget stage keeps at every ``frames.truth.budgets`` budget
 (vistest.budget.truth: the answer holds for the frames a model sees). Then over all scenes
 together: the balancing pass (stratified per-scene draws, answer caps, Iterative Bias Pruning,
 options: vistest.generate.balance), ids, and the report (vistest.generate.report). A candidate
@@ -24,7 +24,6 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..atomic import write_atomic
-from ..budgets import parse_budget
 from ..budget.truth import KEPT, budget_truth
 from ..errors import InputError
 from ..questions import parse_questions
@@ -202,14 +201,14 @@ def valid(scene: Scene, cands: Sequence[Candidate]) -> tuple[list[Candidate], li
 
 
 def kept_at(scene: Scene, vis: Visibility, cands: Sequence[Candidate], rules: Rules) -> list[Candidate]:
-    """The candidates whose answer the budget stage keeps at every ``frames.answerable_at`` budget."""
-    fr = rules.frames
-    if not cands or not fr.answerable_at:
+    """The candidates whose answer the budget stage keeps at every budget of ``frames.truth`` (the
+    stage's settings, whole)."""
+    truth = rules.frames.truth
+    if not cands or not truth.budgets:
         return list(cands)
     recs = [provisional_record(c, f"c{i}") for i, c in enumerate(cands)]
     qs = parse_questions([json.dumps(r) for r in recs], source="<candidates>", scene=scene)
-    bt = budget_truth(scene, vis, qs, budgets=[parse_budget(b) for b in fr.answerable_at], profile=fr.profile,
-                      seen_threshold=fr.seen, min_budget_room_route=fr.min_budget_room_route)
+    bt = budget_truth(scene, vis, qs, truth)
     bad = {it.question.id for it in bt.items if it.status != KEPT}
     return [c for i, c in enumerate(cands) if f"c{i}" not in bad]
 

@@ -32,19 +32,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..atomic import write_atomic
-from ..budget.seen import IMAGE, SeenRule, seen_rule
-from ..budget.truth import DEFAULT_SEEN_THRESHOLD, FrameSelection, budget_truth
+from ..budget.config import TruthConfig
+from ..budget.seen import DEFAULT_SEEN_THRESHOLD, IMAGE, SeenRule
+from ..budget.truth import FrameSelection, budget_truth
 from ..questions import Question
-from ..budget.sampling import DEFAULT_PROFILE
-from ..budgets import BudgetValue
 from ..scene import Scene
 from ..videos.config import DEFAULT_EVIDENCE_THRESHOLD
-from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
 from ..videos.evidence import EvidenceTable, dummy_evidence
 from ..visibility.table import DEFAULT_OCCLUSION, Visibility
 
@@ -106,39 +104,36 @@ class Timeline:
 
 
 def build_timeline(scene: Scene, vis: Visibility, questions: Sequence[Question] = (),
-                   budgets: Sequence[BudgetValue] = (), profile: str = DEFAULT_PROFILE,
-                   profile_options: Mapping[str, Any] | None = None,
-                   seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
+                   truth: TruthConfig = TruthConfig(budgets=()),
                    evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
-                   unknown_as_evidence: bool = True, evidence_frame_margin: int = 0,
-                   instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> Timeline:
-    """The timeline of ``scene``: ``vis`` its visibility; ``budgets``/``profile``/
-    ``profile_options`` as for :func:`vistest.budget.truth.budget_truth` (which selects the frames);
-    ``evidence_threshold``/``unknown_as_evidence``/``evidence_frame_margin``/``instant_tolerance_s``
-    as for the dummy videos (:func:`vistest.videos.evidence.dummy_evidence`). Raises InputError
-    (naming the file and the field) on inconsistent inputs."""
+                   unknown_as_evidence: bool = True, evidence_frame_margin: int = 0) -> Timeline:
+    """The timeline of ``scene``: ``vis`` its visibility; ``truth`` the budget stage's settings
+    (vistest.budget.config.TruthConfig: its budgets' selected frames are marked, by
+    :func:`vistest.budget.truth.budget_truth`; its seen rule colours the cells);
+    ``evidence_threshold``/``unknown_as_evidence``/``evidence_frame_margin`` and the config's
+    instant tolerance as for the dummy videos (:func:`vistest.videos.evidence.dummy_evidence`).
+    Raises InputError (naming the file and the field) on inconsistent inputs."""
     n = scene.num_frames
     table = EvidenceTable(vis, n, evidence_threshold)
     cols = table.columns(scene.object_ids)
     coverage = np.ascontiguousarray(table.visible[:, cols].T)
-    rule = seen_rule(seen_threshold, where="seen_threshold")
+    rule = truth.rule
     seen = np.zeros(coverage.shape, dtype=bool)
     by_row = vis.seen(rule, scene.image_size)[:, cols]
     for r, f in enumerate(np.asarray(vis.frame_index, dtype=np.int64).tolist()):
         if 0 <= f < n:
             seen[:, f] = by_row[r]
-    truth = budget_truth(scene, vis, list(questions), budgets=list(budgets), profile=profile,
-                         seen_threshold=rule, profile_options=profile_options, instant_tolerance_s=instant_tolerance_s)
+    selections = budget_truth(scene, vis, list(questions), truth).selections
     removals = []
     for q in questions:
         objs, _, frames = dummy_evidence(table, q, scene, unknown_as_evidence, evidence_frame_margin,
-                                         instant_tolerance_s)
+                                         truth.instant_tolerance_s)
         frames = frames if objs else tuple(range(n))  # no object: the all-black dummy only
         labels = {o.id: o.label for o in scene.objects}
         subject = ", ".join(q.category) if q.category else ", ".join(f"{o} {labels[o]}" for o in q.objects)
         removals.append(Removal(q.id, q.question_type, subject, objs, frames))
     return Timeline(scene.scene_id, n, float(scene.fps), scene.object_ids, tuple(o.label for o in scene.objects),
-                    coverage, table.known.copy(), rule.threshold, float(evidence_threshold), truth.selections,
+                    coverage, table.known.copy(), rule.threshold, float(evidence_threshold), selections,
                     tuple(removals), seen, rule)
 
 
@@ -313,14 +308,13 @@ def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Pat
 
 
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
-                  budgets: Sequence[BudgetValue] = (), profile: str = DEFAULT_PROFILE,
-                  profile_options: Mapping[str, Any] | None = None, visibility_npz: str | None = None,
-                  occlusion: str = DEFAULT_OCCLUSION, seen_threshold: float | SeenRule = DEFAULT_SEEN_THRESHOLD,
-                  evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD, unknown_as_evidence: bool = True,
-                  progress: bool = False, evidence_frame_margin: int = 0,
-                  instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> Timeline:
+                  truth: TruthConfig = TruthConfig(budgets=()), visibility_npz: str | None = None,
+                  occlusion: str = DEFAULT_OCCLUSION, evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
+                  unknown_as_evidence: bool = True, progress: bool = False, evidence_frame_margin: int = 0
+                  ) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
-    build the timeline and write its PNG to ``out``. Errors name the file and the field."""
+    build the timeline (``truth``: the budget stage's settings, :func:`build_timeline`) and write its
+    PNG to ``out``. Errors name the file and the field."""
     from ..questions import load_questions
     from ..visibility.table import compute_visibility
 
@@ -330,7 +324,6 @@ def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questio
         vis = Visibility.load(visibility_npz)
     else:
         vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
-    tl = build_timeline(scene, vis, questions, budgets, profile, profile_options, seen_threshold,
-                        evidence_threshold, unknown_as_evidence, evidence_frame_margin, instant_tolerance_s)
+    tl = build_timeline(scene, vis, questions, truth, evidence_threshold, unknown_as_evidence, evidence_frame_margin)
     write_timeline(out, tl)
     return tl

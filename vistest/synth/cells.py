@@ -212,12 +212,13 @@ def synth_rules(scale: str = "vista", answerable_at: tuple[str, ...] = ("all",))
     import dataclasses
 
     from ..budget.seen import seen_rule
+    from ..budgets import parse_budget
     from ..generate.rules import Rules
 
     rules = Rules.preset_named("revsi")
-    seen = seen_rule(None, SEEN_KIND)
-    rules = dataclasses.replace(rules, frames=dataclasses.replace(
-        rules.frames, seen_threshold=seen.threshold, seen_rule=seen.kind_option, answerable_at=answerable_at))
+    truth = dataclasses.replace(rules.frames.truth, seen_threshold=seen_rule(None, SEEN_KIND).compact(),
+                                budgets=tuple(parse_budget(b, "answerable_at") for b in answerable_at))
+    rules = dataclasses.replace(rules, frames=dataclasses.replace(rules.frames, truth=truth))
     if scale == "figural":
         rules = dataclasses.replace(rules, motion=dataclasses.replace(rules.motion, **FIGURAL_MOTION), **{
             name: dataclasses.replace(getattr(rules, name), **values) for name, values in FIGURAL_SPACE.items()})

@@ -82,6 +82,7 @@ from ..budget.sampling import select_frames
 from ..budgets import ALL, BudgetValue, budget_label
 from ..budget.dummy import DummyTruth, DummyVideo, dummy_ground_truth, dummy_jsonl
 from ..budget.windows import DEFAULT_INSTANT_TOLERANCE_S
+from ..budget.config import TruthConfig
 from ..budget.truth import FrameSelection
 from ..errors import InputError
 from ..layout import budget_video_path, dummy_video_path
@@ -369,21 +370,21 @@ def plan_dummies(scene: Scene, table: EvidenceTable, questions: Sequence[Questio
 def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Question],
                   selections: Sequence[FrameSelection], *, source: str | os.PathLike, source_key: str,
                   size: tuple[int, int], dummy: DummyConfig = DummyConfig(), encode: EncodeConfig = EncodeConfig(),
-                  profile_options: Mapping[str, Any] | None = None, source_info: VideoInfo | None = None,
-                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = (),
-                  instant_tolerance_s: float = DEFAULT_INSTANT_TOLERANCE_S) -> VariantPlan:
+                  truth: TruthConfig = TruthConfig(), source_info: VideoInfo | None = None,
+                  warnings: Sequence[str] = (), evaluators: Sequence[Evaluator] = ()) -> VariantPlan:
     """The VariantPlan of one scene.
 
     ``selections``: the frame selections of the budgets (``BudgetTruth.selections``, so the
     videos hold exactly the frames the ground truth was computed from; their profile, with
-    ``profile_options``, is the one budget dummies are taken with). ``source``: the video;
+    ``truth.profile_options``, is the one budget dummies are taken with). ``truth``: the budget
+    ground truth's settings (vistest.budget.config.TruthConfig). ``source``: the video;
     ``source_key``: :func:`file_key` of it; ``size``: its decoded (W, H) (odd sizes are padded
     to even on the right/bottom); ``source_info``: its probe (codec and container decide
     whether all_frame is tried as a stream copy; None: it is encoded). ``dummy``: what the
     dummies remove and for which budgets (:func:`plan_dummies`,
     vistest.videos.config.DummyConfig.budgets_of); ``encode``: encoder settings and the n-frame
     videos' rate. ``evaluators``: the evaluator configurations whose takes every video
-    records. ``instant_tolerance_s``: seconds around a question's instant whose frames its
+    records. ``truth.instant_tolerance_s``: seconds around a question's instant whose frames its
     dummies remove evidence from (the budget ground truth's tolerance). ``scene.num_frames``
     must be the decoded frame count (checked by the caller
     against the video). See the module docstring.
@@ -404,10 +405,10 @@ def plan_variants(scene: Scene, visibility: Visibility, questions: Sequence[Ques
     full_range = bool(source_info and source_info.full_range)
     pixels = f"{source_key}/video-range" if full_range else source_key  # what the recipes' frames are made of
     variants = [budget_variant(scene.scene_id, sel, pixels, size, scene.fps, encode.budget_fps, encode.settings, qids,
-                               profile_options, blocker, evaluators) for sel in selections]
+                               truth.profile_options, blocker, evaluators) for sel in selections]
     table = EvidenceTable(visibility, n, dummy.evidence_threshold)
     dummies, truths = plan_dummies(scene, table, questions, pixels, size, dbudgets, dummy, encode, profile,
-                                   profile_options, evaluators, instant_tolerance_s)
+                                   truth.profile_options, evaluators, truth.instant_tolerance_s)
     variants += dummies
     paths = Counter(v.path for v in variants)
     dup = [p for p, c in paths.items() if c > 1]
