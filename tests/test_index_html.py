@@ -169,7 +169,7 @@ def test_each_question_has_a_row_and_its_frames_with_the_evidence_boxes(run_dir)
     k = TILE_WIDTH / 96
     assert BOX_RGB[0] - BOX_RGB[2] > 150  # yellow: the frames are grey levels (R = G = B), the JPEG smears hue
     yellow = (img[..., 0] - img[..., 2] > 50) & (img[..., 1] - img[..., 2] > 40)
-    # the sheet's layout (vistest.look.overlay.contact_sheet): a title line, then tiles left to right, 4 px apart
+    # the sheet's layout (vistest.look.tiles.contact_sheet): a title line, then tiles left to right, 4 px apart
     assert len(row["frame_indices"]) == 4 and COLUMNS >= 4
     drawn = 0
     for n, f in enumerate(row["frame_indices"]):

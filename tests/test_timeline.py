@@ -48,14 +48,12 @@ def questions(tmp_path, scene_vis):
 
 
 def rendered(fig):
-    fig.canvas.draw()
-    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float) / 255.0
+    return fig.astype(float) / 255.0
 
 
 def pixel(fig, ax, x, y):
-    """Figure pixel (row, column) of data point (x, y) of ``ax``."""
-    px, py = ax.transData.transform((x, y))
-    return int(round(fig.get_figheight() * fig.dpi - py)), int(round(px))
+    """Picture pixel (row, column) of data point (x, y) of ``ax`` (frame x, height y from 0 at the bottom)."""
+    return ax.pixel(x, y)
 
 
 def near_colour(img, row, col, rgb, tol=0.12, reach=1):
@@ -184,3 +182,29 @@ def test_timeline_rows_use_the_dummies_function_and_options(scene_vis, questions
                                   "1.0", "--evidence-threshold", "0", "--quiet"])
     assert r.exit_code == 0, r.output
     assert [x.frames for x in got[0].removals] == want
+
+
+def test_viridis_is_matplotlibs_colour_map():
+    """The timeline draws without matplotlib (issue #47); its viridis is matplotlib's, entry for entry."""
+    from matplotlib import colormaps
+
+    from vistest.look.timeline import viridis
+
+    x = np.linspace(0, 1, 1001)
+    assert np.abs(viridis(x) - colormaps["viridis"](x)[:, :3]).max() <= 1.5 / 255
+
+
+def test_heat_map_cells_are_the_coverage_colours(scene_vis):
+    """Each object's row of the picture shows, frame by frame, the colour of its coverage in that frame."""
+    scene, vis = scene_vis
+    tl = build_timeline(scene, vis, budgets=[16], profile="uniform")
+    img, axes = figure(tl)
+    heat, no = axes["heat"], len(tl.object_ids)
+    want = np.round(coverage_rgb(tl.coverage, tl.break_threshold, tl.seen_mask()) * 255)
+    checked = 0
+    for r in range(no):
+        for f in range(0, N, 7):
+            row, col = heat.pixel(f, 1 - (r + 0.5) / no)
+            assert np.abs(img[row, col].astype(float) - want[r, f]).max() <= 1, (r, f)
+            checked += 1
+    assert checked == no * len(range(0, N, 7)) and len({tuple(c) for c in want.reshape(-1, 3)}) > 3

@@ -22,7 +22,7 @@ it removes). Objects are named by label, ``label (id)``, from the scene file the
 
 JPEG (quality :data:`JPEG_QUALITY`): thumbnails, written several times faster than PNG.
 
-Source frames are decoded once per scene, at tile size. Pixel conventions: OpenCV, RGB tiles.
+Source frames are decoded once per scene and scaled to tile size by ffmpeg. Pixel conventions: OpenCV, RGB tiles.
 """
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
     from ..atomic import write_atomic
     from ..scene import Scene
     from ..videos.manifest import read_manifest
-    from .overlay import contact_sheet
+    from .tiles import contact_sheet
 
     run_dir = Path(run_dir)
     path = scene_file(run_dir, scene_id)
@@ -202,28 +202,26 @@ def jpeg_bytes(rgb: np.ndarray) -> bytes:
     """JPEG encoding (quality :data:`JPEG_QUALITY`) of an RGB ``uint8`` image."""
     import cv2
 
-    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[..., ::-1]), [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
     if not ok:
         raise RuntimeError("OpenCV could not encode the JPEG")
     return buf.tobytes()
 
 
 def _source_tiles(video: Path, frames: list[int], size: tuple[int, int]) -> dict[int, np.ndarray]:
-    """{source frame: RGB tile} of the scene's video, one decode pass (a frame past its end: left out,
-    drawn black)."""
-    import cv2
-
+    """{source frame: RGB tile} of the scene's video, one decode pass in which ffmpeg scales each
+    kept frame to the tile's size (``size``, the scene's image size, sets the aspect; area filter),
+    so only tiles cross the pipe (a frame past its end: left out, drawn black)."""
     from ..videos.ffmpeg import VideoError, read_frames
-    from .overlay import tile
 
+    shape = (TILE_WIDTH, max(1, round(size[1] * TILE_WIDTH / size[0])))
     out: dict[int, np.ndarray] = {}
     try:
-        for f, img in zip(frames, read_frames(video, frames)):
-            if (img.shape[1], img.shape[0]) != tuple(size):
-                img = cv2.resize(img, tuple(size))
-            out[f] = tile(img, TILE_WIDTH)
+        for f, img in zip(frames, read_frames(video, frames, scale_to=shape)):
+            out[f] = img
     except VideoError:
         pass
     if not out:
-        out[-1] = np.zeros((round(size[1] * TILE_WIDTH / size[0]), TILE_WIDTH, 3), np.uint8)
+        out[-1] = np.zeros((shape[1], shape[0], 3), np.uint8)
     return out

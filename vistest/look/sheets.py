@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import SHEET_COLUMNS, SHEET_MAX_FRAMES, SHEET_TILE_WIDTH
-from .overlay import contact_sheet, png_bytes, tile
+from .tiles import contact_sheet, png_bytes, tile
 from .. import layout
 from ..atomic import StagedFiles, remove_stale_tree
 from ..errors import InputError

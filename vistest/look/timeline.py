@@ -24,8 +24,9 @@ A timeline PNG (``vistest timeline``) has, on one shared axis of decoded frame n
   ``instant_tolerance_s`` (vistest.videos.evidence.time_span) - the dummies' own function,
   :func:`vistest.videos.evidence.dummy_evidence`, with the options of ``vistest videos``.
 
-Drawn with matplotlib (Figure API, Agg backend; no pyplot state): axes, tick labels and a
-colour bar are what it is for, and the PNG is a chart, not a video frame.
+Drawn with numpy and OpenCV (rectangles, lines, Hershey text), 1300 pixels wide: matplotlib drew it
+until issue #47, and its import and layout were a second of every ``vistest run``; :func:`figure`
+returns the picture and where each panel lies (:class:`Axes`), so tests read its pixels.
 """
 from __future__ import annotations
 
@@ -150,17 +151,25 @@ def scale_position(v: np.ndarray, threshold: float) -> np.ndarray:
     return np.where(v <= threshold, below, above)
 
 
+def viridis(x: np.ndarray) -> np.ndarray:
+    """RGB floats (..., 3) of the viridis colour map at ``x`` in [0, 1]: OpenCV's 256-entry table
+    (cv2.COLORMAP_VIRIDIS, the table of matplotlib's ``viridis``), entry ``min(int(x * 256), 255)`` as
+    matplotlib's ``Colormap.__call__`` picks it."""
+    import cv2
+
+    lut = cv2.applyColorMap(np.arange(256, dtype=np.uint8)[:, None], cv2.COLORMAP_VIRIDIS)[:, 0, ::-1] / 255.0
+    return lut[np.clip((np.asarray(x, float) * 256).astype(int), 0, 255)]
+
+
 def coverage_rgb(v: np.ndarray, threshold: float, seen: np.ndarray | None = None) -> np.ndarray:
     """RGB floats (..., 3) for coverages ``v`` (NaN: unknown grey; 0: white; up to the
     threshold: pale blue-grey; above it: viridis). ``seen``: where viridis goes instead (another
     seen rule's verdict)."""
-    from matplotlib import colormaps
-
     v = np.asarray(v, float)
     u = scale_position(np.nan_to_num(v), threshold)
     t = np.clip(u / BELOW, 0.0, 1.0)[..., None]
     pale = PALE[0] * (1 - t) + PALE[1] * t
-    hi = colormaps["viridis"](np.clip((u - BELOW) / (1 - BELOW), 0.0, 1.0))[..., :3]
+    hi = viridis(np.clip((u - BELOW) / (1 - BELOW), 0.0, 1.0))
     with np.errstate(invalid="ignore"):
         rgb = np.where((v > threshold if seen is None else seen)[..., None], hi, pale)
         rgb = np.where((v == 0)[..., None], 1.0, rgb)
@@ -179,80 +188,161 @@ def _runs(frames: Sequence[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------------------------
-# the figure
+# the picture (numpy and OpenCV: no matplotlib, whose import and drawing took most of a run's
+# picture time, issue #47)
 # ---------------------------------------------------------------------------------------
-ROW_IN = 0.24  # inches per object row
-STRIP_IN = 0.24  # inches per budget / question / pose strip
-MIN_HEAT_IN = 1.6  # inches: the heat map (and its colour bar) is never shorter
+WIDTH = 1300  # pixels of the PNG
+PLOT_X = (150, 850)  # columns of the frame axis: frame f spans [x0 + f*w/n, x0 + (f+1)*w/n)
+ROW_PX = 20  # pixels per object row
+STRIP_PX = 22  # pixels per budget / question / pose strip
+STRIP_GAP = 8
+MIN_HEAT_PX = 140  # the heat map (and its colour bar) is never shorter
+TOP_PX, BOTTOM_PX = 64, 48  # title and time axis above, frame axis below
+FONT_SCALE = 0.36
+TEXT_RGB, AXIS_RGB = (20, 20, 20), (90, 90, 90)
+COLORBAR_X = (950, 966)  # columns of the colour bar, its labels to the right
 
 
-def figure(tl: Timeline, width_in: float = 13.0, dpi: int = 100):
-    """The timeline as a matplotlib Figure (Agg), and its axes by name: ``heat``,
+@dataclass(frozen=True)
+class Axes:
+    """Where a panel of the picture lies: columns ``x0..x1`` (exclusive end) hold frames 0..n-1,
+    rows ``y0..y1`` (exclusive end). Data coordinates as a chart's: x in frames (frame f's
+    centre at x = f; the panel spans -0.5..n-0.5), y from 0 at the bottom to 1 at the top
+    (a heat map's y: object rows, 0 at the top)."""
+
+    x0: int
+    x1: int
+    y0: int
+    y1: int
+    n: int
+
+    def column(self, x: float) -> int:
+        """The image column of frame coordinate ``x``."""
+        return int(np.floor(self.x0 + (x + 0.5) * (self.x1 - self.x0) / max(self.n, 1)))
+
+    def pixel(self, x: float, y: float) -> tuple[int, int]:
+        """Image (row, column) of data point (x, y) (y: 0 bottom, 1 top)."""
+        row = int(np.floor(self.y1 - y * (self.y1 - self.y0)))
+        return min(max(row, self.y0), self.y1 - 1), self.column(x)
+
+    def span(self, start: int, length: int) -> tuple[int, int]:
+        """Columns [a, b) of frames start..start+length-1 (at least one column)."""
+        w = (self.x1 - self.x0) / max(self.n, 1)
+        a = self.x0 + int(np.floor(start * w))
+        return a, max(a + 1, self.x0 + int(np.floor((start + length) * w)))
+
+
+def _rgb8(c) -> tuple[int, int, int]:
+    return tuple(int(round(255 * float(v))) for v in c)
+
+
+def _text(img: np.ndarray, text: str, x: int, y: int, align: str = "left", scale: float = FONT_SCALE,
+          colour=TEXT_RGB, max_width: int | None = None) -> None:
+    """``text`` with its vertical centre at row ``y``; ``align`` left (starts at ``x``), right (ends at
+    ``x``) or center; cut with an ellipsis ("...") to ``max_width`` pixels."""
+    import cv2
+
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    (w, h), _ = cv2.getTextSize(text, font, scale, 1)
+    if max_width is not None and w > max_width:
+        while text and cv2.getTextSize(text + "...", font, scale, 1)[0][0] > max_width:
+            text = text[:-1]
+        text += "..."
+        (w, h), _ = cv2.getTextSize(text, font, scale, 1)
+    x = x - w if align == "right" else x - w // 2 if align == "center" else x
+    cv2.putText(img, text, (int(x), int(y + h // 2)), font, scale, colour, 1, cv2.LINE_AA)
+
+
+def nice_ticks(lo: float, hi: float, most: int = 10) -> list[float]:
+    """Tick values in [lo, hi] at a step of 1, 2 or 5 times a power of ten, at most ``most`` of them."""
+    span = max(hi - lo, 1e-9)
+    step = 10.0 ** np.floor(np.log10(span / most))
+    for m in (1, 2, 5, 10):
+        if span / (m * step) <= most:
+            step *= m
+            break
+    first = np.ceil(lo / step) * step
+    return [float(v) for v in np.arange(first, hi + step * 1e-6, step)]
+
+
+def _tick_text(v: float) -> str:
+    return f"{v:g}"
+
+
+def figure(tl: Timeline, width: int = WIDTH) -> tuple[np.ndarray, dict[str, Axes]]:
+    """The timeline as an RGB ``uint8`` image, and its panels by name (:class:`Axes`): ``heat``,
     ``colorbar``, ``pose``, ``budget:{label}`` and ``question:{id}``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    import cv2
 
     n, no = tl.num_frames, len(tl.object_ids)
     strips = [("pose", "pose")] + [(f"budget:{s.label}", f"{s.label} frames") for s in tl.selections] \
         + [(f"question:{r.question_id}", f"Q {r.question_id}") for r in tl.removals]
-    heights = [max(no * ROW_IN, MIN_HEAT_IN)] + [STRIP_IN] * len(strips)
-    top_in, bottom_in = 0.85, 0.55
-    fig = Figure(figsize=(width_in, sum(heights) + 0.08 * len(strips) + top_in + bottom_in), dpi=dpi)
-    FigureCanvasAgg(fig)
-    total = fig.get_figheight()
-    gs = fig.add_gridspec(len(heights), 3, height_ratios=heights, width_ratios=[1, 0.1, 0.012], hspace=0.35,
-                          wspace=0.0, left=0.12, right=0.71, top=1 - top_in / total, bottom=bottom_in / total)
-    axes: dict[str, Any] = {}
-    heat = fig.add_subplot(gs[0, 0])
+    heat_h = max(no * ROW_PX, MIN_HEAT_PX)
+    height = TOP_PX + heat_h + len(strips) * (STRIP_PX + STRIP_GAP) + STRIP_GAP + BOTTOM_PX
+    img = np.full((height, width, 3), 255, np.uint8)
+    x0, x1 = PLOT_X
+    axes: dict[str, Axes] = {}
+    heat = Axes(x0, x1, TOP_PX, TOP_PX + heat_h, n)
     axes["heat"] = heat
-    rgb = coverage_rgb(tl.coverage, tl.break_threshold, tl.seen_mask()) if no else np.ones((1, n, 3))
-    heat.imshow(rgb, aspect="auto", interpolation="nearest", extent=(-0.5, n - 0.5, max(no, 1) - 0.5, -0.5))
-    heat.set_yticks(range(no))
-    heat.set_yticklabels([f"{i} {lab}" for i, lab in zip(tl.object_ids, tl.labels)], fontsize=8)
-    heat.tick_params(axis="x", labelbottom=False)
+    rgb = coverage_rgb(tl.coverage, tl.break_threshold, tl.seen_mask()) if no else np.ones((1, max(n, 1), 3))
+    cols = np.clip(((np.arange(x1 - x0) + 0.5) * max(n, 1) / (x1 - x0)).astype(int), 0, rgb.shape[1] - 1)
+    rows = np.clip(((np.arange(heat_h) + 0.5) * rgb.shape[0] / heat_h).astype(int), 0, rgb.shape[0] - 1)
+    img[heat.y0:heat.y1, x0:x1] = np.round(rgb[rows][:, cols] * 255).astype(np.uint8)
+    cv2.rectangle(img, (x0 - 1, heat.y0 - 1), (x1, heat.y1), AXIS_RGB, 1)
     seen = tl.seen_mask().sum(axis=1)
     for r in range(no):
-        heat.text(1.005, r, f"seen in {seen[r]}", transform=heat.get_yaxis_transform(), va="center", fontsize=7)
-    secs = heat.secondary_xaxis("top", functions=(lambda f: f / tl.fps, lambda s: s * tl.fps))
-    secs.set_xlabel("time (s)", fontsize=8)
-    secs.tick_params(labelsize=7)
-    heat.set_title(f"{tl.scene_id}: visible coverage per frame (fraction of the image after occlusion); "
-                   f"seen = {tl.seen_rule.array} {tl.seen_rule.text}", fontsize=10, loc="left", pad=28)
-    _colorbar(fig.add_subplot(gs[0, 2]), tl.break_threshold, axes)
-    for k, (name, label) in enumerate(strips, start=1):
-        ax = fig.add_subplot(gs[k, 0], sharex=heat)
+        y = heat.y0 + (r + 0.5) * heat_h / no
+        _text(img, f"{tl.object_ids[r]} {tl.labels[r]}", x0 - 6, y, "right", max_width=x0 - 10)
+        _text(img, f"seen in {seen[r]}", x1 + 5, y)
+    _text(img, f"{tl.scene_id}: visible coverage per frame (fraction of the image after occlusion); "
+          f"seen = {tl.seen_rule.array} {tl.seen_rule.text}", 8, 12, scale=0.45, max_width=width - 16)
+    if tl.fps > 0 and n:  # the time axis, on top
+        for t in nice_ticks(0.0, (n - 1) / tl.fps, 12):
+            c = heat.column(t * tl.fps)
+            cv2.line(img, (c, heat.y0 - 5), (c, heat.y0 - 1), AXIS_RGB, 1)
+            _text(img, _tick_text(t), c, heat.y0 - 13, "center")
+        _text(img, "time (s)", (x0 + x1) // 2, heat.y0 - 30, "center")
+    _colorbar(img, Axes(COLORBAR_X[0], COLORBAR_X[1], heat.y0, heat.y1, 1), tl.break_threshold, axes)
+    y = heat.y1 + STRIP_GAP
+    for name, label in strips:
+        ax = Axes(x0, x1, y, y + STRIP_PX, n)
         axes[name] = ax
-        ax.set_ylim(0, 1)
-        ax.set_yticks([0.5])
-        ax.set_yticklabels([label], fontsize=8)
-        ax.tick_params(axis="y", length=0)
-        ax.tick_params(axis="x", labelbottom=k == len(strips), labelsize=8)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-    _pose_strip(axes["pose"], tl)
+        _text(img, label, x0 - 6, (ax.y0 + ax.y1) / 2, "right", max_width=x0 - 10)
+        cv2.line(img, (x0 - 1, ax.y0), (x0 - 1, ax.y1 - 1), AXIS_RGB, 1)
+        cv2.line(img, (x0 - 1, ax.y1), (x1, ax.y1), AXIS_RGB, 1)
+        y += STRIP_PX + STRIP_GAP
+    _pose_strip(img, axes["pose"], tl)
     for s in tl.selections:
-        _budget_strip(axes[f"budget:{s.label}"], s)
+        _budget_strip(img, axes[f"budget:{s.label}"], s)
     for r in tl.removals:
-        _removal_strip(axes[f"question:{r.question_id}"], r, n)
+        _removal_strip(img, axes[f"question:{r.question_id}"], r, n, width)
     last = axes[strips[-1][0]]
-    last.set_xlabel("decoded frame", fontsize=9)
-    heat.set_xlim(-0.5, n - 0.5)
-    return fig, axes
+    for f in nice_ticks(0.0, max(n - 1, 0), 12) if n else []:
+        c = last.column(f)
+        cv2.line(img, (c, last.y1), (c, last.y1 + 4), AXIS_RGB, 1)
+        _text(img, _tick_text(f), c, last.y1 + 12, "center")
+    _text(img, "decoded frame", (x0 + x1) // 2, last.y1 + 30, "center", scale=0.42)
+    return img, axes
 
 
-def _colorbar(ax, threshold: float, axes: dict) -> None:
-    """A vertical colour bar of :func:`coverage_rgb`, the seen threshold marked."""
+def _colorbar(img: np.ndarray, ax: Axes, threshold: float, axes: dict) -> None:
+    """A vertical colour bar of :func:`coverage_rgb` (bottom 0, top 1 on the colour scale), the seen
+    threshold marked by a black line and its tick label."""
+    import cv2
+
     axes["colorbar"] = ax
-    u = np.linspace(0, 1, 256)
-    v = _inverse_position(u, threshold)
-    ax.imshow(coverage_rgb(v, threshold)[::-1, None, :], aspect="auto", extent=(0, 1, 0, 1))
-    ticks = [0.0, threshold, 0.1, 0.25, 0.5, 1.0]
-    ticks = sorted({t for t in ticks if 0 <= t <= 1})
-    ax.set_yticks(scale_position(np.array(ticks), threshold))
-    ax.set_yticklabels([f"{t:.0%}" + (" seen" if t == threshold else "") for t in ticks], fontsize=7)
-    ax.yaxis.tick_right()
-    ax.set_xticks([])
-    ax.axhline(BELOW, color="black", lw=1.2)
+    h = ax.y1 - ax.y0
+    u = (h - 0.5 - np.arange(h)) / h  # colour-scale position of each row, top row near 1
+    bar = coverage_rgb(_inverse_position(u, threshold), threshold)
+    img[ax.y0:ax.y1, ax.x0:ax.x1] = np.round(bar * 255).astype(np.uint8)[:, None, :]
+    cv2.rectangle(img, (ax.x0 - 1, ax.y0 - 1), (ax.x1, ax.y1), AXIS_RGB, 1)
+    ticks = sorted({t for t in (0.0, threshold, 0.1, 0.25, 0.5, 1.0) if 0 <= t <= 1})
+    for t in ticks:
+        row = ax.pixel(0, float(scale_position(np.array(t), threshold)))[0]
+        cv2.line(img, (ax.x1, row), (ax.x1 + 3, row), AXIS_RGB, 1)
+        _text(img, f"{t:.0%}" + (" seen" if t == threshold else ""), ax.x1 + 6, row)
+    row = ax.pixel(0, BELOW)[0]
+    cv2.line(img, (ax.x0, row), (ax.x1 - 1, row), (0, 0, 0), 2)
 
 
 def _inverse_position(u: np.ndarray, threshold: float) -> np.ndarray:
@@ -262,48 +352,59 @@ def _inverse_position(u: np.ndarray, threshold: float) -> np.ndarray:
     return np.where(u <= BELOW, below, above)
 
 
-def _pose_strip(ax, tl: Timeline) -> None:
+def _bar(img: np.ndarray, ax: Axes, start: int, length: int, lo: float, hi: float, rgb) -> None:
+    """Fill frames start..start+length-1 between heights ``lo`` and ``hi`` (0 bottom, 1 top) of ``ax``."""
+    a, b = ax.span(start, length)
+    top, bottom = ax.pixel(0, hi)[0], ax.pixel(0, lo)[0]
+    img[top:bottom + 1, a:b] = _rgb8(rgb)
+
+
+def _mark(img: np.ndarray, ax: Axes, frame: int, rgb) -> None:
+    """A 2-pixel vertical line at frame ``frame``'s centre, 5% to 95% of ``ax``'s height."""
+    c = ax.column(frame)
+    top, bottom = ax.pixel(0, 0.95)[0], ax.pixel(0, 0.05)[0]
+    img[top:bottom + 1, max(c - 1, ax.x0):c + 1] = _rgb8(rgb)
+
+
+def _pose_strip(img: np.ndarray, ax: Axes, tl: Timeline) -> None:
     bad = [int(f) for f in np.flatnonzero(~tl.known)]
     for start, length in _runs(bad):
-        ax.broken_barh([(start - 0.5, length)], (0.1, 0.8), color=BAD_RGB)
-    ax.text(1.005, 0.5, f"{len(bad)} unknown" if bad else "all valid", transform=ax.transAxes, va="center",
-            fontsize=7)
+        _bar(img, ax, start, length, 0.1, 0.9, BAD_RGB)
+    _text(img, f"{len(bad)} unknown" if bad else "all valid", ax.x1 + 5, (ax.y0 + ax.y1) / 2)
 
 
-def _budget_strip(ax, sel: FrameSelection) -> None:
+def _budget_strip(img: np.ndarray, ax: Axes, sel: FrameSelection) -> None:
     bad = set(sel.invalid_frames) | set(sel.frames_without_visibility)
-    good = sorted(set(sel.frame_indices) - bad)
-    ax.vlines(good, 0.05, 0.95, color=MARK_RGB, lw=1.5, antialiased=False)
-    if bad:
-        ax.vlines(sorted(bad), 0.05, 0.95, color=BAD_RGB, lw=1.5, antialiased=False)
-    ax.text(1.005, 0.5, f"{len(sel.frame_indices)} selected ({sel.profile})" + (f", {len(bad)} cannot witness"
-                                                                               if bad else ""),
-            transform=ax.transAxes, va="center", fontsize=7)
+    for f in sorted(set(sel.frame_indices) - bad):
+        _mark(img, ax, f, MARK_RGB)
+    for f in sorted(bad):
+        _mark(img, ax, f, BAD_RGB)
+    _text(img, f"{len(sel.frame_indices)} selected ({sel.profile})" + (f", {len(bad)} cannot witness" if bad else ""),
+          ax.x1 + 5, (ax.y0 + ax.y1) / 2)
 
 
-def _removal_strip(ax, r: Removal, n: int) -> None:
+def _removal_strip(img: np.ndarray, ax: Axes, r: Removal, n: int, width: int) -> None:
     colour = UNKNOWN_RGB if not r.objects else REMOVED_RGB
     for start, length in _runs(r.frames):
-        ax.broken_barh([(start - 0.5, length)], (0.15, 0.7), color=colour)
+        _bar(img, ax, start, length, 0.15, 0.85, colour)
     what = f"{r.question_type}: {r.subject}" if r.objects else f"{r.question_type}: no object, all-black dummy only"
-    text = f"removes {len(r.frames)}/{n}  {what}"
-    ax.text(1.005, 0.5, text if len(text) <= 64 else text[:63] + "\u2026", transform=ax.transAxes, va="center",
-            fontsize=7)
+    _text(img, f"removes {len(r.frames)}/{n}  {what}", ax.x1 + 5, (ax.y0 + ax.y1) / 2, max_width=width - ax.x1 - 9)
 
 
-def render_png(tl: Timeline, dpi: int = 100) -> bytes:
+def render_png(tl: Timeline) -> bytes:
     """PNG bytes of :func:`figure`."""
-    import io
+    import cv2
 
-    fig, _ = figure(tl, dpi=dpi)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+    img, _ = figure(tl)
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise RuntimeError("OpenCV could not encode the PNG")
+    return buf.tobytes()
 
 
-def write_timeline(path: str | os.PathLike, tl: Timeline, dpi: int = 100) -> Path:
+def write_timeline(path: str | os.PathLike, tl: Timeline) -> Path:
     """Write the timeline PNG atomically."""
-    write_atomic(path, render_png(tl, dpi))
+    write_atomic(path, render_png(tl))
     return Path(path)
 
 

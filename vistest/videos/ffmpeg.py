@@ -294,16 +294,19 @@ class FrameReader:
     (None: ffmpeg's default). ``hash_path``: also write the per-frame hashes of every
     decoded frame (as decoded, before any padding) there, from the same decode
     (:func:`decode_hashes`' format). ``full_range``: the source is full range (VideoInfo):
-    its frames are converted to video range, as every raw frame here is. Iterating yields one
+    its frames are converted to video range, as every raw frame here is. ``scale_to`` (W, H): each
+    frame is scaled by ffmpeg to that size (area filter; thumbnails read a small frame, not a full
+    one; ``size`` stays the decoded size). Iterating yields one
     reused ``bytearray`` per frame (copy it to keep it); ``frames_read`` counts them. A short
     final frame, or ffmpeg failing, is a VideoError naming the file; leaving the ``with`` block early stops ffmpeg.
     """
 
     def __init__(self, path: str | os.PathLike, size: tuple[int, int], pix_fmt: str = "rgb24",
                  select: Iterable[int] | None = None, threads: int | None = None, pad_even: bool = False,
-                 hash_path: str | os.PathLike | None = None, full_range: bool = False):
+                 hash_path: str | os.PathLike | None = None, full_range: bool = False,
+                 scale_to: tuple[int, int] | None = None):
         self.path = Path(path)
-        w, h = size
+        w0, h0 = w, h = size if scale_to is None else scale_to
         if pad_even:
             w, h = w + w % 2, h + h % 2
         self.size = (int(w), int(h))
@@ -315,7 +318,9 @@ class FrameReader:
             filters.append(f"select='{select_expr(select)}'")
         if full_range:
             filters.append("scale=in_range=full:out_range=limited")
-        if pad_even and (size[0] % 2 or size[1] % 2):
+        if scale_to is not None:
+            filters.append(f"scale={int(scale_to[0])}:{int(scale_to[1])}:flags=area")
+        if pad_even and (w0 % 2 or h0 % 2):
             filters.append(f"pad={w}:{h}:0:0:black")
         in_opts = {"threads": threads} if threads else {}
         out_opts = {"format": "rawvideo", "pix_fmt": pix_fmt, "map": "0:v:0", "fps_mode": "passthrough"}
@@ -384,11 +389,13 @@ class FrameReader:
 
 
 def read_frames(path: str | os.PathLike, indices: Iterable[int], pix_fmt: str = "rgb24",
-                size: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
+                size: tuple[int, int] | None = None, scale_to: tuple[int, int] | None = None
+                ) -> Iterator[np.ndarray]:
     """Yield the decoded frames at ``indices`` (0-based decoded frame numbers, in
     non-decreasing order, repeats allowed), each a new ``uint8`` array (see the module
     docstring for shapes), streaming: ffmpeg's ``select`` keeps only the wanted frames and
-    one frame is in memory at a time. ``size``: decoded (W, H), probed when None.
+    one frame is in memory at a time. ``size``: decoded (W, H), probed when None; ``scale_to``:
+    (W, H) ffmpeg scales each frame to (area filter), None: as decoded.
     Raises ValueError for unordered or negative indices, VideoError (naming the file and
     the missing index) when the video has fewer frames than asked for.
     """
@@ -400,9 +407,9 @@ def read_frames(path: str | os.PathLike, indices: Iterable[int], pix_fmt: str = 
         return
     size = probe(path).size if size is None else size
     uniq = sorted(set(wanted))
-    shape = _frame_shape(size, pix_fmt)
+    shape = _frame_shape(size if scale_to is None else scale_to, pix_fmt)
     pos = 0
-    with FrameReader(path, size, pix_fmt, select=uniq) as reader:
+    with FrameReader(path, size, pix_fmt, select=uniq, scale_to=scale_to) as reader:
         for k, buf in enumerate(reader):
             frame = np.frombuffer(bytes(buf), np.uint8).reshape(shape)
             while pos < len(wanted) and wanted[pos] == uniq[k]:
