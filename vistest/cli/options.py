@@ -214,7 +214,9 @@ def setting_option(name: str, prefix: str = "") -> Decorator:
     """The option of one TruthConfig field (declared with vistest.budget.config.truth_setting) alone, for a
     command that reads only it (``windows``: ``setting_option("instant_tolerance_s")``)."""
     return _setting_option(next(f for f in TRUTH_SETTINGS if f.name == name), prefix)
-_NO_BUDGETS = object()
+
+
+_NO_BUDGETS = object()  # truth_options' default: the shared --budgets option
 
 
 def truth_options(prefix: str = "", budgets: Decorator | None | object = _NO_BUDGETS, profile_help: str = ""
