@@ -35,7 +35,7 @@ VERSIONS: dict[str, int] = {
     # entry depth; 3 = mesh z-buffered by vistest (not pyrender), ``visible`` = instance share with mesh_objects,
     # ``evidence`` array; 4 = a 2D scene's interpolated evidence box grown by the neighbours' drift (issue #44)
     "visibility": 4,
-    # budget ground truth: vistest/budget/ (truth, seen, dummy, windows, sampling, evaluators), vistest/questions.py:
+    # budget ground truth: vistest/budget/ (truth, rules/, seen, dummy, windows, sampling, evaluators), questions.py:
     # anything that can change a written row. 4: a count with a time window or an instant counts inside its time
     # span (issue #44)
     "ground_truth": 4,
