@@ -51,7 +51,7 @@ def stored(demo_tiny, tmp_path_factory):
 
     from vistest.config import RunConfig
     from vistest.datasets import common as c, framevideo
-    from vistest.datasets.demo import DEMO_STAMP, up_to_date
+    from vistest.synth.demo import DEMO_STAMP, up_to_date
     from vistest.eval.exporters.rundir import check_records
     from vistest.generate import SceneInput, generate
     from vistest.pipeline import record_options

@@ -197,7 +197,7 @@ def test_viridis_is_matplotlibs_colour_map():
 def test_heat_map_cells_are_the_coverage_colours(scene_vis):
     """Each object's row of the picture shows, frame by frame, the colour of its coverage in that frame."""
     scene, vis = scene_vis
-    tl = build_timeline(scene, vis, budgets=[16], profile="uniform")
+    tl = build_timeline(scene, vis, truth=TruthConfig(budgets=[16], profile="uniform"))
     img, axes = figure(tl)
     heat, no = axes["heat"], len(tl.object_ids)
     want = np.round(coverage_rgb(tl.coverage, tl.break_threshold, tl.seen_mask()) * 255)

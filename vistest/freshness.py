@@ -18,7 +18,7 @@ Who keeps which stamp (each checks it when it would reuse the output):
 * every budget or dummy video's content key (the ``videos`` version is the key's format number:
   vistest.videos.recipes.content_key), so a plain ``run`` after a bump writes the videos again;
 * the frame video of an import (``frames_video`` in its key: vistest.datasets.framevideo);
-* the demo scenes' and the synth renders' stamp files (vistest.datasets.demo, vistest.synth.render);
+* the demo scenes' and the synth renders' stamp files (vistest.synth.demo, vistest.synth.render);
 * exports: the scene records they read must be current (vistest.eval.exporters.rundir.load_run);
 * ``vistest generate``'s report (``report.json``: ``rules_versions``, provenance: generate writes afresh).
 """
@@ -48,7 +48,7 @@ VERSIONS: dict[str, int] = {
     # how the same layout renders: vistest/synth/render.py, shapes.py (2: shapes, closed outward parts; was
     # RENDER_VERSION there)
     "synth_render": 2,
-    # the demo scenes' geometry, walk and rendering: vistest/datasets/demo.py, demo_dynamic.py
+    # the demo scenes' geometry, walk and rendering: vistest/synth/demo.py, demo_dynamic.py
     "demo": 1,
     # the video an import encodes from a scan's frames: vistest/datasets/framevideo.py
     "frames_video": 1,
