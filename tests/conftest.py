@@ -219,10 +219,11 @@ def pytest_sessionstart(session):
         return
     from vistest.look.overlay import warm_overlay
     from vistest.visibility.compile import compile_kernels, steps_to_compile
+    from vistest.visibility.table import WARM
 
     steps = steps_to_compile()
     if steps:
-        compile_kernels(steps, why="before the tests")
+        compile_kernels(WARM, steps, why="before the tests")
     warm_overlay()
 
 

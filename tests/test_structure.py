@@ -22,10 +22,7 @@ README = ROOT / "README.md"
 
 # Exceptions to the private-import, cycle and layering rules; each entry must still occur.
 ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
-# the one module cycle left, lazy at both ends (issue #47): compute_visibility first makes sure the kernels are
-# compiled (compile.ensure_compiled), and the compile warms them by running compute_visibility on a tiny scene;
-# breaking it means passing the warm-up in (compile_kernels' callers: table, look/overlay.py, cli, tests/conftest.py)
-ALLOWED_CYCLES: set[frozenset[str]] = {frozenset({"vistest.visibility.compile", "vistest.visibility.table"})}
+ALLOWED_CYCLES: set[frozenset[str]] = set()
 ALLOWED_UPWARD: set[tuple[str, str]] = set()  # (importer, imported module of a later stage)
 ALLOWED_PACKAGE_CYCLES: set[frozenset[str]] = set()
 

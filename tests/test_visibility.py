@@ -336,11 +336,11 @@ def test_compiling_says_so_first_with_an_estimate_then_every_few_seconds(monkeyp
     from vistest.visibility import compile as comp
 
     ran = []
-    monkeypatch.setattr(comp, "WARM", {"boxes": ("stand-in", lambda: (ran.append(1), _time.sleep(0.35)))})
+    warm = {"boxes": ("stand-in", lambda: (ran.append(1), _time.sleep(0.35)))}
     monkeypatch.setattr(comp, "STEP_ESTIMATE_S", {"boxes": 12.0})
     monkeypatch.setattr(comp, "HEARTBEAT_S", 0.1)
     out = io.StringIO()
-    took = comp.compile_kernels(["boxes"], file=out)
+    took = comp.compile_kernels(warm, ["boxes"], file=out)
     lines = out.getvalue().splitlines()
     assert ran == [1] and 0.3 < took < 5
     assert lines[0].startswith("vistest: compiling the visibility kernels (first run only, about 12 s ")
@@ -350,4 +350,4 @@ def test_compiling_says_so_first_with_an_estimate_then_every_few_seconds(monkeyp
     assert lines[-1].startswith("vistest: compiled the visibility kernels in ")
     # the kernels are compiled in this process (tests/conftest.py): nothing to do, nothing said
     assert comp.steps_to_compile() == []
-    assert comp.ensure_compiled("mesh") == 0.0 and ran == [1]
+    assert comp.ensure_compiled("mesh", warm) == 0.0 and ran == [1]

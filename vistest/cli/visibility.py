@@ -53,12 +53,13 @@ def compile_cmd(force):
     """Compile the Numba kernels now (make setup runs it), so that the first 'vistest run' does not
     wait on them: about a minute of CPU once; later processes load them from Numba's on-disk cache."""
     from ..visibility.compile import compile_kernels, steps_to_compile
+    from ..visibility.table import WARM
 
     steps = None if force else steps_to_compile()
     if steps == []:
         click.echo("vistest: the visibility kernels are compiled (Numba's cache holds them); nothing to do", err=True)
     else:
-        compile_kernels(steps, why="once, at set-up" if not force else "--force")
+        compile_kernels(WARM, steps, why="once, at set-up" if not force else "--force")
     from ..look.overlay import warm_overlay
 
     warm_overlay()  # the overlay's small projection kernel (about a second)

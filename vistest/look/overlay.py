@@ -196,8 +196,9 @@ def label_images(scene: Scene, frames: Sequence[Frame], working_size: tuple[int,
         if corners is not None:
             boxes = np.ascontiguousarray(corners, np.float64)[None]
     from ..visibility.compile import ensure_compiled
+    from ..visibility.table import WARM
 
-    ensure_compiled("boxes")  # a first run says that it compiles (issue #47)
+    ensure_compiled("boxes", WARM)  # a first run says that it compiles (issue #47)
     raster.visibility_kernel(w2c, kin, valid, geom, boxes, axes, w, h, ws, hs, float(near), True,
                              np.zeros((0, 0)), 0.0, contains, proj, vis, bbox, labels)
     return labels.reshape(n, hs, ws)

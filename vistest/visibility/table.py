@@ -357,7 +357,7 @@ def compute_visibility(scene, occlusion: str = DEFAULT_OCCLUSION, scale: float |
 
     w, h = scene.image_size
     ws, hs = max(1, round(w * scale)), max(1, round(h * scale))
-    ensure_compiled(occlusion)  # a first run says that it compiles, and for how long (issue #47)
+    ensure_compiled(occlusion, WARM)  # a first run says that it compiles, and for how long (issue #47)
     if not scene.dynamic:  # one geometry for every frame
         geom_all, corners, rots, contains = box_geometry(scene, None, occlusion == "boxes")
     nf, no = len(scene.frames), len(scene.objects)
@@ -658,3 +658,51 @@ def depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
         d[inside] = img[vd[inside], ud[inside]] / (spec.scale if spec is not None else 1000.0)
         out[n] = d.reshape(-1)
     return out
+
+
+# The warm-up that compiles the kernels (vistest.visibility.compile): the real entry points on a tiny scene.
+
+def _tiny_scene():
+    """2 frames (the camera at the origin, OpenCV axes = world axes; one frame without a pose) x 3
+    boxes 3 m ahead (the third inside the second), 32 x 24 pixels."""
+    from ..scene import FORMAT, Scene
+
+    eye = np.eye(4).tolist()
+    boxes = [([-0.8, 0.0, 3.0], [0.6, 0.6, 0.6]), ([0.6, 0.0, 3.0], [1.0, 1.0, 1.0]), ([0.6, 0.0, 3.0], [0.3] * 3)]
+    return Scene.from_dict({
+        "format": FORMAT, "scene_id": "compile", "fps": 30.0, "image_size": [32, 24],
+        "camera": {"fx": 24.0, "fy": 24.0, "cx": 15.5, "cy": 11.5},
+        "frames": [{"index": 0, "time": 0.0, "camera_to_world": eye},
+                   {"index": 1, "time": 1 / 30.0, "camera_to_world": None}],
+        "objects": [{"id": str(i), "label": "box", "center": c, "size": sz, "rotation": np.eye(3).tolist()}
+                    for i, (c, sz) in enumerate(boxes)]})
+
+
+def _warm_boxes() -> None:
+    """Every visibility mode's kernel (one specialisation) and the containment kernel."""
+    compute_visibility(_tiny_scene(), occlusion="boxes")
+
+
+def _warm_mesh() -> None:
+    """The mesh z-buffer, through the calls :func:`~vistest.visibility.table.load_scene_mesh` and
+    :meth:`~vistest.visibility.table.SceneMesh.render` make, on a unit cube's 12 triangles."""
+    from .zbuffer import face_blocks
+
+    verts = np.ascontiguousarray(box_corners(np.array([[0.0, 0.0, 3.0]]), np.ones((1, 3)), np.eye(3)[None])[0],
+                                 np.float64)
+    faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                      [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]], np.int64)
+    vorder, sorted_faces, _forder, blocks = face_blocks(verts, faces)
+    mesh = SceneMesh(np.ascontiguousarray(verts[vorder]), sorted_faces, np.full(len(faces), -1, np.int32), False,
+                     np.zeros(1, bool), blocks)
+    scene = _tiny_scene()
+    w2c, kin = frame_cameras(scene, scene.frames)
+    mesh.render(w2c, kin, [f.valid for f in scene.frames], scene.image_size, (16, 12), 0.05)
+
+
+WARM: dict[str, tuple[str, Any]] = {
+    "boxes": ("box silhouettes and occlusion", _warm_boxes),
+    "mesh": ("mesh z-buffer", _warm_mesh),
+}
+"""The compile steps' warm-ups (vistest.visibility.compile: a step's description and the call that
+compiles its kernels), run by ``vistest compile``, ``make setup`` and a first run."""
