@@ -333,6 +333,22 @@ def test_worker_dies_quietly_with_its_parent(tmp_path):
     assert proc.stderr.read() == b""
 
 
+def test_worker_does_not_run_the_parents_main_script_again(tmp_path):
+    """multiprocessing's spawn runs the parent's main script again in the child (for the ``vistest`` console
+    script: every command's imports); vistest.workers.call_in_child does not, and the child still answers."""
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "main_script.py"
+    script.write_text("import os\n"
+                      f"open({str(marker)!r}, 'a').write(f'{{os.getpid()}}\\n')  # at import: parent only\n"
+                      "from vistest.workers import call_in_child\n"
+                      "if __name__ == '__main__':\n"
+                      "    print(call_in_child(os.getpid) != os.getpid())\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
+    assert len(marker.read_text().split()) == 1
+
+
 # ---- the spool --------------------------------------------------------------------------------------
 def test_spool_space_is_checked_before_anything_is_written(clean, scene_json, tmp_path, monkeypatch):
     out = copy_run(clean, tmp_path / "out")
