@@ -217,7 +217,7 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
     cli("visibility", scene.source, "-o", vis, "--quiet")
     cli("generate", scene.source, "--visibility", vis, "--types", "motion", "-o", qs, "--quiet")
     cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,64,all", "--profile", "uniform",
-        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
+        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--no-pictures", "--quiet")
     ids = {json.loads(line)["id"] for line in qs.read_text().splitlines()}
     assert ids
     out = run / "scenes" / scene.scene_id

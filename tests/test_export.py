@@ -59,7 +59,7 @@ def run_dir(tmp_path_factory, demo_small):
     base = tmp_path_factory.mktemp("export")
     scene = demo_small  # NUM_FRAMES frames, 320x240
     run = base / "run"
-    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
+    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     copy = base / "copy"
     shutil.copytree(scene.parent, copy)
     doc = json.loads((copy / "scene.json").read_text())
@@ -68,7 +68,7 @@ def run_dir(tmp_path_factory, demo_small):
     questions = [{**q, "scene_id": COPY, "id": f"copy-{q['id']}"} for q in read_jsonl(QUESTIONS)]
     (copy / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     cli("run", copy / "scene.json", copy / "questions.jsonl", "-o", run, "--preset", "ultrafast",
-        "--occlusion", "depth", "--quiet", "--dummy", "drop")
+        "--occlusion", "depth", "--no-pictures", "--quiet", "--dummy", "drop")
     return run
 
 
@@ -542,7 +542,7 @@ def stress_run(tmp_path_factory, demo_small):
     base = tmp_path_factory.mktemp("stress")
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
     cli("run", demo_small, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
-        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
+        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     return base / "run"
 
 

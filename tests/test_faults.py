@@ -64,8 +64,9 @@ QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
 SID = "demo-seed0"
 N = DEMO_TINY["num_frames"]
 # depth occlusion: the demo's depth frames, not its mesh (no pyrender import and renders per run; the
-# default, mesh, is run by tests/test_run.py and test_nested_occlusion.py). "--quiet" stays last.
-FAST = ["--occlusion", "depth", "--budgets", "16,all", "--crf", "10", "--quiet"]
+# default, mesh, is run by tests/test_run.py and test_nested_occlusion.py); no pictures (the page's: tested by
+# tests/test_run.py and test_index_html.py). "--quiet" stays last.
+FAST = ["--occlusion", "depth", "--budgets", "16,all", "--crf", "10", "--no-pictures", "--quiet"]
 
 
 def cli(*args, check=True, **kw) -> subprocess.CompletedProcess:
