@@ -645,3 +645,10 @@ def depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
         d[inside] = img[vd[inside], ud[inside]] / (spec.scale if spec is not None else 1000.0)
         out[n] = d.reshape(-1)
     return out
+
+
+def keyed_visibility(scene, occlusion: str, progress: bool, key: str) -> Visibility:
+    """:func:`compute_visibility` with ``params["vistest_key"] = key``: what vistest.pipeline's
+    child process computes (here, so that the child imports this stage only, issue #47)."""
+    vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
+    return dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
