@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -78,6 +79,12 @@ def occlusion_evidence(scene: Scene, occlusion: str, known: Mapping | None = Non
         raise InputError(f"{e.filename}: missing; {scene.source} names it for occlusion {occlusion!r}") from None
 
 
+def engine_loaded() -> bool:
+    """Whether this process has imported the visibility engine's Numba kernels
+    (vistest.visibility.raster, which imports Numba)."""
+    return "vistest.visibility.raster" in sys.modules
+
+
 def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSION,
                         progress: bool = True) -> Visibility:
     """Compute the visibility (default parameters, ``params["vistest_key"] = key``) in a spawned
@@ -85,7 +92,15 @@ def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSI
     engine's compiled code (~120 MB) never joins the video writer's process; the child imports
     vistest.visibility.table (where its function lives), not this module's video stages. A child killed
     without an answer (the out-of-memory killer) raises vistest.workers.ChildLost naming the
-    scene (vistest.batch retries it like a lost worker)."""
+    scene (vistest.batch retries it like a lost worker).
+
+    Where this process already holds the engine (:func:`engine_loaded`: a Python session or a test
+    process that computed a table before), it is computed here: a child would only load again what
+    this process holds (about 0.9 s of CPU per child, most of it Numba's import and its cached
+    kernels), and the memory it would keep apart is already here. ``vistest run`` and
+    ``vistest batch``'s workers never load the engine themselves, so they always use a child."""
+    if engine_loaded():
+        return keyed_visibility(scene, occlusion, progress, key)
     try:
         return call_in_child(keyed_visibility, scene, occlusion, progress, key)
     except ChildLost as e:
