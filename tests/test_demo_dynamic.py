@@ -19,10 +19,10 @@ N, W, H = 48, 320, 240
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory):
+    from conftest import cli  # the command in this process (click's runner): no interpreter and pyrender start-up
+
     out = tmp_path_factory.mktemp("dyn")
-    r = subprocess.run([sys.executable, "-m", "vistest.cli", "demo-scene", str(out), "--dynamic", "--frames", str(N),
-                        "--size", f"{W}x{H}", "--quiet"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r = cli("demo-scene", out, "--dynamic", "--frames", N, "--size", f"{W}x{H}", "--quiet")
     return Scene.load(r.stdout.strip())
 
 
