@@ -19,10 +19,10 @@ N, W, H = 48, 320, 240
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory):
+    from conftest import cli  # the command in this process (click's runner): no interpreter and pyrender start-up
+
     out = tmp_path_factory.mktemp("dyn")
-    r = subprocess.run([sys.executable, "-m", "vistest.cli", "demo-scene", str(out), "--dynamic", "--frames", str(N),
-                        "--size", f"{W}x{H}", "--quiet"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r = cli("demo-scene", out, "--dynamic", "--frames", N, "--size", f"{W}x{H}", "--quiet")
     return Scene.load(r.stdout.strip())
 
 
@@ -217,7 +217,7 @@ def test_generated_dynamic_questions_run_end_to_end(scene, tmp_path):
     cli("visibility", scene.source, "-o", vis, "--quiet")
     cli("generate", scene.source, "--visibility", vis, "--types", "motion", "-o", qs, "--quiet")
     cli("run", scene.source, qs, "-o", run, "--budgets", "16,32,64,all", "--profile", "uniform",
-        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--quiet")
+        "--visibility", vis, "--dummy", "black", "--evaluator", "sti-bench.qwen2_5_vl", "--no-pictures", "--quiet")
     ids = {json.loads(line)["id"] for line in qs.read_text().splitlines()}
     assert ids
     out = run / "scenes" / scene.scene_id

@@ -18,7 +18,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import datasets
 import pandas as pd
 import pytest
 import yaml
@@ -59,7 +58,7 @@ def run_dir(tmp_path_factory, demo_small):
     base = tmp_path_factory.mktemp("export")
     scene = demo_small  # NUM_FRAMES frames, 320x240
     run = base / "run"
-    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
+    cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     copy = base / "copy"
     shutil.copytree(scene.parent, copy)
     doc = json.loads((copy / "scene.json").read_text())
@@ -68,7 +67,7 @@ def run_dir(tmp_path_factory, demo_small):
     questions = [{**q, "scene_id": COPY, "id": f"copy-{q['id']}"} for q in read_jsonl(QUESTIONS)]
     (copy / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     cli("run", copy / "scene.json", copy / "questions.jsonl", "-o", run, "--preset", "ultrafast",
-        "--occlusion", "depth", "--quiet", "--dummy", "drop")
+        "--occlusion", "depth", "--no-pictures", "--quiet", "--dummy", "drop")
     return run
 
 
@@ -110,6 +109,8 @@ def revsi_doc_to_visual(doc, cache_dir):
 def load_revsi_config(path, name, cache):
     """What lmms-eval's ConfigurableTask.download does for the revsi task (dataset_kwargs token
     and, after the video step, no cache_dir), with dataset_path set to the export."""
+    import datasets  # here, not at the top: ~1 s of import each xdist worker would pay to collect this module
+
     return datasets.load_dataset(str(path), name=name, split="test", token=True, cache_dir=str(cache),
                                  download_mode=datasets.DownloadMode.REUSE_DATASET_IF_EXISTS)
 
@@ -365,6 +366,8 @@ def run_task_like_lmms_eval(folder, task_yaml, utils, cache, logs, responses=RES
     """Load a task as lmms-eval does, answer every doc from ``responses``, score it with the task's
     own functions, aggregate each metric with its own function (into ``aggregates``: metric ->
     value, when given), and write the --log_samples file (per-metric values = the returned row)."""
+    import datasets
+
     cfg = load_task_yaml(task_yaml)
     assert cfg["dataset_path"] == "json" and cfg["output_type"] == "generate_until"
     fn = {k: getattr(utils, cfg[k][1].split(".", 1)[1]) for k in ("doc_to_visual", "doc_to_text", "process_results")}
@@ -542,7 +545,7 @@ def stress_run(tmp_path_factory, demo_small):
     base = tmp_path_factory.mktemp("stress")
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
     cli("run", demo_small, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
-        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--quiet")
+        "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     return base / "run"
 
 
@@ -638,6 +641,8 @@ def test_dummy_rows_are_asked_on_budget_dummies_and_scored(run_dir, tmp_path, fr
 def test_revsi_options_have_one_type_in_every_config(revsi, tmp_path):
     """README.md states every column's type per config: ``options`` is a list of strings in every config,
     also in one where no row has options (Arrow would infer null there)."""
+    import datasets
+
     out, _ = revsi
     for name in CONFIGS:
         ds = load_revsi_config(out, name, tmp_path / "c")

@@ -64,8 +64,9 @@ QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
 SID = "demo-seed0"
 N = DEMO_TINY["num_frames"]
 # depth occlusion: the demo's depth frames, not its mesh (no pyrender import and renders per run; the
-# default, mesh, is run by tests/test_run.py and test_nested_occlusion.py). "--quiet" stays last.
-FAST = ["--occlusion", "depth", "--budgets", "16,all", "--crf", "10", "--quiet"]
+# default, mesh, is run by tests/test_run.py and test_nested_occlusion.py); no pictures (the page's: tested by
+# tests/test_run.py and test_index_html.py). "--quiet" stays last.
+FAST = ["--occlusion", "depth", "--budgets", "16,all", "--crf", "10", "--no-pictures", "--quiet"]
 
 
 def cli(*args, check=True, **kw) -> subprocess.CompletedProcess:
@@ -331,6 +332,22 @@ def test_worker_dies_quietly_with_its_parent(tmp_path):
         time.sleep(0.02)
     assert _group_alive(proc.pid) == [] and time.monotonic() - t0 < 3
     assert proc.stderr.read() == b""
+
+
+def test_worker_does_not_run_the_parents_main_script_again(tmp_path):
+    """multiprocessing's spawn runs the parent's main script again in the child (for the ``vistest`` console
+    script: every command's imports); vistest.workers.call_in_child does not, and the child still answers."""
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "main_script.py"
+    script.write_text("import os\n"
+                      f"open({str(marker)!r}, 'a').write(f'{{os.getpid()}}\\n')  # at import: parent only\n"
+                      "from vistest.workers import call_in_child\n"
+                      "if __name__ == '__main__':\n"
+                      "    print(call_in_child(os.getpid) != os.getpid())\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
+    assert len(marker.read_text().split()) == 1
 
 
 # ---- the spool --------------------------------------------------------------------------------------

@@ -364,3 +364,28 @@ def test_a_rules_version_bump_makes_a_current_run_stale_everywhere(scene_json, t
     assert scene.status == DONE and any(why in n for n in scene.notes), scene
     assert why in summary_table(report)
     assert run_batch([spec], tmp_path / "batch", config, InProcess(1, 0), progress=False).count("up to date") == 1
+
+
+def test_visibility_is_computed_in_a_child_unless_this_process_holds_the_engine(monkeypatch):
+    """vistest.pipeline.isolated_visibility: a process without the Numba engine (vistest run's, a batch
+    worker's) computes the table in a child; one that holds it (this test process) computes it here, the
+    same table as compute_visibility's, keyed."""
+    from vistest import pipeline
+    from vistest.datasets.synthetic import random_box_scene
+    from vistest.visibility.table import compute_visibility
+
+    scene = random_box_scene(seed=3, num_frames=6, num_boxes=3, image_size=(64, 48))
+    want = compute_visibility(scene, occlusion="boxes")  # loads the engine in this process
+    assert pipeline.engine_loaded()
+    children = []
+    monkeypatch.setattr(pipeline, "call_in_child", lambda fn, *a: children.append(fn) or fn(*a))
+    got = pipeline.isolated_visibility(scene, "k1", "boxes", progress=False)
+    assert children == [] and got.params["vistest_key"] == "k1"
+    for name in ("visible", "evidence", "projected", "bbox"):
+        assert np.array_equal(getattr(got, name), getattr(want, name), equal_nan=True), name
+    monkeypatch.setattr(pipeline, "engine_loaded", lambda: False)
+    assert pipeline.isolated_visibility(scene, "k2", "boxes", progress=False).params["vistest_key"] == "k2"
+    assert len(children) == 1
+    r = subprocess.run([sys.executable, "-c", "import sys, vistest.cli, vistest.pipeline, vistest.job; "
+                        "print('vistest.visibility.raster' in sys.modules)"], capture_output=True, text=True)
+    assert r.stdout.strip() == "False", r.stderr  # vistest run's process: the child is used

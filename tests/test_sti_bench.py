@@ -334,7 +334,7 @@ def sti_run(tmp_path_factory, demo_small):
     questions.write_text("".join((base / d / "questions.jsonl").read_text() for d in ("sti", "resti")))
     run = base / "run"
     cli("run", demo_small, questions, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--quiet",
-        "--dummy", "none", "--evaluator", "default", "--evaluator", STI_BENCH)
+        "--no-pictures", "--dummy", "none", "--evaluator", "default", "--evaluator", STI_BENCH)
     return base, questions, run, Scene.load(demo_small)
 
 

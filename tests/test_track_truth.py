@@ -705,7 +705,7 @@ def test_export_with_the_client_takes_its_rows_at_every_budget_it_caps(demo, que
     r = CliRunner().invoke(main, ["run", scene.source, str(qfile), "-o", str(run), "--budgets", "16,32,64,all",
                                   "--profile", "uniform", "--visibility", str(out / "vis.npz"), "--seen-threshold",
                                   str(THRESHOLD), "--dummy", "none", "--preset", "ultrafast",
-                                  "--evaluator", STI_BENCH, "--quiet"])
+                                  "--evaluator", STI_BENCH, "--no-pictures", "--quiet"])
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, ["export", "lmms-eval-task", str(run), "-o", str(exp), "--evaluator", STI_BENCH,
                                   "--quiet"])

@@ -111,7 +111,8 @@ def test_perception_test_layout_end_to_end(demo_small, tmp_path):
                            "--quiet").strip())
     questions = scene_json.parent / "questions.jsonl"
     run = tmp_path / "run"
-    _cli("run", scene_json, questions, "-o", run, "--budgets", "16,32,all", "--dummy-budgets", "16,all", "--quiet")
+    _cli("run", scene_json, questions, "-o", run, "--budgets", "16,32,all", "--dummy-budgets", "16,all",
+         "--no-pictures", "--quiet")
     _cli("export", "lmms-eval-task", run, "-o", tmp_path / "export")
     exported = json.loads((tmp_path / "export" / "vistest_export.json").read_text())
     scene_dir = run / "scenes" / json.loads(ann.read_text()).popitem()[0]

@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -102,6 +103,25 @@ def _child(conn, parent_pid: int, fn: Callable, args: tuple, kwargs: dict) -> No
     os._exit(0)
 
 
+@contextlib.contextmanager
+def _main_not_rerun():
+    """While a child is spawned, the parent's ``__main__`` is not named to it: multiprocessing's
+    spawn would otherwise run the parent's main script again in the child (for the ``vistest``
+    console script, ``from vistest.cli import main``: every command's imports, ~0.2 s of CPU per
+    child, issue #47). :func:`_child` and the functions given to :func:`call_in_child` live in
+    importable modules (they pickle by module name), so the child needs nothing of ``__main__``."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or getattr(main.__spec__, "name", None) is not None:
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 def call_in_child(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` in a spawned child process (which :func:`die_with_parent`); its
     return value, or its exception raised here. ``fn`` and the arguments must pickle. Leaving
@@ -112,7 +132,8 @@ def call_in_child(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, os.getpid(), fn, args, kwargs), daemon=True)
-    proc.start()
+    with _main_not_rerun():
+        proc.start()
     send.close()
     try:
         try:

@@ -3,7 +3,8 @@
 * :mod:`.overlay`: the scene's video with every box drawn (``vistest overlay``);
 * :mod:`.timeline`: frames x objects coverage, budget selections, dummy removals (``vistest timeline``);
 * :mod:`.sheets`: a contact sheet per written video, checked against the manifest (``vistest sheet``);
-* :mod:`.index`: the run folder's ``index.html`` (``vistest index``).
+* :mod:`.index`: the run folder's ``index.html`` (``vistest index``);
+* :mod:`.tiles`: tiles on a grid (contact sheets) and their PNG bytes, OpenCV only (no Numba: ``run``'s pictures).
 
 The defaults the command line shows are defined here, so that reading them needs no Numba.
 """

@@ -660,6 +660,13 @@ def depth_samples(scene, frames, ws: int, hs: int) -> np.ndarray:
     return out
 
 
+def keyed_visibility(scene, occlusion: str, progress: bool, key: str) -> Visibility:
+    """:func:`compute_visibility` with ``params["vistest_key"] = key``: what vistest.pipeline's
+    child process computes (here, so that the child imports this stage only, issue #47)."""
+    vis = compute_visibility(scene, occlusion=occlusion, progress=progress)
+    return dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
+
+
 # The warm-up that compiles the kernels (vistest.visibility.compile): the real entry points on a tiny scene.
 
 def _tiny_scene():
