@@ -371,7 +371,7 @@ def test_visibility_is_computed_in_a_child_unless_this_process_holds_the_engine(
     worker's) computes the table in a child; one that holds it (this test process) computes it here, the
     same table as compute_visibility's, keyed."""
     from vistest import pipeline
-    from vistest.datasets.synthetic import random_box_scene
+    from vistest.synthetic import random_box_scene
     from vistest.visibility.table import compute_visibility
 
     scene = random_box_scene(seed=3, num_frames=6, num_boxes=3, image_size=(64, 48))
