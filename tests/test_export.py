@@ -1,8 +1,9 @@
 """Exports: the ReVSI layout read exactly as lmms-eval's revsi task reads it, the lmms-eval task
 folder scoring as vistest score does, VLMEvalKit TSVs, JSONL rows; reruns, refusals, multi-scene.
 
-One run directory (module fixture): the session's demo scene at 320x240, 60 frames
-(``demo_small`` in conftest.py), with the demo questions, plus a copy of the scene under another
+One run directory (module fixture): the session's demo scene at 160x120, 40 frames
+(``demo_tiny`` in conftest.py: the exports do not depend on the frames' size, and the 64-frame budget
+still exceeds the scene's length), with the demo questions, plus a copy of the scene under another
 scene_id (its questions' ids prefixed), so the run directory holds two scenes, as a shared
 ``vistest run`` output folder does.
 """
@@ -45,18 +46,18 @@ from reference import REFERENCE
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ROOT / "examples" / "demo-questions.jsonl"
 SCENE, COPY = "demo-seed0", "demo-copy"
-NUM_FRAMES = 60
+NUM_FRAMES = 40
 CONFIGS = ("16_frame", "32_frame", "64_frame", "all_frame")
 QUIET = ExportOptions(progress=False)
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, demo_small):
+def run_dir(tmp_path_factory, demo_tiny):
     """A run directory with two scenes: the demo and a renamed copy (ids prefixed ``copy-``). Depth
     occlusion (the demo's depth frames; exports do not depend on the mode, and no pyrender import
     and renders per run: tests/test_run.py runs the default, mesh)."""
     base = tmp_path_factory.mktemp("export")
-    scene = demo_small  # NUM_FRAMES frames, 320x240
+    scene = demo_tiny  # NUM_FRAMES frames, 160x120
     run = base / "run"
     cli("run", scene, QUESTIONS, "-o", run, "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     copy = base / "copy"
@@ -539,12 +540,12 @@ STRESS_RESPONSES = ("A", "B", "C", "D", "E", "None of these", CANNOT_DETERMINE, 
 
 
 @pytest.fixture(scope="module")
-def stress_run(tmp_path_factory, demo_small):
-    """The session's demo (320x240, 60 frames) with its questions reformulated, run at 16 frames
+def stress_run(tmp_path_factory, demo_tiny):
+    """The session's demo (160x120, 40 frames) with its questions reformulated, run at 16 frames
     and all, with drop dummies at both (a 16-frame budget dummy, the full-length one for all)."""
     base = tmp_path_factory.mktemp("stress")
     cli("reformulate", QUESTIONS, "-o", base / "questions.jsonl")
-    cli("run", demo_small, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
+    cli("run", demo_tiny, base / "questions.jsonl", "-o", base / "run", "--budgets", "16,all", "--dummy", "drop",
         "--dummy-budgets", "16,all", "--preset", "ultrafast", "--occlusion", "depth", "--no-pictures", "--quiet")
     return base / "run"
 
