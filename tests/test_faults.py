@@ -106,9 +106,10 @@ def scene_json(tmp_path_factory, demo_tiny):
 
 @pytest.fixture(scope="module")
 def clean(scene_json, tmp_path_factory):
-    """An uninterrupted run: the reference outputs."""
+    """An uninterrupted run: the reference outputs (in this process: no subprocess is needed for them)."""
     out = tmp_path_factory.mktemp("clean") / "out"
-    cli("run", scene_json, QUESTIONS, "-o", out, *FAST)
+    r = invoke("run", scene_json, QUESTIONS, "-o", out, *FAST)
+    assert r.exit_code == 0, r.output
     return out
 
 
@@ -370,8 +371,8 @@ def test_truncated_source_fails_before_any_output_is_replaced(clean, scene_json,
     shutil.copytree(Path(scene_json).parent, tmp_path / "scene")
     video = tmp_path / "scene" / "video.mp4"
     video.write_bytes(video.read_bytes()[: video.stat().st_size * 2 // 3])
-    r = cli("run", tmp_path / "scene" / "scene.json", QUESTIONS, "-o", out, *FAST, check=False)
-    assert r.returncode == 2 and f"{video}: decodes to" in r.stderr and "frames[].index" in r.stderr
+    r = invoke("run", tmp_path / "scene" / "scene.json", QUESTIONS, "-o", out, *FAST)
+    assert r.exit_code == 2 and f"{video}: decodes to" in r.stderr and "frames[].index" in r.stderr, r.output
     assert state(out, with_times=True) == before  # issue: visibility, budget GT rewritten, manifest emptied
 
 
