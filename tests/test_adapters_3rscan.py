@@ -143,9 +143,9 @@ def test_3rscan_rotate_cw_turns_camera_and_depth(tmp_path):
 # the demo room written as a 3RScan scan
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def demo(demo_room) -> Scene:
-    """The session's demo at 320x240, 40 frames (read only)."""
-    return Scene.load(demo_room)
+def demo(demo_small) -> Scene:
+    """The session's demo at 320x240, 60 frames (read only)."""
+    return Scene.load(demo_small)
 
 
 def write_demo_as_3rscan(demo: Scene, root: Path) -> Path:

@@ -63,9 +63,9 @@ def test_multiscan_box_read_the_other_way_is_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def room(demo_room) -> Scene:
-    """The session's demo at 320x240, 40 frames (read only)."""
-    return Scene.load(demo_room)
+def room(demo_small) -> Scene:
+    """The session's demo at 320x240, 60 frames (read only)."""
+    return Scene.load(demo_small)
 
 
 def coordinate_transform() -> np.ndarray:
