@@ -36,6 +36,20 @@ def cli(*args, check=True):
     return r
 
 
+def invoke(*args, check=True) -> subprocess.CompletedProcess:
+    """:func:`cli` in this process (click's runner: the same command, exit status and streams, without a new
+    interpreter), where the test needs no process of its own (issue 47)."""
+    from click.testing import CliRunner
+
+    from vistest.cli import main
+
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    r = subprocess.CompletedProcess(args, res.exit_code, res.stdout, res.stderr)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
 @pytest.fixture(scope="module")
 def scene_json(demo_tiny):
     return demo_tiny
@@ -45,7 +59,7 @@ def scene_json(demo_tiny):
 def clean(scene_json, tmp_path_factory):
     """An uninterrupted run (the reference for the interrupted ones)."""
     out = tmp_path_factory.mktemp("clean")
-    r = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
+    r = invoke("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
     return out, r
 
 
@@ -72,14 +86,14 @@ def test_run_writes_the_whole_pipeline(clean, scene_json):
     assert "videos written" in r.stderr and "manifest:" in r.stderr and "internvl" in r.stderr
     page = (out / "index.html").read_text()  # the run folder's page links every video
     assert all(f'href="{p.relative_to(out).as_posix()}"' in page for p in out.rglob("*.mp4"))
-    again = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
+    again = invoke("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", out, *FAST)
     assert "0 videos written" in again.stderr and "0 decode pass" in again.stderr
 
 
 def test_videos_command_with_given_visibility(clean, scene_json, tmp_path):
     out, _ = clean
     vis = out / "scenes" / "demo-seed0" / "visibility.npz"
-    cli("videos", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--visibility", vis,
+    invoke("videos", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--visibility", vis,
         "--budgets", "16", "--dummy", "drop,allblack", "--preset", "ultrafast", "--quiet")
     rows = [json.loads(ln) for ln in (tmp_path / "manifest.jsonl").read_text().splitlines()]
     assert {r["mode"] for r in rows} == {None, "drop", "allblack"}
@@ -88,16 +102,16 @@ def test_videos_command_with_given_visibility(clean, scene_json, tmp_path):
 
 
 def test_cli_errors_name_file_and_field(scene_json, tmp_path):
-    r = cli("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--dummy", "drop,blurry",
+    r = invoke("run", scene_json, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--dummy", "drop,blurry",
             check=False)
     assert r.returncode != 0 and "--dummy" in r.stderr and "blurry" in r.stderr
     doc = json.loads(Path(scene_json).read_text())
     doc["image_size"] = [320, 240]
     bad = scene_copy(scene_json, tmp_path / "scene").parent / "bad-size.json"  # its relative paths resolve
     bad.write_text(json.dumps(doc))
-    r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, check=False)
+    r = invoke("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, check=False)
     assert r.returncode != 0 and "bad-size.json says image_size [320, 240]" in r.stderr
-    r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--ffmpeg", tmp_path / "no-ffmpeg",
+    r = invoke("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--ffmpeg", tmp_path / "no-ffmpeg",
             check=False)
     assert r.returncode != 0 and "no-ffmpeg" in r.stderr
 
