@@ -111,7 +111,8 @@ def test_cli_errors_name_file_and_field(scene_json, tmp_path):
     bad.write_text(json.dumps(doc))
     r = invoke("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, check=False)
     assert r.returncode != 0 and "bad-size.json says image_size [320, 240]" in r.stderr
-    r = invoke("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--ffmpeg", tmp_path / "no-ffmpeg",
+    # its own process: --ffmpeg sets $VISTEST_FFMPEG for the whole process (vistest/job.py)
+    r = cli("run", bad, EXAMPLES / "demo-questions.jsonl", "-o", tmp_path, "--ffmpeg", tmp_path / "no-ffmpeg",
             check=False)
     assert r.returncode != 0 and "no-ffmpeg" in r.stderr
 
