@@ -16,8 +16,8 @@ from vistest.synth.spec import CELLS
 SIZE = (320, 240)
 FRAMES = 24
 FAST_CELLS = ("vista-egocentric-dynamic",)  # its movers cover 200 px; both one-line bugs fail it
-# the fast cell's first 12 frames (3 s; issue 47: half the render and decode time): a mover drawn a frame late,
-# or scene.json's track keys a frame late, still fails it (minimum IoU 0.22 at frame 9)
+# the fast cell's first 12 frames (3 s; issue 47: half the render and decode time): docs/synth.md's two one-line
+# bugs still fail it (the +-x faces wound inward: minimum IoU 0.43; movers drawn a frame late: 0.22)
 FAST_FRAMES = 12
 # 6 s of video: a mover (and the camera) moves 7.5 times farther between frames than at 30 fps, so a mover
 # drawn a frame late leaves its own pixels (the fast cell's movers: minimum IoU 0.097 at 4 fps, 0.917 at 30)
