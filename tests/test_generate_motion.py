@@ -127,21 +127,26 @@ def test_ladder_keeps_the_drawn_rank_and_the_sign_even_near_zero():
             assert np.allclose(np.array(mags[1:]) / mags[:-1], ladder.step_ratio)
 
 
-def windows_by_every_pair(frames, seen, num_frames, fps, rules):
-    """The window rule pair by pair of grid times (the generator's loop before issue #35)."""
-    out = []
+def grid_windows(frames, num_frames, fps, rules):
+    """Every pair of grid times whose length the rules allow, pair by pair (the generator's loop before
+    issues #35 and #44), with its first and last frame and the frames of ``frames`` inside it."""
     times = gm.grid_times(num_frames, fps, rules.window_step_s)
     longest = rules.max_window_s or math.inf
     for i, t0 in enumerate(times):
         for t1 in times[i + 1:]:
-            if not rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
-                continue
-            first, last = math.ceil((t0 - 1e-6) * fps), math.floor((t1 + 1e-6) * fps)
-            inside = [f for f in frames if first <= f <= last]
-            observed = [f for f in seen if first <= f <= last]
-            if len(inside) >= 2 and inside[0] in observed and inside[-1] in observed and (
-                    len(observed) >= rules.min_seen_share * len(inside) - 1e-9):
-                out.append((t0, t1, inside, observed))
+            if rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
+                first, last = math.ceil((t0 - 1e-6) * fps), math.floor((t1 + 1e-6) * fps)
+                yield t0, t1, first, last, [f for f in frames if first <= f <= last]
+
+
+def windows_by_every_pair(frames, seen, num_frames, fps, rules):
+    """The object window rule, pair by pair of grid times."""
+    out = []
+    for t0, t1, first, last, inside in grid_windows(frames, num_frames, fps, rules):
+        observed = [f for f in seen if first <= f <= last]
+        if len(inside) >= 2 and inside[0] in observed and inside[-1] in observed and (
+                len(observed) >= rules.min_seen_share * len(inside) - 1e-9):
+            out.append((t0, t1, inside, observed))
     return out
 
 
@@ -328,19 +333,9 @@ def test_generate_end_to_end_is_deterministic_and_valid():
 
 
 def camera_windows_by_every_pair(frames, num_frames, fps, rules):
-    """The camera window rule pair by pair of grid times (the generator's loop before issue #44)."""
-    out = []
-    times = gm.grid_times(num_frames, fps, rules.window_step_s)
-    longest = rules.max_window_s or math.inf
-    for i, t0 in enumerate(times):
-        for t1 in times[i + 1:]:
-            if not rules.min_window_s - 1e-9 <= t1 - t0 <= longest + 1e-9:
-                continue
-            first, last = math.ceil((t0 - 1e-6) * fps), math.floor((t1 + 1e-6) * fps)
-            inside = [f for f in frames if first <= f <= last]
-            if len(inside) >= 2 and inside[0] == first and inside[-1] == last:
-                out.append((t0, t1, inside))
-    return out
+    """The camera window rule, pair by pair of grid times."""
+    return [(t0, t1, inside) for t0, t1, first, last, inside in grid_windows(frames, num_frames, fps, rules)
+            if len(inside) >= 2 and inside[0] == first and inside[-1] == last]
 
 
 def test_camera_windows_equal_the_pairwise_rule_in_linear_time():
