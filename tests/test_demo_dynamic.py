@@ -14,7 +14,7 @@ from vistest import Scene
 from vistest.visibility.table import OCCLUSION_MODES, choose_occlusion, compute_visibility
 from test_tracks import frame_reference
 
-N, W, H = 48, 320, 240
+N, W, H = 48, 160, 120
 
 
 @pytest.fixture(scope="module")
