@@ -38,6 +38,27 @@ def _parse(path: Path) -> ast.Module:
     return _parsed(path.read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=None)
+def _walked(text: str) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_parsed(text)))
+
+
+def _walk(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module's tree in ``ast.walk``'s order, listed once per text (the checks
+    walk every tree several times: walking them again was most of this module's time, issue 47)."""
+    return _walked(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _import_nodes_of(text: str) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    return tuple(n for n in _walked(text) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def _import_nodes(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """The module's import statements anywhere in the file (:func:`_walk`'s, in its order)."""
+    return _import_nodes_of(path.read_text(encoding="utf-8"))
+
+
 def _modules() -> dict[str, Path]:
     out = {}
     for p in sorted(PACKAGE.rglob("*.py")):
@@ -93,9 +114,9 @@ def private_imports() -> set[tuple[str, str, str]]:
     ``m`` is bound to a vistest module."""
     found = set()
     for name, path in MODULES.items():
-        tree = _parse(path)
+        nodes = _walk(path)
         module_names: dict[str, str] = {}  # local name -> vistest module it is bound to
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.ImportFrom):
                 src = _resolve(name, node)
                 if not src.startswith("vistest"):
@@ -109,7 +130,7 @@ def private_imports() -> set[tuple[str, str, str]]:
                 for a in node.names:
                     if a.name in MODULES and a.asname:
                         module_names[a.asname] = a.name
-        for node in ast.walk(tree):
+        for node in nodes:
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in module_names and node.attr.startswith("_")
                     and not node.attr.startswith("__") and module_names[node.value.id] != name):
@@ -152,7 +173,7 @@ def import_graph() -> dict[str, set[str]]:
 def all_imports() -> dict[str, dict[str, int]]:
     """Module -> {vistest module it imports: line}, every import statement of the file: module
     level, inside functions (a lazy import is a real dependency) and under TYPE_CHECKING."""
-    return {name: _imported(name, ast.walk(_parse(path)))
+    return {name: _imported(name, _import_nodes(path))
             for name, path in MODULES.items()}
 
 
@@ -271,7 +292,7 @@ def non_standard_imports(modules: list[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name in modules:
         found = set()
-        for node in ast.walk(_parse(MODULES[name])):
+        for node in _walk(MODULES[name]):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom):
@@ -388,7 +409,7 @@ def registered_modules() -> set[str]:
     """The modules of vistest/datasets/ whose importers the package registers: those whose attribute
     (``scannet.IMPORTER``, ``coco_video.TAO``) its ``__init__`` names."""
     subs = {m.rpartition(".")[2]: m for m in MODULES if m.startswith(DATASETS + ".")}
-    return {subs[n.value.id] for n in ast.walk(_parse(MODULES[DATASETS]))
+    return {subs[n.value.id] for n in _walk(MODULES[DATASETS])
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in subs}
 
 
@@ -496,7 +517,7 @@ def unpack_sites(root: Path = PACKAGE, fields: set[str] | None = None) -> list[s
     fields = truth_fields() if fields is None else fields
     out = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(_parse(path)):
+        for node in _walk(path):
             if not isinstance(node, ast.Call):
                 continue
             f = node.func
