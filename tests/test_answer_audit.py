@@ -215,7 +215,14 @@ PLANTED = ["alignment inverse skipped", "alignment inverted", "OpenGL camera axe
            "world y/z swapped", "wrong instant (+5)", "wrong instant (-5)"]
 
 
-@pytest.mark.parametrize("how", [AS_GIVEN] + PLANTED)
+# the fast tier: the consistent rows and one planted error of each kind (alignment, camera axes, world axes, time);
+# the slow tier the other three (issue 47)
+SLOW_PLANTED = ("alignment inverted", "camera y/z swapped", "wrong instant (-5)")
+assert set(SLOW_PLANTED) <= set(PLANTED)
+
+
+@pytest.mark.parametrize("how", [AS_GIVEN] + [pytest.param(h, marks=pytest.mark.slow) if h in SLOW_PLANTED else h
+                                              for h in PLANTED])
 def test_demo_each_planted_error_is_named(demo, tmp_path, how):
     r = audit_answers(demo, write_rows(tmp_path / "q.jsonl", demo_rows(demo, how)))
     assert r.best == how and r.passed == (how == AS_GIVEN), r.markdown()

@@ -155,7 +155,14 @@ def test_the_windows_are_chosen_so_that_a_wrong_rule_fails(run):
     assert expected_removed(run, "cart-static") == list(range(6, N))
 
 
-@pytest.mark.parametrize("qid", [q for q in QUESTIONS if q != "ball-early"])
+# the fast tier decodes the drop dummies of a window with bounds on frames and of an instant; the slow tier those of
+# the same window with a "None of these" option, of bounds between frames and of no window (the black dummies of
+# every question stay fast: the same frames removed, by another mode; issue 47)
+SLOW_DROP = ("cart-path", "ball-speed", "cart-static")
+
+
+@pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.slow) if q in SLOW_DROP else q
+                                 for q in QUESTIONS if q != "ball-early"])
 def test_drop_dummy_removes_exactly_the_window_frames_showing_the_object(run, qid):
     gone = expected_removed(run, qid)
     v = full_length(run, qid, "drop")
