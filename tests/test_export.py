@@ -412,7 +412,7 @@ def test_lmms_eval_task_scores_like_vistest_score(run_dir, tmp_path, protocol):
     # vistest score reads the logs back and agrees, row by row, with the task's own scoring
     truth = load_run_dir(run_dir / "scenes" / SCENE)
     preds = [p for f in sorted(logs.iterdir()) for p in load_predictions(f)]
-    report = build_report(truth, preds, protocol, splits=2)
+    report = build_report(truth, preds, protocol, splits=2, learned=False)  # rows and the lmms check: no blind model
     mine = {(r["id"], r["variant"], str(r["num_frames"])): r for r in scored if r["scene_id"] == SCENE}
     dummies = [r for r in report.rows if r.truth.is_dummy]
     assert len(dummies) == sum(1 for k in mine if k[1] != "budget") > 0
@@ -725,7 +725,7 @@ def test_score_against_an_evaluator_s_all_ground_truth(run_dir, tmp_path):
                              + "\n" for r in rows))
 
     def overall(scene_dir, out):
-        cli("score", preds, "-r", scene_dir, "-o", out, "--quiet")
+        cli("score", preds, "-r", scene_dir, "-o", out, "--quiet", "--no-learned")  # the predictions' own score
         summary = json.loads((out / "report.json").read_text())["summary"]
         return next(s["overall"] for s in summary if s["model"] == "predictions" and s["budget"] == "all")
     assert overall(folder, tmp_path / "own") == pytest.approx(1.0)
