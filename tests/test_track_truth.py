@@ -21,7 +21,7 @@ from vistest.errors import InputError
 from vistest.questions import load_questions
 from vistest.visibility.table import compute_visibility
 
-N, W, H, FPS = 120, 160, 120, 30.0
+N, W, H, FPS = 120, 80, 60, 30.0
 THRESHOLD = 0.015  # image share: the ball (a 0.3 m cube far off) shows about 1-2% of these small frames
 NEED = {"motion_displacement": 2, "motion_path_length": 2, "motion_speed": 2, "motion_acceleration": 3,
         "motion_direction": 2}  # sightings each quantity needs (issue #25), written out here
