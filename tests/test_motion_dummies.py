@@ -2,7 +2,7 @@
 *inside the window* where its object is visible, one with an instant those within the instant
 tolerance; outside, the object's frames stay untouched.
 
-The dynamic demo (48 frames at 10 frames/s, 160x120: the cart is visible from frame 6 on, the
+The dynamic demo (48 frames at 10 frames/s, 80x60: the cart is visible from frame 6 on, the
 ball in frames 28-38) with hand-written windowed questions about the cart and the ball goes
 through the dummy stage (vistest.videos.plan.plan_variants, vistest.videos.write.write_plan);
 the written videos are decoded and compared with an independent computation: the window's frames
@@ -34,7 +34,7 @@ from vistest.videos.plan import TIMED_DROP_WARNING, dummy_gt_jsonl, file_key, pl
 from vistest.videos.write import write_plan
 from vistest.visibility.table import compute_visibility
 
-N, W, H, FPS = 48, 160, 120, 10.0
+N, W, H, FPS = 48, 80, 60, 10.0
 SETTINGS = EncoderSettings(crf=4, preset="ultrafast", intra_preset="ultrafast")
 OPTS = ["A. 0.5 m", "B. 1.0 m", "C. 1.5 m", "D. 2.0 m"]
 
