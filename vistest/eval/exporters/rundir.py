@@ -268,10 +268,13 @@ def _int_list(v: Any, where: str, fld: str) -> tuple[int, ...]:
     return tuple(v)
 
 
-def manifest_videos(root: Path) -> dict[str, VideoEntry]:
-    """``manifest.jsonl`` of the run directory, by video path (docs/videos.md)."""
+def manifest_videos(root: Path, scene_records: Mapping[str, dict | None] | None = None) -> dict[str, VideoEntry]:
+    """``manifest.jsonl`` of the run directory, by video path (docs/videos.md). ``scene_records``: the
+    scene records already read (scene id -> :func:`vistest.videos.manifest.read_scene_record`'s value);
+    a scene not among them is read here."""
     path = root / MANIFEST
     out: dict[str, VideoEntry] = {}
+    known = scene_records or {}
     records: dict[str, dict] = {}  # scene id -> the files of its record
     for line, doc in enumerate(read_manifest_records(root), start=1):
         where = f"{path}: record {line}"
@@ -283,7 +286,8 @@ def manifest_videos(root: Path) -> dict[str, VideoEntry]:
                              f"got {size!r}, {sha!r}")
         sid = str(doc["scene_id"])
         if sid not in records:
-            records[sid] = (read_scene_record(root, sid) or {}).get("files", {})
+            rec = known[sid] if sid in known else read_scene_record(root, sid)
+            records[sid] = (rec or {}).get("files", {})
         rec = records[sid].get(str(doc["path"]), {})
         mtime = rec.get("mtime_ns") if rec.get("sha256") == sha and rec.get("bytes") == size else None
         out[str(doc["path"])] = VideoEntry(
@@ -456,13 +460,16 @@ def check_ids_across_scenes(rows: list[ExportRow]) -> None:
                              f"scenes of a run directory")
 
 
-def check_records(root: Path, scene_ids: Sequence[str]) -> None:
+def check_records(root: Path, scene_ids: Sequence[str],
+                  scene_records: Mapping[str, dict | None] | None = None) -> None:
     """InputError naming the first scene whose record (vistest.videos.manifest) was written under other
     rules versions than the current ones (vistest.freshness: ``visibility``, ``ground_truth``, ``videos``):
     its ground truth and videos are stale, so the export would carry them. A scene without a record is
-    not checked (nothing says what made it; the videos are still checked against the manifest)."""
+    not checked (nothing says what made it; the videos are still checked against the manifest).
+    ``scene_records``: the records already read, by scene id (a scene not among them is read here)."""
+    known = scene_records or {}
     for sid in scene_ids:
-        rec = read_scene_record(root, sid)
+        rec = known[sid] if sid in known else read_scene_record(root, sid)
         if rec is None:
             continue
         changed = freshness.changes((rec.get("options") or {}).get("rules"), "export")
@@ -483,8 +490,11 @@ def load_run(run_dir: str | os.PathLike, verify: bool = False, evaluator: str | 
     if not scene_dirs:
         raise InputError(f"{root}: run directory: expected the output folder of 'vistest run' "
                          f"({SCENES_DIR}/{{scene_id}}/{{n}}_frame.jsonl and {MANIFEST}), found no scene folder")
-    check_records(root, [d.name for d in scene_dirs])
-    videos = manifest_videos(root)
+    # each scene's record read once: it holds the scene's manifest and file list (1.4 MB for the 40-frame
+    # demo run with its dummies), and both checks below read it (issue 47: read twice, 15 ms each time)
+    records = {d.name: read_scene_record(root, d.name) for d in scene_dirs}
+    check_records(root, [d.name for d in scene_dirs], records)
+    videos = manifest_videos(root, records)
     rows: list[ExportRow] = []
     sources: dict[str, dict[str, str]] = {}
     for d in scene_dirs:
