@@ -189,15 +189,16 @@ def demo_tiny(tmp_path_factory) -> Path:
 # session hooks
 # ---------------------------------------------------------------------------------------
 # The longest modules (seconds of `make test`'s tests, summed per module from `pytest --durations=0` under
-# pytest-xdist, issue 47: test_synth.py and test_synth_video.py, 18 s together, were missing and went to a
-# worker last), longest first. Under pytest-xdist `make test` hands whole modules to the workers in
-# collection order (--dist loadfile --no-loadscope-reorder), so these go first and the workers finish
-# together; the other modules follow in their usual order. A stale list costs balance only, never correctness.
-LONGEST_FIRST = ("test_export.py", "test_synth.py", "test_batch.py", "test_faults.py", "test_demo_dynamic.py",
-                 "test_run.py", "test_audit.py", "test_track_truth.py", "test_synth_video.py",
-                 "test_motion_dummies.py", "test_adapters_3rscan.py", "test_generate_bias.py",
-                 "test_generate_motion.py", "test_faults_2d.py", "test_generate.py", "test_structure.py",
-                 "test_zbuffer.py", "test_visibility.py", "test_index_html.py", "test_reformulate.py")
+# pytest-xdist and from each test's CPU time, issue 47; test_batch.py and test_faults.py wait on their child
+# processes: longer in wall than in CPU), longest first. Under pytest-xdist `make test` hands whole modules to
+# the workers in collection order (--dist loadfile --no-loadscope-reorder), so these go first and the workers
+# finish together; the other modules follow in their usual order. A stale list costs balance only, never
+# correctness.
+LONGEST_FIRST = ("test_export.py", "test_synth.py", "test_faults.py", "test_batch.py", "test_audit.py",
+                 "test_synth_video.py", "test_generate_bias.py", "test_generate_motion.py", "test_track_truth.py",
+                 "test_adapters_3rscan.py", "test_demo_dynamic.py", "test_real_scannet.py", "test_faults_2d.py",
+                 "test_visibility.py", "test_generate.py", "test_run.py", "test_motion_dummies.py",
+                 "test_index_html.py", "test_answer_audit.py", "test_reformulate.py")
 
 
 def pytest_sessionstart(session):
