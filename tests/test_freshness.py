@@ -265,3 +265,25 @@ def test_same_output_ignores_only_the_stamps(demo_tiny, tmp_path):
     rel = lambda p: p.relative_to(b).as_posix()  # noqa: E731
     assert diffs == [f"index.html: only in {a}", f"{rel(video)}: other bytes ({len(data)} vs {len(data)} bytes)",
                      f"{rel(gt)}: other lines {len(rows)}"], diffs
+
+
+def test_scene_record_text_is_the_json_of_the_indented_writer(tmp_path):
+    """vistest.videos.manifest.record_text (a line per top-level key and per file and manifest line, json's C
+    encoder) holds the same JSON as ``json.dumps(indent=1, sort_keys=True, default=str)``, the writer it
+    replaced (issue #47), for a record with non-ASCII text, a Path and a tuple (``default=str``, lists),
+    empty and filled ``files`` and ``manifest``; write_scene_record writes it and read_scene_record reads it."""
+    from vistest.videos.manifest import read_scene_record, record_text, write_scene_record
+
+    files = {"b/x.mp4": {"bytes": 3, "sha256": "ab", "key": "k"}, "a/y.jsonl": {"bytes": 0, "mtime_ns": 12}}
+    manifest = [{"path": "b/x.mp4", "questions": ["q1", "q2"], "fps": 1.0, "nested": {"z": [1, {"y": None}]}}]
+    for doc in ({"format": "f", "files": files, "manifest": manifest, "inputs": {"scene": {"path": tmp_path}},
+                 "options": {"label": "chaise \u00e0 dossier", "budgets": (16, "all")}, "command": "run"},
+                {"format": "f", "files": {}, "manifest": [], "scene_id": "s"}):
+        want = json.loads(json.dumps(doc, indent=1, sort_keys=True, default=str))
+        text = record_text(doc)
+        assert json.loads(text) == want and text.endswith("}\n") and text.isascii()
+        if doc["files"]:
+            assert text.count("\n") == 1 + len(doc) + (len(files) + 1) + (len(manifest) + 1) + 1  # a line each
+    write_scene_record(tmp_path, "s1", files, {"scene": {"path": "p"}}, {"o": 1}, "run", manifest)
+    rec = read_scene_record(tmp_path, "s1")
+    assert rec["files"] == files and rec["manifest"] == manifest and rec["command"] == "run"

@@ -404,3 +404,36 @@ def test_visibility_is_computed_in_a_child_unless_this_process_holds_the_engine(
     r = subprocess.run([sys.executable, "-c", "import sys, vistest.cli, vistest.pipeline, vistest.job; "
                         "print('vistest.visibility.raster' in sys.modules)"], capture_output=True, text=True)
     assert r.stdout.strip() == "False", r.stderr  # vistest run's process: the child is used
+
+
+CHILD_SCRIPT = """
+import pickle, sys
+from vistest.synthetic import random_box_scene
+from vistest.visibility.table import child_visibility
+scene = random_box_scene(seed=3, num_frames=6, num_boxes=3, image_size=(64, 48))
+vis = child_visibility(scene, "boxes", False, "k1")
+without = "scipy.linalg" not in sys.modules
+import scipy.linalg  # importable again once Numba is set up
+sys.stdout.buffer.write(pickle.dumps((without, "numba.np.arraymath" in sys.modules, vis)))
+"""
+
+
+def test_the_visibility_child_loads_no_scipy_and_computes_the_same_table():
+    """vistest.visibility.table.child_visibility (what vistest run's visibility child runs) sets Numba up
+    without its BLAS probe: in a fresh process no ``scipy.linalg`` is imported by the time the table is
+    computed (Numba's arraymath would import it; issue #47: ~0.2 s of CPU per run), and the table is the
+    one compute_visibility gives with Numba set up as usual (this test process), keyed."""
+    import pickle
+
+    from vistest.synthetic import random_box_scene
+    from vistest.visibility.table import compute_visibility
+
+    r = subprocess.run([sys.executable, "-c", CHILD_SCRIPT], capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    without, set_up, got = pickle.loads(r.stdout)
+    assert without and set_up
+    want = compute_visibility(random_box_scene(seed=3, num_frames=6, num_boxes=3, image_size=(64, 48)),
+                              occlusion="boxes")
+    assert got.params["vistest_key"] == "k1"
+    for name in ("visible", "evidence", "projected", "bbox"):
+        assert np.array_equal(getattr(got, name), getattr(want, name), equal_nan=True), name

@@ -39,7 +39,7 @@ from .videos.recipes import STREAM_COPY
 from .videos.source import check_video
 from .videos.manifest import (SceneLock, input_record, prune_dummies, read_scene_record, remove_stale_files,
                               update_manifest, write_scene_record)
-from .visibility.table import DEFAULT_OCCLUSION, Visibility, keyed_visibility, occlusion_inputs
+from .visibility.table import DEFAULT_OCCLUSION, Visibility, child_visibility, keyed_visibility, occlusion_inputs
 from .workers import ChildLost, call_in_child, describe_exit
 
 
@@ -91,19 +91,20 @@ def isolated_visibility(scene: Scene, key: str, occlusion: str = DEFAULT_OCCLUSI
     """Compute the visibility (default parameters, ``params["vistest_key"] = key``) in a spawned
     child process (vistest.workers.call_in_child: it dies with this one), so that the Numba
     engine's compiled code (~120 MB) never joins the video writer's process; the child imports
-    vistest.visibility.table (where its function lives), not this module's video stages. A child killed
+    vistest.visibility.table (where its function, child_visibility, lives), not this module's video
+    stages, and sets Numba up without SciPy (vistest.visibility.table.skip_numba_blas_probe). A child killed
     without an answer (the out-of-memory killer) raises vistest.workers.ChildLost naming the
     scene (vistest.batch retries it like a lost worker).
 
     Where this process already holds the engine (:func:`engine_loaded`: a Python session or a test
     process that computed a table before), it is computed here: a child would only load again what
-    this process holds (about 0.9 s of CPU per child, most of it Numba's import and its cached
-    kernels), and the memory it would keep apart is already here. ``vistest run`` and
+    this process holds (about 0.7 s of CPU per child on the demo, most of it Numba's import and its
+    cached kernels), and the memory it would keep apart is already here. ``vistest run`` and
     ``vistest batch``'s workers never load the engine themselves, so they always use a child."""
     if engine_loaded():
         return keyed_visibility(scene, occlusion, progress, key)
     try:
-        return call_in_child(keyed_visibility, scene, occlusion, progress, key)
+        return call_in_child(child_visibility, scene, occlusion, progress, key)
     except ChildLost as e:
         raise ChildLost(f"scene {scene.scene_id}: the visibility process ended without a result "
                         f"({describe_exit(e.exitcode)})", e.exitcode) from None

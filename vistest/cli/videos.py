@@ -149,17 +149,18 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, if_s
     with signals_as_exit():
         res = job.run(outdir, loaded=loaded, progress=not quiet, spool_dir=kw["spool_dir"], verify=kw["verify"],
                       wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
-    page = _pictures_and_page(scene_json, questions_jsonl, kw, res.plan.scene_id) if full else None
+    page = _pictures_and_page(scene_json, questions_jsonl, kw, res.plan.scene_id, loaded) if full else None
     if not quiet:
         _video_summary(res, outdir)
         if page is not None:
             click.echo(f"  page: {page.resolve()} (open it in a browser)", err=True)
 
 
-def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id: str) -> Path:
+def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id: str, loaded=None) -> Path:
     """``run``'s pictures (unless ``--no-pictures``): the timeline (scenes/SCENE/timeline.png) and each
     question's sampled and dummy frames (vistest.look.per_question), the contact sheets with
-    ``--sheets``; then the run folder's index.html, whose path is returned. Every file written later
+    ``--sheets``; then the run folder's index.html, whose path is returned. ``loaded``: the run's
+    vistest.job.LoadedJob (its scene and questions are not read again). Every file written later
     under scenes/SCENE/ (overlay, score report) is linked when the page is written again
     (``vistest index`` / ``vistest sheet``)."""
     from .. import layout
@@ -178,8 +179,9 @@ def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id
                       dataclasses.replace(truth, budgets=tuple(b for b in truth.budgets if b != ALL)), vis,
                       evidence_threshold=kw["dummy_evidence_threshold"],
                       unknown_as_evidence=kw["dummy_unknown_as_evidence"],
-                      evidence_frame_margin=kw["dummy_evidence_frame_margin"])
-        write_question_pictures(outdir, scene_id, vis)
+                      evidence_frame_margin=kw["dummy_evidence_frame_margin"],
+                      scene=loaded.scene if loaded else None, questions=loaded.questions if loaded else None)
+        write_question_pictures(outdir, scene_id, vis, scene=loaded.scene if loaded else None)
     if kw["sheets"]:
         from ..look.sheets import write_sheets
 

@@ -126,11 +126,13 @@ def _visibility_boxes(npz: Path) -> tuple[dict[int, int], dict[str, int], np.nda
 
 
 def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
-                            visibility: str | os.PathLike | None = None) -> list[Path]:
+                            visibility: str | os.PathLike | None = None, scene=None) -> list[Path]:
     """Write the pictures of the module docstring for every question of the scene; returns them.
     ``visibility``: the table the run used (None: the run folder's ``scenes/SCENE/visibility.npz``; a run
-    given ``--visibility FILE`` writes none there). Nothing is drawn when the scene file or its video
-    cannot be read (the page then shows the table only); without the table, no evidence boxes."""
+    given ``--visibility FILE`` writes none there). ``scene``: the Scene already loaded from the file
+    the run's record names (``vistest run`` has it; None: read here). Nothing is drawn when the scene
+    file or its video cannot be read (the page then shows the table only); without the table, no
+    evidence boxes."""
     from ..atomic import write_atomic
     from ..scene import Scene
     from ..videos.manifest import read_manifest
@@ -140,7 +142,7 @@ def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
     path = scene_file(run_dir, scene_id)
     if path is None or not Path(path).is_file():
         return []
-    scene = Scene.load(path)
+    scene = scene if scene is not None else Scene.load(path)
     video = scene.path(scene.video) if scene.video else None
     if video is None or not Path(video).is_file():
         return []

@@ -411,16 +411,18 @@ def write_timeline(path: str | os.PathLike, tl: Timeline) -> Path:
 def make_timeline(scene_json: str | os.PathLike, out: str | os.PathLike, questions_jsonl: str | None = None,
                   truth: TruthConfig = TruthConfig(budgets=()), visibility_npz: str | None = None,
                   occlusion: str = DEFAULT_OCCLUSION, evidence_threshold: float = DEFAULT_EVIDENCE_THRESHOLD,
-                  unknown_as_evidence: bool = True, progress: bool = False, evidence_frame_margin: int = 0
-                  ) -> Timeline:
+                  unknown_as_evidence: bool = True, progress: bool = False, evidence_frame_margin: int = 0,
+                  scene: Scene | None = None, questions: Sequence | None = None) -> Timeline:
     """``vistest timeline``: load the scene (and questions, and visibility or compute it),
     build the timeline (``truth``: the budget stage's settings, :func:`build_timeline`) and write its
-    PNG to ``out``. Errors name the file and the field."""
+    PNG to ``out``. ``scene``/``questions``: already loaded from ``scene_json``/``questions_jsonl``
+    (``vistest run`` has them; not read again). Errors name the file and the field."""
     from ..questions import load_questions
     from ..visibility.table import compute_visibility
 
-    scene = Scene.load(scene_json)
-    questions = load_questions(questions_jsonl, scene=scene) if questions_jsonl else ()
+    scene = scene if scene is not None else Scene.load(scene_json)
+    if questions is None:
+        questions = load_questions(questions_jsonl, scene=scene) if questions_jsonl else ()
     if visibility_npz:
         vis = Visibility.load(visibility_npz)
     else:

@@ -41,7 +41,7 @@ class EncoderSettings:
 
     crf: int = 18
     preset: str = "medium"
-    intra_preset: str = "veryfast"
+    intra_preset: str = "superfast"
 
     def __post_init__(self):
         if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:

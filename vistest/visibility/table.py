@@ -667,6 +667,45 @@ def keyed_visibility(scene, occlusion: str, progress: bool, key: str) -> Visibil
     return dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
 
 
+def child_visibility(scene, occlusion: str, progress: bool, key: str) -> Visibility:
+    """:func:`keyed_visibility` in a process started for it alone (vistest.pipeline.isolated_visibility's
+    child): Numba's target is set up first without its BLAS probe (:func:`skip_numba_blas_probe`), so the
+    child never imports SciPy's linear algebra, which no kernel of this stage uses (issue #47)."""
+    skip_numba_blas_probe()
+    return keyed_visibility(scene, occlusion, progress, key)
+
+
+def skip_numba_blas_probe() -> bool:
+    """Set up Numba's CPU target (which imports every Numba implementation module) while
+    ``scipy.linalg`` cannot be imported; True when it did, False when the target was already set up,
+    SciPy's linear algebra already imported, or the set-up failed (then nothing changed: it happens
+    on the first kernel call as usual).
+
+    Why: Numba 0.68's ``numba/np/arraymath.py`` runs ``_HAVE_BLAS = _check_blas()`` at import, which
+    calls ``numba/np/linalg.py``'s ``ensure_blas()``: ``import scipy.linalg.cython_blas`` and, in
+    ``_check_lapack_int_width``, ``scipy.__config__``. That import is about 0.15-0.2 s of CPU (SciPy's
+    array-API layer imports ``numpy.f2py``) in every process that loads a cached kernel, for a flag
+    that only picks BLAS for ``np.convolve``/``np.correlate`` (arraymath's ``_get_inner_prod``: without
+    it their inner product is a plain loop). The visibility kernels call neither, nor any other BLAS
+    routine, and Numba's cache index does not depend on the flag, so their cached code and results are
+    the same. ``scipy.linalg`` is importable again as soon as the target is set up (e.g. by trimesh
+    reading a mesh). Only for a process that runs the visibility stage alone: in a user's session
+    this would change what their own ``np.convolve`` kernels call."""
+    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
+        return False
+    sys.modules["scipy.linalg"] = None  # importing it raises ImportError, which _check_blas catches
+    try:
+        from numba.core.registry import cpu_target
+
+        cpu_target.target_context.refresh()
+        return True
+    except Exception:  # another Numba: its first kernel call sets the target up, as it always does
+        return False
+    finally:
+        if sys.modules.get("scipy.linalg", 0) is None:
+            del sys.modules["scipy.linalg"]
+
+
 # The warm-up that compiles the kernels (vistest.visibility.compile): the real entry points on a tiny scene.
 
 def _tiny_scene():
