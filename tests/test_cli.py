@@ -209,3 +209,21 @@ def test_hidden_alias_parses_and_is_not_shown(tmp_path, command, args, alias, va
 def test_missing_required_option_names_only_the_new_spelling(tmp_path):
     r = CliRunner().invoke(main, ["budget", "s.json", "q.jsonl"])
     assert r.exit_code == 2 and "Missing option '-o' / '--output'." in r.output, r.output
+
+
+def test_vistest_runs_one_blas_thread_per_process_unless_told_otherwise():
+    """Importing vistest first (as its CLI and every process it spawns do) loads numpy's OpenBLAS with one
+    thread (its spinning threads slowed the generator's learned attacks ~3-10x on 2 cores: docs/generate.md);
+    a value the user set is left as it is. Asked of OpenBLAS itself (threadpoolctl), in a fresh interpreter
+    without the test suite's own setting (tests/blas_threads.py)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, vistest, numpy\nfrom threadpoolctl import threadpool_info\n"
+            "print([i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'], "
+            "os.environ['MKL_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env["MKL_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[1]", "3"], out

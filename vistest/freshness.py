@@ -45,9 +45,9 @@ VERSIONS: dict[str, int] = {
     "videos": 1,
     # a synth spec's layout and looks for the same seed: vistest/synth/layout.py (was LAYOUT_VERSION there)
     "synth_layout": 3,
-    # how the same layout renders: vistest/synth/render.py, shapes.py (2: shapes, closed outward parts; was
-    # RENDER_VERSION there)
-    "synth_render": 2,
+    # how the same layout renders: vistest/synth/render.py, shapes.py, shaders/ (2: shapes, closed outward parts;
+    # was RENDER_VERSION there; 3: vistest's lit program in place of pyrender's, a few edge pixels differ)
+    "synth_render": 3,
     # the demo scenes' geometry, walk and rendering: vistest/synth/demo.py, demo_dynamic.py
     "demo": 1,
     # the video an import encodes from a scan's frames: vistest/datasets/framevideo.py

@@ -57,7 +57,7 @@ from .. import freshness
 from ..atomic import write_atomic
 from ..errors import InputError
 from ..progress import progress_bar
-from ..geometry import box_corners, boxes_contain, look_rotation, rot_x, rot_y, rot_z
+from ..geometry import box_corners, boxes_contain, cross3, look_rotation, rot_x, rot_y, rot_z
 from ..scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
 from ..videos.ffmpeg import VideoWriter
 
@@ -207,7 +207,7 @@ def boxes_overlap(a: Box, b: Box, tol: float = 1e-3) -> bool:
     boxes that merely touch, like a TV resting on its stand, do not overlap)."""
     d = b.center - a.center
     axes = [a.rotation[:, i] for i in range(3)] + [b.rotation[:, i] for i in range(3)]
-    axes += [np.cross(a.rotation[:, i], b.rotation[:, k]) for i in range(3) for k in range(3)]
+    axes += list(cross3(a.rotation.T[:, None, :], b.rotation.T[None, :, :]).reshape(9, 3))
     for ax in axes:
         n = np.linalg.norm(ax)
         if n < 1e-9:

@@ -14,11 +14,12 @@
                                      attacks, a note per type asked and not generated with the reason
                                      (report.json: each step's seconds too)
 
-Steps: the specs (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts, sizes and camera
-modes cycle inside a cell; a spec that cannot be laid out is drawn again from another seed, up to
-``MAX_REDRAWS`` times); rendering on ``workers`` processes (``engine`` ray: a Ray task per scenario);
-each scene's visibility table; the questions of each cell's task (vistest.synth.cells.CELL_TYPES)
-generated over the cell's scenes together (the set's debiasing, per cell), each carrying its ``level``
+Steps: each scenario on ``workers`` processes (``engine`` ray: a Ray task per scenario), from its spec to
+its table in one process: the spec (scenario i goes to cell ``i mod 12``, its ``i // 12``-th: counts,
+sizes and camera modes cycle inside a cell; a spec that cannot be laid out is drawn again from another
+seed, up to ``MAX_REDRAWS`` times), its render and its visibility table; the questions of each cell's
+task (vistest.synth.cells.CELL_TYPES) generated over the cell's scenes together (the set's debiasing, per
+cell), the cells on the local processes, each carrying its ``level``
 (L1, L2, L3: vistest.synth.cells.LEVELS); the batch (vistest.batch,
 the local pool or Ray) with the table reused; the exports; the report. Reruns skip what is up to date
 (renders by their spec and rules stamp, tables by their scene's content and rules stamp, the batch by its
@@ -30,6 +31,7 @@ import json
 import os
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +39,7 @@ from ..atomic import write_atomic
 from ..errors import InputError
 from ..progress import progress_bar
 from .cells import CELL_TASKS, CELL_TYPES, LEVEL_NAMES, SEEN_KIND, cell_spec, level_of, split_cell, synth_rules
-from .spec import CELLS, ScenarioSpec, SpecError, spec_from_dict, spec_to_dict
+from .spec import CELLS, ScenarioSpec, SpecError, spec_to_dict
 
 MAX_REDRAWS = 10
 # The exports' scoring rules: ReVSI's, the generator's preset (vistest.synth.cells.synth_rules). Named, not
@@ -94,59 +96,68 @@ def laid_out_spec(cell: str, k: int, cfg: "GridConfig") -> ScenarioSpec:
     """Scenario ``k`` of ``cell``: its spec from the grid's seed, drawn again from another seed while it
     cannot be laid out (``MAX_REDRAWS`` times; the same id), so that ``specs/{id}.json`` is the spec rendered
     and a rerun finds its render."""
+    return laid_out(cell, k, cfg)[0]
+
+
+def laid_out(cell: str, k: int, cfg: "GridConfig"):
+    """(:func:`laid_out_spec`, its Layout): the layout the draw was tested with, rendered without laying it
+    out again."""
     from .layout import build_layout
 
     for attempt in range(MAX_REDRAWS):
         spec = cell_spec(cell, k, seed=cfg.seed + 1_000_003 * attempt, frames=cfg.frames,
                          resolution=cfg.resolution, fps=cfg.fps)
         try:
-            build_layout(spec)
-            return spec
+            return spec, build_layout(spec)
         except SpecError:
             if attempt == MAX_REDRAWS - 1:
                 raise
     raise AssertionError("unreachable")
 
 
-def _render_one(doc: dict, folder: str, cell: str, force: bool) -> str:
-    """Worker: render a spec (one :func:`laid_out_spec` gave); returns its scene.json."""
+def prepare_one(cell: str, k: int, cfg: "GridConfig", specs_dir: str, scenes_dir: str) -> tuple[str, str]:
+    """Worker: scenario ``k`` of ``cell`` from its spec to its table, in one process: lay it out
+    (:func:`laid_out`), write ``specs_dir/{id}.json``, render it into ``scenes_dir/{id}`` (reused while its
+    stamp is current, unless ``cfg.force``) and compute its visibility table (:func:`scene_table`, kept as
+    ``visibility.npz``, not returned: the command holds no table). Returns (scenario id, scene.json)."""
     from .render import render_scenario
 
-    return str(render_scenario(spec_from_dict(doc), folder, quiet=True, force=force))
+    spec, layout = laid_out(cell, k, cfg)
+    write_atomic(Path(specs_dir) / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
+    path = render_scenario(spec, Path(scenes_dir) / spec.scenario_id, quiet=True, force=cfg.force, layout=layout)
+    scene_table(path)
+    return spec.scenario_id, str(path)
 
 
-def render_all(specs: list[tuple[str, int, ScenarioSpec]], scenes_dir: Path, workers: int,
-               force: bool, progress: bool, ray: bool = False, address: str | None = None
-               ) -> dict[str, tuple[str, Path]]:
-    """Render every (cell, k, spec) into ``scenes_dir/{id}`` on ``workers`` processes (spawned: each
-    opens its own EGL context), or with ``ray`` one Ray task per scenario on the cluster at ``address``
-    (1 CPU each; every node sees ``scenes_dir`` at the same path); scenario id -> (cell, scene.json)."""
+def prepare_all(cfg: "GridConfig", out: Path, workers: int, progress: bool) -> dict[str, tuple[str, Path]]:
+    """Every scenario of the grid through :func:`prepare_one`, on ``workers`` processes (spawned: each opens
+    its own EGL context and loads the Numba kernels once for all its scenarios), or with ``cfg.engine`` ray one
+    Ray task per scenario on the cluster at ``cfg.address`` (1 CPU each; every node sees ``out`` at the same
+    path); scenario id -> (cell, scene.json), in id order."""
     import multiprocessing
 
-    jobs = [(spec_to_dict(spec), str(scenes_dir.resolve() / spec.scenario_id), cell, force) for cell, k, spec in specs]
-    out: dict[str, tuple[str, Path]] = {}
-    with progress_bar(len(jobs), "render", enabled=progress) as bar:
-        if ray:
-            for job, path in _render_on_ray(jobs, address, workers):
-                out[job[0]["scenario_id"]] = (job[2], Path(path))
-                bar.update(1)
+    jobs = [(cell, k, cfg, str((out / "specs").resolve()), str((out / "scenes").resolve()))
+            for cell, k in grid_cells(cfg.n)]
+    done: dict[str, tuple[str, Path]] = {}
+    with progress_bar(len(jobs), "scenarios (lay out, render, visibility)", enabled=progress) as bar, \
+            ExitStack() as stack:
+        if cfg.engine == "ray":
+            results = _on_ray(jobs, cfg.address, workers)
         elif workers <= 1:
-            for job in jobs:
-                out[job[0]["scenario_id"]] = (job[2], Path(_render_one(*job)))
-                bar.update(1)
+            results = ((job, prepare_one(*job)) for job in jobs)
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futs = {pool.submit(_render_one, *job): job for job in jobs}
-                for f in as_completed(futs):
-                    job = futs[f]
-                    out[job[0]["scenario_id"]] = (job[2], Path(f.result()))
-                    bar.update(1)
-    return dict(sorted(out.items()))
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers,
+                                                           mp_context=multiprocessing.get_context("spawn")))
+            futs = {pool.submit(prepare_one, *job): job for job in jobs}
+            results = ((futs[f], f.result()) for f in as_completed(futs))
+        for job, (sid, path) in results:
+            done[sid] = (job[0], Path(path))
+            bar.update(1)
+    return dict(sorted(done.items()))
 
 
-def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
-    """Yield (job, scene.json) as each Ray task rendering a job ends (``address``: HOST:PORT, ``local`` for
+def _on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
+    """Yield (job, :func:`prepare_one`'s result) as each Ray task ends (``address``: HOST:PORT, ``local`` for
     a private instance of ``local_cpus`` CPUs, or None: ``$RAY_ADDRESS``, as vistest.batch.ray_engine); a
     task that raised raises here (bad input: the spec's SpecError)."""
     from ..batch.ray_engine import cluster_address, connect, import_ray
@@ -154,79 +165,106 @@ def _render_on_ray(jobs: list[tuple], address: str | None, local_cpus: int):
     ray = import_ray()
     connect(ray, cluster_address(address), local_cpus)
     try:
-        remote = ray.remote(_render_one).options(num_cpus=1, max_retries=2, retry_exceptions=False)
+        remote = ray.remote(prepare_one).options(num_cpus=1, max_retries=2, retry_exceptions=False)
         refs = {remote.remote(*job): job for job in jobs}
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1)
             for ref in ready:
                 job = refs.pop(ref)
                 try:
-                    path = ray.get(ref)
+                    result = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
                     cause = e.as_instanceof_cause()
                     raise (cause if isinstance(cause, InputError) else e) from None
-                yield job, path
+                yield job, result
     finally:
         ray.shutdown()
 
 
-def visibility_all(scenes: dict[str, tuple[str, Path]], progress: bool) -> dict:
-    """Each scene's visibility table (occlusion auto: the scene's mesh), kept as ``visibility.npz`` beside
-    its scene.json and reused while its key (vistest.pipeline.visibility_key: scene.json's bytes, the mesh's,
-    the occlusion mode) is the one it keeps and its rules stamp is current (Visibility.load refuses a stale
-    table: vistest.freshness), the rule ``vistest run`` reuses its own table by; scenario id -> (Scene,
-    Visibility)."""
+def scene_table(path: Path):
+    """(Scene, Visibility) of the scene at ``path`` (occlusion auto: the scene's mesh): its ``visibility.npz``
+    beside scene.json while the key it keeps is the scene's (vistest.pipeline.visibility_key: scene.json's
+    bytes, the mesh's, the occlusion mode) and its rules stamp is current (Visibility.load refuses a stale
+    table: vistest.freshness), the rule ``vistest run`` reuses its own table by; else computed and saved."""
     import dataclasses
 
     from ..pipeline import visibility_key
     from ..scene import Scene
     from ..visibility.table import Visibility, choose_occlusion, compute_visibility
 
-    out = {}
-    with progress_bar(len(scenes), "visibility", enabled=progress) as bar:
-        for sid, (_, path) in scenes.items():
-            scene = Scene.load(path)
-            npz = path.parent / "visibility.npz"
-            occlusion = choose_occlusion(scene)[0]
-            key = visibility_key(path, scene, occlusion)
-            try:
-                vis = Visibility.load(npz) if npz.is_file() else None
-            except InputError:  # unreadable or stale: computed again
-                vis = None
-            if vis is None or vis.params.get("vistest_key") != key:
-                vis = compute_visibility(scene, occlusion=occlusion)
-                vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
-                vis.save(npz)
-            out[sid] = (scene, vis)
-            bar.update(1)
-    return out
+    path = Path(path)
+    scene = Scene.load(path)
+    npz = path.parent / "visibility.npz"
+    occlusion = choose_occlusion(scene)[0]
+    key = visibility_key(path, scene, occlusion)
+    try:
+        vis = Visibility.load(npz) if npz.is_file() else None
+    except InputError:  # unreadable or stale: computed again
+        vis = None
+    if vis is None or vis.params.get("vistest_key") != key:
+        vis = compute_visibility(scene, occlusion=occlusion)
+        vis = dataclasses.replace(vis, params={**vis.params, "vistest_key": key})
+        vis.save(npz)
+    return scene, vis
 
 
-def generate_cells(scenes: dict[str, tuple[str, Path]], tables: dict, seed: int, reports_dir: Path,
+def generate_cells(scenes: dict[str, tuple[str, Path]], seed: int, reports_dir: Path, workers: int,
                    progress: bool) -> dict[str, object]:
-    """Each cell's questions (its task's types, vistest.synth.cells.CELL_TYPES) over the cell's scenes
-    together, debiased as a set, each with its ``level`` (vistest.synth.cells.level_of); written to each
-    scene's ``questions.jsonl`` and the cell's report to ``reports_dir/{cell}/``; cell -> its
+    """Each cell's questions (:func:`generate_cell`), the cells on ``workers`` processes (spawned; a fresh
+    process for each cell, so that no process holds more than one cell's tables); cell -> its
     GenerateReport."""
+    import multiprocessing
+
+    by_cell: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for sid, (cell, path) in scenes.items():
+        by_cell[cell].append((sid, str(path)))
+    jobs = [(cell, by_cell[cell], seed, str(reports_dir)) for cell in CELLS if cell in by_cell]
+    reports = {}
+    with progress_bar(len(jobs), "questions (per cell)", enabled=progress) as bar:
+        if min(workers, len(jobs)) <= 1:
+            for job in jobs:
+                reports[job[0]] = generate_cell(*job)
+                bar.update(1)
+        else:
+            with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), max_tasks_per_child=1,
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                futs = {pool.submit(generate_cell, *job): job[0] for job in jobs}
+                for f in as_completed(futs):
+                    reports[futs[f]] = f.result()
+                    bar.update(1)
+    return {cell: reports[cell] for cell in CELLS if cell in reports}
+
+
+def generate_cell(cell: str, scenes: list[tuple[str, str]], seed: int, reports_dir: str):
+    """The questions of ``cell``'s task (vistest.synth.cells.CELL_TYPES) over its ``scenes`` ((id, scene.json))
+    together, debiased as a set, each with its ``level`` (vistest.synth.cells.level_of); written to each
+    scene's ``questions.jsonl``, the cell's report to ``reports_dir/{cell}/``; returns what the grid's report
+    takes of it, plain data (:class:`CellOutcome`). The tables are each scene's visibility.npz
+    (:func:`scene_table`), loaded here and dropped on return."""
     from ..generate import SceneInput, generate
     from ..generate.run import questions_jsonl
 
-    by_cell: dict[str, list[str]] = defaultdict(list)
-    for sid, (cell, _) in scenes.items():
-        by_cell[cell].append(sid)
-    reports = {}
-    for cell in CELLS:
-        if cell not in by_cell:
-            continue
-        inputs = [SceneInput(*tables[sid], f"{scenes[sid][1].parent / 'visibility.npz'}") for sid in by_cell[cell]]
-        gen = generate(inputs, CELL_TYPES[cell], synth_rules(split_cell(cell)[0]), seed=seed, progress=progress)
-        for sid in by_cell[cell]:
-            records = [{**q, "level": level_of(q["question_type"])} for q in gen.questions.get(sid, ())]
-            write_atomic(scenes[sid][1].parent / "questions.jsonl", questions_jsonl(records))
-        write_atomic(reports_dir / cell / "report.md", gen.report.markdown())
-        write_atomic(reports_dir / cell / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
-        reports[cell] = gen.report
-    return reports
+    inputs = [SceneInput(*scene_table(Path(path)), str(Path(path).parent / "visibility.npz")) for _, path in scenes]
+    gen = generate(inputs, CELL_TYPES[cell], synth_rules(split_cell(cell)[0]), seed=seed, progress=False)
+    for sid, path in scenes:
+        records = [{**q, "level": level_of(q["question_type"])} for q in gen.questions.get(sid, ())]
+        write_atomic(Path(path).parent / "questions.jsonl", questions_jsonl(records))
+    write_atomic(Path(reports_dir) / cell / "report.md", gen.report.markdown())
+    write_atomic(Path(reports_dir) / cell / "report.json", json.dumps(gen.report.to_dict(), indent=1) + "\n")
+    attacks = None if gen.report.attacks is None else [
+        {"attack": a.attack, "type": a.question_type, "n": a.n, "gap_points": round(100 * a.gap, 1),
+         "judged": a.judged, "ok": a.ok} for a in gen.report.attacks.cells]
+    return CellOutcome(tuple(gen.report.funnel), attacks)
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What the grid's report takes of a cell's GenerateReport (which holds more than a process can send):
+    its funnel (vistest.generate.report.Funnel per type) and its blind attacks (attack, type, n, score -
+    chance in points, judged, within margin; None: none were run)."""
+
+    funnel: tuple
+    attacks: list[dict] | None
 
 
 def run_config(budgets: str):
@@ -294,7 +332,7 @@ def _no_candidate(qtype: str) -> str:
                                  "thresholds: docs/generate.md)")
 
 
-def missing_types(cell: str, report, n_scenes: int) -> list[dict]:
+def missing_types(cell: str, report: CellOutcome, n_scenes: int) -> list[dict]:
     """Each type ``cell`` asks that the generator kept no question of over the cell's ``n_scenes`` scenes,
     with the reason its funnel gives (vistest.generate.report.Funnel): no candidate (why such a type finds
     none), none answerable at the budgets checked, or all removed by the balancing (its steps)."""
@@ -332,10 +370,7 @@ def cell_rows(scenes: dict[str, tuple[str, Path]], reports: dict, run_dir: Path 
                     per_type[q["question_type"]] += 1
                     per_level[q["level"]] += 1
         rep = reports.get(cell)
-        attacks = []
-        if rep is not None and rep.attacks is not None:
-            attacks = [{"attack": a.attack, "type": a.question_type, "n": a.n, "gap_points": round(100 * a.gap, 1),
-                        "judged": a.judged, "ok": a.ok} for a in rep.attacks.cells]
+        attacks = rep.attacks or [] if rep is not None else []
         vgenst, dedicated = CELL_TASKS[cell]
         out[cell] = {"scenarios": len(sids), "questions": dict(sorted(per_type.items())),
                      "levels": {lv: per_level.get(lv, 0) for lv in LEVEL_NAMES},
@@ -400,18 +435,11 @@ def run_grid(cfg: GridConfig, outdir: str | os.PathLike, progress: bool = True) 
 
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    specs = []
-    for cell, k in grid_cells(cfg.n):
-        spec = laid_out_spec(cell, k, cfg)
-        specs.append((cell, k, spec))
-        write_atomic(out / "specs" / f"{spec.scenario_id}.json", json.dumps(spec_to_dict(spec), indent=1) + "\n")
     workers = cfg.workers or os.cpu_count() or 1
-    scenes = render_all(specs, out / "scenes", min(workers, len(specs)), cfg.force, progress,
-                        ray=cfg.engine == "ray", address=cfg.address)
-    lap("render")
-    tables = visibility_all(scenes, progress)
-    lap("visibility")
-    reports = generate_cells(scenes, tables, cfg.seed, out / "reports", progress)
+    scenes = prepare_all(cfg, out, min(workers, cfg.n), progress)
+    lap("render")  # laid out, rendered and the visibility tables, per scenario
+    reports = generate_cells(scenes, cfg.seed, out / "reports", workers if cfg.engine == "local" else
+                             os.cpu_count() or 1, progress)
     lap("generate")
     notes = []
     batch = run_batch_of(scenes, out / "run", cfg, progress)

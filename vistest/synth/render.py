@@ -104,7 +104,7 @@ class ScenarioRenderer:
         self.scene.add(pyrender.DirectionalLight(color=np.ones(3), intensity=lt.intensity),
                        pose=demo.light_pose(lt.light_dir))
         self.cam_node = self.scene.add(gl_camera(k, ZNEAR, ZFAR), pose=np.eye(4))
-        self.renderer = pyrender.OffscreenRenderer(*size)
+        self.renderer = lit_renderer(self.scene, *size)
 
     def _primitive(self, pos, nrm, uv, tri, colour, texture):
         return _primitive(self.pyrender, pos, nrm, uv, tri, colour, texture)
@@ -204,8 +204,10 @@ def _ro(a) -> np.ndarray:
     return a
 
 
-def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool = False, force: bool = False) -> Path:
-    """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json.
+def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool = False, force: bool = False,
+                    layout: Layout | None = None) -> Path:
+    """Lay out and render ``spec`` into ``outdir`` (module docstring); returns its scene.json. ``layout``:
+    ``build_layout(spec)`` when the caller already holds it (it is laid out here otherwise).
 
     Reruns: a folder already holding this spec's render (``STAMP``, written after scene.json: the spec
     and the stamp of the ``synth_layout`` and ``synth_render`` rules, vistest.freshness) is left as it is
@@ -218,7 +220,7 @@ def render_scenario(spec: ScenarioSpec, outdir: str | os.PathLike, quiet: bool =
     params = {"spec": spec_to_dict(spec)}
     if not force and _up_to_date(outdir, stamp, params):
         return scene_path
-    layout = build_layout(spec)
+    layout = layout or build_layout(spec)
     stamp.unlink(missing_ok=True)
     scene_path.unlink(missing_ok=True)
     mesh, ids = scene_mesh(layout)
@@ -271,7 +273,7 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
     w, h = tile
     k = demo.demo_intrinsics((w, h))
     rng = np.random.default_rng(seed)
-    renderer = pyrender.OffscreenRenderer(w, h)
+    renderer = None
     tiles = []
     try:
         for label in labels:
@@ -287,13 +289,16 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
             el, az = np.radians(30), np.radians(-60)
             eye = o.center + d * np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
             scene.add(gl_camera(k, 0.01 * d, 10 * d), pose=gl_pose(look_at(eye, o.center)))
+            renderer = renderer or lit_renderer(scene, w, h)
+            check_lit_scene(scene)
             rgb, _ = renderer.render(scene)
             img = np.full((h + 16, w, 3), 255, np.uint8)
             img[:h] = rgb
             cv2.putText(img, label, (3, h + 12), cv2.FONT_HERSHEY_SIMPLEX, 0.36, (0, 0, 0), 1, cv2.LINE_AA)
             tiles.append(img)
     finally:
-        renderer.delete()
+        if renderer is not None:
+            renderer.delete()
     rows = [tiles[i:i + columns] for i in range(0, len(tiles), columns)]
     rows[-1] += [np.full_like(tiles[0], 255)] * (columns - len(rows[-1]))
     sheet = np.vstack([np.hstack(r) for r in rows])
@@ -302,6 +307,47 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
         raise RuntimeError(f"{out_png}: OpenCV could not encode the PNG")
     write_atomic(Path(out_png), png.tobytes())
     return labels
+
+
+SHADERS = Path(__file__).with_name("shaders")  # lit.vert, lit.frag: the lit mesh program
+
+
+def lit_renderer(scene, width: int, height: int):
+    """A pyrender.OffscreenRenderer (``width`` x ``height``, pyrender's 4x multisampling) whose lit mesh program
+    is ``shaders/lit.*``: pyrender's metallic-roughness shading for the one case :func:`_primitive` and the
+    scenario's lights make (their docstring), 2.6x cheaper on llvmpipe and the same pixels but at a few
+    primitive edges (tests/test_synth_video.py compares it with pyrender's own program). ``scene`` is checked
+    to be that case (:func:`check_lit_scene`); every other program (segmentation, depth) is pyrender's."""
+    import pyrender
+    from pyrender.shader_program import ShaderProgramCache
+
+    class LitPrograms(ShaderProgramCache):
+        def get_program(self, vertex_shader, fragment_shader, geometry_shader=None, defines=None):
+            if (vertex_shader, fragment_shader) == ("mesh.vert", "mesh.frag"):
+                vertex_shader, fragment_shader = str(SHADERS / "lit.vert"), str(SHADERS / "lit.frag")
+            return super().get_program(vertex_shader, fragment_shader, geometry_shader, defines)
+
+    check_lit_scene(scene)
+    renderer = pyrender.OffscreenRenderer(width, height)
+    renderer._renderer._program_cache = LitPrograms()  # pyrender 0.1.45: the Renderer's one program cache
+    return renderer
+
+
+def check_lit_scene(scene) -> None:
+    """Raise RuntimeError unless ``scene`` (a pyrender.Scene) is what ``shaders/lit.frag`` draws right: exactly
+    one directional light, no point or spot light, every material metallic-roughness with metallic 0, roughness
+    1, no emissive, normal, occlusion or metallic-roughness texture, every primitive with normals and uvs."""
+    if len(scene.directional_light_nodes) != 1 or scene.point_light_nodes or scene.spot_light_nodes:
+        raise RuntimeError("the lit program draws one directional light and no point or spot light")
+    for mesh in scene.meshes:
+        for p in mesh.primitives:
+            m = p.material
+            if (type(m).__name__ != "MetallicRoughnessMaterial" or m.metallicFactor != 0 or m.roughnessFactor != 1
+                    or np.any(m.emissiveFactor) or m.normalTexture is not None or m.occlusionTexture is not None
+                    or m.emissiveTexture is not None or m.metallicRoughnessTexture is not None
+                    or p.normals is None or p.texcoord_0 is None):
+                raise RuntimeError(f"the lit program cannot draw a primitive of {mesh.name or 'a mesh'}: "
+                                   "metallic 0, roughness 1, normals and uvs, no emissive or other texture expected")
 
 
 def _primitive(pyrender, pos, nrm, uv, tri, colour, texture=None):
