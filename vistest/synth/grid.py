@@ -210,9 +210,9 @@ def scene_table(path: Path):
 
 def generate_cells(scenes: dict[str, tuple[str, Path]], seed: int, reports_dir: Path, workers: int,
                    progress: bool) -> dict[str, object]:
-    """Each cell's questions (:func:`generate_cell`), the cells on ``workers`` processes (spawned; a fresh
-    process for each cell, so that no process holds more than one cell's tables); cell -> its
-    GenerateReport."""
+    """Each cell's questions (:func:`generate_cell`), the cells on ``workers`` processes (spawned; a process
+    holds one cell's tables at a time: a cell's are dropped when it returns); cell -> its
+    :class:`CellOutcome`."""
     import multiprocessing
 
     by_cell: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -226,7 +226,7 @@ def generate_cells(scenes: dict[str, tuple[str, Path]], seed: int, reports_dir: 
                 reports[job[0]] = generate_cell(*job)
                 bar.update(1)
         else:
-            with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), max_tasks_per_child=1,
+            with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
                                      mp_context=multiprocessing.get_context("spawn")) as pool:
                 futs = {pool.submit(generate_cell, *job): job[0] for job in jobs}
                 for f in as_completed(futs):
