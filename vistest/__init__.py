@@ -9,8 +9,9 @@ import os as _os
 _os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 # One BLAS thread per process unless the user chose otherwise (read when numpy loads its BLAS: this import
 # comes first in the CLI and every process it spawns inherits it). vistest spreads work over processes, one
-# per core; each process's OpenBLAS threads spinning on the other cores after a BLAS call slowed the
-# generator's learned blind attacks about 10x on 2 cores (docs/generate.md, "Time").
+# per core; each process's OpenBLAS threads spinning on the other cores after a BLAS call made a liblinear fit
+# of the generator's learned blind attacks 10-20x slower, a generation ~3x, on 2 cores (docs/synth.md, "Time and
+# memory").
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
 

@@ -315,7 +315,7 @@ SHADERS = Path(__file__).with_name("shaders")  # lit.vert, lit.frag: the lit mes
 def lit_renderer(scene, width: int, height: int):
     """A pyrender.OffscreenRenderer (``width`` x ``height``, pyrender's 4x multisampling) whose lit mesh program
     is ``shaders/lit.*``: pyrender's metallic-roughness shading for the one case :func:`_primitive` and the
-    scenario's lights make (their docstring), 2.6x cheaper on llvmpipe and the same pixels but at a few
+    scenario's lights make (their docstring), 2.2-2.9x cheaper on llvmpipe and the same pixels but at a few
     primitive edges (tests/test_synth_video.py compares it with pyrender's own program). ``scene`` is checked
     to be that case (:func:`check_lit_scene`); every other program (segmentation, depth) is pyrender's."""
     import pyrender

@@ -8,8 +8,8 @@
 //   D = 1 / pi                                      (GGX with a = r^2 = 1)
 //   colour = nl * radiance * ((1 - F) * 0.96 base / pi + F G D / (4 nl nv + 0.001)) + base * ambient
 // and the output pow(colour, 1 / 2.2) clamped to [0, 1]. The general program loops over arrays of point and
-// spot lights and evaluates unused terms for every fragment: on Mesa's llvmpipe (a CPU) it costs 2.6x
-// this one for the same pixels (tests/test_synth_render.py compares the two).
+// spot lights and evaluates unused terms for every fragment: on Mesa's llvmpipe (a CPU) it costs 2.2-2.9x
+// this one for the same pixels (tests/test_synth_video.py compares the two).
 struct DirectionalLight {
     vec3 color;
     float intensity;
