@@ -267,14 +267,12 @@ def test_lit_program_draws_what_pyrenders_own_draws():
     from pyrender.shader_program import ShaderProgramCache
 
     from vistest.synth.cells import cell_spec
+    from vistest.synth.demo import demo_intrinsics
     from vistest.synth.layout import build_layout
     from vistest.synth.render import ScenarioRenderer, check_lit_scene
 
     spec = cell_spec("vista-egocentric-static", 0, frames=24, resolution=SIZE, fps=FPS)
-    layout = build_layout(spec)
-    from vistest.synth.demo import demo_intrinsics
-
-    r = ScenarioRenderer(layout, demo_intrinsics(SIZE), SIZE)
+    r = ScenarioRenderer(build_layout(spec), demo_intrinsics(SIZE), SIZE)
     try:
         frames = range(0, spec.frames, 6)
         ours = np.array([r.render(i)[0] for i in frames]).astype(int)
