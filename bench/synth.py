@@ -15,12 +15,17 @@ this per-scenario rate (every step but the exports is per scenario; honest only 
 limit), in wall time and as CPU seconds over 2 cores.
 
     python bench/synth.py [--n 12] [--frames 300] [--size 640x480] [--jobs 2] [--extrapolate 200] [--keep DIR]
+                          [--grid-args "--dummy-budgets 16"]
+
+Also printed: the grid folder's size on disk, and its dummies' (run/dummy_*/).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -46,6 +51,11 @@ def run(cmd: list[str]) -> tuple[float, float, float]:
     return time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, _cpu() - c0
 
 
+def disk_gb(folder: Path) -> float:
+    """Bytes of the files under ``folder`` (GB, 1e9)."""
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files) / 1e9
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=12, help="scenarios (12: one per cell)")
@@ -54,6 +64,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--extrapolate", type=int, default=200)
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    ap.add_argument("--grid-args", default="", help="more options of vistest synth --grid (one string)")
     a = ap.parse_args()
     tmp = a.keep or Path(tempfile.mkdtemp(prefix="bench-synth."))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -61,14 +72,16 @@ def main() -> None:
                                             "--size", a.size, "--force", "--quiet"])
     t_grid, m_grid, c_grid = run(VISTEST + ["synth", "--grid", str(a.n), "-o", str(tmp / "grid"),
                                             "--frames", str(a.frames), "--size", a.size, "-j", str(a.jobs),
-                                            "--force", "--quiet"])
+                                            "--force", "--quiet", *shlex.split(a.grid_args)])
     rep = json.loads((tmp / "grid" / "report.json").read_text())
     per = t_grid / a.n
     print(f"demo-scene render ({a.size}, {a.frames} frames): {t_demo:.1f} s, {c_demo:.1f} CPU s, "
           f"peak RSS {m_demo:.0f} MiB")
-    print(f"synth --grid {a.n} -j {a.jobs}: {t_grid:.1f} s ({per:.1f} s per scenario, "
+    print(f"synth --grid {a.n} -j {a.jobs} {a.grid_args}: {t_grid:.1f} s ({per:.1f} s per scenario, "
           f"{per / t_demo:.2f} x the demo's render), {c_grid:.1f} CPU s ({c_grid / a.n:.1f} per scenario), "
           f"peak RSS of one process {m_grid:.0f} MiB")
+    dummies = sum(disk_gb(d) for d in (tmp / "grid" / "run").glob("dummy_*"))
+    print(f"disk: {disk_gb(tmp / 'grid'):.1f} GB, of which the dummies {dummies:.1f} GB")
     print("steps (s): " + ", ".join(f"{k} {v:.1f}" for k, v in rep["seconds"].items()))
     print(f"questions: {sum(sum(c['questions'].values()) for c in rep['cells'].values())}")
     for cell, row in rep["cells"].items():

@@ -375,6 +375,8 @@ def test_run_on_a_2d_scene_names_num_frames_and_the_regions_not_poses(tmp_path):
     (["--budgets", "16,abc"], "Error: --budgets: expected a positive integer or 'all', got 'abc'"),
     (["--frames", "100000000"], "Error: --frames: frames: expected an integer >= 8 and <= 100000, got 100000000"),
     (["--size", "2x2"], "Error: --size: resolution[0]: expected an integer >= 16, got 2"),
+    (["--dummy", "blur"], "Error: --dummy: expected modes from drop, black, mask, allblack (or 'none'), got 'blur'"),
+    (["--dummy-budgets", "128"], "Error: dummy_budgets: 128 is not one of the budgets (16, 32, 64, all)"),
 ])
 def test_synth_grid_options_are_refused_before_anything_is_rendered(tmp_path, args, needle):
     r = invoke("synth", "--grid", 1, *args, "-o", tmp_path / "g", "--quiet")

@@ -103,7 +103,9 @@ def test_unknown_category_needs_a_size():
 def test_grid_cells_spread_counts_and_modes():
     specs = [cell_spec("vista-exocentric-static", k, frames=16) for k in range(9)]
     assert {s.camera.mode for s in specs} == {"fixed", "orbit", "pan"}
-    assert {o.count for s in specs for o in s.objects} == {(1, 1), (1, 2), (2, 3)}
+    assert {o.count for s in specs for o in s.objects} == {(1, 1), (1, 2), (2, 6)}
+    table = [cell_spec("figural-exocentric-static", k, frames=16) for k in range(9)]
+    assert {o.count for s in table for o in s.objects} == {(1, 1), (1, 2), (2, 3)}  # a table holds fewer
     assert len({len(s.objects) for s in specs}) == 3
 
 
@@ -215,6 +217,35 @@ def test_no_camera_window_turns_180_degrees(cell):
         assert ranges["fixed"] == 0.0 and ranges["orbit"] > 100 and ranges["pan"] > 60, ranges
     else:
         assert ranges["walk"] > 90, ranges
+
+
+def test_moving_cameras_go_at_a_drawn_smooth_pace():
+    """An orbit's angular speed (from its eye positions, about the ground's centre) and a pan's turn rate (from
+    its headings), frame to frame: smooth (no step between frames of more than 5% of the mean), slowest at
+    the start, from 0.2-0.7 to 1.3-1.8 times the mean (layout.pace: 1 -/+ a, a in 0.3-0.8), and not one
+    pace for all: the swings of a cell's orbits and pans differ (a constant pace made a window's motion its
+    length times one speed)."""
+    from vistest.synth.layout import draw_camera
+
+    swings = []
+    for k in range(12):
+        spec = cell_spec("vista-exocentric-static", k, frames=300, resolution=(64, 48))
+        if spec.camera.mode == "fixed":
+            continue
+        _, _, g, poses = draw_camera(spec)
+        if spec.camera.mode == "orbit":
+            rel = poses[:, :2, 3] - np.asarray(g.centre[:2])
+            angle = np.unwrap(np.arctan2(rel[:, 1], rel[:, 0]))
+        else:
+            f = poses[:, :3, 2]
+            angle = np.unwrap(np.arctan2(f[:, 1], f[:, 0]))
+        rate = np.abs(np.diff(angle))
+        rate = rate / rate.mean()
+        assert np.abs(np.diff(rate)).max() < 0.05, (spec.scenario_id, np.abs(np.diff(rate)).max())
+        assert rate[0] < rate.min() + 0.02, (spec.scenario_id, rate[0], rate.min())  # starts at its slowest
+        assert 0.15 < rate.min() < 0.75 and 1.25 < rate.max() < 1.85, (spec.scenario_id, rate.min(), rate.max())
+        swings.append(round(float(rate.max() - 1), 2))
+    assert len(swings) >= 6 and max(swings) - min(swings) > 0.25, swings
 
 
 def test_camera_turn_questions_are_the_turn_made():
@@ -412,7 +443,10 @@ def rendered(tmp_path_factory):
 
     def get(cell):
         if cell not in out:
-            spec = cell_spec(cell, 2, seed=1, **TINY)  # k = 2: four kinds, a pan, one mover
+            from vistest.synth.grid import GridConfig, laid_out_spec
+
+            # the grid's scenario k = 2 (a pan, one mover; drawn again, as the grid does, if it cannot be laid out)
+            spec = laid_out_spec(cell, 2, GridConfig(n=12, seed=1, **TINY))
             path = render_scenario(spec, root / cell, quiet=True)
             scene = Scene.load(path)
             vis = compute_visibility(scene)
@@ -797,7 +831,8 @@ def test_cli_renders_and_reruns_idempotently(tmp_path):
 # ---------------------------------------------------------------------------------------
 def test_a_spec_that_cannot_be_laid_out_is_drawn_again_under_its_id(monkeypatch):
     """laid_out_spec: the first draw fails to lay out, the second (another seed, the same scenario id) is the
-    spec the grid writes to specs/ and renders; after MAX_REDRAWS failures the SpecError stands."""
+    spec the grid writes to specs/ and renders; after MAX_REDRAWS failures the SpecError stands. A draw whose
+    movers are seen too little is drawn again, the last draw kept."""
     from vistest.synth import grid, layout
 
     calls = []
@@ -817,6 +852,17 @@ def test_a_spec_that_cannot_be_laid_out_is_drawn_again_under_its_id(monkeypatch)
     monkeypatch.setattr(layout, "build_layout", lambda spec: (_ for _ in ()).throw(SpecError("never")))
     with pytest.raises(SpecError, match="never"):
         grid.laid_out_spec(CELLS[0], 0, cfg)
+    # a draw whose mover is seen in under MIN_MOVER_IN_VIEW of its frames is drawn again too; the last is kept
+    monkeypatch.setattr(layout, "build_layout", real)
+    shares = iter([[0.9, 0.1], [0.4, 0.5]])
+    monkeypatch.setattr(grid, "movers_in_view", lambda lay: next(shares))
+    spec = grid.laid_out_spec("vista-egocentric-dynamic", 0, cfg)
+    assert spec.seed == cell_spec("vista-egocentric-dynamic", 0, seed=3 + 1_000_003, frames=16, resolution=(64, 48),
+                                  fps=4.0).seed
+    monkeypatch.setattr(grid, "movers_in_view", lambda lay: [0.0])
+    last = grid.laid_out_spec("vista-egocentric-dynamic", 0, cfg)
+    assert last.seed == cell_spec("vista-egocentric-dynamic", 0, seed=3 + 1_000_003 * (grid.MAX_REDRAWS - 1),
+                                  frames=16, resolution=(64, 48), fps=4.0).seed
 
 
 def test_grid_exports_score_every_cell_type_by_one_protocol():
@@ -845,15 +891,19 @@ def test_grid_spreads_evenly_over_the_cells():
 @pytest.mark.slow
 def test_grid_writes_the_benchmark(tmp_path):
     """12 tiny scenarios: one per cell, rendered, questions of the cell's task only, the batch's ground truth
-    per budget, both exports, the per-cell report; a rerun renders nothing again."""
+    per budget, the dummies asked for (--dummy, --dummy-budgets) and no other, both exports, the per-cell
+    report; a rerun renders nothing again."""
     from click.testing import CliRunner
 
     from vistest.cli import main
 
     args = ["synth", "--grid", "12", "-o", str(tmp_path / "g"), "--frames", "24", "--size", "96x72", "--fps", "4",
-            "-j", "1", "--quiet"]
+            "-j", "1", "--dummy", "mask,allblack", "--dummy-budgets", "16", "--quiet"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
+    run = tmp_path / "g" / "run"
+    assert sorted(p.name for p in run.glob("dummy_*")) == ["dummy_allblack", "dummy_mask"]
+    assert [p.name for p in (run / "dummy_mask").iterdir()] == ["16_frame"] and any((run / "dummy_mask").rglob("*.mp4"))
     rep = json.loads((tmp_path / "g" / "report.json").read_text())["cells"]
     assert set(rep) == set(CELLS) and all(r["scenarios"] == 1 for r in rep.values())
     from vistest.synth.cells import CELL_TASKS, LEVELS

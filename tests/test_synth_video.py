@@ -148,10 +148,10 @@ def _table_counts_the_video(scene: Scene, video: np.ndarray, video_static: np.nd
 
 @pytest.mark.parametrize("cell", CELL_PARAMS)
 def test_decoded_video_shows_scene_json(tmp_path, cell):
-    from vistest.synth.cells import cell_spec
+    from vistest.synth.grid import GridConfig, laid_out_spec
 
-    frames = FAST_FRAMES if cell in FAST_CELLS else FRAMES
-    spec = cell_spec(cell, scenario_of(cell), frames=frames, resolution=SIZE, fps=FPS)
+    frames = FAST_FRAMES if cell in FAST_CELLS else FRAMES  # the grid's spec (drawn again if it cannot be laid out)
+    spec = laid_out_spec(cell, scenario_of(cell), GridConfig(n=12, frames=frames, resolution=SIZE, fps=FPS))
     rows, movers, scene, video, video_static = synth_video_rows(spec, tmp_path)
     _floor(rows, cell, movers)
     _table_counts_the_video(scene, video, video_static)
@@ -258,8 +258,9 @@ def test_box_faces_wind_outward():
 
 
 def test_lit_program_draws_what_pyrenders_own_draws():
-    """vistest's lit program (vistest/synth/shaders/lit.*, the videos' shading) against pyrender's general
-    metallic-roughness program (its shaders/mesh.*, the independent reference) on the same scene and poses: the
+    """vistest's lit program (vistest/synth/shaders/lit.*, the videos' shading) and its colour-only read
+    (render._read_colour) against pyrender's general metallic-roughness program (its shaders/mesh.*, the
+    independent reference) and pyrender's own framebuffer read on the same scene and poses: the
     same pixels but at a few primitive edges (float rounding in another order), on a room with its checker
     floor and walls (the texture path) and objects of every slot colour; a scene it cannot draw right (a point
     light) is refused."""
@@ -276,7 +277,9 @@ def test_lit_program_draws_what_pyrenders_own_draws():
     try:
         frames = range(0, spec.frames, 6)
         ours = np.array([r.render(i)[0] for i in frames]).astype(int)
+        assert r.renderer.render(r.scene)[1] is None  # ours reads the colour alone
         r.renderer._renderer._program_cache = ShaderProgramCache()  # pyrender's own programs
+        del r.renderer._renderer._read_main_framebuffer  # and pyrender's own read (colour and depth)
         ref = np.array([r.render(i)[0] for i in frames]).astype(int)
     finally:
         r.close()

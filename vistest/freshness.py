@@ -44,7 +44,7 @@ VERSIONS: dict[str, int] = {
     # (vistest.videos.recipes.content_key: "vistest.variant/1" before the two were one)
     "videos": 1,
     # a synth spec's layout and looks for the same seed: vistest/synth/layout.py (was LAYOUT_VERSION there)
-    "synth_layout": 3,
+    "synth_layout": 4,
     # how the same layout renders: vistest/synth/render.py, shapes.py, shaders/ (2: shapes, closed outward parts;
     # was RENDER_VERSION there; 3: vistest's lit program in place of pyrender's, a few edge pixels differ)
     "synth_render": 3,

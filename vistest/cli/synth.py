@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError
+from ..videos.config import DUMMY_MODES
 from .options import quiet_option
+from .videos import dummy_budgets_option, dummy_modes_option
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -37,11 +39,16 @@ def _size(text: str) -> tuple[int, int]:
               help="--grid: scenarios rendered at once, and the batch engine's workers (default: the CPUs).")
 @click.option("--address", default=None, help="--grid with --engine ray: the cluster (HOST:PORT or local).")
 @click.option("--budgets", default="16,32,64,all", show_default=True, help="--grid: the frame budgets.")
+@click.option("--dummy", "dummy_modes", default=None, callback=dummy_modes_option,
+              help="--grid: the batch's dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none'; "
+                   "default: all, as vistest run). Dummies are most of a grid's disk: docs/synth.md.")
+@click.option("--dummy-budgets", "dummy_budgets", default=None, callback=dummy_budgets_option,
+              help="--grid: the budgets dummies are written for (default: the numeric --budgets, as vistest run).")
 @click.option("--no-export", is_flag=True, help="--grid: skip the lmms-eval and VLMEvalKit exports.")
 @click.option("--force", is_flag=True, help="Render again even if a folder holds the render of the same spec.")
 @quiet_option()
-def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers, address, budgets, no_export, force,
-              quiet):
+def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers, address, budgets, dummy_modes,
+              dummy_budgets, no_export, force, quiet):
     """Render the scenario SPEC (JSON or YAML, docs/synth.md) into OUTPUT: what 'vistest import' gives
     (video.mp4, scene.json), ground truth exact by construction. With --grid N: a whole benchmark."""
     from ..synth.spec import load_spec
@@ -54,8 +61,8 @@ def synth_cmd(spec, output, grid_n, seed, num_frames, size, fps, engine, workers
         w, h = _size(size) if size else (640, 480)
         cfg = GridConfig(n=grid_n, seed=seed, frames=300 if num_frames is None else num_frames, resolution=(w, h),
                          fps=30.0 if fps is None else fps,
-                         engine=engine, workers=workers, address=address, budgets=budgets, export=not no_export,
-                         force=force)
+                         engine=engine, workers=workers, address=address, budgets=budgets, dummy_modes=dummy_modes,
+                         dummy_budgets=dummy_budgets, export=not no_export, force=force)
         report = run_grid(cfg, output, progress=not quiet)
         if not quiet:
             click.echo(report, nl=False)

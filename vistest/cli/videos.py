@@ -21,11 +21,15 @@ _DEFAULT_SETTINGS = EncoderSettings()
 DUMMY_PREFIX = "dummy_"  # an option whose value is named dummy_FIELD sets DummyConfig.FIELD (dummy_config)
 
 
-def _dummy_budgets(ctx, param, text: str | None) -> tuple | None:
+def dummy_budgets_option(ctx, param, text: str | None) -> tuple | None:
+    """click callback of ``--dummy-budgets`` (vistest run, batch, synth --grid): budgets, or None."""
     return None if text is None else parse_budgets(text, "--dummy-budgets")
 
 
-def _dummy_modes(ctx, param, text: str) -> tuple[str, ...]:
+def dummy_modes_option(ctx, param, text: str | None) -> tuple[str, ...] | None:
+    """click callback of ``--dummy`` (vistest run, batch, synth --grid): the modes ('none': none), or None."""
+    if text is None:
+        return None
     modes = tuple(m for m in (s.strip() for s in text.split(",")) if m and m != "none")
     bad = [m for m in modes if m not in DUMMY_MODES]
     if bad:
@@ -38,14 +42,15 @@ video_options = compose(
                   "see vistest/layout.py).", folder=True, aliases=OUTDIR_ALIAS),
     truth_options("Budget GT: ", profile_help="Its selections are what the budget videos hold."),
     evaluator_option(),
-    click.option("--dummy", "dummy_modes", default=",".join(DUMMY_MODES), show_default=True, callback=_dummy_modes,
+    click.option("--dummy", "dummy_modes", default=",".join(DUMMY_MODES), show_default=True,
+                 callback=dummy_modes_option,
                  help="Dummy modes, comma-separated: " + ", ".join(DUMMY_MODES) + " (or 'none')."),
     click.option("--dummy-length", "dummy_length", type=click.Choice(list(DUMMY_LENGTHS)), default=DEFAULT_DUMMY_LENGTH,
                  show_default=True,
                  help="budget: each numeric budget's dummy holds the frames the profile takes from the full-length "
                       "dummy (n frames at --budget-fps); full: one full-length dummy for every budget. The all "
                       "budget always uses the full-length dummy."),
-    click.option("--dummy-budgets", "dummy_budgets", default=None, callback=_dummy_budgets,
+    click.option("--dummy-budgets", "dummy_budgets", default=None, callback=dummy_budgets_option,
                  help="Budgets to write dummies for (default: the numeric --budgets; add 'all' for full-length "
                       "dummies, one long encode per question and mode)."),
     click.option("--fill", "dummy_fill", type=click.Choice(list(FILLS)), default=FILLS[0], show_default=True,

@@ -266,10 +266,29 @@ def camera_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.
         shrink *= 0.9
 
 
+PACE_SWING = (0.3, 0.8)  # the pace's swing: the camera's speed along its path from (1 - a) to (1 + a) times its mean
+PACE_CYCLES = (1, 2)  # slow-fast cycles of the pace over the video (drawn)
+
+
+def pace(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """How far along its path (0 to 1) a moving camera is at times ``t`` (0 to 1): ``t - a sin(2 pi m t) /
+    (2 pi m)``, the swing ``a`` drawn from :data:`PACE_SWING` and ``m`` from :data:`PACE_CYCLES`, so that its
+    speed ``1 - a cos(2 pi m t)`` (times the mean) starts slow, speeds up and slows down smoothly (bounded
+    acceleration, never stopping: a < 1), as a person walks or a camera operator pans, where a constant pace
+    gave every window of a video one speed. Measured on 100 scenarios of each static exocentric or vista cell
+    (issue #49): the pruning keeps as many camera questions as at a constant pace (half of what the caps
+    draw: a blind answer near the set's median still beats chance on camera displacement), so the pace is
+    for the motion's look, not the debiasing."""
+    m = int(rng.integers(PACE_CYCLES[0], PACE_CYCLES[1] + 1))
+    a = float(rng.uniform(*PACE_SWING))
+    return t - a * np.sin(2 * np.pi * m * t) / (2 * np.pi * m)
+
+
 def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.Generator,
                 shrink: float = 1.0) -> np.ndarray:
     """(n, 4, 4) OpenCV camera-to-world poses for frame i at ``t = i / (n - 1)`` (module docstring); the
-    walk's arc, its look-around and the orbit's or pan's default sweep times ``shrink``.
+    walk's arc, its look-around and the orbit's or pan's default sweep times ``shrink``. The walk, orbit and
+    pan go along their path at :func:`pace` (``s``), drawn first; the look-around and the bob keep ``t``.
 
     walk: figural, an arc around the table at eye height looking at a point drifting over the top;
     vista, an elliptical loop at 0.55 of the room's half extents looking 30 deg inward of ahead and
@@ -281,6 +300,7 @@ def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.G
     the direction to the centre. ``distance_m`` replaces the distance."""
     p = SCALES[scale]
     t = np.linspace(0.0, 1.0, n)
+    s = pace(t, rng)
     c, half = g.centre, g.half
     if cam.perspective == "egocentric":
         eye_h = cam.height_m if cam.height_m is not None else float(rng.uniform(*p.eye_m))
@@ -292,14 +312,14 @@ def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.G
             r = float(np.hypot(*half)) + float(rng.uniform(0.45, 0.7))
             sweep = np.radians(rng.uniform(120, 180)) * shrink
             b0 = rng.uniform(0, 2 * np.pi)
-            for i, ti in enumerate(t):
-                a = a0 + sign * sweep * ti
+            for i, si in enumerate(s):
+                a = a0 + sign * sweep * si
                 eye = np.array([c[0] + r * np.cos(a), c[1] + r * np.sin(a), eye_h + bob[i]])
-                b = b0 + 2 * np.pi * ti * shrink
+                b = b0 + 2 * np.pi * si * shrink
                 tgt = c + np.array([0.5 * half[0] * np.cos(b), 0.5 * half[1] * np.sin(b), 0.0])
                 poses.append(look_at(eye, tgt))
             return np.stack(poses)
-        a = a0 + sign * 2 * np.pi * shrink * t
+        a = a0 + sign * 2 * np.pi * shrink * s
         if scale == "vista":
             xy = c[:2] + 0.55 * half * np.stack([np.cos(a), np.sin(a)], 1)
             look_amp, inward, pitch = 35.0, 30.0, -15.0
@@ -332,8 +352,8 @@ def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.G
     if cam.mode == "orbit":
         sweep = np.radians(cam.sweep_deg if cam.sweep_deg is not None else 150.0 * shrink) * float(
             rng.choice([-1.0, 1.0]))
-        return np.stack([look_at(np.array([c[0] + d * np.cos(az + sweep * ti), c[1] + d * np.sin(az + sweep * ti), h]),
-                                 tgt) for ti in t])
+        return np.stack([look_at(np.array([c[0] + d * np.cos(az + sweep * si), c[1] + d * np.sin(az + sweep * si), h]),
+                                 tgt) for si in s])
     eye = np.array([c[0] + d * np.cos(az), c[1] + d * np.sin(az), h])
     if cam.mode == "fixed":
         return np.tile(look_at(eye, tgt), (n, 1, 1))
@@ -342,8 +362,8 @@ def drawn_poses(cam: CameraSpec, scale: str, g: Ground, n: int, rng: np.random.G
     pitch = np.degrees(np.arctan2(v[2], np.hypot(v[0], v[1])))
     sweep = (cam.sweep_deg if cam.sweep_deg is not None else 90.0 * shrink) * float(rng.choice([-1.0, 1.0]))
     out = np.tile(np.eye(4), (n, 1, 1))
-    for i, ti in enumerate(t):
-        out[i, :3, :3] = look_rotation(yaw0 + sweep * (ti - 0.5), pitch)
+    for i, si in enumerate(s):
+        out[i, :3, :3] = look_rotation(yaw0 + sweep * (si - 0.5), pitch)
         out[i, :3, 3] = eye
     return out
 
