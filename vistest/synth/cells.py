@@ -180,11 +180,7 @@ def in_view_region(spec: ScenarioSpec) -> list[float]:
         for fy in grid:
             frac = np.array([fx, fy]) + offsets
             pts = np.c_[g.x0 + frac[:, 0] * (g.x1 - g.x0), g.y0 + frac[:, 1] * (g.y1 - g.y0), np.full(9, g.z)]
-            rel = pts[None] - poses[:, None, :3, 3]  # (frames, points, 3)
-            cam = np.einsum("nji,npj->npi", poses[:, :3, :3], rel)  # R^T (p - t)
-            z = cam[..., 2]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                u, v = k.fx * cam[..., 0] / z + k.cx, k.fy * cam[..., 1] / z + k.cy
+            u, v, z = project(poses, np.broadcast_to(pts, (len(poses), *pts.shape)), k)
             n = int(np.sum((z > 0.3) & (abs(u - w / 2) < 0.4 * w) & (abs(v - h / 2) < 0.4 * h)))
             key = (n, -round(abs(fx - 0.5) + abs(fy - 0.5), 6))
             if best is None or key > score:
@@ -192,6 +188,16 @@ def in_view_region(spec: ScenarioSpec) -> list[float]:
     assert best is not None
     return [round(best[0] - REGION_HALF, 3), round(best[1] - REGION_HALF, 3), round(best[0] + REGION_HALF, 3),
             round(best[1] + REGION_HALF, 3)]
+
+
+def project(poses: np.ndarray, pts: np.ndarray, k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, v, z) of world points ``pts`` (N, P, 3) in metres seen from OpenCV camera-to-world ``poses`` (N,
+    4, 4), one pose per row of points: pixel coordinates (``k``: Intrinsics, pinhole, no distortion) and
+    the depth along the optical axis (m; <= 0: behind the camera, u and v then meaningless)."""
+    cam = np.einsum("nji,npj->npi", poses[:, :3, :3], pts - poses[:, None, :3, 3])  # R^T (p - t)
+    z = cam[..., 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return k.fx * cam[..., 0] / z + k.cx, k.fy * cam[..., 1] / z + k.cy, z
 
 
 SEEN_KIND = "silhouette"  # a scenario's objects count as seen when 10% of their own silhouette shows

@@ -39,7 +39,8 @@ from pathlib import Path
 from ..atomic import write_atomic
 from ..errors import InputError
 from ..progress import progress_bar
-from .cells import CELL_TASKS, CELL_TYPES, LEVEL_NAMES, SEEN_KIND, cell_spec, level_of, split_cell, synth_rules
+from .cells import (CELL_TASKS, CELL_TYPES, LEVEL_NAMES, SEEN_KIND, cell_spec, level_of, project, split_cell,
+                    synth_rules)
 from .spec import CELLS, ScenarioSpec, SpecError, spec_to_dict
 
 MAX_REDRAWS = 30  # the 400 figural specs of a 1,200 grid: 321 laid out at once, the last after 9 redraws
@@ -123,8 +124,8 @@ def laid_out(cell: str, k: int, cfg: "GridConfig"):
     raise AssertionError("unreachable")
 
 
-# the least share of its frames after it starts in which a mover's centre is in view (movers_in_view): a
-# mover questions are asked about must be seen (issue #49); the draws of in_view_region alone left 16 of about
+# the least share of its frames after it starts in which a mover's centre is in view (movers_in_view): the
+# movers that questions ask about must be seen (issue #49); the draws of in_view_region alone left 16 of about
 # 90 movers of 60 vista-egocentric-dynamic scenarios under it (0.23 the least), 8 of 60 environmental ones
 MIN_MOVER_IN_VIEW = 0.4
 
@@ -145,11 +146,7 @@ def movers_in_view(layout) -> list[float]:
     for oid, mot in layout.motions.items():
         o = next(b for b in layout.objects if b.id == oid)
         frames = np.arange(min(int(math.ceil(mot.start_s * spec.fps)), spec.frames - 1), spec.frames)
-        poses = layout.poses[frames]
-        cam = np.einsum("nji,nj->ni", poses[:, :3, :3], o.centres[frames] - poses[:, :3, 3])  # R^T (p - t)
-        z = cam[:, 2]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u, v = k.fx * cam[:, 0] / z + k.cx, k.fy * cam[:, 1] / z + k.cy
+        u, v, z = (a[:, 0] for a in project(layout.poses[frames], o.centres[frames][:, None], k))
         out.append(float(np.mean((z > 0) & (u >= 0) & (u < w) & (v >= 0) & (v < h))))
     return out
 
