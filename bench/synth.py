@@ -15,7 +15,11 @@ this per-scenario rate (every step but the exports is per scenario; honest only 
 limit), in wall time and as CPU seconds over 2 cores.
 
     python bench/synth.py [--n 12] [--frames 300] [--size 640x480] [--jobs 2] [--extrapolate 200] [--keep DIR]
-                          [--grid-args "--dummy-budgets 16"]
+                          [--grid-args "--dummy-budgets 16"] [--reuse]
+
+``--reuse`` (with ``--keep``): the grid without ``--force``, so a run cut short goes on where it stopped
+(rendered scenarios whose stamp is current and their visibility tables are kept); its times are then the
+rest's, not the whole's.
 
 Also printed: the grid folder's size on disk, and its dummies' (run/dummy_*/).
 """
@@ -65,14 +69,18 @@ def main() -> None:
     ap.add_argument("--extrapolate", type=int, default=200)
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     ap.add_argument("--grid-args", default="", help="more options of vistest synth --grid (one string)")
+    ap.add_argument("--reuse", action="store_true", help="keep what an earlier run in --keep rendered")
     a = ap.parse_args()
+    if a.reuse and not a.keep:
+        ap.error("--reuse needs --keep (the folder of the run to go on with)")
     tmp = a.keep or Path(tempfile.mkdtemp(prefix="bench-synth."))
     tmp.mkdir(parents=True, exist_ok=True)
     t_demo, m_demo, c_demo = run(VISTEST + ["demo-scene", str(tmp / "demo"), "--frames", str(a.frames),
                                             "--size", a.size, "--force", "--quiet"])
     t_grid, m_grid, c_grid = run(VISTEST + ["synth", "--grid", str(a.n), "-o", str(tmp / "grid"),
                                             "--frames", str(a.frames), "--size", a.size, "-j", str(a.jobs),
-                                            "--force", "--quiet", *shlex.split(a.grid_args)])
+                                            *([] if a.reuse else ["--force"]), "--quiet",
+                                            *shlex.split(a.grid_args)])
     rep = json.loads((tmp / "grid" / "report.json").read_text())
     per = t_grid / a.n
     print(f"demo-scene render ({a.size}, {a.frames} frames): {t_demo:.1f} s, {c_demo:.1f} CPU s, "

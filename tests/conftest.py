@@ -208,14 +208,15 @@ def pytest_sessionstart(session):
     CLI subprocess that starts before the cache is written."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    from vistest.look.overlay import warm_overlay
+    from vistest.look.overlay import overlay_compiled, warm_overlay
     from vistest.visibility.compile import compile_kernels, steps_to_compile
     from vistest.visibility.table import WARM
 
     steps = steps_to_compile()
     if steps:
         compile_kernels(WARM, steps, why="before the tests")
-    warm_overlay()
+    if not overlay_compiled():  # warm: not loaded here (~0.8 s of the controller's, before the workers start)
+        warm_overlay()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -132,6 +132,14 @@ def project_boxes(scene: Scene, frame: Frame, near: float = DEFAULT_NEAR,
     return BoxProjection(np.stack([cu, cv], axis=2), np.stack([eu, ev], axis=2))
 
 
+def overlay_compiled() -> bool:
+    """Whether :func:`_project_boxes` has code in this process or current code in Numba's on-disk
+    cache (vistest.visibility.compile.is_compiled): then :func:`warm_overlay` has nothing to compile."""
+    from ..visibility.compile import is_compiled
+
+    return is_compiled(_project_boxes)
+
+
 def warm_overlay() -> None:
     """Compile (or load from the cache) :func:`_project_boxes` on a tiny scene (``vistest compile``)."""
     from ..synthetic import random_box_scene

@@ -206,15 +206,16 @@ def boxes_overlap(a: Box, b: Box, tol: float = 1e-3) -> bool:
     (separating-axis test over the 3 + 3 face normals and 9 edge cross products;
     boxes that merely touch, like a TV resting on its stand, do not overlap)."""
     d = b.center - a.center
-    axes = [a.rotation[:, i] for i in range(3)] + [b.rotation[:, i] for i in range(3)]
-    axes += list(cross3(a.rotation.T[:, None, :], b.rotation.T[None, :, :]).reshape(9, 3))
+    rot_a, rot_b = a.rotation, b.rotation  # read once: a layout's Placed computes its rotation on each read
+    axes = [rot_a[:, i] for i in range(3)] + [rot_b[:, i] for i in range(3)]
+    axes += list(cross3(rot_a.T[:, None, :], rot_b.T[None, :, :]).reshape(9, 3))
     for ax in axes:
         n = np.linalg.norm(ax)
         if n < 1e-9:
             continue
         ax = ax / n
-        ra = np.abs(ax @ a.rotation) @ (a.size / 2)
-        rb = np.abs(ax @ b.rotation) @ (b.size / 2)
+        ra = np.abs(ax @ rot_a) @ (a.size / 2)
+        rb = np.abs(ax @ rot_b) @ (b.size / 2)
         if abs(ax @ d) >= ra + rb - tol:
             return False
     return True
