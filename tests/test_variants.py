@@ -33,7 +33,7 @@ from vistest.videos.manifest import update_manifest
 from vistest.questions import load_questions
 from vistest.videos.encode import is_long, plan_passes
 from vistest.videos.stored import stored_key
-from vistest.videos.memory import encoder_memory_mb, plan_resources
+from vistest.videos.memory import PYTHON_MB, encoder_memory_mb, mux_memory_mb, plan_mux, plan_resources
 from vistest.videos.pixels import fill_rects
 from vistest.videos.config import DummyConfig, EncodeConfig, EncoderSettings
 from vistest.videos.evidence import EvidenceTable, even_rect
@@ -507,6 +507,49 @@ def test_resources_fit_the_memory_budget_and_are_deterministic():
     assert (r.jobs, r.threads) == (2, 3)
     assert encoder_memory_mb((1296, 968), "medium", 2) > encoder_memory_mb((1296, 968), "medium", 1)
     assert not plan_resources((1296, 968), "veryslow", 3, cpus=2, max_memory_mb=100).fits
+
+
+def test_mux_batches_are_even_and_run_as_many_at_once_as_cpus_and_memory_allow():
+    assert plan_mux((640, 480), 105, 32, cpus=2, max_memory_mb=500) == (2, 27)  # 4 of 27/26, 2 at once
+    assert plan_mux((640, 480), 105, 32, cpus=1, max_memory_mb=500) == (1, 27)
+    assert plan_mux((640, 480), 10, 32, cpus=2, max_memory_mb=500) == (2, 5)  # one batch would leave a CPU idle
+    assert plan_mux((640, 480), 1, 32, cpus=8, max_memory_mb=500) == (1, 1)
+    assert plan_mux((640, 480), 0, 32, cpus=2, max_memory_mb=500) == (1, 0)
+    big = (3840, 2160)  # 32 inputs of 4K frames: ~400 MB a process
+    at_once, per = plan_mux(big, 200, 32, cpus=8, max_memory_mb=1000)
+    assert at_once >= 1 and PYTHON_MB + at_once * mux_memory_mb(big, per) <= 1000 < \
+        PYTHON_MB + (at_once + 1) * mux_memory_mb(big, per)
+    assert plan_mux(big, 200, 32, cpus=8, max_memory_mb=100)[0] == 1  # never fewer than one
+    for videos in range(1, 140):
+        for cpus in (1, 2, 3, 8):
+            at_once, per = plan_mux((640, 480), videos, 32, cpus, 500)
+            batches = -(-videos // per)
+            assert 1 <= per <= 32 and at_once == min(cpus, batches), (videos, cpus)
+            rounds = -(-batches // at_once)  # no more rounds than the CPUs need, each round about as long
+            assert rounds == -(-videos // (32 * min(cpus, videos))) and (per - 1) * batches < videos, (videos, cpus)
+
+
+@SLOW
+def test_n_frame_videos_are_the_same_bytes_muxed_one_or_several_at_once(demo, tmp_path, monkeypatch):
+    """The mux layout (videos per ffmpeg process, processes at once) changes no byte of any
+    n-frame video: one process at a time against three at once, three videos each."""
+    from vistest.videos import intra
+    from vistest.videos.config import ResourceConfig
+
+    monkeypatch.setattr(intra, "MUX_BATCH", 3)
+    seen = []
+    monkeypatch.setattr(intra, "plan_mux", lambda *a, **k: seen.append(plan_mux(*a, **k)) or seen[-1])
+    qs = [q for q in demo["questions"] if q.id in BUDGET_DUMMY_QUESTIONS]
+    digests = []
+    for cpus in (1, 3):
+        opts = RunConfig(TruthConfig(budgets=(16, 32)), DummyConfig(modes=("drop", "black", "mask")),
+                         EncodeConfig(SETTINGS), resources=ResourceConfig(threads=1, cpus=cpus), budget_files=False)
+        out = tmp_path / f"cpus{cpus}"
+        run_scene(demo["scene_json"], qs, out, opts, visibility=demo["vis"], progress=False)
+        rows = [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+        digests.append({r["path"]: r["sha256"] for r in rows if r["num_frames"] in (16, 32)})
+    assert [s[0] for s in seen] == [1, 3] and all(per <= 3 for _a, per in seen)
+    assert len(digests[0]) >= 12 and digests[0] == digests[1]
 
 
 @SLOW

@@ -4,15 +4,18 @@ Budget videos and budget dummies (n frames at the budget rate) are all-intra H.2
 distinct frame they hold is encoded once, as an IDR frame of the scene's pool
 (vistest.videos.pool: the plan of the pool), into ``pool.h264`` in the work folder; each video
 is then assembled by stream copy of its frames' access units (``ffmpeg -f h264 -i
-concatf:LIST -c copy``, :data:`MUX_BATCH` videos per ffmpeg process) and kept once its sample
-table holds its frame count. The pool is fed by the decode pass (vistest.videos.encode).
+concatf:LIST -c copy``, at most :data:`MUX_BATCH` videos per ffmpeg process, as many processes at
+once as the scene's CPUs) and kept once its sample table holds its frame count. The pool is fed by
+the decode pass (vistest.videos.encode).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
 from .ffmpeg import VideoError, VideoWriter, mp4_sample_count, mux_h264_command
+from .memory import check_decoder_memory_mb, plan_mux
 from .pixels import fill_rects
 from .plan import Variant
 from .recipes import X264_INTRA
@@ -70,25 +73,40 @@ def pool_units(path: Path, expected: int):
 
 
 def mux_intra(s: WriteSession, pool_path: Path, units, pool: PoolPlan, variants: Sequence[Variant]) -> None:
-    """Assemble each n-frame variant by stream copy of its pool frames, ``MUX_BATCH`` per
-    ffmpeg process; each output is staged once its sample table holds its frame count."""
-    for k in range(0, len(variants), MUX_BATCH):
-        batch = variants[k:k + MUX_BATCH]
-        jobs, temps = [], []
+    """Assemble each n-frame variant by stream copy of its pool frames: batches of at most
+    ``MUX_BATCH`` videos per ffmpeg process, as many processes at once as the plan's CPUs and
+    memory allow (vistest.videos.memory.plan_mux; the decode that checks a stream copy may still
+    run beside them). Each output is staged, in the variants' order, once its sample table holds
+    its frame count; a failed batch stops the others."""
+    size, res = s.plan.size, s.res
+    at_once, per = plan_mux(size, len(variants), MUX_BATCH, res.cpus, res.max_memory_mb,
+                            check_decoder_memory_mb(size, res.decoder_threads))
+    batches = []
+    for k in range(0, len(variants), per or 1):
+        batch, jobs, temps = variants[k:k + per], [], []
         for j, v in enumerate(batch):
             lst = s.work.write(f"mux{k + j}.txt", concat_list(pool_path, units, pool.uses[v.path]))
             tmp = s.procs.temp(s.outdir / v.path)
             temps.append(tmp)
             jobs.append((lst, tmp, key_metadata(v.key)))
-        s.procs.run(mux_h264_command(jobs, s.plan.budget_fps), f"{s.outdir / batch[0].path} (and "
-                    f"{len(batch) - 1} more n-frame videos)")
-        for v, tmp in zip(batch, temps):
-            got = mp4_sample_count(tmp)
-            if got != v.num_frames:
-                raise VideoError(f"{s.outdir / v.path}: {v.num_frames} frames were muxed but the written file "
-                                 f"holds {got}; not keeping it")
-            s.staging.stage(tmp, v.path, X264_INTRA)
-            s.bar.update(v.num_frames)
+        what = f"{s.outdir / batch[0].path} (and {len(batch) - 1} more n-frame videos)"
+        batches.append((batch, temps, mux_h264_command(jobs, s.plan.budget_fps), what))
+    with ThreadPoolExecutor(max_workers=at_once) as ex:
+        futures = [ex.submit(s.procs.run, args, what) for _b, _t, args, what in batches]
+        try:
+            for (batch, temps, _a, _w), fut in zip(batches, futures):
+                fut.result()
+                for v, tmp in zip(batch, temps):
+                    got = mp4_sample_count(tmp)
+                    if got != v.num_frames:
+                        raise VideoError(f"{s.outdir / v.path}: {v.num_frames} frames were muxed but the written "
+                                         f"file holds {got}; not keeping it")
+                    s.staging.stage(tmp, v.path, X264_INTRA)
+                    s.bar.update(v.num_frames)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def write_pool(s: WriteSession, pool: PoolPlan, variants: Sequence[Variant], writer: VideoWriter | None) -> None:

@@ -6,7 +6,8 @@ pixels; threads and jobs are counts. The model was fitted on ffmpeg 9 / libx264 
 1296x968 (peak RSS, /usr/bin/time and /proc sampling) and rounded up: one ffmpeg process is
 :data:`PROCESS_MB` plus P MB per "frame equivalent", P = (W + 64)(H + 64) * 1.5 bytes (a padded
 yuv420p frame). libx264 holds ``X264_FRAMES[preset]`` + 16 (1 thread) / 32 (2) / +8 per further
-thread of them; the decoder (with its raw output queue) 20 + 6 per thread. The Python side is
+thread of them; the decoder (with its raw output queue) 20 + 6 per thread; a process muxing n-frame
+videos from the pool by stream copy one per video (each input's H.264 parser). The Python side is
 :data:`PYTHON_MB` (numpy, cv2, one frame buffer; vistest run computes visibility in a child
 process so that the visibility engine's compiled code is not part of it).
 
@@ -45,6 +46,35 @@ def intra_encoder_memory_mb(size: tuple[int, int], threads: int) -> float:
     return PROCESS_MB + _frame_mb(size) * (36 + 4 * threads)
 
 
+def mux_memory_mb(size: tuple[int, int], videos: int) -> float:
+    """Estimated peak RSS (MB) of one ffmpeg process muxing ``videos`` n-frame videos of (W, H)
+    frames by stream copy (one ``concatf:`` input each; measured 46-48 MB for 32 videos at
+    640x480, 87 MB at 1296x968: about one frame equivalent per input)."""
+    return PROCESS_MB + _frame_mb(size) * videos
+
+
+def plan_mux(size: tuple[int, int], videos: int, most: int, cpus: int, max_memory_mb: float,
+             other_mb: float = 0.0) -> tuple[int, int]:
+    """(processes at once, videos per process) to mux ``videos`` n-frame videos, at most
+    ``most`` per process (its start-up is paid once per batch).
+
+    As many processes at once as ``cpus``, fewer while Python, ``other_mb`` (a process still
+    running beside them: the decode checking a stream copy) and theirs exceed ``max_memory_mb``
+    (at least one); the batches are evened out so that every round keeps each process busy:
+    105 videos, at most 32 a process, 2 CPUs: 4 batches of 27 or 26, two at a time (not 32, 32,
+    32 and 9 one after another)."""
+    if videos <= 0:
+        return 1, 0
+    batches = -(-videos // most)
+    at_once = max(1, min(cpus, videos))
+    while at_once > 1 and PYTHON_MB + other_mb + at_once * mux_memory_mb(size, -(-videos // max(batches, at_once))) \
+            > max_memory_mb:
+        at_once -= 1
+    batches = min(videos, -(-max(batches, at_once) // at_once) * at_once)
+    per = -(-videos // batches)
+    return min(at_once, -(-videos // per)), per
+
+
 def decoder_memory_mb(size: tuple[int, int], threads: int) -> float:
     """Estimated peak RSS (MB) of the ffmpeg decoder of a (W, H) H.264 source."""
     return PROCESS_MB + _frame_mb(size) * (20 + 6 * threads)
@@ -68,6 +98,8 @@ class ResourcePlan:
     decoder_threads: int
     estimate_mb: float
     fits: bool
+    cpus: int = 1  # the CPUs planned for (the mux processes run this many at once: plan_mux)
+    max_memory_mb: float = DEFAULT_MAX_MEMORY_MB  # the budget planned within
 
 
 def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int | None = None,
@@ -96,9 +128,9 @@ def plan_resources(size: tuple[int, int], preset: str, encoders: int, cpus: int 
         t_options = [threads] if threads else list(range(max(1, cpus // j), 0, -1))
         for t in t_options:
             if total(j, t) <= max_memory_mb:
-                return ResourcePlan(j, t, dthreads, round(total(j, t), 1), True)
+                return ResourcePlan(j, t, dthreads, round(total(j, t), 1), True, cpus, max_memory_mb)
     j, t = job_options[-1], (threads or 1)
-    return ResourcePlan(j, t, dthreads, round(total(j, t), 1), False)
+    return ResourcePlan(j, t, dthreads, round(total(j, t), 1), False, cpus, max_memory_mb)
 
 
 def with_stream_check(res: ResourcePlan, size: tuple[int, int], max_memory_mb: float,
