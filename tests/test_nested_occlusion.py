@@ -24,7 +24,7 @@ import vistest  # noqa: F401  (sets PYOPENGL_PLATFORM)
 from vistest.geometry import look_at
 from vistest.questions import load_questions
 from vistest.scene import DepthSpec, Frame, Intrinsics, Scene, SceneObject
-from vistest.visibility.render import MeshDepthRenderer, gl_camera, gl_pose
+from vistest.visibility.render import MeshDepthRenderer, free_renderer, gl_camera, gl_pose
 from vistest.visibility.table import compute_visibility
 
 W, H = 320, 240
@@ -83,7 +83,7 @@ class Reference:
         return float((col[..., 0] == 3).mean())
 
     def close(self):
-        self.r.delete()
+        free_renderer(self.r)
 
 
 def mesh_file(path):

@@ -456,7 +456,9 @@ class DemoRenderer:
         return np.ascontiguousarray(rgb), depth
 
     def close(self) -> None:
-        self.renderer.delete()
+        from ..visibility.render import free_renderer
+
+        free_renderer(self.renderer)
 
 
 def light_pose(direction: np.ndarray) -> np.ndarray:

@@ -122,7 +122,9 @@ class ScenarioRenderer:
         return np.ascontiguousarray(rgb), None
 
     def close(self) -> None:
-        self.renderer.delete()
+        from ..visibility.render import free_renderer
+
+        free_renderer(self.renderer)
 
 
 def object_primitives(o: Placed) -> list[tuple[tuple, tuple[float, float, float]]]:
@@ -299,7 +301,9 @@ def category_sheet(out_png: str | os.PathLike, tile: tuple[int, int] = (128, 96)
             tiles.append(img)
     finally:
         if renderer is not None:
-            renderer.delete()
+            from ..visibility.render import free_renderer
+
+            free_renderer(renderer)
     rows = [tiles[i:i + columns] for i in range(0, len(tiles), columns)]
     rows[-1] += [np.full_like(tiles[0], 255)] * (columns - len(rows[-1]))
     sheet = np.vstack([np.hstack(r) for r in rows])
