@@ -286,3 +286,31 @@ def test_rerun_keeps_an_up_to_date_demo_and_redoes_a_changed_one(tmp_path):
     (out / "depth" / "000003.png").unlink()
     make_demo_scene(out, seed=5, num_frames=MIN_FRAMES, size=(96, 64), quiet=True)
     assert (out / "depth" / "000003.png").is_file()
+
+
+def test_far_apart_boxes_get_the_separating_axis_tests_answer():
+    """boxes_overlap's shortcut (circumscribed spheres that far apart: no overlap) gives the separating-axis
+    test's answer on 4,000 random pairs of oriented boxes placed around the spheres' reach: the shortcut's
+    side, the test's side, overlapping and apart pairs all drawn."""
+    from vistest.synth.demo import Box, boxes_overlap, separating_axis_overlap
+
+    rng = np.random.default_rng(0)
+
+    def rotation():
+        q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+        q = q * np.sign(np.diag(r))
+        return q if np.linalg.det(q) > 0 else -q
+
+    drawn = {"overlap": 0, "apart": 0, "shortcut": 0}
+    for _ in range(4000):
+        sa, sb = rng.uniform(0.05, 2.0, 3), rng.uniform(0.05, 2.0, 3)
+        reach = (np.linalg.norm(sa) + np.linalg.norm(sb)) / 2
+        direction = rng.normal(size=3)
+        dist = reach * rng.uniform(0.3, 1.1)
+        a = Box("a", rng.uniform(-5, 5, 3), sa, rotation())
+        b = Box("b", a.center + direction / np.linalg.norm(direction) * dist, sb, rotation())
+        want = separating_axis_overlap(a, b)
+        assert boxes_overlap(a, b) == want, (sa, sb, dist)
+        drawn["overlap" if want else "apart"] += 1
+        drawn["shortcut"] += dist >= reach - 1e-3
+    assert min(drawn.values()) > 300, drawn
