@@ -74,6 +74,27 @@ def test_write_atomic_leaves_a_file_holding_the_same_bytes_untouched(tmp_path):
     assert not [q for q in tmp_path.iterdir() if ".tmp" in q.name]
 
 
+def test_an_interrupt_while_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch):
+    """SystemExit (SIGTERM in a batch worker) or Ctrl-C raised just after the temporary file was created,
+    before atomic_path or write_atomic had it: the file is removed, the destination untouched (a stopped
+    batch worker left its claim's temporary file in .vistest/running/)."""
+    from vistest import atomic
+
+    dest = tmp_path / "claim.json"
+    dest.write_text("before")
+    real_close = os.close
+    for exc in (SystemExit(143), KeyboardInterrupt()):
+        def close_then_stop(fd, exc=exc):
+            real_close(fd)
+            raise exc
+
+        monkeypatch.setattr(atomic.os, "close", close_then_stop)
+        with pytest.raises(type(exc)):
+            write_atomic(dest, "after")
+        monkeypatch.setattr(atomic.os, "close", real_close)
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["claim.json"] and dest.read_text() == "before"
+
+
 def test_atomic_path_and_staged_files_keep_unchanged_files(tmp_path):
     p = tmp_path / "a.bin"
     p.write_bytes(b"\0" * 5000)

@@ -266,15 +266,20 @@ def replace_output(tmp: str | os.PathLike, dest: str | os.PathLike, keep_same: b
 def atomic_path(path: str | os.PathLike, keep_same: bool = True):
     """Yield a temporary path to write; on success it replaces ``path`` (:func:`replace_output`:
     with ``keep_same``, not when ``path`` already holds the same bytes), else it is removed.
-    An environment OSError raised in the block (disk full, ...) becomes an OutputError naming ``path``."""
-    tmp = temp_path_for(path)
+    An environment OSError raised in the block (disk full, ...) becomes an OutputError naming ``path``.
+
+    The temporary file is known before it is created (:func:`temp_path_for`'s ``register``), so an
+    interrupt at any point (SIGTERM as SystemExit, Ctrl-C), even while it is being created, removes
+    it: a batch worker stopped while rewriting its claim left ``.vistest/running/.{id}.*.tmp.json``."""
+    made: list[Path] = []  # the last one registered is the file temp_path_for creates
     try:
+        tmp = temp_path_for(path, register=made.append)
         with output_errors(path):
             yield tmp
         replace_output(tmp, path, keep_same)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if made and made[-1].exists():
+            made[-1].unlink()
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> bool:

@@ -45,7 +45,7 @@ def free_renderer(renderer: pyrender.OffscreenRenderer) -> None:
     that delete ends with. Every OpenGL object is released explicitly before it (the renderer's
     programs, meshes' buffers, textures, framebuffers, then the context), so that collection frees
     nothing of OpenGL's; it walks every object of the process: 0.1-0.2 s of CPU in a test worker
-    (80 renderers made 8 s of `make test`'s CPU, issue #47), more in a long batch. Python's own
+    (40 renderers in `make test`'s two workers made 8 s of its CPU, issue #47), more in a long batch. Python's own
     collector still runs as usual. A second call, and pyrender's ``__del__`` after it, do nothing."""
     platform, inner = getattr(renderer, "_platform", None), getattr(renderer, "_renderer", None)
     if platform is None or inner is None:

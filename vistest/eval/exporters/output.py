@@ -300,8 +300,9 @@ class OutputFolder:
             self.unchanged += 1
             return dst
         new = not (dst.exists() or dst.is_symlink())
-        tmp = temp_path_for(dst)
+        made: list[Path] = []  # known before it is created: an interrupt at any point removes it (atomic_path)
         try:
+            tmp = temp_path_for(dst, register=made.append)
             with self._unstage_on_output_error(dst):
                 with output_errors(dst):
                     tmp.unlink()
@@ -314,8 +315,8 @@ class OutputFolder:
                                               f"source {src.stat().st_size}; not keeping it")
                 replace_output(tmp, dst)
         finally:
-            if tmp.is_symlink() or tmp.exists():
-                tmp.unlink()
+            if made and (made[-1].is_symlink() or made[-1].exists()):
+                made[-1].unlink()
         if new:
             self.created.append(dst)
         self.written += 1
