@@ -11,6 +11,10 @@ In one run, on the demo scene (640x480, 300 frames; `vistest demo-scene`) with i
    ``--no-pictures``: the pipeline without the page's pictures);
 4. **decode**: one bare `ffmpeg -i video.mp4 -f null -` of the demo video (median of 3).
 
+Rows 3 and 4 are measured in rounds (``--repeat N``), each a warm run, one with ``--no-pictures``
+and three decodes, one after another: each ratio is the run against the decodes of its own round
+(the machine's load moves both alike), and the median over the rounds is printed.
+
 Each is a child process: wall time and CPU time (user + system of the process and its children:
 on a shared machine wall times move with the load, CPU times much less). It prints them side by
 side and the ratios warm run / decode (issue #47's target: <= 20) with and without pictures, in wall
@@ -19,8 +23,8 @@ and in CPU seconds. The machine's load (`uptime`) is printed before and after.
     python bench/first_run.py [--keep DIR] [--warm-only] [--repeat N]
 
 ``--warm-only``: rows 3 and 4 only (the run against one decode, the ratio issue #47 asks for), with
-the Numba cache this checkout already has; ``--repeat N``: each warm run N times, the median kept
-(on a shared machine one run's CPU seconds move by 10-20%).
+the Numba cache this checkout already has; ``--repeat N``: N rounds, medians kept (on a shared
+machine one run's seconds move by 10-20%, one decode's by more).
 """
 from __future__ import annotations
 
@@ -96,28 +100,37 @@ def main() -> None:
             rows.append(("vistest run, first (empty cache)", wall, cpu, f"{len(said)} 'compiling' line(s): "
                          + (said[0][:90] if said else "NONE")))
 
-        def warm_run(name: str, *extra: str) -> tuple[float, float, str]:
-            """The median (by CPU) of ``--repeat`` warm runs, each into a new output folder."""
-            runs = [timed(vistest() + ["run", str(scene), str(QUESTIONS), "-o", str(work / f"{name}{k}"), *RUN_OPTS,
-                                       *extra], env) for k in range(max(1, args.repeat))]
-            return sorted(runs, key=lambda r: r[1])[len(runs) // 2]
+        rounds = []  # (warm run, warm run --no-pictures, decode), each (wall s, CPU s), one after another
+        for k in range(max(1, args.repeat)):
+            run = [*vistest(), "run", str(scene), str(QUESTIONS), *RUN_OPTS]
+            warm = timed(run + ["-o", str(work / f"warm{k}")], env)[:2]
+            bare = timed(run + ["-o", str(work / f"bare{k}"), "--no-pictures"], env)[:2]
+            decodes = [timed([ffmpeg_exe(), "-v", "error", "-i", str(work / "scene" / "video.mp4"), "-f", "null",
+                              "-"]) for _ in range(3)]
+            rounds.append((warm, bare, (statistics.median(d[0] for d in decodes),
+                                        statistics.median(d[1] for d in decodes))))
 
-        warm = warm_run("warm")
-        rows.append(("vistest run, warm", warm[0], warm[1], ""))
-        bare = warm_run("bare", "--no-pictures")
-        rows.append(("vistest run, warm, --no-pictures", bare[0], bare[1], ""))
-        decodes = [timed([ffmpeg_exe(), "-v", "error", "-i", str(work / "scene" / "video.mp4"), "-f", "null", "-"])
-                   for _ in range(3)]
-        dec_wall = statistics.median(d[0] for d in decodes)
-        dec_cpu = statistics.median(d[1] for d in decodes)
-        rows.append(("one decode of the demo video (median of 3)", dec_wall, dec_cpu, ""))
+        def med(i: int, j: int) -> float:
+            """The median over the rounds of item ``i``'s wall (``j`` 0) or CPU (1) seconds."""
+            return statistics.median(r[i][j] for r in rounds)
+
+        def ratio(i: int, j: int) -> float:
+            """The median over the rounds of item ``i`` / the round's decode (wall: ``j`` 0, CPU: 1)."""
+            return statistics.median(r[i][j] / r[2][j] for r in rounds)
+
+        n = len(rounds)
+        rows.append((f"vistest run, warm (median of {n})", med(0, 0), med(0, 1), ""))
+        rows.append((f"vistest run, warm, --no-pictures (median of {n})", med(1, 0), med(1, 1), ""))
+        rows.append((f"one decode of the demo video (median of {n}x3)", med(2, 0), med(2, 1), ""))
         print(f"{'':46s} {'wall s':>8s} {'CPU s':>8s}")
         for name, w, c, note in rows:
             print(f"{name:46s} {w:8.2f} {c:8.2f}  {note}")
         if not args.warm_only:
-            print(f"first run / warm run: {rows[1][1] / warm[0]:.1f}x wall, {rows[1][2] / warm[1]:.1f}x CPU")
-        for name, (w, c, _e) in (("warm run", warm), ("warm run --no-pictures", bare)):
-            print(f"{name} / one decode: {w / dec_wall:.1f}x wall, {c / dec_cpu:.1f}x CPU (target <= 20x)")
+            print(f"first run / warm run: {rows[1][1] / med(0, 0):.1f}x wall, {rows[1][2] / med(0, 1):.1f}x CPU")
+        for name, i in (("warm run", 0), ("warm run --no-pictures", 1)):
+            print(f"{name} / one decode: {ratio(i, 0):.1f}x wall, {ratio(i, 1):.1f}x CPU (target <= 20x; median "
+                  f"over {n} round(s) of the run against the decodes of its round; per round: "
+                  + ", ".join(f"{r[i][0] / r[2][0]:.1f}" for r in rounds) + ")")
     finally:
         print(f"load average after: {uptime()}")
         if not args.keep:

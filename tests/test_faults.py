@@ -351,6 +351,148 @@ def test_worker_does_not_run_the_parents_main_script_again(tmp_path):
     assert len(marker.read_text().split()) == 1
 
 
+SPARE_HELPERS = """
+import os
+
+def prepare():
+    os.environ["SPARE_PREPARED"] = str(os.getpid())
+
+def report():
+    return os.getpid(), os.environ.get("SPARE_PREPARED")
+
+def fail():
+    raise ValueError("bad input in the child")
+
+def slow_prepare():
+    import time
+    time.sleep(1.0)
+"""
+
+
+@pytest.fixture
+def spare_helpers(tmp_path, monkeypatch):
+    """An importable module (the spawned children inherit sys.path): ``prepare`` marks the child, ``report``
+    returns (its pid, the mark)."""
+    (tmp_path / "spare_helpers.py").write_text(SPARE_HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    import spare_helpers
+    importlib.reload(spare_helpers)
+    from vistest import workers
+
+    yield spare_helpers
+    workers.drop_spare()
+
+
+def test_a_prestarted_child_takes_the_next_call_only(spare_helpers):
+    """vistest.workers.prestart: the child runs its ``prepare`` before any call, and the next call_in_child
+    runs in it (its pid, its mark); the call after gets a new child, unprepared. An exception there is
+    raised here, as from a fresh child."""
+    from vistest import workers
+
+    workers.prestart("spare_helpers:prepare")
+    spare_pid = workers._spare.proc.pid
+    pid, mark = workers.call_in_child(spare_helpers.report)
+    assert pid == spare_pid != os.getpid() and mark == str(pid)
+    pid2, mark2 = workers.call_in_child(spare_helpers.report)
+    assert pid2 not in (pid, os.getpid()) and mark2 is None
+    workers.prestart("spare_helpers:prepare")
+    with pytest.raises(ValueError, match="bad input in the child"):
+        workers.call_in_child(spare_helpers.fail)
+
+
+def test_a_prestarted_child_is_not_used_once_the_environment_changed(spare_helpers, monkeypatch):
+    """The spare inherited the environment of its start: after a change (``vistest run --ffmpeg`` sets
+    VISTEST_FFMPEG) the call goes to a new child, which sees the change, and the spare ends."""
+    from vistest import workers
+
+    workers.prestart("spare_helpers:prepare")
+    spare = workers._spare
+    monkeypatch.setenv("SPARE_PREPARED", "set by the parent")
+    pid, mark = workers.call_in_child(spare_helpers.report)
+    assert pid != spare.proc.pid and mark == "set by the parent"
+    spare.proc.join(timeout=5)
+    assert not spare.proc.is_alive()
+
+
+def test_a_prestarted_child_gone_before_the_call_is_replaced(spare_helpers):
+    """A spare killed before the call (the out-of-memory killer): the call goes to a new child, no error."""
+    from vistest import workers
+
+    workers.prestart("spare_helpers:prepare")
+    spare = workers._spare
+    spare.proc.kill()
+    spare.proc.join()
+    pid, mark = workers.call_in_child(spare_helpers.report)
+    assert pid not in (spare.proc.pid, os.getpid()) and mark is None
+
+
+def test_a_prestarted_child_killed_with_the_call_unread_is_a_lost_child(spare_helpers):
+    """The spare killed while the call waits unread (still preparing): ChildLost naming the signal, as for a
+    fresh child, never a connection error (a socket pair resets then) or a hang."""
+    import threading
+
+    from vistest import workers
+
+    workers.prestart("spare_helpers:slow_prepare")
+    spare = workers._spare
+    threading.Timer(0.3, spare.proc.kill).start()
+    with pytest.raises(workers.ChildLost, match="killed by SIGKILL"):
+        workers.call_in_child(spare_helpers.report)
+
+
+def test_an_unused_prestarted_child_ends_with_its_parent(tmp_path):
+    """A spare never called (the table was cached, the input was bad) ends when its parent exits, at once and
+    silently, and when drop_spare closes it."""
+    script = ("import sys; from vistest import workers\n"
+              "workers.prestart(); workers.prestart(); a = workers._spare.proc\n"
+              "workers.drop_spare(); a.join(5); print(a.exitcode is not None)\n"
+              "workers.prestart(); print(workers._spare.proc.pid, flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    dropped, pid = r.stdout.split()
+    assert dropped == "True"
+    t0 = time.monotonic()
+    while _pid_alive(int(pid)) and time.monotonic() - t0 < 10:
+        time.sleep(0.02)
+    assert not _pid_alive(int(pid)) and time.monotonic() - t0 < 3
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_vistest_command_starts_its_child_before_numpy_is_imported():
+    """The ``vistest`` entry point (vistest.launch) and vistest.workers import no NumPy (``import vistest`` imports
+    its public names at first use), so the child starts at once; the public names still import."""
+    code = ("import sys, vistest.launch, vistest.workers; print('numpy' in sys.modules)\n"
+            "import vistest; print(vistest.Scene.__name__, vistest.compute_visibility.__name__)\n"
+            "from vistest import Visibility; print(Visibility.__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "Scene", "compute_visibility", "Visibility"]
+
+
+def test_the_vistest_command_prestarts_the_visibility_child_for_run_and_videos_only():
+    """vistest.launch: ``run`` and ``videos`` may compute visibility in a child; not with ``--visibility``
+    (a table given) or ``--help``, nor any other command."""
+    from vistest.launch import wants_visibility_child
+
+    assert wants_visibility_child(["run", "s.json", "q.jsonl", "-o", "out"])
+    assert wants_visibility_child(["videos", "s.json", "q.jsonl"])
+    assert not wants_visibility_child(["run", "s.json", "q.jsonl", "--visibility", "v.npz"])
+    assert not wants_visibility_child(["run", "s.json", "q.jsonl", "--visibility=v.npz"])
+    assert not wants_visibility_child(["run", "--help"])
+    assert not wants_visibility_child(["batch", "scenes.txt"])
+    assert not wants_visibility_child(["visibility", "s.json"])
+    assert not wants_visibility_child([])
+
+
 # ---- the spool --------------------------------------------------------------------------------------
 def test_spool_space_is_checked_before_anything_is_written(clean, scene_json, tmp_path, monkeypatch):
     out = copy_run(clean, tmp_path / "out")

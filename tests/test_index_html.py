@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -184,6 +185,53 @@ def test_each_question_has_a_row_and_its_frames_with_the_evidence_boxes(run_dir)
         else:
             assert not cols.any(), f"frame {f}: a box drawn where the object is not visible"
     assert drawn >= 1
+
+
+def test_prefetched_tiles_are_the_source_frames_at_tile_size(tmp_path):
+    """vistest.look.per_question.SourceTiles: the prefetch (every frame, decoded in a thread while ``vistest
+    run``'s visibility child runs) gives, for each frame asked for, the same tile as the decode of the
+    asked-for frames alone, and that tile is the video's frame, decoded by OpenCV and area-shrunk to tile
+    size (within 3 levels: ffmpeg's and OpenCV's YUV conversion and scaling round differently); each frame's
+    own pattern, so a frame numbered wrongly fails. A frame past the end is left out. A video whose tiles
+    would exceed PREFETCH_MB is not prefetched; close() stops a prefetch mid-video."""
+    from vistest.look import per_question as pq
+
+    w, h, n = 160, 120, 24
+    rng = np.random.default_rng(3)
+    blocks = rng.integers(40, 216, (n, 6, 8, 3)).astype(np.uint8)  # a coarse pattern per frame: survives x264
+    with VideoWriter(tmp_path / "v.mp4", fps=30.0, size=(w, h), preset="ultrafast", crf=0) as vw:
+        for i in range(n):
+            vw.write(np.kron(blocks[i], np.ones((20, 20, 1), np.uint8)))
+    frames = [0, 3, 4, 11, 23, 30]
+    pre = pq.SourceTiles(tmp_path / "v.mp4", (w, h), n)
+    assert pre.prefetch()
+    got = pre.tiles(frames)
+    plain = pq.SourceTiles(tmp_path / "v.mp4", (w, h), n).tiles(frames)  # no prefetch: decoded when asked
+    assert sorted(got) == sorted(plain) == frames[:-1]
+    cap = cv2.VideoCapture(str(tmp_path / "v.mp4"))
+    decoded = [cv2.cvtColor(cap.read()[1], cv2.COLOR_BGR2RGB) for _ in range(n)]
+    th = round(h * pq.TILE_WIDTH / w)
+    for f in frames[:-1]:
+        assert np.array_equal(got[f], plain[f]), f
+        ref = cv2.resize(decoded[f], (pq.TILE_WIDTH, th), interpolation=cv2.INTER_AREA).astype(int)
+        inner = (slice(3, -3), slice(3, -3))  # block edges: the two scalers' kernels differ there
+        assert got[f].shape == (th, pq.TILE_WIDTH, 3)
+        assert np.median(np.abs(got[f].astype(int) - ref)[inner]) <= 3, f
+    pre.close()
+    big = pq.SourceTiles(tmp_path / "v.mp4", (w, h), pq.PREFETCH_MB * 2**20 // (pq.TILE_WIDTH * th * 3) + 1)
+    assert not big.prefetch() and sorted(big.tiles([2, 5])) == [2, 5]
+    long_video = tmp_path / "long.mp4"
+    with VideoWriter(long_video, fps=30.0, size=(w, h), preset="ultrafast") as vw:
+        for i in range(600):
+            vw.write(np.kron(blocks[i % n], np.ones((20, 20, 1), np.uint8)))
+    stopped = pq.SourceTiles(long_video, (w, h), 600)
+    assert stopped.prefetch()
+    deadline = time.monotonic() + 30
+    while not stopped._got and time.monotonic() < deadline:  # mid-video
+        time.sleep(0.001)
+    stopped.close()
+    assert not stopped._thread.is_alive() and stopped._reader._proc is None  # ffmpeg stopped, its pipes closed
+    assert stopped._got == {}
 
 
 def html_unescape(text: str) -> str:

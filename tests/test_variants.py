@@ -763,3 +763,22 @@ def test_rerun_skips_matching_outputs_and_redoes_the_rest(demo):
     assert set(res.report.written) == {allf, b16, f"32_frame/{sid}.mp4"}
     assert (out / b16).read_bytes() == good16
     assert count_frames(out / allf) == N
+
+
+def test_takes_are_kept_by_their_arguments_and_equal_a_fresh_computation():
+    """vistest.videos.takes keeps each take by its arguments (a scene's ~100 videos have a few frame counts; they
+    were most of the plan's time): a kept value is the one computed afresh, other arguments get theirs, and an
+    argument that does not hash is computed each time."""
+    from vistest.videos import takes as T
+
+    evaluators = tuple(DEFAULT_EVALUATORS)
+    for n, budget, fps in ((16, 16, 1.0), (64, 64, 1.0), (300, "all", 30.0), (5, 16, 1.0)):
+        kept = T.video_takes(n, fps, [budget], "uniform", {})
+        assert kept is T.video_takes(n, fps, (budget,), "uniform", None)
+        assert kept == T._video_takes(n, fps, (budget,), "uniform", ())
+        assert T.evaluator_takes(n, fps, (budget,), evaluators) == T._evaluator_takes(n, fps, (budget,), evaluators)
+        for b, takes in kept:
+            assert [t.frames for t in takes] == [tuple(select_frames(p, n, b, fps=fps)) if t.error is None else None
+                                                 for p, t in zip(PROFILES, takes)]
+    assert T.video_takes(16, 1.0, (16,), "uniform", {}) != T.video_takes(32, 1.0, (16,), "uniform", {})
+    assert T._memo(len, [1, 2]) == 2

@@ -165,6 +165,26 @@ def test_read_frames_by_index_streams_the_right_frames(tmp_path):
         list(read_frames(path, [19, 20]))
 
 
+def test_read_frames_scaled_needs_no_probe(tmp_path, monkeypatch):
+    """Frames read at a given size (the page's tiles) need not the decoded size: no probe (an ffmpeg process,
+    ~0.04 s of the pictures' time). Read without one, they are those read after a probe."""
+    import vistest.videos.ffmpeg as ff
+
+    path = write_video(tmp_path / "a.mp4", frames(20, 64, 48))
+    probed = list(read_frames(path, [2, 7, 19], scale_to=(32, 24)))
+
+    def no_probe(p):
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(ff, "probe", no_probe)
+    got = list(read_frames(path, [2, 7, 19], scale_to=(32, 24)))
+    assert [g.shape for g in got] == [(24, 32, 3)] * 3
+    assert all(np.array_equal(a, b) for a, b in zip(got, probed))
+    assert np.allclose([float(np.median(g)) for g in got], [20, 70, 190], atol=3)  # frame i is grey 10 * i
+    with pytest.raises(AssertionError, match="probed"):
+        next(read_frames(path, [1]))
+
+
 def test_select_expr_compresses_runs():
     assert select_expr([5, 1, 2, 3, 9, 9]) == "between(n,1,3)+eq(n,5)+eq(n,9)"
     assert select_expr([]) == "0"

@@ -15,9 +15,19 @@ _os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
 
-from .scene import Scene, SceneError, Frame, SceneObject, Intrinsics, DepthSpec  # noqa: E402
-from .visibility import Visibility, compute_visibility  # noqa: E402
-
+_EXPORTS = {"Scene": "scene", "SceneError": "scene", "Frame": "scene", "SceneObject": "scene", "Intrinsics": "scene",
+            "DepthSpec": "scene", "Visibility": "visibility", "compute_visibility": "visibility"}
 __version__ = "0.1.0"
-__all__ = ["Scene", "SceneError", "Frame", "SceneObject", "Intrinsics", "DepthSpec", "Visibility", "compute_visibility",
-           "__version__"]
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    """The public names, imported at first use (PEP 562): importing vistest (as every ``vistest``
+    command and child process does first) costs no NumPy, so vistest.launch starts its child at once."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vistest' has no attribute {name!r}")

@@ -2,6 +2,7 @@
 pipeline of a scene; vistest.pipeline, vistest.videos, docs/videos.md)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -151,21 +152,38 @@ def _video_run(scene_json: str, questions_jsonl: str, kw: dict, full: bool, if_s
              f"written, no ground truth and no dummies")
     if loaded.occlusion_reason is not None and not quiet:
         click.echo(f"occlusion: {loaded.config.occlusion} ({loaded.occlusion_reason})", err=True)
-    with signals_as_exit():
-        res = job.run(outdir, loaded=loaded, progress=not quiet, spool_dir=kw["spool_dir"], verify=kw["verify"],
-                      wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True))
-    page = _pictures_and_page(scene_json, questions_jsonl, kw, res.plan.scene_id, loaded) if full else None
+    with _source_tiles(loaded.scene, full and kw["pictures"]) as tiles:
+        def stage(name: str) -> None:  # the pictures' decode while the pipeline waits for its visibility child
+            if name == "visibility" and tiles is not None:
+                tiles.prefetch()
+
+        with signals_as_exit():
+            res = job.run(outdir, loaded=loaded, progress=not quiet, spool_dir=kw["spool_dir"], verify=kw["verify"],
+                          wait=kw["wait"], on_wait=lambda msg: click.echo(msg, err=True), stage=stage)
+        page = _pictures_and_page(scene_json, questions_jsonl, kw, res.plan.scene_id, loaded, tiles) if full else None
     if not quiet:
         _video_summary(res, outdir)
         if page is not None:
             click.echo(f"  page: {page.resolve()} (open it in a browser)", err=True)
 
 
-def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id: str, loaded=None) -> Path:
+def _source_tiles(scene, pictures: bool):
+    """The question pictures' source tiles (vistest.look.per_question.SourceTiles) when ``pictures``
+    (``run``'s default), else None; a context manager: leaving it stops a prefetch still decoding."""
+    if not pictures or not scene.video:
+        return contextlib.nullcontext(None)
+    from ..look.per_question import SourceTiles
+
+    return SourceTiles(scene.path(scene.video), scene.image_size, len(scene.frames))
+
+
+def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id: str, loaded=None,
+                       tiles=None) -> Path:
     """``run``'s pictures (unless ``--no-pictures``): the timeline (scenes/SCENE/timeline.png) and each
     question's sampled and dummy frames (vistest.look.per_question), the contact sheets with
     ``--sheets``; then the run folder's index.html, whose path is returned. ``loaded``: the run's
-    vistest.job.LoadedJob (its scene and questions are not read again). Every file written later
+    vistest.job.LoadedJob (its scene and questions are not read again); ``tiles``: the scene video's
+    tiles (:func:`_source_tiles`; prefetched while the visibility child runs). Every file written later
     under scenes/SCENE/ (overlay, score report) is linked when the page is written again
     (``vistest index`` / ``vistest sheet``)."""
     from .. import layout
@@ -186,7 +204,7 @@ def _pictures_and_page(scene_json: str, questions_jsonl: str, kw: dict, scene_id
                       unknown_as_evidence=kw["dummy_unknown_as_evidence"],
                       evidence_frame_margin=kw["dummy_evidence_frame_margin"],
                       scene=loaded.scene if loaded else None, questions=loaded.questions if loaded else None)
-        write_question_pictures(outdir, scene_id, vis, scene=loaded.scene if loaded else None)
+        write_question_pictures(outdir, scene_id, vis, scene=loaded.scene if loaded else None, tiles=tiles)
     if kw["sheets"]:
         from ..look.sheets import write_sheets
 

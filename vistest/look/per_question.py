@@ -22,12 +22,14 @@ it removes). Objects are named by label, ``label (id)``, from the scene file the
 
 JPEG (quality :data:`JPEG_QUALITY`): thumbnails, written several times faster than PNG.
 
-Source frames are decoded once per scene and scaled to tile size by ffmpeg. Pixel conventions: OpenCV, RGB tiles.
+Source frames are decoded once per scene and scaled to tile size by ffmpeg (:class:`SourceTiles`;
+``vistest run`` decodes them while its visibility child runs). Pixel conventions: OpenCV, RGB tiles.
 """
 from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,7 @@ from .summary import jsonl_objects, scene_file
 TILE_WIDTH = 112  # pixels
 MAX_TILES = 16  # tiles per strip (more frames: spread uniformly)
 JPEG_QUALITY = 85
+PREFETCH_MB = 32  # the most memory a run's prefetched tiles take (MB): 112x84 RGB tiles of ~1,100 frames
 NOT_DRAWN = ("allblack",)  # dummy modes without pictures (every frame black: the page says so)
 COLUMNS = 4  # a budget's sheet and a dummy's fit side by side on a 1280-pixel page
 EVIDENCE_RGB, PLAIN_RGB, BOX_RGB = (120, 220, 120), (200, 200, 200), (255, 210, 40)
@@ -126,11 +129,13 @@ def _visibility_boxes(npz: Path) -> tuple[dict[int, int], dict[str, int], np.nda
 
 
 def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
-                            visibility: str | os.PathLike | None = None, scene=None) -> list[Path]:
+                            visibility: str | os.PathLike | None = None, scene=None,
+                            tiles: "SourceTiles | None" = None) -> list[Path]:
     """Write the pictures of the module docstring for every question of the scene; returns them.
     ``visibility``: the table the run used (None: the run folder's ``scenes/SCENE/visibility.npz``; a run
     given ``--visibility FILE`` writes none there). ``scene``: the Scene already loaded from the file
-    the run's record names (``vistest run`` has it; None: read here). Nothing is drawn when the scene
+    the run's record names (``vistest run`` has it; None: read here). ``tiles``: the scene video's
+    :class:`SourceTiles` (``vistest run`` prefetches them; None: decoded here). Nothing is drawn when the scene
     file or its video cannot be read (the page then shows the table only); without the table, no
     evidence boxes."""
     from ..atomic import write_atomic
@@ -179,7 +184,8 @@ def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
                               [(f, f in black, masks.get(f, []), [], False) for f in shown]))
     if not plans:
         return []
-    tiles = _source_tiles(video, sorted({f for _p, _t, items in plans for f, *_ in items}), scene.image_size)
+    source = tiles if tiles is not None else SourceTiles(video, scene.image_size)
+    tiles = source.tiles(sorted({f for _p, _t, items in plans for f, *_ in items}))
     blank = np.zeros_like(next(iter(tiles.values())))
     k = TILE_WIDTH / float(scene.image_size[0])
     written = []
@@ -211,19 +217,85 @@ def jpeg_bytes(rgb: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
-def _source_tiles(video: Path, frames: list[int], size: tuple[int, int]) -> dict[int, np.ndarray]:
-    """{source frame: RGB tile} of the scene's video, one decode pass in which ffmpeg scales each
-    kept frame to the tile's size (``size``, the scene's image size, sets the aspect; area filter),
-    so only tiles cross the pipe (a frame past its end: left out, drawn black)."""
-    from ..videos.ffmpeg import VideoError, read_frames
+class SourceTiles:
+    """The scene video's frames at tile size (RGB, :data:`TILE_WIDTH` wide; ``size``, the scene's image
+    size, sets the aspect), scaled by ffmpeg (area filter) so that only tiles cross the pipe.
 
-    shape = (TILE_WIDTH, max(1, round(size[1] * TILE_WIDTH / size[0])))
-    out: dict[int, np.ndarray] = {}
-    try:
-        for f, img in zip(frames, read_frames(video, frames, scale_to=shape)):
-            out[f] = img
-    except VideoError:
-        pass
-    if not out:
-        out[-1] = np.zeros((shape[1], shape[0], 3), np.uint8)
-    return out
+    :meth:`prefetch` decodes every frame in a background thread (``vistest run`` starts it as its
+    pipeline begins to wait for the visibility child, whose start leaves a core idle, so the pictures
+    do not wait for the decode later); :meth:`tiles` decodes, in one pass, the asked-for frames it does
+    not hold. A failed or stopped prefetch leaves its frames to that decode. ``num_frames``: the
+    video's frames (the scene's), to keep the prefetch within :data:`PREFETCH_MB`."""
+
+    def __init__(self, video: str | os.PathLike, size: tuple[int, int], num_frames: int = 0):
+        self.video = Path(video)
+        self.shape = (TILE_WIDTH, max(1, round(size[1] * TILE_WIDTH / size[0])))
+        self.num_frames = num_frames
+        self._got: dict[int, np.ndarray] = {}
+        self._stop = threading.Event()
+        self._reader = None
+        self._thread: threading.Thread | None = None
+
+    def prefetch(self) -> bool:
+        """Start decoding every frame in a background thread (once); False (nothing started) when the
+        tiles of ``num_frames`` frames would not fit in :data:`PREFETCH_MB` (a longer video: the frames a
+        picture shows, a few per budget, are decoded when drawn, not the whole video kept)."""
+        fits = 0 < self.num_frames * self.shape[0] * self.shape[1] * 3 <= PREFETCH_MB * 2**20
+        if self._thread is None and fits and not self._stop.is_set():
+            self._thread = threading.Thread(target=self._decode_all, name="vistest-tiles", daemon=True)
+            self._thread.start()
+        return self._thread is not None
+
+    def _decode_all(self) -> None:
+        """The prefetch: every frame, in decode order, until the end or :meth:`close`."""
+        from ..videos.ffmpeg import FrameReader
+
+        shape = (self.shape[1], self.shape[0], 3)
+        try:
+            with FrameReader(self.video, self.shape, "rgb24", scale_to=self.shape) as reader:
+                self._reader = reader
+                for k, buf in enumerate(reader):
+                    if self._stop.is_set():
+                        return
+                    self._got[k] = np.frombuffer(bytes(buf), np.uint8).reshape(shape)
+        except Exception:  # an unreadable video: tiles() decodes (and meets the error) itself
+            pass
+
+    def tiles(self, frames: list[int]) -> dict[int, np.ndarray]:
+        """{source frame: RGB tile} of ``frames`` (sorted): the prefetched ones, the others decoded
+        now in one pass; a frame past the video's end is left out (drawn black). Never empty: a
+        video that gives none gives one black tile under key -1."""
+        from ..videos.ffmpeg import VideoError, read_frames
+
+        if self._thread is not None:
+            self._thread.join()
+        out = {f: self._got[f] for f in frames if f in self._got}
+        missing = [f for f in frames if f not in out]
+        try:
+            for f, img in zip(missing, read_frames(self.video, missing, scale_to=self.shape)):
+                out[f] = img
+        except VideoError:
+            pass
+        if not out:
+            out[-1] = np.zeros((self.shape[1], self.shape[0], 3), np.uint8)
+        return out
+
+    def close(self) -> None:
+        """Stop a prefetch still decoding (its ffmpeg process is killed) and free the tiles."""
+        self._stop.set()
+        thread = self._thread
+        proc = getattr(self._reader, "_proc", None)  # None: not started, or already closed by the thread
+        if thread is not None and thread.is_alive() and proc is not None:
+            try:
+                proc.kill()  # the thread's read ends; it closes the reader
+            except OSError:
+                pass
+        if thread is not None:
+            thread.join()
+        self._got = {}
+
+    def __enter__(self) -> "SourceTiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -405,7 +405,8 @@ def read_frames(path: str | os.PathLike, indices: Iterable[int], pix_fmt: str = 
                          f"got {wanted[:20]}{' ...' if len(wanted) > 20 else ''}")
     if not wanted:
         return
-    size = probe(path).size if size is None else size
+    if size is None:  # the decoded size matters only when the frames are read at it
+        size = probe(path).size if scale_to is None else scale_to
     uniq = sorted(set(wanted))
     shape = _frame_shape(size if scale_to is None else scale_to, pix_fmt)
     pos = 0

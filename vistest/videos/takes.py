@@ -10,6 +10,7 @@ ground truth (:func:`evaluator_warnings`: STI-Bench's client takes 30 of a 64-fr
 """
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -96,16 +97,40 @@ def video_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue], pro
     """Per numeric budget a video serves, every profile's take of it when asked for that budget
     (:func:`profile_takes`): the one place the manifest's ``profiles`` of every video come from.
     The ``all`` budget asks a sampler profile for nothing (what a client takes of a full video
-    depends on its settings): :func:`evaluator_takes` states it."""
-    return tuple((b, profile_takes(num_frames, b, fps, profile, options)) for b in budgets if b != ALL)
+    depends on its settings): :func:`evaluator_takes` states it. Kept (:data:`MEMO_SIZE`): a scene's
+    ~100 budget and dummy videos have a few frame counts, and the takes are a function of the arguments."""
+    args = (num_frames, fps, tuple(budgets), profile, tuple(sorted((options or {}).items())))
+    return _memo(_video_takes, *args)
+
+
+def _video_takes(num_frames, fps, budgets, profile, options) -> Takes:
+    return tuple((b, profile_takes(num_frames, b, fps, profile, dict(options))) for b in budgets if b != ALL)
 
 
 def evaluator_takes(num_frames: int, fps: float, budgets: Sequence[BudgetValue],
                     evaluators: Sequence[Evaluator]) -> EvaluatorTakes:
     """Per budget a video serves, what each evaluator configuration takes of it (its profile's
     function of the video's frame count and rate, with its options and frame request): the one
-    place the manifest's ``evaluators`` of every video come from."""
+    place the manifest's ``evaluators`` of every video come from. Kept as :func:`video_takes` is."""
+    return _memo(_evaluator_takes, num_frames, fps, tuple(budgets), tuple(evaluators))
+
+
+def _evaluator_takes(num_frames, fps, budgets, evaluators) -> EvaluatorTakes:
     return tuple((b, tuple(evaluator_take(e, num_frames, fps, b) for e in evaluators)) for b in budgets)
+
+
+MEMO_SIZE = 512  # takes kept per function (frozen results; a scene needs a few dozen)
+_cached = {f: functools.lru_cache(maxsize=MEMO_SIZE)(f) for f in (_video_takes, _evaluator_takes)}
+
+
+def _memo(fn, *args):
+    """``fn(*args)``, from :data:`_cached` when the arguments hash (an option value that does not, e.g.
+    a list: computed each time)."""
+    try:
+        hash(args)
+    except TypeError:
+        return fn(*args)
+    return _cached[fn](*args)
 
 
 def evaluator_warnings(scene_id: str, takes: EvaluatorTakes) -> tuple[str, ...]:

@@ -675,6 +675,15 @@ def child_visibility(scene, occlusion: str, progress: bool, key: str) -> Visibil
     return keyed_visibility(scene, occlusion, progress, key)
 
 
+def prepare_engine() -> None:
+    """What :func:`child_visibility` needs before its scene is known: Numba's target set up
+    (:func:`skip_numba_blas_probe`) and the kernels' modules imported. A child that vistest.launch
+    starts with the ``vistest`` command (vistest.workers.prestart) runs it while the command reads its
+    inputs (issue #47); the cached kernels themselves load at their first call."""
+    skip_numba_blas_probe()
+    from . import raster, zbuffer  # noqa: F401
+
+
 def skip_numba_blas_probe() -> bool:
     """Set up Numba's CPU target (which imports every Numba implementation module) while
     ``scipy.linalg`` cannot be imported; True when it did, False when the target was already set up,
