@@ -181,15 +181,15 @@ def _status(row: dict | None) -> str:
     return f'<span class="st st-{html.escape(st)}">{html.escape(st)}</span>'
 
 
-def _questions_html(run_dir: Path, sid: str) -> str:
+def _questions_html(run_dir: Path, sid: str, labels: dict[str, str]) -> str:
     """The scene's questions: a table with a row per question (its status at each budget, the budget's
     answer where it differs, the reason in words where the answer does not stand, each dummy's answer)
-    and, below it, a collapsed section per question with the pictures of vistest.look.per_question."""
+    and, below it, a collapsed section per question with the pictures of vistest.look.per_question.
+    ``labels``: {object id: label} (vistest.look.per_question.object_labels)."""
     budgets = budget_rows(run_dir, sid)
     if not budgets:
         return ""
     dummies = dummy_rows(run_dir, sid)
-    labels = object_labels(run_dir, sid)
     qids = list(dict.fromkeys(q for rows in budgets.values() for q in rows))
     shown = list(budgets)
     head = ("<tr><th>question</th><th>type</th><th>objects</th><th>answer (all frames)</th>"
@@ -325,7 +325,8 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
         files = [f for f in _visible_files(layout.scene_dir(run_dir, sid)) if drill not in f.parents]
         pics = [f for f in files if f.suffix.lower() == ".png"]
         others = [f for f in files if f.suffix.lower() != ".png"]
-        parts.append(_questions_html(run_dir, sid))
+        labels = object_labels(run_dir, sid)  # the scene file read once for the page
+        parts.append(_questions_html(run_dir, sid, labels))
         if pics:
             parts.append("<h3>Pictures</h3><div class=\"pics\">" + "".join(
                 f'<figure><a href="{_href(p, run_dir)}"><img src="{_href(p, run_dir)}"'
@@ -338,8 +339,7 @@ def index_html(run_dir: str | os.PathLike, sheets_dir: str | os.PathLike | None 
                          + "".join(f"<li>{_link(f, run_dir)}</li>" for f in others) + "</ul></details>")
         mine = [r for r in recs if r["scene_id"] == sid]
         if mine:
-            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir, notes,
-                                                                      object_labels(run_dir, sid)))
+            parts.append(f"<h3>Videos ({len(mine)})</h3>" + _video_rows(mine, run_dir, sheets_dir, notes, labels))
     top = [p for p in sorted(run_dir.iterdir()) if p.is_file() and not p.name.startswith(".")
            and p.name != layout.INDEX_HTML]
     if top:

@@ -144,10 +144,11 @@ def write_question_pictures(run_dir: str | os.PathLike, scene_id: str,
     from .tiles import contact_sheet
 
     run_dir = Path(run_dir)
-    path = scene_file(run_dir, scene_id)
-    if path is None or not Path(path).is_file():
-        return []
-    scene = scene if scene is not None else Scene.load(path)
+    if scene is None:
+        path = scene_file(run_dir, scene_id)
+        if path is None or not Path(path).is_file():
+            return []
+        scene = Scene.load(path)
     video = scene.path(scene.video) if scene.video else None
     if video is None or not Path(video).is_file():
         return []
