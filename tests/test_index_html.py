@@ -187,13 +187,15 @@ def test_each_question_has_a_row_and_its_frames_with_the_evidence_boxes(run_dir)
     assert drawn >= 1
 
 
-def test_prefetched_tiles_are_the_source_frames_at_tile_size(tmp_path):
+def test_prefetched_tiles_are_the_source_frames_at_tile_size(tmp_path, monkeypatch):
     """vistest.look.per_question.SourceTiles: the prefetch (every frame, decoded in a thread while ``vistest
     run``'s visibility child runs) gives, for each frame asked for, the same tile as the decode of the
     asked-for frames alone, and that tile is the video's frame, decoded by OpenCV and area-shrunk to tile
     size (within 3 levels: ffmpeg's and OpenCV's YUV conversion and scaling round differently); each frame's
-    own pattern, so a frame numbered wrongly fails. A frame past the end is left out. A video whose tiles
-    would exceed PREFETCH_MB is not prefetched; close() stops a prefetch mid-video."""
+    own pattern, so a frame numbered wrongly fails. A frame past the end is left out (after a prefetch that
+    read the whole video, without decoding it again). A video whose tiles would exceed PREFETCH_MB is not
+    prefetched; close() stops a prefetch mid-video."""
+    import vistest.videos.ffmpeg as ff
     from vistest.look import per_question as pq
 
     w, h, n = 160, 120, 24
@@ -205,7 +207,9 @@ def test_prefetched_tiles_are_the_source_frames_at_tile_size(tmp_path):
     frames = [0, 3, 4, 11, 23, 30]
     pre = pq.SourceTiles(tmp_path / "v.mp4", (w, h), n)
     assert pre.prefetch()
-    got = pre.tiles(frames)
+    with monkeypatch.context() as m:
+        m.setattr(ff, "read_frames", lambda *a, **k: pytest.fail("decoded again after a whole prefetch"))
+        got = pre.tiles(frames)
     plain = pq.SourceTiles(tmp_path / "v.mp4", (w, h), n).tiles(frames)  # no prefetch: decoded when asked
     assert sorted(got) == sorted(plain) == frames[:-1]
     cap = cv2.VideoCapture(str(tmp_path / "v.mp4"))

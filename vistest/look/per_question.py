@@ -236,6 +236,7 @@ class SourceTiles:
         self._stop = threading.Event()
         self._reader = None
         self._thread: threading.Thread | None = None
+        self._complete = False  # the prefetch read the video to its end: a frame it lacks is past the end
 
     def prefetch(self) -> bool:
         """Start decoding every frame in a background thread (once); False (nothing started) when the
@@ -259,6 +260,7 @@ class SourceTiles:
                     if self._stop.is_set():
                         return
                     self._got[k] = np.frombuffer(bytes(buf), np.uint8).reshape(shape)
+            self._complete = True
         except Exception:  # an unreadable video: tiles() decodes (and meets the error) itself
             pass
 
@@ -271,9 +273,9 @@ class SourceTiles:
         if self._thread is not None:
             self._thread.join()
         out = {f: self._got[f] for f in frames if f in self._got}
-        missing = [f for f in frames if f not in out]
+        missing = [] if self._complete else [f for f in frames if f not in out]
         try:
-            for f, img in zip(missing, read_frames(self.video, missing, scale_to=self.shape)):
+            for f, img in zip(missing, read_frames(self.video, missing, scale_to=self.shape) if missing else ()):
                 out[f] = img
         except VideoError:
             pass
