@@ -467,6 +467,23 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
+def test_the_vistest_command_runs_when_its_child_cannot_be_started(tmp_path, monkeypatch, capsys):
+    """A spare that cannot be spawned (no processes here) does not stop the command: it runs, and says what
+    its own input lacks."""
+    from vistest import launch, workers
+
+    def no_spawn(self, prepare=None):
+        raise OSError("cannot spawn")
+
+    monkeypatch.setattr(workers._Child, "__init__", no_spawn)
+    monkeypatch.setattr(sys, "argv", ["vistest", "run", str(tmp_path / "missing.json"), str(tmp_path / "q.jsonl"),
+                                      "-o", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as e:
+        launch.main()
+    assert e.value.code == 2 and workers._spare is None
+    assert "missing.json" in capsys.readouterr().err
+
+
 def test_the_vistest_command_starts_its_child_before_numpy_is_imported():
     """The ``vistest`` entry point (vistest.launch) and vistest.workers import no NumPy (``import vistest`` imports
     its public names at first use), so the child starts at once; the public names still import."""
