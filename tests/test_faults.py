@@ -467,6 +467,28 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
+def test_the_vistest_command_writes_what_the_cli_writes(scene_json, clean, tmp_path):
+    """``vistest run`` through the console script's entry point (vistest.launch: the visibility computed in the
+    child it started before its imports, which the run takes) writes the files the CLI writes in this process
+    (the visibility computed here), byte for byte, and the same visibility table."""
+    out = tmp_path / "out"
+    code = ("import sys; from vistest import workers; from vistest.launch import main; sys.argv[0] = 'vistest'\n"
+            "started, called, prestart, call = [], [], workers.prestart, workers._Child.call\n"
+            "workers.prestart = lambda *a: (prestart(*a), started.append(workers._spare))\n"
+            "workers._Child.call = lambda self, *a: (called.append(self), call(self, *a))[1]\n"
+            "try:\n    main()\nfinally:\n"
+            "    print('spare taken:', len(started) == 1 and called == started, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code, "run", str(scene_json), str(QUESTIONS), "-o", str(out), *FAST],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "spare taken: True"
+    assert state(out) == state(clean)
+    (mine,), (theirs,) = list(out.glob("scenes/*/visibility.npz")), list(clean.glob("scenes/*/visibility.npz"))
+    with np.load(mine) as a, np.load(theirs) as b:
+        assert sorted(a.files) == sorted(b.files) and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")
+                                                          for k in a.files)
+
+
 def test_the_vistest_command_runs_when_its_child_cannot_be_started(tmp_path, monkeypatch, capsys):
     """A spare that cannot be spawned (no processes here) does not stop the command: it runs, and says what
     its own input lacks."""
